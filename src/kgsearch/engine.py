@@ -1,0 +1,554 @@
+"""The Engine: the one facade every adapter (CLI, REST, MCP) and library user calls.
+
+It composes a store, an embedder (created lazily, so graph work never loads a model)
+and the text rules; writes commit rows as ``pending`` and never wait for the
+embedder; embedding runs outside any write transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from kgsearch.embed.base import Embedder
+from kgsearch.errors import InvalidRequest, NotFound
+from kgsearch.io.exporter import export
+from kgsearch.io.importer import ImportProgress, import_files
+from kgsearch.jobs import EmbedReport, Progress, RetryPolicy, run_embedding
+from kgsearch.model import (
+    DEFAULT_PROJECT,
+    Chunk,
+    ChunkIn,
+    Filters,
+    GraphObject,
+    Kind,
+    Mention,
+    MentionIn,
+    ObjectIn,
+    ObjectRef,
+    Page,
+    Relationship,
+    RelationshipIn,
+    Source,
+    SourceIn,
+)
+from kgsearch.store.base import Neighbor, Store, TextUpdate
+from kgsearch.text import TEXT_VERSION, EnrichmentConfig, config_fingerprint, text_hash
+from kgsearch.writes import (
+    TextRules,
+    refresh_relationship_texts,
+    require_endpoints,
+    resolve_endpoints,
+)
+
+__all__ = ["Engine"]
+
+_TEXTS_META = "texts"
+
+
+class Engine:
+    """Graph storage, embedding lifecycle and search over one store.
+
+    Args:
+        store: An open store (see :func:`kgsearch.connect`).
+        embedder: The embedding provider, or None to create one on first use.
+        embedder_factory: Makes the embedder on first use (default: the bundled model).
+        enrichment: Graph-aware text rules (default rules when None).
+        graph_aware: Build graph-aware object text; None keeps the store's last choice.
+        project: Default project for calls that pass none.
+        embed_on_write: Embed rows right after each write commits (small scripts).
+        retry: Failure policy of the embedding lifecycle.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        embedder: Embedder | None = None,
+        embedder_factory: Callable[[], Embedder] | None = None,
+        enrichment: EnrichmentConfig | None = None,
+        graph_aware: bool | None = None,
+        project: str = DEFAULT_PROJECT,
+        embed_on_write: bool = False,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.store = store
+        self.project = project
+        self.embed_on_write = embed_on_write
+        self.retry = retry or RetryPolicy()
+        self._embedder = embedder
+        self._embedder_factory = embedder_factory
+        self.enrichment = enrichment or EnrichmentConfig()
+        stored = self._texts_meta()
+        if graph_aware is None:
+            graph_aware = bool(stored.get("graph_aware", True))
+        self.graph_aware = graph_aware
+        self._rules: TextRules | None = None
+
+    # providers -------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder, created on first use."""
+        if self._embedder is None:
+            if self._embedder_factory is not None:
+                self._embedder = self._embedder_factory()
+            else:
+                from kgsearch.embed.bundled import BundledEmbedder
+
+                self._embedder = BundledEmbedder()
+        return self._embedder
+
+    @property
+    def rules(self) -> TextRules:
+        """How embedding texts are built right now."""
+        if self._rules is None:
+            embedder = self.embedder
+            self._rules = TextRules(
+                self.enrichment, self.graph_aware, embedder.count_tokens, embedder.max_tokens
+            )
+        return self._rules
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _p(self, project: str | None) -> str:
+        name = project or self.project
+        if not name.strip() or len(name) > 200:
+            raise InvalidRequest("project must be a non-blank name of at most 200 characters")
+        return name
+
+    # writes ----------------------------------------------------------------
+    def add_objects(
+        self, objects: Sequence[ObjectIn], *, project: str | None = None
+    ) -> list[GraphObject]:
+        """Create or update objects (by type + key); they are committed as ``pending``.
+
+        When an object's display name changes, its relationships' triplet texts are
+        rebuilt too, so they become pending instead of silently stale.
+        """
+        p = self._p(project)
+        rules = self.rules
+        rows = [rules.object_row(p, o) for o in objects]
+        with self.store.transaction():
+            before = self.store.resolve(p, [ObjectRef(type=o.type, key=o.key) for o in objects])
+            ids = self.store.upsert_objects(p, rows)
+            renamed = [
+                e.id
+                for ref, e in before.items()
+                if _name(e.properties, e.key) != _name(_props_for(objects, ref), ref.key)
+            ]
+            if renamed:
+                self._refresh_relationships(p, renamed)
+        self._after_write()
+        return self.store.get_objects(p, ids)
+
+    def add_relationships(
+        self, relationships: Sequence[RelationshipIn], *, project: str | None = None
+    ) -> list[Relationship]:
+        """Create or update relationships; endpoints are ids or ``{type, key}`` refs.
+
+        Raises:
+            NotFound: An endpoint is not a live object of the project.
+        """
+        p = self._p(project)
+        with self.store.transaction():
+            found = require_endpoints(self.store, p, relationships)
+            rows = [
+                self.rules.relationship_row(p, r, found[r.source], found[r.target])
+                for r in relationships
+            ]
+            ids = self.store.upsert_relationships(p, rows)
+        self._after_write()
+        return self.store.get_relationships(p, ids)
+
+    def add_sources(
+        self, sources: Sequence[SourceIn], *, project: str | None = None
+    ) -> list[Source]:
+        """Create or update sources (documents, episodes)."""
+        p = self._p(project)
+        now = _now()
+        self.store.upsert_sources(
+            p,
+            [
+                Source(
+                    id=s.id,
+                    project=p,
+                    title=s.title,
+                    uri=s.uri,
+                    metadata=s.metadata,
+                    created_at=now,
+                )
+                for s in sources
+            ],
+        )
+        return self.store.get_sources(p, [s.id for s in sources])
+
+    def add_chunks(self, chunks: Sequence[ChunkIn], *, project: str | None = None) -> list[Chunk]:
+        """Create or update text chunks (embedded as their text, titled by their source)."""
+        p = self._p(project)
+        titles = {
+            s.id: s.title
+            for s in self.store.get_sources(p, [c.source_id for c in chunks if c.source_id])
+        }
+        now = _now()
+        rows = []
+        for c in chunks:
+            text, digest = TextRules.chunk_text(c, titles.get(c.source_id or ""))
+            chunk = Chunk(
+                id=c.id,
+                project=p,
+                text=c.text,
+                source_id=c.source_id,
+                position=c.position,
+                metadata=c.metadata,
+                created_at=now,
+                updated_at=now,
+            )
+            rows.append((chunk, text, digest, TEXT_VERSION))
+        self.store.upsert_chunks(p, rows)
+        self._after_write()
+        return self.store.get_chunks(p, [c.id for c in chunks])
+
+    def add_mentions(self, mentions: Sequence[MentionIn], *, project: str | None = None) -> int:
+        """Link sources/chunks to the objects and relationships they mention."""
+        p = self._p(project)
+        refs = [m.object for m in mentions if m.object is not None]
+        found, missing = resolve_endpoints(self.store, p, refs)
+        if missing:
+            raise NotFound(f"mentioned object(s) not found: {missing[:10]}")
+        rows = []
+        for m in mentions:
+            if not (m.source_id or m.chunk_id):
+                raise InvalidRequest("a mention needs source_id or chunk_id")
+            if m.object is None and m.relationship_id is None:
+                raise InvalidRequest("a mention needs an object or a relationship_id")
+            rows.append(
+                Mention(
+                    project=p,
+                    source_id=m.source_id,
+                    chunk_id=m.chunk_id,
+                    object_id=found[m.object].id if m.object is not None else None,
+                    relationship_id=m.relationship_id,
+                )
+            )
+        self.store.add_mentions(p, rows)
+        return len(rows)
+
+    def delete(
+        self,
+        kind: Literal["object", "relationship", "chunk", "source"],
+        ids: Sequence[str],
+        *,
+        project: str | None = None,
+    ) -> int:
+        """Soft-delete rows (an object takes its relationships); every read hides them."""
+        return self.store.delete(self._p(project), kind, ids)
+
+    def purge(self, *, project: str | None = None) -> int:
+        """Remove soft-deleted rows for good."""
+        return self.store.purge(self._p(project))
+
+    def _after_write(self) -> None:
+        if self.embed_on_write:
+            self.embed_pending()
+
+    # reads -------------------------------------------------------------------
+    def get_object(self, id: str, *, project: str | None = None) -> GraphObject:
+        """One live object by id.
+
+        Raises:
+            NotFound: No live object has this id in the project.
+        """
+        found = self.store.get_objects(self._p(project), [id])
+        if not found:
+            raise NotFound(f"object {id!r} not found in project {self._p(project)!r}")
+        return found[0]
+
+    def get_object_by_key(self, type_: str, key: str, *, project: str | None = None) -> GraphObject:
+        """One live object by type and key."""
+        p = self._p(project)
+        endpoint = self.store.resolve(p, [ObjectRef(type=type_, key=key)]).get(
+            ObjectRef(type=type_, key=key)
+        )
+        if endpoint is None:
+            raise NotFound(f"object {type_}/{key} not found in project {p!r}")
+        return self.get_object(endpoint.id, project=p)
+
+    def get_relationship(self, id: str, *, project: str | None = None) -> Relationship:
+        """One live relationship by id."""
+        found = self.store.get_relationships(self._p(project), [id])
+        if not found:
+            raise NotFound(f"relationship {id!r} not found in project {self._p(project)!r}")
+        return found[0]
+
+    def list_rows(
+        self,
+        kind: Literal["object", "relationship", "chunk", "source"],
+        *,
+        project: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+        filters: Filters | None = None,
+    ) -> Page:
+        """One page of live rows; pass ``next_cursor`` back for the next page."""
+        return self.store.list_rows(
+            self._p(project), kind, limit=limit, cursor=cursor, filters=filters
+        )
+
+    def neighbors(
+        self,
+        ids: Sequence[str],
+        *,
+        project: str | None = None,
+        depth: int = 1,
+        direction: Literal["out", "in", "both"] = "both",
+        relationship_types: Sequence[str] | None = None,
+    ) -> list[Neighbor]:
+        """Objects within ``depth`` hops of ``ids``."""
+        return self.store.neighbors(
+            self._p(project),
+            ids,
+            depth=depth,
+            direction=direction,
+            relationship_types=relationship_types,
+        )
+
+    def stats(self, *, project: str | None = None) -> dict[str, Any]:
+        """Row counts of a project and the store's metadata."""
+        p = self._p(project)
+        info = self.store.info()
+        return {
+            "project": p,
+            "counts": self.store.counts(p),
+            "store": info.url,
+            "schema_version": info.schema_version,
+            "embedding_model": info.embedding_model,
+            "dims": info.dims,
+            "projects": self.store.projects(),
+        }
+
+    # texts and embedding -----------------------------------------------------
+    def preview(self, id: str, *, project: str | None = None) -> dict[str, Any]:
+        """The text that would be embedded for a row (object, relationship or chunk)."""
+        p = self._p(project)
+        objects = self.store.get_objects(p, [id])
+        if objects:
+            o = objects[0]
+            text = self.rules.object_text(o.type, o.key, dict(o.properties), o.tags)
+            return {
+                "kind": "object",
+                "id": id,
+                "text": text,
+                "graph_aware": self.graph_aware,
+                "status": o.embedding.status.value,
+            }
+        rels = self.store.get_relationships(p, [id])
+        if rels:
+            r = rels[0]
+            ends = self.store.endpoints(p, [r.source_id, r.target_id])
+            text = TextRules.relationship_text(
+                r.type, ends[r.source_id], ends[r.target_id], r.label, r.description
+            )
+            return {
+                "kind": "relationship",
+                "id": id,
+                "text": text,
+                "status": r.embedding.status.value,
+            }
+        chunks = self.store.get_chunks(p, [id])
+        if chunks:
+            return {
+                "kind": "chunk",
+                "id": id,
+                "text": chunks[0].embedding.text,
+                "status": chunks[0].embedding.status.value,
+            }
+        raise NotFound(f"no object, relationship or chunk {id!r} in project {p!r}")
+
+    def _texts_meta(self) -> dict[str, Any]:
+        raw = self.store.get_meta(_TEXTS_META)
+        return dict(json.loads(raw)) if raw else {}
+
+    def _texts_wanted(self) -> dict[str, Any]:
+        return {
+            "graph_aware": self.graph_aware,
+            "version": TEXT_VERSION,
+            "enrichment": config_fingerprint(self.enrichment),
+        }
+
+    def refresh_texts(self, *, force: bool = False) -> int:
+        """Rebuild stored texts when the rules changed (config, mode, template version).
+
+        Rows whose text changes become pending; unchanged rows are untouched.
+        Returns the number of rows whose text changed.
+        """
+        wanted = self._texts_wanted()
+        if not force and self._texts_meta() == wanted:
+            return 0
+        changed = 0
+        for project in self.store.projects():
+            for batch in self.store.iter_text_rows(project, Kind.OBJECT):
+                updates = []
+                for o in batch:
+                    text = self.rules.object_text(o.type, o.key, dict(o.properties), o.tags)
+                    updates.append(TextUpdate(o.id, text, text_hash(text), TEXT_VERSION))
+                changed += self.store.set_texts(project, Kind.OBJECT, updates)
+            changed += self._refresh_all_relationships(project)
+        self.store.set_meta(_TEXTS_META, json.dumps(wanted, sort_keys=True))
+        return changed
+
+    def _refresh_all_relationships(self, project: str) -> int:
+        changed = 0
+        for batch in self.store.iter_text_rows(project, Kind.RELATIONSHIP):
+            changed += self._relationship_updates(project, batch)
+        return changed
+
+    def _refresh_relationships(self, project: str, object_ids: Sequence[str]) -> int:
+        return refresh_relationship_texts(
+            self.store, project, self.store.relationships_touching(project, object_ids)
+        )
+
+    def _relationship_updates(self, project: str, rels: Sequence[Relationship]) -> int:
+        return refresh_relationship_texts(self.store, project, rels)
+
+    def embed_pending(
+        self,
+        *,
+        kinds: Sequence[Kind] = tuple(Kind),
+        project: str | None = None,
+        batch_size: int = 64,
+        delay_ms: int = 0,
+        force: bool = False,
+        progress: Progress | None = None,
+        limit: int | None = None,
+    ) -> EmbedReport:
+        """Embed every due row (pending, or failed past its backoff).
+
+        Args:
+            kinds: Row kinds to embed.
+            project: One project, or None for all.
+            batch_size: Rows per embedder call.
+            delay_ms: Pause between batches.
+            force: Re-embed every row, even ones already embedded.
+            progress: Called with (kind, rows) after each batch.
+            limit: Stop after about this many rows.
+        """
+        if batch_size < 1 or batch_size > 10_000:
+            raise InvalidRequest("batch size must be between 1 and 10000")
+        self.refresh_texts()
+        if force:
+            for kind in kinds:
+                self.store.requeue(kind, project=project, statuses=["embedded", "failed", "dead"])
+        return run_embedding(
+            self.store,
+            self.embedder,
+            kinds=kinds,
+            project=project,
+            batch_size=batch_size,
+            delay_ms=delay_ms,
+            policy=self.retry,
+            progress=progress,
+            limit=limit,
+        )
+
+    def switch_model(self, embedder: Embedder) -> None:
+        """Explicitly migrate to another embedding model: every vector is re-made."""
+        self.store.set_embedding_model(embedder.model_id, embedder.dims, replace=True)
+        self._embedder = embedder
+        self._rules = None
+
+    def set_graph_aware(self, graph_aware: bool) -> None:
+        """Switch between graph-aware and plain object text (rows re-embed as needed)."""
+        self.graph_aware = graph_aware
+        self._rules = None
+
+    def retry_failed(self, *, dead: bool = False, project: str | None = None) -> int:
+        """Re-queue failed rows now (and dead ones with ``dead=True``)."""
+        statuses = ["failed", "dead"] if dead else ["failed"]
+        return sum(self.store.requeue(k, project=project, statuses=statuses) for k in Kind)
+
+    def embedding_status(self, *, project: str | None = None) -> dict[str, Any]:
+        """Counts by status per project and kind, percent embedded, stale, failure rate."""
+        rows = []
+        totals: dict[str, int] = {}
+        stale = 0
+        for c in self.store.embedding_counts(project):
+            embedded = c.by_status.get("embedded", 0)
+            rows.append(
+                {
+                    "project": c.project,
+                    "kind": c.kind.value,
+                    "total": c.total,
+                    **{s: c.by_status.get(s, 0) for s in ("pending", "embedded", "failed", "dead")},
+                    "stale": c.stale,
+                    "percent_embedded": round(100.0 * embedded / c.total, 2) if c.total else 100.0,
+                }
+            )
+            for status, n in c.by_status.items():
+                totals[status] = totals.get(status, 0) + n
+            stale += c.stale
+        total = sum(totals.values())
+        texts, ms = self.store.embedding_latency()
+        info = self.store.info()
+        bad = totals.get("failed", 0) + totals.get("dead", 0)
+        return {
+            "model": info.embedding_model,
+            "dims": info.dims,
+            "rows": rows,
+            "total": total,
+            "embedded": totals.get("embedded", 0),
+            "pending": totals.get("pending", 0),
+            "failed": totals.get("failed", 0),
+            "dead": totals.get("dead", 0),
+            "stale": stale,
+            "percent_embedded": round(100.0 * totals.get("embedded", 0) / total, 2)
+            if total
+            else 100.0,
+            "failure_rate": round(bad / total, 4) if total else 0.0,
+            "mean_latency_ms_per_text": round(ms / texts, 3) if texts else None,
+        }
+
+    # import / export ---------------------------------------------------------
+    def import_files(
+        self,
+        paths: Sequence[Path],
+        *,
+        project: str | None = None,
+        progress: ImportProgress | None = None,
+    ) -> dict[str, int]:
+        """Import JSONL, JSON graph or CSV files atomically (see :mod:`kgsearch.io`)."""
+        return import_files(
+            self.store, self.rules, paths, project=self._p(project), progress=progress
+        )
+
+    def export(
+        self, path: Path, *, project: str | None = None, fmt: Literal["jsonl", "json"] = "jsonl"
+    ) -> dict[str, int]:
+        """Write a project to a JSONL or JSON graph file that imports back identically."""
+        return export(self.store, path, project=self._p(project), fmt=fmt)
+
+
+def _name(properties: dict[str, Any], key: str) -> str:
+    value = properties.get("name")
+    return value if isinstance(value, str) and value.strip() else key
+
+
+def _props_for(objects: Sequence[ObjectIn], ref: ObjectRef) -> dict[str, Any]:
+    for o in reversed(objects):
+        if o.type == ref.type and o.key == ref.key:
+            return dict(o.properties)
+    return {}
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,144 @@
+"""The one exception tree of kgsearch; every error we raise descends from KgsearchError.
+
+Each class carries the HTTP status and the stable error code that the REST API, the
+MCP server and the CLI report, so an adapter needs one handler for all of them::
+
+    KgsearchError                    500  error
+    ├── InvalidRequest               400  invalid_request
+    │   ├── DimensionMismatch        400  dimension_mismatch
+    │   └── ImportFailed             400  import_failed
+    ├── NotFound                     404  not_found
+    ├── Conflict                     409  conflict
+    ├── ConfigError                  500  config_error
+    ├── StoreError                   503  store_error
+    │   └── MigrationError           503  migration_error
+    ├── ProviderError                502  provider_error
+    │   └── MissingCredentials       502  missing_credentials
+    └── MissingDependency            500  missing_dependency   (also an ImportError)
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "ConfigError",
+    "Conflict",
+    "DimensionMismatch",
+    "ImportFailed",
+    "InvalidRequest",
+    "KgsearchError",
+    "MigrationError",
+    "MissingCredentials",
+    "MissingDependency",
+    "NotFound",
+    "ProviderError",
+    "StoreError",
+    "error_class_for_code",
+]
+
+_BY_CODE: dict[str, type[KgsearchError]] = {}
+
+
+class KgsearchError(Exception):
+    """Root of every error kgsearch raises.
+
+    Args:
+        message: What went wrong and, where possible, what to do next.
+        details: Machine-readable context (offending field, line number, ...).
+    """
+
+    status: ClassVar[int] = 500
+    code: ClassVar[str] = "error"
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details or {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _BY_CODE[cls.code] = cls
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire shape shared by REST, MCP and CLI ``--json``."""
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+_BY_CODE[KgsearchError.code] = KgsearchError
+
+
+class InvalidRequest(KgsearchError):
+    """The caller asked for something malformed (bad filter, limit out of range...)."""
+
+    status = 400
+    code = "invalid_request"
+
+
+class DimensionMismatch(InvalidRequest):
+    """An embedder's dimensions differ from the ones the store was built with."""
+
+    code = "dimension_mismatch"
+
+
+class ImportFailed(InvalidRequest):
+    """An import file had bad records; ``details['errors']`` lists file, line and reason."""
+
+    code = "import_failed"
+
+
+class NotFound(KgsearchError):
+    """The requested row does not exist in this project (or was deleted)."""
+
+    status = 404
+    code = "not_found"
+
+
+class Conflict(KgsearchError):
+    """A write collides with existing data."""
+
+    status = 409
+    code = "conflict"
+
+
+class ConfigError(KgsearchError):
+    """Settings are inconsistent; raised at start-up, never mid-request."""
+
+    code = "config_error"
+
+
+class StoreError(KgsearchError):
+    """The database failed; the driver's exception is chained as ``__cause__``."""
+
+    status = 503
+    code = "store_error"
+
+
+class MigrationError(StoreError):
+    """A schema migration could not be applied."""
+
+    code = "migration_error"
+
+
+class ProviderError(KgsearchError):
+    """An embedder, LLM or reranker call failed."""
+
+    status = 502
+    code = "provider_error"
+
+
+class MissingCredentials(ProviderError):
+    """A provider needs a key that is not configured."""
+
+    code = "missing_credentials"
+
+
+class MissingDependency(KgsearchError, ImportError):
+    """An optional extra is not installed; the message gives the pip line."""
+
+    code = "missing_dependency"
+
+
+def error_class_for_code(code: str) -> type[KgsearchError]:
+    """Return the exception class for a wire error code (unknown codes map to the root)."""
+    return _BY_CODE.get(code, KgsearchError)

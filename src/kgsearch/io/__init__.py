@@ -1,0 +1,1 @@
+"""Import and export of graph files (JSONL, JSON graph, CSV)."""

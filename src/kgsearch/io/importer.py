@@ -1,0 +1,322 @@
+"""Atomic, idempotent, streaming import of JSONL, JSON graph and CSV files.
+
+Two passes over the files inside one transaction: the first writes objects and
+sources, the second relationships, chunks and mentions (so a relationship may come
+before its endpoints in a file). Every bad record is collected with its file, line
+and reason; if there is any, the transaction rolls back and nothing is written.
+Memory stays bounded by the batch size, whatever the file size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from kgsearch.errors import ImportFailed
+from kgsearch.io.readers import RecordError, count_records, read_records
+from kgsearch.model import (
+    Chunk,
+    ChunkIn,
+    Mention,
+    MentionIn,
+    ObjectIn,
+    ObjectRef,
+    RelationshipIn,
+    Source,
+    SourceIn,
+)
+from kgsearch.store.base import Store
+from kgsearch.text import TEXT_VERSION
+from kgsearch.writes import (
+    TextRules,
+    describe_ref,
+    refresh_relationship_texts,
+    resolve_endpoints,
+)
+
+__all__ = ["ImportProgress", "import_files"]
+
+ImportProgress = Callable[[int, int | None], None]
+"""Called as ``progress(advance, total)``; total counts records over both passes."""
+
+_MODELS: dict[str, type[BaseModel]] = {
+    "object": ObjectIn,
+    "relationship": RelationshipIn,
+    "source": SourceIn,
+    "chunk": ChunkIn,
+    "mention": MentionIn,
+}
+_FIRST_PASS = {"object", "source"}
+_MAX_ERRORS = 100
+_BATCH = 2000
+
+
+def _reason(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:3]:
+        loc = ".".join(str(x) for x in err["loc"]) or "record"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+class _Run:
+    """State of one import: batches, counts and collected errors."""
+
+    def __init__(
+        self,
+        store: Store,
+        rules: TextRules,
+        project: str,
+        progress: ImportProgress | None,
+        total: int | None,
+    ) -> None:
+        self.store = store
+        self.rules = rules
+        self.project = project
+        self.progress = progress
+        self.total = total
+        self.errors: list[dict[str, str]] = []
+        self.error_count = 0
+        self.counts = {"objects": 0, "relationships": 0, "sources": 0, "chunks": 0, "mentions": 0}
+        self.batch: dict[str, list[tuple[str, Any]]] = {k: [] for k in _MODELS}
+        self.renamed: list[str] = []
+
+    def error(self, location: str, reason: str) -> None:
+        self.error_count += 1
+        if len(self.errors) < _MAX_ERRORS:
+            self.errors.append({"location": location, "reason": reason})
+
+    def parse(
+        self, location: str, raw: dict[str, Any] | RecordError, first_pass: bool
+    ) -> tuple[str, Any] | None:
+        if isinstance(raw, RecordError):
+            if first_pass:
+                self.error(raw.location, raw.reason)
+            return None
+        kind = raw.get("kind")
+        if kind not in _MODELS:
+            if first_pass:
+                self.error(location, f"unknown kind {kind!r}; expected one of {list(_MODELS)}")
+            return None
+        if (kind in _FIRST_PASS) != first_pass:
+            return None
+        body = {k: v for k, v in raw.items() if k != "kind"}
+        try:
+            return kind, _MODELS[kind].model_validate(body)
+        except ValidationError as exc:
+            self.error(location, _reason(exc))
+            return None
+
+    def add(self, location: str, kind: str, item: Any) -> None:
+        self.batch[kind].append((location, item))
+        if len(self.batch[kind]) >= _BATCH:
+            self.flush(kind)
+
+    def flush(self, kind: str) -> None:
+        items = self.batch[kind]
+        self.batch[kind] = []
+        if not items:
+            return
+        {
+            "object": self._objects,
+            "source": self._sources,
+            "relationship": self._relationships,
+            "chunk": self._chunks,
+            "mention": self._mentions,
+        }[kind](items)
+        if self.progress is not None:
+            self.progress(len(items), self.total)
+
+    def _objects(self, items: Sequence[tuple[str, Any]]) -> None:
+        objects: list[ObjectIn] = [o for _, o in items]
+        before = self.store.resolve(
+            self.project, [ObjectRef(type=o.type, key=o.key) for o in objects]
+        )
+        if self.error_count:
+            return  # validation only: nothing will be committed
+        self.store.upsert_objects(
+            self.project, [self.rules.object_row(self.project, o) for o in objects]
+        )
+        names = {(o.type, o.key): _name(o.properties, o.key) for o in objects}
+        self.renamed.extend(
+            e.id
+            for ref, e in before.items()
+            if _name(e.properties, e.key) != names[(ref.type, ref.key)]
+        )
+        self.counts["objects"] += len(objects)
+
+    def _sources(self, items: Sequence[tuple[str, Any]]) -> None:
+        now = datetime.now(UTC)
+        if self.error_count:
+            return
+        self.store.upsert_sources(
+            self.project,
+            [
+                Source(
+                    id=s.id,
+                    project=self.project,
+                    title=s.title,
+                    uri=s.uri,
+                    metadata=s.metadata,
+                    created_at=now,
+                )
+                for _, s in items
+            ],
+        )
+        self.counts["sources"] += len(items)
+
+    def _relationships(self, items: Sequence[tuple[str, Any]]) -> None:
+        refs: list[str | ObjectRef] = []
+        for _, r in items:
+            refs.extend((r.source, r.target))
+        found, missing = resolve_endpoints(self.store, self.project, refs)
+        missing_set = set(missing)
+        rows = []
+        for location, r in items:
+            absent = [describe_ref(x) for x in (r.source, r.target) if x in missing_set]
+            if absent:
+                self.error(location, f"endpoint not found: {', '.join(absent)}")
+                continue
+            rows.append(
+                self.rules.relationship_row(self.project, r, found[r.source], found[r.target])
+            )
+        if not self.error_count:
+            self.store.upsert_relationships(self.project, rows)
+            self.counts["relationships"] += len(rows)
+
+    def _chunks(self, items: Sequence[tuple[str, Any]]) -> None:
+        if self.error_count:
+            return
+        titles = {
+            s.id: s.title
+            for s in self.store.get_sources(
+                self.project, [c.source_id for _, c in items if c.source_id]
+            )
+        }
+        now = datetime.now(UTC)
+        rows = []
+        for _, c in items:
+            text, digest = TextRules.chunk_text(c, titles.get(c.source_id or ""))
+            rows.append(
+                (
+                    Chunk(
+                        id=c.id,
+                        project=self.project,
+                        text=c.text,
+                        source_id=c.source_id,
+                        position=c.position,
+                        metadata=c.metadata,
+                        created_at=now,
+                        updated_at=now,
+                    ),
+                    text,
+                    digest,
+                    TEXT_VERSION,
+                )
+            )
+        self.store.upsert_chunks(self.project, rows)
+        self.counts["chunks"] += len(rows)
+
+    def _mentions(self, items: Sequence[tuple[str, Any]]) -> None:
+        refs = [m.object for _, m in items if m.object is not None]
+        found, missing = resolve_endpoints(self.store, self.project, refs)
+        rows = []
+        for location, m in items:
+            if not (m.source_id or m.chunk_id):
+                self.error(location, "a mention needs source_id or chunk_id")
+            elif m.object is None and m.relationship_id is None:
+                self.error(location, "a mention needs an object or a relationship_id")
+            elif m.object is not None and m.object in missing:
+                self.error(location, f"object not found: {describe_ref(m.object)}")
+            else:
+                rows.append(
+                    Mention(
+                        project=self.project,
+                        source_id=m.source_id,
+                        chunk_id=m.chunk_id,
+                        object_id=found[m.object].id if m.object else None,
+                        relationship_id=m.relationship_id,
+                    )
+                )
+        if not self.error_count:
+            self.store.add_mentions(self.project, rows)
+            self.counts["mentions"] += len(rows)
+
+
+def _name(properties: dict[str, Any], key: str) -> str:
+    value = properties.get("name")
+    return value if isinstance(value, str) and value.strip() else key
+
+
+def import_files(
+    store: Store,
+    rules: TextRules,
+    paths: Sequence[Path],
+    *,
+    project: str,
+    progress: ImportProgress | None = None,
+) -> dict[str, int]:
+    """Import files into ``project`` in one transaction; all or nothing.
+
+    Re-importing the same files changes nothing: objects are matched by type + key,
+    relationships by id (or by type + endpoints when they have none).
+
+    Returns:
+        Rows written per kind.
+
+    Raises:
+        ImportFailed: Any record is bad; ``details['errors']`` lists up to 100 of
+            them as ``{"location": "file:line", "reason": ...}``. Nothing is written.
+    """
+    paths = [Path(p) for p in paths]
+    try:
+        sizes = [count_records(p) for p in paths if p.is_file()]
+    except RecordError as exc:
+        raise ImportFailed(
+            str(exc), details={"errors": [{"location": exc.location, "reason": exc.reason}]}
+        ) from None
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise ImportFailed(
+            f"file(s) not found: {', '.join(missing)}",
+            details={"errors": [{"location": m, "reason": "file not found"} for m in missing]},
+        )
+    total = (
+        2 * sum(s for s in sizes if s is not None) if all(s is not None for s in sizes) else None
+    )
+    run = _Run(store, rules, project, progress, total)
+    try:
+        with store.transaction():
+            for first_pass in (True, False):
+                for path in paths:
+                    for location, raw in read_records(path):
+                        parsed = run.parse(location, raw, first_pass)
+                        if parsed is not None:
+                            run.add(location, *parsed)
+                        if run.error_count >= 10 * _MAX_ERRORS:
+                            break
+                order = ("object", "source") if first_pass else ("relationship", "chunk", "mention")
+                for kind in order:
+                    run.flush(kind)
+            if run.renamed and not run.error_count:
+                refresh_relationship_texts(
+                    store, project, store.relationships_touching(project, run.renamed)
+                )
+            if run.error_count:
+                raise _Abort
+    except _Abort:
+        first = run.errors[0]
+        raise ImportFailed(
+            f"{run.error_count} bad record(s); nothing was imported. First: "
+            f"{first['location']}: {first['reason']}",
+            details={"errors": run.errors, "error_count": run.error_count},
+        ) from None
+    return run.counts
+
+
+class _Abort(Exception):
+    """Internal: roll the import transaction back."""

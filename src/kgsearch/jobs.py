@@ -1,0 +1,189 @@
+"""The embedding lifecycle runner: claim due rows, embed outside any write, record.
+
+``run_embedding`` is what ``embed generate``, ``embed backfill``, the library's
+``embed_pending`` and a worker all call. It never holds a write transaction while
+the embedder runs; it terminates because every failure either succeeds later or
+reaches ``dead`` after a bounded number of attempts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from kgsearch.embed.base import Embedder
+from kgsearch.errors import DimensionMismatch, KgsearchError
+from kgsearch.model import Kind
+from kgsearch.store.base import Claim, EmbeddingResult, Store
+from kgsearch.text import TEXT_VERSION
+
+__all__ = ["EmbedReport", "RetryPolicy", "run_embedding"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How failures are retried: exponential backoff, then dead."""
+
+    max_attempts: int = 5
+    backoff_seconds: float = 1.0
+    # A run waits for a retry only when it is due this soon; later retries are left
+    # to the next run (a row still ends dead after max_attempts).
+    max_wait_seconds: float = 60.0
+
+
+@dataclass
+class EmbedReport:
+    """What one run did, per kind and in total."""
+
+    processed: int = 0
+    embedded: int = 0
+    failed: int = 0
+    dead: int = 0
+    skipped_changed: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain dict for JSON output."""
+        return {
+            "processed": self.processed,
+            "embedded": self.embedded,
+            "failed": self.failed,
+            "dead": self.dead,
+            "skipped_changed": self.skipped_changed,
+            "batches": self.batches,
+            "seconds": round(self.seconds, 3),
+            "errors": self.errors[:10],
+        }
+
+
+Progress = Callable[[Kind, int], None]
+
+
+def _embed_batch(
+    store: Store,
+    embedder: Embedder,
+    kind: Kind,
+    claims: Sequence[Claim],
+    policy: RetryPolicy,
+    report: EmbedReport,
+) -> None:
+    started = time.perf_counter()
+    try:
+        vectors = embedder.embed_documents([c.text for c in claims])
+        if len(vectors) != len(claims):
+            raise KgsearchError(f"embedder returned {len(vectors)} vectors for {len(claims)}")
+        for vector in vectors:
+            if vector.shape[-1] != embedder.dims:
+                raise DimensionMismatch(
+                    f"embedder {embedder.model_id} returned {vector.shape[-1]}-d vectors, "
+                    f"declared {embedder.dims}"
+                )
+    except DimensionMismatch:
+        raise
+    except Exception as exc:  # any provider failure is recorded on the rows, never raised
+        message = f"{type(exc).__name__}: {exc}"
+        store.fail(
+            kind,
+            claims,
+            message,
+            now=time.time(),
+            max_attempts=policy.max_attempts,
+            backoff_seconds=policy.backoff_seconds,
+        )
+        report.failed += len(claims)
+        report.dead += sum(1 for c in claims if c.attempts + 1 >= policy.max_attempts)
+        if message not in report.errors:
+            report.errors.append(message)
+        return
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    results = [
+        EmbeddingResult(c.project, c.id, c.text, c.text_hash, v)
+        for c, v in zip(claims, vectors, strict=True)
+    ]
+    done = store.complete(
+        kind,
+        results,
+        model=embedder.model_id,
+        dims=embedder.dims,
+        text_version=TEXT_VERSION,
+        elapsed_ms=elapsed_ms,
+    )
+    report.embedded += done
+    report.skipped_changed += len(claims) - done
+
+
+def _next_due(store: Store, kind: Kind, project: str | None) -> bool:
+    counts = store.embedding_counts(project)
+    return any(c.by_status.get("failed", 0) for c in counts if c.kind is kind)
+
+
+def run_embedding(
+    store: Store,
+    embedder: Embedder,
+    *,
+    kinds: Sequence[Kind] = tuple(Kind),
+    project: str | None = None,
+    batch_size: int = 64,
+    delay_ms: int = 0,
+    policy: RetryPolicy | None = None,
+    progress: Progress | None = None,
+    limit: int | None = None,
+) -> EmbedReport:
+    """Embed every due row of the given kinds, batch by batch, until none is due.
+
+    Args:
+        store: Where rows and vectors live.
+        embedder: The provider; its model and dims are checked against the store first.
+        kinds: Which row kinds to embed.
+        project: Restrict to one project (None = all).
+        batch_size: Rows per claim and per embedder call.
+        delay_ms: Pause between batches (throttling for rate-limited providers).
+        policy: Retry/backoff policy.
+        progress: Called with (kind, rows done) after each batch.
+        limit: Stop after about this many rows (None = until done).
+
+    Returns:
+        Counts of what happened.
+
+    Raises:
+        DimensionMismatch: The embedder's dims differ from the store's.
+        ConfigError: The store was embedded with another model.
+    """
+    policy = policy or RetryPolicy()
+    store.set_embedding_model(embedder.model_id, embedder.dims)
+    report = EmbedReport()
+    started = time.perf_counter()
+    for kind in kinds:
+        while limit is None or report.processed < limit:
+            claims = store.claim(kind, project=project, limit=batch_size, now=time.time())
+            if not claims:
+                if not _wait_for_retry(store, kind, project, policy):
+                    break
+                continue
+            _embed_batch(store, embedder, kind, claims, policy, report)
+            report.processed += len(claims)
+            report.batches += 1
+            if progress is not None:
+                progress(kind, len(claims))
+            if delay_ms:
+                time.sleep(delay_ms / 1000)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _wait_for_retry(store: Store, kind: Kind, project: str | None, policy: RetryPolicy) -> bool:
+    """Sleep until the next failed row is due if that is soon; False when none is."""
+    if not _next_due(store, kind, project):
+        return False
+    due = store.next_retry_at(kind, project=project)
+    if due is None:
+        return False
+    wait = due - time.time()
+    if wait > policy.max_wait_seconds:
+        return False
+    if wait > 0:
+        time.sleep(wait)
+    return True

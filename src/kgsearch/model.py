@@ -1,0 +1,281 @@
+"""Public value types: graph rows, their inputs, embedding state and search hits.
+
+All models are frozen pydantic v2 models that reject unknown fields, so the same
+classes serve as library return values, REST bodies and MCP tool schemas.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "Chunk",
+    "ChunkIn",
+    "EmbeddingState",
+    "EmbeddingStatus",
+    "Filters",
+    "GraphObject",
+    "Hit",
+    "Kind",
+    "LegHit",
+    "Mention",
+    "MentionIn",
+    "ObjectIn",
+    "ObjectRef",
+    "Page",
+    "Relationship",
+    "RelationshipIn",
+    "Source",
+    "SourceIn",
+]
+
+DEFAULT_PROJECT = "default"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Kind(str, Enum):
+    """The embeddable row kinds."""
+
+    OBJECT = "object"
+    RELATIONSHIP = "relationship"
+    CHUNK = "chunk"
+
+    @property
+    def table(self) -> str:
+        """The plural table name used by stores."""
+        return {"object": "objects", "relationship": "relationships", "chunk": "chunks"}[self.value]
+
+
+class EmbeddingStatus(str, Enum):
+    """Lifecycle of one row's embedding (pending → embedded | failed → dead)."""
+
+    PENDING = "pending"
+    EMBEDDED = "embedded"
+    FAILED = "failed"
+    DEAD = "dead"
+
+
+class EmbeddingState(_Frozen):
+    """What a row's embedding is and how it got there."""
+
+    status: EmbeddingStatus = EmbeddingStatus.PENDING
+    text: str | None = None
+    text_hash: str | None = None
+    embedded_text: str | None = None
+    attempts: int = 0
+    last_error: str | None = None
+    model: str | None = None
+    dims: int | None = None
+    text_version: int | None = None
+    embedded_at: datetime | None = None
+
+
+class ObjectRef(_Frozen):
+    """A natural reference to an object: its type and key within a project."""
+
+    type: str = Field(min_length=1)
+    key: str = Field(min_length=1)
+
+
+def _check_name(value: str, what: str) -> str:
+    if not value.strip():
+        raise ValueError(f"{what} must not be blank")
+    return value
+
+
+class ObjectIn(_Frozen):
+    """An object (graph node) to create or update; upserted by project + type + key."""
+
+    type: str
+    key: str
+    id: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    properties: dict[str, Any] = Field(default_factory=dict)
+    labels: list[str] = Field(default_factory=list)
+
+    @field_validator("type", "key")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        return _check_name(value, "type and key")
+
+
+class RelationshipIn(_Frozen):
+    """A relationship (edge) to create; endpoints are ids or ``{type, key}`` references.
+
+    Without an ``id`` the relationship is identified by (type, source, target), so a
+    re-import updates it instead of adding a duplicate.
+    """
+
+    type: str
+    source: str | ObjectRef
+    target: str | ObjectRef
+    id: str | None = None
+    label: str | None = None
+    properties: dict[str, Any] = Field(default_factory=dict)
+    weight: float = 1.0
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    description: str | None = None
+    source_chunks: list[str] = Field(default_factory=list)
+
+    @field_validator("type")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        return _check_name(value, "type")
+
+
+class SourceIn(_Frozen):
+    """A document or episode that chunks and facts came from."""
+
+    id: str
+    title: str | None = None
+    uri: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ChunkIn(_Frozen):
+    """A span of source text."""
+
+    id: str
+    text: str
+    source_id: str | None = None
+    position: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class MentionIn(_Frozen):
+    """A source or chunk mentions an object or a relationship."""
+
+    source_id: str | None = None
+    chunk_id: str | None = None
+    object: str | ObjectRef | None = None
+    relationship_id: str | None = None
+
+
+class GraphObject(_Frozen):
+    """A stored object (graph node)."""
+
+    id: str
+    project: str
+    type: str
+    key: str
+    tags: list[str] = Field(default_factory=list)
+    properties: dict[str, Any] = Field(default_factory=dict)
+    labels: list[str] = Field(default_factory=list)
+    created_at: datetime
+    updated_at: datetime
+    embedding: EmbeddingState = Field(default_factory=EmbeddingState)
+
+    @property
+    def name(self) -> str:
+        """Display name: ``properties.name`` if a non-empty string, else ``key``, else ``id``."""
+        value = self.properties.get("name")
+        if isinstance(value, str) and value.strip():
+            return value
+        return self.key or self.id
+
+
+class Relationship(_Frozen):
+    """A stored relationship (graph edge)."""
+
+    id: str
+    project: str
+    type: str
+    source_id: str
+    target_id: str
+    label: str | None = None
+    properties: dict[str, Any] = Field(default_factory=dict)
+    weight: float = 1.0
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    description: str | None = None
+    source_chunks: list[str] = Field(default_factory=list)
+    created_at: datetime
+    updated_at: datetime
+    embedding: EmbeddingState = Field(default_factory=EmbeddingState)
+
+
+class Source(_Frozen):
+    """A stored source document."""
+
+    id: str
+    project: str
+    title: str | None = None
+    uri: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+
+
+class Chunk(_Frozen):
+    """A stored chunk of source text."""
+
+    id: str
+    project: str
+    text: str
+    source_id: str | None = None
+    position: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+    embedding: EmbeddingState = Field(default_factory=EmbeddingState)
+
+
+class Mention(_Frozen):
+    """A stored mention link."""
+
+    project: str
+    source_id: str | None = None
+    chunk_id: str | None = None
+    object_id: str | None = None
+    relationship_id: str | None = None
+
+
+class Page(_Frozen):
+    """One page of a listing; pass ``next_cursor`` back to get the next page."""
+
+    items: list[Any]
+    next_cursor: str | None = None
+
+
+class LegHit(_Frozen):
+    """Where one search leg placed a hit: 1-based rank and the leg's raw score."""
+
+    leg: str
+    rank: int
+    score: float
+
+
+class Hit(_Frozen):
+    """A fused search hit before hydration: kind, id, fused score and provenance."""
+
+    kind: Literal["object", "relationship", "chunk"]
+    id: str
+    score: float
+    found_by: list[LegHit] = Field(default_factory=list)
+
+
+class Filters(_Frozen):
+    """Restrictions applied inside every search leg (never after fusion).
+
+    Attributes:
+        object_types: Keep objects of these types (and relationships/chunks are unaffected).
+        relationship_types: Keep relationships of these types.
+        labels: Keep objects carrying any of these labels.
+        properties: Keep rows whose ``properties[name]`` equals the given value.
+        as_of: Keep relationships valid at this instant (default: valid now).
+        embedded_only: Vector legs always are; lexical legs too when set.
+    """
+
+    object_types: list[str] | None = None
+    relationship_types: list[str] | None = None
+    labels: list[str] | None = None
+    properties: dict[str, str | int | float | bool] | None = None
+    as_of: datetime | None = None
+    embedded_only: bool = False

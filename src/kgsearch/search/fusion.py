@@ -1,0 +1,185 @@
+"""Fusion of any number of ranked lists into one list, remembering who found what.
+
+Each retrieval leg hands over a ranked ``list[(key, raw score)]``, best first. The
+functions here are pure: they never see a store, work for one, two or twenty legs,
+and record for every fused key the 1-based rank and raw score each leg gave it.
+
+Output order is total and deterministic: fused score descending, then the best rank
+any leg gave the key, then the key itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from kgsearch.errors import InvalidRequest
+from kgsearch.model import LegHit
+
+__all__ = ["DEFAULT_RRF_K", "Fused", "RankedLists", "rrf", "weighted"]
+
+DEFAULT_RRF_K = 60
+"""The constant from Cormack et al. (2009); Graphiti's k=1 over-rewards rank 1."""
+
+RankedLists = Mapping[str, Sequence[tuple[str, float]]]
+"""Leg name → ranked ``(key, raw score)`` pairs, best first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """One fused key with its combined score and the legs that found it.
+
+    Attributes:
+        key: The opaque hit key, e.g. ``"relationship:abc"``.
+        score: The fused score; higher is better.
+        found_by: One entry per leg that returned the key, in the order the legs
+            were given; ``rank`` is 1-based within that leg and ``score`` is the
+            leg's raw score.
+    """
+
+    key: str
+    score: float
+    found_by: tuple[LegHit, ...]
+
+    @property
+    def best_rank(self) -> int:
+        """The best (lowest) rank any leg gave this key."""
+        return min(hit.rank for hit in self.found_by)
+
+
+def rrf(
+    lists: RankedLists,
+    *,
+    k: int = DEFAULT_RRF_K,
+    weights: Mapping[str, float] | None = None,
+) -> list[Fused]:
+    """Reciprocal rank fusion: ``score = Σ weight_leg / (k + rank_leg)``.
+
+    Raw scores are ignored for the fused score (they are kept in ``found_by``), so
+    legs with incomparable scales fuse fairly. Ranks are positions in each list
+    after dropping repeated keys (the first occurrence wins).
+
+    Args:
+        lists: Leg name → ranked ``(key, raw score)`` pairs, best first.
+        k: Rank damping constant, at least 1. Larger values flatten the
+            difference between rank 1 and rank 10.
+        weights: Optional per-leg weights (default 1.0 each, must be finite and
+            non-negative). Weights for legs absent from ``lists`` are ignored.
+
+    Returns:
+        Fused hits, best first.
+
+    Raises:
+        InvalidRequest: If ``k`` is below 1 or a weight is negative or not finite.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidRequest(
+            f"RRF k must be an integer >= 1 (got {k!r}); the usual value is 60",
+            details={"k": k},
+        )
+    leg_weights = _check_weights(lists, weights)
+    hits = _collect(lists)
+    scores = {
+        key: math.fsum(leg_weights[hit.leg] / (k + hit.rank) for hit in leg_hits)
+        for key, leg_hits in hits.items()
+    }
+    return _finish(scores, hits)
+
+
+def weighted(
+    lists: RankedLists,
+    *,
+    weights: Mapping[str, float] | None = None,
+    normalization: Literal["minmax", "none"] = "minmax",
+) -> list[Fused]:
+    """Weighted score fusion: ``score = Σ weight_leg · norm_leg(raw score)``.
+
+    With ``"minmax"`` each leg's raw scores are mapped onto ``[0, 1]`` by
+    ``(s - min) / (max - min)``; a leg whose scores are all equal (including a
+    one-item leg) maps every key to 1.0 instead of dividing by zero. A key missing
+    from a leg contributes 0 for that leg. With ``"none"`` raw scores are summed as
+    given, which only makes sense when every leg uses the same scale.
+
+    Args:
+        lists: Leg name → ranked ``(key, raw score)`` pairs, best first.
+        weights: Optional per-leg weights (default 1.0 each, must be finite and
+            non-negative). Weights for legs absent from ``lists`` are ignored.
+        normalization: ``"minmax"`` (default) or ``"none"``.
+
+    Returns:
+        Fused hits, best first.
+
+    Raises:
+        InvalidRequest: If ``normalization`` is unknown, a weight is negative or
+            not finite, or a leg reports a NaN or infinite raw score.
+    """
+    if normalization not in ("minmax", "none"):
+        raise InvalidRequest(
+            f"unknown normalization {normalization!r}; use 'minmax' or 'none'",
+            details={"normalization": normalization},
+        )
+    leg_weights = _check_weights(lists, weights)
+    hits = _collect(lists)
+    bounds = {leg: _bounds(leg, ranked) for leg, ranked in lists.items()}
+    scores: dict[str, float] = {}
+    for key, leg_hits in hits.items():
+        parts = []
+        for hit in leg_hits:
+            value = hit.score
+            if normalization == "minmax":
+                low, high = bounds[hit.leg]
+                value = 1.0 if high == low else (value - low) / (high - low)
+            parts.append(leg_weights[hit.leg] * value)
+        scores[key] = math.fsum(parts)
+    return _finish(scores, hits)
+
+
+def _check_weights(lists: RankedLists, weights: Mapping[str, float] | None) -> dict[str, float]:
+    """Per-leg weights for every leg in ``lists``, defaulting to 1.0, validated."""
+    given = weights or {}
+    result: dict[str, float] = {}
+    for leg in lists:
+        weight = float(given.get(leg, 1.0))
+        if not math.isfinite(weight) or weight < 0:
+            raise InvalidRequest(
+                f"weight for leg {leg!r} must be a finite number >= 0 (got {weight!r})",
+                details={"leg": leg, "weight": weight},
+            )
+        result[leg] = weight
+    return result
+
+
+def _collect(lists: RankedLists) -> dict[str, list[LegHit]]:
+    """Key → the LegHits that found it, legs in input order, duplicates dropped."""
+    hits: dict[str, list[LegHit]] = {}
+    for leg, ranked in lists.items():
+        seen: set[str] = set()
+        for key, score in ranked:
+            if key in seen:
+                continue
+            seen.add(key)
+            hits.setdefault(key, []).append(LegHit(leg=leg, rank=len(seen), score=score))
+    return hits
+
+
+def _bounds(leg: str, ranked: Sequence[tuple[str, float]]) -> tuple[float, float]:
+    """(min, max) raw score of one leg; rejects NaN and infinities."""
+    values = [float(score) for _, score in ranked]
+    for (key, _), value in zip(ranked, values, strict=True):
+        if not math.isfinite(value):
+            raise InvalidRequest(
+                f"leg {leg!r} returned a non-finite score {value!r} for {key!r}",
+                details={"leg": leg, "key": key},
+            )
+    if not values:
+        return (0.0, 0.0)
+    return (min(values), max(values))
+
+
+def _finish(scores: Mapping[str, float], hits: Mapping[str, list[LegHit]]) -> list[Fused]:
+    """Build Fused values and sort them: score desc, best rank asc, key asc."""
+    fused = [Fused(key=key, score=scores[key], found_by=tuple(hits[key])) for key in hits]
+    fused.sort(key=lambda item: (-item.score, item.best_rank, item.key))
+    return fused

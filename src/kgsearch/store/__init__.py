@@ -1,0 +1,47 @@
+"""Stores: ``connect(url)`` picks a backend by URL scheme."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from kgsearch.errors import ConfigError
+from kgsearch.store.base import Store, StoreInfo
+
+__all__ = ["Store", "StoreInfo", "connect", "register_store"]
+
+_FACTORIES: dict[str, Callable[[str], Store]] = {}
+
+
+def register_store(scheme: str, factory: Callable[[str], Store]) -> None:
+    """Register ``factory(url)`` for URLs starting with ``scheme://``."""
+    _FACTORIES[scheme] = factory
+
+
+def _sqlite(url: str) -> Store:
+    from kgsearch.store.sqlite import SQLiteStore
+
+    path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
+    if path.startswith("sqlite://"):
+        raise ConfigError(f"invalid SQLite URL {url!r}; use sqlite:///path/to/file.db")
+    return SQLiteStore(path or ":memory:")
+
+
+register_store("sqlite", _sqlite)
+
+
+def connect(url: str) -> Store:
+    """Open a store: ``sqlite:///path.db``, ``:memory:``, a bare file path, or a
+    registered scheme such as ``postgresql://``.
+
+    Raises:
+        ConfigError: The scheme is not known.
+    """
+    if url == ":memory:" or "://" not in url:
+        return _sqlite(str(Path(url)) if url != ":memory:" else ":memory:")
+    scheme = url.split("://", 1)[0].split("+", 1)[0]
+    factory = _FACTORIES.get(scheme)
+    if factory is None:
+        known = ", ".join(sorted(_FACTORIES))
+        raise ConfigError(f"no store for URL scheme {scheme!r} (known: {known})")
+    return factory(url)

@@ -1,0 +1,139 @@
+"""Decoding SQLite rows into the public model types."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from kgsearch.model import (
+    Chunk,
+    EmbeddingState,
+    GraphObject,
+    Mention,
+    Relationship,
+    Source,
+)
+from kgsearch.store.sqlite.sql import parse_dt
+
+__all__ = [
+    "CHUNK_COLUMNS",
+    "OBJECT_COLUMNS",
+    "RELATIONSHIP_COLUMNS",
+    "SOURCE_COLUMNS",
+    "to_chunk",
+    "to_mention",
+    "to_object",
+    "to_relationship",
+    "to_source",
+]
+
+_STATE = (
+    "status, text, text_hash, embedded_text, attempts, last_error, model, dims, "
+    "text_version, embedded_at"
+)
+OBJECT_COLUMNS = (
+    f"id, project, type, key, tags, properties, labels, created_at, updated_at, {_STATE}"
+)
+RELATIONSHIP_COLUMNS = (
+    "id, project, type, source_id, target_id, label, properties, weight, valid_from, valid_to, "
+    f"description, source_chunks, created_at, updated_at, {_STATE}"
+)
+CHUNK_COLUMNS = (
+    f"id, project, body, source_id, position, metadata, created_at, updated_at, {_STATE}"
+)
+SOURCE_COLUMNS = "id, project, title, uri, metadata, created_at"
+
+
+def _state(row: sqlite3.Row) -> EmbeddingState:
+    return EmbeddingState(
+        status=row["status"],
+        text=row["text"],
+        text_hash=row["text_hash"],
+        embedded_text=row["embedded_text"],
+        attempts=row["attempts"],
+        last_error=row["last_error"],
+        model=row["model"],
+        dims=row["dims"],
+        text_version=row["text_version"] if row["embedded_text"] is not None else None,
+        embedded_at=parse_dt(row["embedded_at"]),
+    )
+
+
+def _json(value: str) -> Any:
+    return json.loads(value)
+
+
+def to_object(row: sqlite3.Row) -> GraphObject:
+    """Decode an ``objects`` row."""
+    return GraphObject(
+        id=row["id"],
+        project=row["project"],
+        type=row["type"],
+        key=row["key"],
+        tags=_json(row["tags"]),
+        properties=_json(row["properties"]),
+        labels=_json(row["labels"]),
+        created_at=parse_dt(row["created_at"]),
+        updated_at=parse_dt(row["updated_at"]),
+        embedding=_state(row),
+    )
+
+
+def to_relationship(row: sqlite3.Row) -> Relationship:
+    """Decode a ``relationships`` row."""
+    return Relationship(
+        id=row["id"],
+        project=row["project"],
+        type=row["type"],
+        source_id=row["source_id"],
+        target_id=row["target_id"],
+        label=row["label"],
+        properties=_json(row["properties"]),
+        weight=row["weight"],
+        valid_from=parse_dt(row["valid_from"]),
+        valid_to=parse_dt(row["valid_to"]),
+        description=row["description"],
+        source_chunks=_json(row["source_chunks"]),
+        created_at=parse_dt(row["created_at"]),
+        updated_at=parse_dt(row["updated_at"]),
+        embedding=_state(row),
+    )
+
+
+def to_chunk(row: sqlite3.Row) -> Chunk:
+    """Decode a ``chunks`` row."""
+    return Chunk(
+        id=row["id"],
+        project=row["project"],
+        text=row["body"],
+        source_id=row["source_id"],
+        position=row["position"],
+        metadata=_json(row["metadata"]),
+        created_at=parse_dt(row["created_at"]),
+        updated_at=parse_dt(row["updated_at"]),
+        embedding=_state(row),
+    )
+
+
+def to_source(row: sqlite3.Row) -> Source:
+    """Decode a ``sources`` row."""
+    return Source(
+        id=row["id"],
+        project=row["project"],
+        title=row["title"],
+        uri=row["uri"],
+        metadata=_json(row["metadata"]),
+        created_at=parse_dt(row["created_at"]),
+    )
+
+
+def to_mention(row: sqlite3.Row) -> Mention:
+    """Decode a ``mentions`` row (empty strings back to None)."""
+    return Mention(
+        project=row["project"],
+        source_id=row["source_id"] or None,
+        chunk_id=row["chunk_id"] or None,
+        object_id=row["object_id"] or None,
+        relationship_id=row["relationship_id"] or None,
+    )

@@ -1,0 +1,116 @@
+"""SQLite schema as named, append-only migrations (never edit a released one)."""
+
+from __future__ import annotations
+
+from kgsearch.store.migrations import Execute, Migration
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
+
+_EMBEDDING_COLUMNS = """
+    text TEXT NOT NULL DEFAULT '',
+    text_hash TEXT NOT NULL DEFAULT '',
+    text_version INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL DEFAULT 'pending'
+        CHECK (status IN ('pending', 'embedded', 'failed', 'dead')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    next_attempt_at REAL NOT NULL DEFAULT 0,
+    claimed_until REAL NOT NULL DEFAULT 0,
+    embedded_text TEXT,
+    embedded_hash TEXT,
+    model TEXT,
+    dims INTEGER,
+    embedded_at TEXT,
+    vector BLOB
+"""
+
+
+def _fts(execute: Execute, table: str) -> None:
+    """An external-content FTS5 index over ``table.text`` kept in sync by triggers.
+
+    Soft-deleted rows leave the index, so no lexical leg can return them.
+    """
+    execute(
+        f"CREATE VIRTUAL TABLE {table}_fts USING fts5("
+        f"text, content='{table}', content_rowid='rowid', tokenize='porter unicode61')"
+    )
+    execute(
+        f"CREATE TRIGGER {table}_fts_ai AFTER INSERT ON {table} "
+        f"WHEN new.deleted_at IS NULL BEGIN "
+        f"INSERT INTO {table}_fts(rowid, text) VALUES (new.rowid, new.text); END"
+    )
+    execute(
+        f"CREATE TRIGGER {table}_fts_ad AFTER DELETE ON {table} "
+        f"WHEN old.deleted_at IS NULL BEGIN "
+        f"INSERT INTO {table}_fts({table}_fts, rowid, text) "
+        f"VALUES ('delete', old.rowid, old.text); END"
+    )
+    execute(
+        f"CREATE TRIGGER {table}_fts_au AFTER UPDATE OF text, deleted_at ON {table} BEGIN "
+        f"INSERT INTO {table}_fts({table}_fts, rowid, text) "
+        f"SELECT 'delete', old.rowid, old.text WHERE old.deleted_at IS NULL; "
+        f"INSERT INTO {table}_fts(rowid, text) "
+        f"SELECT new.rowid, new.text WHERE new.deleted_at IS NULL; END"
+    )
+
+
+def m001_create_graph(execute: Execute) -> None:
+    """Objects, relationships, sources, chunks, mentions, with lexical indexes."""
+    execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    execute(
+        f"""CREATE TABLE objects (
+            id TEXT NOT NULL, project TEXT NOT NULL, type TEXT NOT NULL, key TEXT NOT NULL,
+            tags TEXT NOT NULL DEFAULT '[]', properties TEXT NOT NULL DEFAULT '{{}}',
+            labels TEXT NOT NULL DEFAULT '[]',
+            created_at TEXT NOT NULL, updated_at TEXT NOT NULL, deleted_at TEXT,
+            {_EMBEDDING_COLUMNS},
+            UNIQUE (project, id), UNIQUE (project, type, key))"""
+    )
+    execute(
+        f"""CREATE TABLE relationships (
+            id TEXT NOT NULL, project TEXT NOT NULL, type TEXT NOT NULL,
+            source_id TEXT NOT NULL, target_id TEXT NOT NULL, label TEXT,
+            properties TEXT NOT NULL DEFAULT '{{}}', weight REAL NOT NULL DEFAULT 1.0,
+            valid_from TEXT, valid_to TEXT, description TEXT,
+            source_chunks TEXT NOT NULL DEFAULT '[]',
+            created_at TEXT NOT NULL, updated_at TEXT NOT NULL, deleted_at TEXT,
+            {_EMBEDDING_COLUMNS},
+            UNIQUE (project, id))"""
+    )
+    execute("CREATE INDEX relationships_source ON relationships (project, source_id)")
+    execute("CREATE INDEX relationships_target ON relationships (project, target_id)")
+    execute(
+        """CREATE TABLE sources (
+            id TEXT NOT NULL, project TEXT NOT NULL, title TEXT, uri TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}', created_at TEXT NOT NULL, deleted_at TEXT,
+            UNIQUE (project, id))"""
+    )
+    execute(
+        f"""CREATE TABLE chunks (
+            id TEXT NOT NULL, project TEXT NOT NULL, source_id TEXT, body TEXT NOT NULL,
+            position INTEGER NOT NULL DEFAULT 0, metadata TEXT NOT NULL DEFAULT '{{}}',
+            created_at TEXT NOT NULL, updated_at TEXT NOT NULL, deleted_at TEXT,
+            {_EMBEDDING_COLUMNS},
+            UNIQUE (project, id))"""
+    )
+    execute("CREATE INDEX chunks_source ON chunks (project, source_id)")
+    execute(
+        """CREATE TABLE mentions (
+            project TEXT NOT NULL, source_id TEXT NOT NULL DEFAULT '',
+            chunk_id TEXT NOT NULL DEFAULT '', object_id TEXT NOT NULL DEFAULT '',
+            relationship_id TEXT NOT NULL DEFAULT '',
+            UNIQUE (project, source_id, chunk_id, object_id, relationship_id))"""
+    )
+    execute("CREATE INDEX mentions_object ON mentions (project, object_id)")
+    execute("CREATE INDEX mentions_relationship ON mentions (project, relationship_id)")
+    execute("CREATE INDEX mentions_chunk ON mentions (project, chunk_id)")
+    for table in ("objects", "relationships", "chunks"):
+        execute(f"CREATE INDEX {table}_due ON {table} (status, next_attempt_at)")
+        _fts(execute, table)
+    execute(
+        "CREATE TABLE embed_stats (kind TEXT PRIMARY KEY, texts INTEGER NOT NULL, ms REAL NOT NULL)"
+    )
+
+
+MIGRATIONS = [Migration("m001_create_graph", m001_create_graph)]
+SCHEMA_VERSION = len(MIGRATIONS)

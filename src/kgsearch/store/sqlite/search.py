@@ -1,0 +1,216 @@
+"""Search primitives for SQLite: in-process vector index over stored blobs, FTS5 BM25.
+
+Vectors live in the row tables as float32 blobs. Each (project, kind) gets an
+in-memory matrix, rebuilt when a per-kind epoch in ``meta`` moves (every write to
+that kind bumps it inside its transaction, so other processes' writes are seen too).
+Exact search is one matrix product; large collections also get an HNSW index
+(see ``ann.py``) whose recall is measured against the exact path.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kgsearch.errors import DimensionMismatch, InvalidRequest
+from kgsearch.model import Filters, Kind
+from kgsearch.store.sqlite.connection import Connection
+from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, placeholders
+
+__all__ = ["VectorCache", "stored_vectors", "text_search", "vector_search"]
+
+_MAX_LIMIT = 1000
+
+
+@dataclass
+class _Entry:
+    epoch: str
+    rowids: npt.NDArray[np.int64]
+    ids: list[str]
+    matrix: npt.NDArray[np.float32]
+    has_validity: bool
+    ann: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class VectorCache:
+    """Per-(project, kind) vector matrices, invalidated by the kind's epoch."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, Kind], _Entry] = {}
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        """Drop every cached matrix."""
+        with self._lock:
+            self._entries.clear()
+
+    @staticmethod
+    def touch(db: Connection, kind: Kind) -> None:
+        """Advance the kind's epoch (call inside the writing transaction)."""
+        db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE "
+            "SET value = CAST(value AS INTEGER) + 1",
+            (f"epoch:{kind.value}",),
+        )
+
+    def entry(self, db: Connection, project: str, kind: Kind) -> _Entry:
+        """The current matrix for a project and kind, rebuilt if stale."""
+        row = db.one("SELECT value FROM meta WHERE key = ?", (f"epoch:{kind.value}",))
+        epoch = row["value"] if row else "0"
+        with self._lock:
+            entry = self._entries.get((project, kind))
+            if entry is not None and entry.epoch == epoch:
+                return entry
+        entry = _load(db, project, kind, epoch)
+        with self._lock:
+            self._entries[(project, kind)] = entry
+        return entry
+
+
+def _load(db: Connection, project: str, kind: Kind, epoch: str) -> _Entry:
+    rows = db.all(
+        f"SELECT rowid, id, vector FROM {kind.table} WHERE project = ? AND deleted_at IS NULL "
+        "AND status = 'embedded' AND vector IS NOT NULL ORDER BY rowid",
+        (project,),
+    )
+    rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    ids = [r[1] for r in rows]
+    if rows:
+        blob = b"".join(r[2] for r in rows)
+        matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1).copy()
+    else:
+        matrix = np.zeros((0, 0), dtype=np.float32)
+    has_validity = False
+    if kind is Kind.RELATIONSHIP:
+        flag = db.one(
+            "SELECT 1 FROM relationships WHERE project = ? AND deleted_at IS NULL AND "
+            "(valid_from IS NOT NULL OR valid_to IS NOT NULL) LIMIT 1",
+            (project,),
+        )
+        has_validity = flag is not None
+    return _Entry(epoch, rowids, ids, matrix, has_validity)
+
+
+def _allowed_rows(
+    db: Connection,
+    project: str,
+    kind: Kind,
+    entry: _Entry,
+    filters: Filters | None,
+    ids: Sequence[str] | None,
+) -> npt.NDArray[np.bool_] | None:
+    """Boolean mask over the entry's rows, or None when nothing restricts them."""
+    effective = filters or Filters()
+    if kind is Kind.RELATIONSHIP and not entry.has_validity:
+        effective = effective.model_copy(update={"as_of": None})
+    where, params = filter_sql(kind, effective, current_only=entry.has_validity)
+    if not where and ids is None:
+        return None
+    allowed: list[int] = []
+    if ids is None:
+        allowed = [
+            r[0]
+            for r in db.all(
+                f"SELECT t.rowid FROM {kind.table} t WHERE t.project = ? AND t.deleted_at IS NULL"
+                f"{where}",
+                (project, *params),
+            )
+        ]
+    else:
+        for part in chunked(list(ids)):
+            allowed.extend(
+                r[0]
+                for r in db.all(
+                    f"SELECT t.rowid FROM {kind.table} t WHERE t.project = ? AND "
+                    f"t.deleted_at IS NULL AND t.id IN ({placeholders(len(part))}){where}",
+                    (project, *part, *params),
+                )
+            )
+    return np.isin(entry.rowids, np.asarray(allowed, dtype=np.int64))
+
+
+def vector_search(
+    db: Connection,
+    cache: VectorCache,
+    project: str,
+    kind: Kind,
+    vector: npt.NDArray[np.float32],
+    *,
+    limit: int,
+    filters: Filters | None = None,
+    ids: Sequence[str] | None = None,
+) -> list[tuple[str, float]]:
+    """Exact cosine top-k over embedded rows (vectors are unit length)."""
+    if not 1 <= limit <= _MAX_LIMIT:
+        raise InvalidRequest(f"limit must be between 1 and {_MAX_LIMIT}")
+    entry = cache.entry(db, project, kind)
+    if not entry.ids:
+        return []
+    query = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if query.shape[0] != entry.matrix.shape[1]:
+        raise DimensionMismatch(
+            f"query vector has {query.shape[0]} dims; the store's vectors have "
+            f"{entry.matrix.shape[1]}",
+            details={"query_dims": int(query.shape[0]), "store_dims": int(entry.matrix.shape[1])},
+        )
+    mask = _allowed_rows(db, project, kind, entry, filters, ids)
+    if mask is None:
+        scores = entry.matrix @ query
+        positions = np.arange(len(entry.ids))
+    else:
+        positions = np.flatnonzero(mask)
+        if positions.size == 0:
+            return []
+        scores = entry.matrix[positions] @ query
+    k = min(limit, scores.shape[0])
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.lexsort((positions[top], -scores[top]))]
+    return [(entry.ids[int(positions[i])], float(scores[i])) for i in top]
+
+
+def text_search(
+    db: Connection,
+    project: str,
+    kind: Kind,
+    query: str,
+    *,
+    limit: int,
+    filters: Filters | None = None,
+    prefix: bool = False,
+) -> list[tuple[str, float]]:
+    """BM25 over the rows' text via FTS5; the score is ``-bm25`` (higher is better)."""
+    if not 1 <= limit <= _MAX_LIMIT:
+        raise InvalidRequest(f"limit must be between 1 and {_MAX_LIMIT}")
+    match = fts_query(query, prefix=prefix)
+    if match is None:
+        return []
+    where, params = filter_sql(kind, filters)
+    fts = f"{kind.table}_fts"
+    rows = db.all(
+        f"SELECT t.id, -bm25({fts}) AS score FROM {fts} JOIN {kind.table} t "
+        f"ON t.rowid = {fts}.rowid WHERE {fts} MATCH ? AND t.project = ? "
+        f"AND t.deleted_at IS NULL{where} ORDER BY bm25({fts}), t.rowid LIMIT ?",
+        (match, project, *params, limit),
+    )
+    return [(r["id"], float(r["score"])) for r in rows]
+
+
+def stored_vectors(
+    db: Connection, project: str, kind: Kind, ids: Sequence[str]
+) -> dict[str, npt.NDArray[np.float32]]:
+    """Vectors of embedded rows by id."""
+    found: dict[str, npt.NDArray[np.float32]] = {}
+    for part in chunked(list(dict.fromkeys(ids))):
+        for row in db.all(
+            f"SELECT id, vector FROM {kind.table} WHERE project = ? AND deleted_at IS NULL "
+            f"AND status = 'embedded' AND vector IS NOT NULL AND id IN ({placeholders(len(part))})",
+            (project, *part),
+        ):
+            found[row["id"]] = np.frombuffer(row["vector"], dtype=np.float32).copy()
+    return found

@@ -1,0 +1,186 @@
+"""Pure SQL builders for the SQLite store: filters, FTS5 queries, row encoding."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from kgsearch.errors import InvalidRequest
+from kgsearch.model import Filters, Kind
+
+__all__ = [
+    "chunked",
+    "dumps",
+    "filter_sql",
+    "fts_query",
+    "iso",
+    "now_iso",
+    "parse_dt",
+    "placeholders",
+]
+
+# SQLite's default limit on bound parameters is 32766; stay far below it per statement.
+MAX_PARAMS = 500
+
+# Words that match most rows and add nothing to BM25 ranking; dropping them keeps an
+# OR query over a large index fast.
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+    ]
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+_MAX_QUERY_TERMS = 32
+
+
+def now_iso() -> str:
+    """Current UTC time as ISO-8601."""
+    return datetime.now(UTC).isoformat()
+
+
+def iso(value: datetime | None) -> str | None:
+    """A datetime as ISO-8601 in UTC (naive values are taken as UTC)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat()
+
+
+def parse_dt(value: str | None) -> datetime | None:
+    """Parse a stored ISO-8601 timestamp."""
+    return datetime.fromisoformat(value) if value else None
+
+
+def dumps(value: Any) -> str:
+    """Compact, deterministic JSON for stored columns."""
+    return json.dumps(
+        value, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=str
+    )
+
+
+def placeholders(n: int) -> str:
+    """``?,?,…`` with ``n`` marks."""
+    return ",".join("?" * n)
+
+
+def chunked(items: Sequence[Any], size: int = MAX_PARAMS) -> Iterator[Sequence[Any]]:
+    """Slices of at most ``size`` items, to keep statements under the parameter limit."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def fts_query(query: str, *, prefix: bool = False) -> str | None:
+    """Turn any user string into a safe FTS5 query: quoted terms joined by OR.
+
+    Quotes, operators and column filters in the input lose their meaning because
+    every term is emitted as a double-quoted string; only ``\\w`` runs survive.
+    Returns None when no searchable term is left.
+    """
+    words = [w.lower() for w in _WORD.findall(query)]
+    terms: list[str] = []
+    for word in words:
+        if word in _STOPWORDS or word in terms:
+            continue
+        terms.append(word)
+        if len(terms) >= _MAX_QUERY_TERMS:
+            break
+    if not terms and words:
+        terms = list(dict.fromkeys(words))[:_MAX_QUERY_TERMS]
+    if not terms:
+        return None
+    quoted = [f'"{t}"' for t in terms]
+    if prefix:
+        quoted[-1] += "*"
+    return " OR ".join(quoted)
+
+
+def _json_path(name: str) -> str:
+    if not name or '"' in name or "\\" in name:
+        raise InvalidRequest(f"invalid property name in filter: {name!r}")
+    return f'$."{name}"'
+
+
+def filter_sql(
+    kind: Kind, filters: Filters | None, alias: str = "t", *, current_only: bool = True
+) -> tuple[str, list[Any]]:
+    """SQL conditions (joined with AND, starting with `` AND``) for a kind's filters.
+
+    Filters that do not apply to a kind are ignored for it (object types do not
+    restrict chunks), so one request can carry filters for every leg.
+    """
+    if filters is None:
+        filters = Filters()
+    parts: list[str] = []
+    params: list[Any] = []
+    if kind is Kind.OBJECT:
+        if filters.object_types:
+            parts.append(f"{alias}.type IN ({placeholders(len(filters.object_types))})")
+            params.extend(filters.object_types)
+        if filters.labels:
+            parts.append(
+                f"EXISTS (SELECT 1 FROM json_each({alias}.labels) "
+                f"WHERE value IN ({placeholders(len(filters.labels))}))"
+            )
+            params.extend(filters.labels)
+    if kind is Kind.RELATIONSHIP:
+        if filters.relationship_types:
+            parts.append(f"{alias}.type IN ({placeholders(len(filters.relationship_types))})")
+            params.extend(filters.relationship_types)
+        as_of = iso(filters.as_of) or (now_iso() if current_only else None)
+        if as_of is not None:
+            parts.append(
+                f"({alias}.valid_from IS NULL OR {alias}.valid_from <= ?) "
+                f"AND ({alias}.valid_to IS NULL OR {alias}.valid_to > ?)"
+            )
+            params.extend([as_of, as_of])
+    if filters.properties and kind is not Kind.CHUNK:
+        for name, value in sorted(filters.properties.items()):
+            parts.append(f"json_extract({alias}.properties, ?) = ?")
+            params.extend([_json_path(name), value])
+    if filters.embedded_only:
+        parts.append(f"{alias}.status = 'embedded'")
+    sql = "".join(f" AND {p}" for p in parts)
+    return sql, params
