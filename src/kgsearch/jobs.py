@@ -30,6 +30,7 @@ class RetryPolicy:
     # A run waits for a retry only when it is due this soon; later retries are left
     # to the next run (a row still ends dead after max_attempts).
     max_wait_seconds: float = 60.0
+    lease_seconds: float = 30.0
 
 
 @dataclass
@@ -115,11 +116,6 @@ def _embed_batch(
     report.skipped_changed += len(claims) - done
 
 
-def _next_due(store: Store, kind: Kind, project: str | None) -> bool:
-    counts = store.embedding_counts(project)
-    return any(c.by_status.get("failed", 0) for c in counts if c.kind is kind)
-
-
 def run_embedding(
     store: Store,
     embedder: Embedder,
@@ -158,7 +154,13 @@ def run_embedding(
     started = time.perf_counter()
     for kind in kinds:
         while limit is None or report.processed < limit:
-            claims = store.claim(kind, project=project, limit=batch_size, now=time.time())
+            claims = store.claim(
+                kind,
+                project=project,
+                limit=batch_size,
+                now=time.time(),
+                lease_seconds=policy.lease_seconds,
+            )
             if not claims:
                 if not _wait_for_retry(store, kind, project, policy):
                     break
@@ -175,9 +177,7 @@ def run_embedding(
 
 
 def _wait_for_retry(store: Store, kind: Kind, project: str | None, policy: RetryPolicy) -> bool:
-    """Sleep until the next failed row is due if that is soon; False when none is."""
-    if not _next_due(store, kind, project):
-        return False
+    """Sleep until the next failed or leased row is due if that is soon; False if none."""
     due = store.next_retry_at(kind, project=project)
     if due is None:
         return False

@@ -6,7 +6,7 @@ the same id and exactly the same embedding text.
 
 from __future__ import annotations
 
-import uuid
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -32,17 +32,23 @@ __all__ = [
     "resolve_endpoints",
 ]
 
-_NAMESPACE = uuid.UUID("6f1b0c1e-2a7d-4c55-9a53-4b8e1f0d2c71")
+_KEY = b"kgsearch-ids-v1"
+
+
+def _digest_id(text: str) -> str:
+    """A UUID-shaped id from a 128-bit BLAKE2b digest (stable across runs and machines)."""
+    h = hashlib.blake2b(text.encode("utf-8"), digest_size=16, key=_KEY).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def object_id(project: str, type_: str, key: str) -> str:
     """Deterministic id of an object given no explicit id (same input → same id)."""
-    return str(uuid.uuid5(_NAMESPACE, f"object\x1f{project}\x1f{type_}\x1f{key}"))
+    return _digest_id(f"object\x1f{project}\x1f{type_}\x1f{key}")
 
 
 def relationship_id(project: str, type_: str, source_id: str, target_id: str) -> str:
     """Deterministic id of a relationship given no explicit id."""
-    return str(uuid.uuid5(_NAMESPACE, f"rel\x1f{project}\x1f{type_}\x1f{source_id}\x1f{target_id}"))
+    return _digest_id(f"rel\x1f{project}\x1f{type_}\x1f{source_id}\x1f{target_id}")
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ def test_identity(embedder: BundledEmbedder) -> None:
 def test_corpus_embeds_to_one_float32_vector_of_384_dims_per_text(
     corpus_vectors: np.ndarray,
 ) -> None:
-    assert (corpus_vectors.shape, corpus_vectors.dtype) == ((300, 384), np.float32)
+    assert (corpus_vectors.shape, corpus_vectors.dtype) == ((300, 384), np.dtype("float32"))
 
 
 def test_corpus_vectors_have_unit_norm(corpus_vectors: np.ndarray) -> None:

@@ -18,8 +18,8 @@ from kgsearch.embed.openai import OpenAIEmbedder
 from kgsearch.errors import DimensionMismatch, MissingCredentials, ProviderError
 from kgsearch.testing import FakeEmbedder
 
-# (request number from 1, request body) -> (status, JSON body or raw text)
-Responder = Callable[[int, dict[str, Any]], tuple[int, Any]]
+# (request number from 1, request body) -> (status, JSON body or raw text[, headers])
+Responder = Callable[[int, dict[str, Any]], tuple[Any, ...]]
 
 DIMS = 8
 _fake = FakeEmbedder(DIMS)
@@ -71,12 +71,14 @@ def serve() -> Iterator[Callable[[Responder], Server]]:
                         }
                     )
                     number = len(server.requests)
-                status, payload = (
+                status, payload, *extra = (
                     responder(number, body) if self.path == "/v1/embeddings" else (404, "nope")
                 )
                 raw = payload if isinstance(payload, str) else json.dumps(payload)
                 encoded = raw.encode()
                 self.send_response(status)
+                for name, value in (extra[0] if extra else {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(encoded)))
                 self.end_headers()
@@ -86,7 +88,7 @@ def serve() -> Iterator[Callable[[Responder], Server]]:
                 pass
 
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True).start()
         running.append(httpd)
         server.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
         return server
@@ -118,7 +120,7 @@ def test_vectors_are_normalised_to_unit_length(serve: Callable[[Responder], Serv
     server = serve(embeddings_ok)
     with _embedder(server) as embedder:
         vector = embedder.embed_query("Ada works for Acme")
-    assert (vector.dtype, round(float(np.linalg.norm(vector)), 5)) == (np.float32, 1.0)
+    assert (vector.dtype, round(float(np.linalg.norm(vector)), 5)) == (np.dtype("float32"), 1.0)
 
 
 def test_posts_model_and_inputs_to_embeddings_path(serve: Callable[[Responder], Server]) -> None:
@@ -214,14 +216,34 @@ def test_retries_two_server_errors_then_succeeds(serve: Callable[[Responder], Se
     assert (np.allclose(vector, _unit("hello")), len(server.requests)) == (True, 3)
 
 
-def test_retries_rate_limit_honouring_retry_after(serve: Callable[[Responder], Server]) -> None:
-    def limited_once(number: int, body: dict[str, Any]) -> tuple[int, Any]:
-        return (429, {"error": "slow down"}) if number == 1 else embeddings_ok(number, body)
+def test_retries_rate_limit_after_retry_after_seconds(
+    serve: Callable[[Responder], Server],
+) -> None:
+    def limited_once(number: int, body: dict[str, Any]) -> tuple[Any, ...]:
+        if number == 1:
+            return 429, {"error": "slow down"}, {"Retry-After": "0.2"}
+        return embeddings_ok(number, body)
 
     server = serve(limited_once)
+    started = time.monotonic()
     with _embedder(server) as embedder:
         embedder.embed_query("hello")
-    assert len(server.requests) == 2
+    assert (len(server.requests), time.monotonic() - started >= 0.2) == (2, True)
+
+
+def test_http_date_retry_after_falls_back_to_backoff(
+    serve: Callable[[Responder], Server],
+) -> None:
+    def limited_once(number: int, body: dict[str, Any]) -> tuple[Any, ...]:
+        if number == 1:
+            return 429, {}, {"Retry-After": "Wed, 21 Oct 2065 07:28:00 GMT"}
+        return embeddings_ok(number, body)
+
+    server = serve(limited_once)
+    started = time.monotonic()
+    with _embedder(server) as embedder:
+        embedder.embed_query("hello")
+    assert (len(server.requests), time.monotonic() - started < 1) == (2, True)
 
 
 def test_persistent_server_error_raises_after_retries(
@@ -350,3 +372,12 @@ def test_identity_and_token_estimate() -> None:
             512,
             3,
         )
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"batch_size": 0}, "batch_size must be positive"), ({"dims": 0}, "dims must be positive")],
+)
+def test_constructor_rejects_non_positive_sizes(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        OpenAIEmbedder("m", base_url="http://localhost:1/v1", **options)

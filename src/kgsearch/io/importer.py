@@ -9,15 +9,17 @@ Memory stays bounded by the batch size, whatever the file size.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
 from kgsearch.errors import ImportFailed
-from kgsearch.io.readers import RecordError, count_records, read_records
+from kgsearch.io.readers import Raw, RecordError, count_records, read_records
 from kgsearch.model import (
     Chunk,
     ChunkIn,
@@ -29,7 +31,7 @@ from kgsearch.model import (
     Source,
     SourceIn,
 )
-from kgsearch.store.base import Store
+from kgsearch.store.base import Endpoint, Store
 from kgsearch.text import TEXT_VERSION
 from kgsearch.writes import (
     TextRules,
@@ -51,8 +53,73 @@ _MODELS: dict[str, type[BaseModel]] = {
     "mention": MentionIn,
 }
 _FIRST_PASS = {"object", "source"}
+
+
+class _ObjectRecord(ObjectIn):
+    kind: Literal["object"]
+
+
+class _RelationshipRecord(RelationshipIn):
+    kind: Literal["relationship"]
+
+
+class _SourceRecord(SourceIn):
+    kind: Literal["source"]
+
+
+class _ChunkRecord(ChunkIn):
+    kind: Literal["chunk"]
+
+
+class _MentionRecord(MentionIn):
+    kind: Literal["mention"]
+
+
+# Import lines carry a ``kind``; these subclasses accept it, so a JSON line is parsed
+# and validated in one call of pydantic's (Rust) JSON parser.
+_RECORDS: dict[str, type[BaseModel]] = {
+    "object": _ObjectRecord,
+    "relationship": _RelationshipRecord,
+    "source": _SourceRecord,
+    "chunk": _ChunkRecord,
+    "mention": _MentionRecord,
+}
+_KIND = re.compile(r'"kind"\s*:\s*"([a-z]+)"')
+
+
+def _kind_of(raw: dict[str, Any] | str) -> Any:
+    """The record's kind, read without parsing the whole line when possible."""
+    if isinstance(raw, dict):
+        return raw.get("kind")
+    match = _KIND.search(raw)
+    if match is not None:
+        return match.group(1)
+    try:
+        record = json.loads(raw)
+    except json.JSONDecodeError:
+        return _INVALID
+    return record.get("kind") if isinstance(record, dict) else _NOT_OBJECT
+
+
+_INVALID = object()
+_NOT_OBJECT = object()
+
+
+def _bad_kind(raw: dict[str, Any] | str, kind: Any) -> str:
+    if kind is _INVALID and isinstance(raw, str):
+        try:
+            json.loads(raw)
+        except json.JSONDecodeError as exc:
+            return f"invalid JSON: {exc.msg} (column {exc.colno})"
+    if kind is _NOT_OBJECT:
+        return "a record must be a JSON object with a 'kind'"
+    return f"unknown kind {kind!r}; expected one of {list(_MODELS)}"
+
+
 _MAX_ERRORS = 100
 _BATCH = 2000
+_KNOWN_MAX = 500_000
+_BULK_MIN = 5_000
 
 
 def _reason(exc: ValidationError) -> str:
@@ -84,29 +151,33 @@ class _Run:
         self.counts = {"objects": 0, "relationships": 0, "sources": 0, "chunks": 0, "mentions": 0}
         self.batch: dict[str, list[tuple[str, Any]]] = {k: [] for k in _MODELS}
         self.renamed: list[str] = []
+        # Endpoints of objects written by this import, so relationships resolve without
+        # a query; bounded so memory stays flat on huge files (misses go to the store).
+        self.known: dict[tuple[str, str], Endpoint] = {}
+        self.fresh = store.counts(project)["objects"] == 0
 
     def error(self, location: str, reason: str) -> None:
         self.error_count += 1
         if len(self.errors) < _MAX_ERRORS:
             self.errors.append({"location": location, "reason": reason})
 
-    def parse(
-        self, location: str, raw: dict[str, Any] | RecordError, first_pass: bool
-    ) -> tuple[str, Any] | None:
+    def parse(self, location: str, raw: Raw, first_pass: bool) -> tuple[str, Any] | None:
         if isinstance(raw, RecordError):
             if first_pass:
                 self.error(raw.location, raw.reason)
             return None
-        kind = raw.get("kind")
+        kind = _kind_of(raw)
         if kind not in _MODELS:
             if first_pass:
-                self.error(location, f"unknown kind {kind!r}; expected one of {list(_MODELS)}")
+                self.error(location, _bad_kind(raw, kind))
             return None
         if (kind in _FIRST_PASS) != first_pass:
             return None
-        body = {k: v for k, v in raw.items() if k != "kind"}
+        model = _RECORDS[kind]
         try:
-            return kind, _MODELS[kind].model_validate(body)
+            if isinstance(raw, str):
+                return kind, model.model_validate_json(raw)
+            return kind, model.model_validate(raw)
         except ValidationError as exc:
             self.error(location, _reason(exc))
             return None
@@ -133,20 +204,22 @@ class _Run:
 
     def _objects(self, items: Sequence[tuple[str, Any]]) -> None:
         objects: list[ObjectIn] = [o for _, o in items]
-        before = self.store.resolve(
-            self.project, [ObjectRef(type=o.type, key=o.key) for o in objects]
-        )
         if self.error_count:
             return  # validation only: nothing will be committed
-        self.store.upsert_objects(
-            self.project, [self.rules.object_row(self.project, o) for o in objects]
-        )
-        names = {(o.type, o.key): _name(o.properties, o.key) for o in objects}
-        self.renamed.extend(
-            e.id
-            for ref, e in before.items()
-            if _name(e.properties, e.key) != names[(ref.type, ref.key)]
-        )
+        refs = [ObjectRef(type=o.type, key=o.key) for o in objects]
+        before = {} if self.fresh else self.store.resolve(self.project, refs)
+        rows = [self.rules.object_row(self.project, o) for o in objects]
+        self.store.upsert_objects(self.project, rows, return_ids=False)
+        for ref, o, row in zip(refs, objects, rows, strict=True):
+            stored = before.get(ref)
+            if stored is not None and _name(stored.properties, stored.key) != _name(
+                o.properties, o.key
+            ):
+                self.renamed.append(stored.id)
+            if len(self.known) < _KNOWN_MAX:
+                self.known[(o.type, o.key)] = Endpoint(
+                    stored.id if stored else row.id, o.type, o.key, dict(o.properties)
+                )
         self.counts["objects"] += len(objects)
 
     def _sources(self, items: Sequence[tuple[str, Any]]) -> None:
@@ -170,20 +243,30 @@ class _Run:
         self.counts["sources"] += len(items)
 
     def _relationships(self, items: Sequence[tuple[str, Any]]) -> None:
-        refs: list[str | ObjectRef] = []
+        found: dict[str | tuple[str, str], Endpoint] = {}
+        unknown: list[str | ObjectRef] = []
         for _, r in items:
-            refs.extend((r.source, r.target))
-        found, missing = resolve_endpoints(self.store, self.project, refs)
-        missing_set = set(missing)
+            for ref in (r.source, r.target):
+                key = _ref_key(ref)
+                hit = self.known.get(key) if isinstance(key, tuple) else None
+                if hit is not None:
+                    found[key] = hit
+                elif key not in found:
+                    unknown.append(ref)
+        resolved, missing = resolve_endpoints(self.store, self.project, unknown)
+        for ref, endpoint in resolved.items():
+            found[_ref_key(ref)] = endpoint
+        missing_set = {_ref_key(m) for m in missing}
         rows = []
         for location, r in items:
-            absent = [describe_ref(x) for x in (r.source, r.target) if x in missing_set]
-            if absent:
+            source, target = found.get(_ref_key(r.source)), found.get(_ref_key(r.target))
+            if source is None or target is None:
+                absent = [
+                    describe_ref(x) for x in (r.source, r.target) if _ref_key(x) in missing_set
+                ]
                 self.error(location, f"endpoint not found: {', '.join(absent)}")
                 continue
-            rows.append(
-                self.rules.relationship_row(self.project, r, found[r.source], found[r.target])
-            )
+            rows.append(self.rules.relationship_row(self.project, r, source, target))
         if not self.error_count:
             self.store.upsert_relationships(self.project, rows)
             self.counts["relationships"] += len(rows)
@@ -247,6 +330,11 @@ class _Run:
             self.counts["mentions"] += len(rows)
 
 
+def _ref_key(ref: str | ObjectRef) -> str | tuple[str, str]:
+    """A cheap dict key for a reference (pydantic models hash slowly)."""
+    return ref if isinstance(ref, str) else (ref.type, ref.key)
+
+
 def _name(properties: dict[str, Any], key: str) -> str:
     value = properties.get("name")
     return value if isinstance(value, str) and value.strip() else key
@@ -290,7 +378,10 @@ def import_files(
     )
     run = _Run(store, rules, project, progress, total)
     try:
-        with store.transaction():
+        # Large imports rebuild indexes once at the end instead of row by row.
+        existing = sum(store.counts(project).values())
+        bulk = total is None or total // 2 >= max(_BULK_MIN, existing // 4)
+        with store.bulk_load() if bulk else store.transaction():
             for first_pass in (True, False):
                 for path in paths:
                     for location, raw in read_records(path):

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RecordError", "count_records", "read_records"]
+__all__ = ["Raw", "RecordError", "count_records", "read_records"]
 
 _LIST_COLUMNS = ("tags", "labels", "source_chunks")
 _GRAPH_KEYS = {
@@ -32,13 +32,16 @@ _REL_FIELDS = ("id", "label", "weight", "valid_from", "valid_to", "description")
 _OBJECT_FIELDS = ("id",)
 
 
-class RecordError(Exception):
+class RecordError(Exception):  # noqa: N818 - a value passed along, not only raised
     """A record that cannot be read at all; carries its location."""
 
     def __init__(self, location: str, reason: str) -> None:
         super().__init__(f"{location}: {reason}")
         self.location = location
         self.reason = reason
+
+
+Raw = dict[str, Any] | str | RecordError
 
 
 def _format(path: Path) -> str:
@@ -61,8 +64,8 @@ def count_records(path: Path) -> int | None:
     return lines
 
 
-def read_records(path: Path) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
-    """Yield ``(location, record)``; unreadable records come as :class:`RecordError`."""
+def read_records(path: Path) -> Iterator[tuple[str, Raw]]:
+    """Yield ``(location, record)``: a dict, a raw JSON line, or a :class:`RecordError`."""
     fmt = _format(path)
     if not path.is_file():
         raise RecordError(str(path), "file not found")
@@ -74,7 +77,7 @@ def read_records(path: Path) -> Iterator[tuple[str, dict[str, Any] | RecordError
         yield from _csv(path)
 
 
-def _jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
+def _jsonl(path: Path) -> Iterator[tuple[str, Raw]]:
     with path.open(encoding="utf-8") as handle:
         lineno = 0
         while True:
@@ -89,19 +92,12 @@ def _jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
                 return
             if not line.strip():
                 continue
-            loc = f"{path}:{lineno}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield loc, RecordError(loc, f"invalid JSON: {exc.msg} (column {exc.colno})")
-                continue
-            if not isinstance(record, dict):
-                yield loc, RecordError(loc, "a record must be a JSON object with a 'kind'")
-                continue
-            yield loc, record
+            # The line stays raw: the importer reads its kind cheaply and validates it
+            # with pydantic's JSON parser once, in the pass that writes that kind.
+            yield f"{path}:{lineno}", line
 
 
-def _json(path: Path) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
+def _json(path: Path) -> Iterator[tuple[str, Raw]]:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -142,7 +138,7 @@ def _json(path: Path) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
                 yield loc, RecordError(loc, "a record must be a JSON object")
 
 
-def _csv(path: Path) -> Iterator[tuple[str, dict[str, Any] | RecordError]]:
+def _csv(path: Path) -> Iterator[tuple[str, Raw]]:
     with path.open(encoding="utf-8", newline="") as handle:
         reader = csv.DictReader(handle)
         header = [h.strip() for h in (reader.fieldnames or [])]

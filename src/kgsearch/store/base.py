@@ -182,6 +182,10 @@ class Store(Protocol):
         """A write transaction; nested calls join the outer one."""
         ...
 
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """A write transaction tuned for loading many rows (indexes rebuilt at the end)."""
+        ...
+
     # metadata ------------------------------------------------------------
     def info(self) -> StoreInfo:
         """Schema version, migrations, embedding model and dims."""
@@ -204,7 +208,9 @@ class Store(Protocol):
         ...
 
     # writes --------------------------------------------------------------
-    def upsert_objects(self, project: str, rows: Sequence[ObjectRow]) -> list[str]:
+    def upsert_objects(
+        self, project: str, rows: Sequence[ObjectRow], *, return_ids: bool = True
+    ) -> list[str]:
         """Insert or update by (project, type, key); return the stored ids in order."""
         ...
 

@@ -190,10 +190,12 @@ def latency(db: Connection) -> tuple[int, float]:
 
 
 def next_retry_at(db: Connection, kind: Kind, project: str | None) -> float | None:
-    """When the earliest failed (not dead) row becomes due, or None."""
+    """When the next not-yet-due row becomes claimable: a failed row's backoff ends or
+    another runner's lease expires (a runner killed mid-batch leaves such leases)."""
     scope, params = ("AND project = ?", [project]) if project is not None else ("", [])
     row = db.one(
-        f"SELECT min(next_attempt_at) FROM {kind.table} WHERE status = 'failed' "
+        "SELECT min(CASE WHEN claimed_until > next_attempt_at THEN claimed_until "
+        f"ELSE next_attempt_at END) FROM {kind.table} WHERE status IN ('pending', 'failed') "
         f"AND deleted_at IS NULL {scope}",
         params,
     )

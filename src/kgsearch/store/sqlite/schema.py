@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from kgsearch.store.migrations import Execute, Migration
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SECONDARY_INDEXES", "fts_triggers"]
+
+# Indexes a bulk load may drop and rebuild (sorting once beats random inserts);
+# the last one of each table is its due-for-embedding index.
+SECONDARY_INDEXES: dict[str, list[str]] = {
+    "objects": ["CREATE INDEX IF NOT EXISTS objects_due ON objects (status, next_attempt_at)"],
+    "relationships": [
+        "CREATE INDEX IF NOT EXISTS relationships_source ON relationships (project, source_id)",
+        "CREATE INDEX IF NOT EXISTS relationships_target ON relationships (project, target_id)",
+        "CREATE INDEX IF NOT EXISTS relationships_due ON relationships (status, next_attempt_at)",
+    ],
+    "chunks": ["CREATE INDEX IF NOT EXISTS chunks_due ON chunks (status, next_attempt_at)"],
+}
 
 _EMBEDDING_COLUMNS = """
     text TEXT NOT NULL DEFAULT '',
@@ -34,6 +46,11 @@ def _fts(execute: Execute, table: str) -> None:
         f"CREATE VIRTUAL TABLE {table}_fts USING fts5("
         f"text, content='{table}', content_rowid='rowid', tokenize='porter unicode61')"
     )
+    fts_triggers(execute, table)
+
+
+def fts_triggers(execute: Execute, table: str) -> None:
+    """(Re)create the triggers that keep ``{table}_fts`` in step with ``table``."""
     execute(
         f"CREATE TRIGGER {table}_fts_ai AFTER INSERT ON {table} "
         f"WHEN new.deleted_at IS NULL BEGIN "
@@ -77,8 +94,8 @@ def m001_create_graph(execute: Execute) -> None:
             {_EMBEDDING_COLUMNS},
             UNIQUE (project, id))"""
     )
-    execute("CREATE INDEX relationships_source ON relationships (project, source_id)")
-    execute("CREATE INDEX relationships_target ON relationships (project, target_id)")
+    for sql in SECONDARY_INDEXES["relationships"]:
+        execute(sql)
     execute(
         """CREATE TABLE sources (
             id TEXT NOT NULL, project TEXT NOT NULL, title TEXT, uri TEXT,
@@ -105,7 +122,7 @@ def m001_create_graph(execute: Execute) -> None:
     execute("CREATE INDEX mentions_relationship ON mentions (project, relationship_id)")
     execute("CREATE INDEX mentions_chunk ON mentions (project, chunk_id)")
     for table in ("objects", "relationships", "chunks"):
-        execute(f"CREATE INDEX {table}_due ON {table} (status, next_attempt_at)")
+        execute(SECONDARY_INDEXES[table][-1])
         _fts(execute, table)
     execute(
         "CREATE TABLE embed_stats (kind TEXT PRIMARY KEY, texts INTEGER NOT NULL, ms REAL NOT NULL)"

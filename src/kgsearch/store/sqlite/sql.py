@@ -96,6 +96,8 @@ def parse_dt(value: str | None) -> datetime | None:
 
 def dumps(value: Any) -> str:
     """Compact, deterministic JSON for stored columns."""
+    if not value and isinstance(value, dict | list | tuple):
+        return "{}" if isinstance(value, dict) else "[]"
     return json.dumps(
         value, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=str
     )

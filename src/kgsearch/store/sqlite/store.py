@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any, Literal
 
@@ -53,7 +53,12 @@ from kgsearch.store.sqlite.rows import (
     to_relationship,
     to_source,
 )
-from kgsearch.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
+from kgsearch.store.sqlite.schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    SECONDARY_INDEXES,
+    fts_triggers,
+)
 from kgsearch.store.sqlite.sql import (
     chunked,
     dumps,
@@ -151,6 +156,33 @@ class SQLiteStore:
         """A write transaction; nested calls join the outer one."""
         return self.db.transaction()
 
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """A write transaction tuned for loading many rows at once.
+
+        Inside it, FTS triggers and secondary indexes are dropped; on success the
+        indexes are rebuilt by sorting and the lexical index by one ``rebuild``,
+        which is several times faster than row-by-row maintenance. It all happens in
+        one transaction: other readers never see a half-built index, and a failure
+        rolls everything back.
+        """
+        with self.db.transaction():
+            for table, indexes in SECONDARY_INDEXES.items():
+                for sql in indexes:
+                    self.db.execute(f"DROP INDEX IF EXISTS {sql.split()[5]}")
+                for suffix in ("ai", "ad", "au"):
+                    self.db.execute(f"DROP TRIGGER IF EXISTS {table}_fts_{suffix}")
+            yield
+            for table, indexes in SECONDARY_INDEXES.items():
+                for sql in indexes:
+                    self.db.execute(sql)
+                self.db.execute(f"INSERT INTO {table}_fts({table}_fts) VALUES ('rebuild')")
+                self.db.execute(
+                    f"INSERT INTO {table}_fts({table}_fts, rowid, text) "
+                    f"SELECT 'delete', rowid, text FROM {table} WHERE deleted_at IS NOT NULL"
+                )
+                fts_triggers(lambda sql: None if self.db.execute(sql) is None else None, table)
+
     def __enter__(self) -> SQLiteStore:
         return self
 
@@ -234,8 +266,11 @@ class SQLiteStore:
         return [r[0] for r in rows]
 
     # writes --------------------------------------------------------------
-    def upsert_objects(self, project: str, rows: Sequence[ObjectRow]) -> list[str]:
-        """Insert or update by (project, type, key); return the stored ids in order."""
+    def upsert_objects(
+        self, project: str, rows: Sequence[ObjectRow], *, return_ids: bool = True
+    ) -> list[str]:
+        """Insert or update by (project, type, key); return the stored ids in order
+        (an existing row keeps its id), or ``[]`` when ``return_ids`` is False."""
         if not rows:
             return []
         now = now_iso()
@@ -269,8 +304,10 @@ class SQLiteStore:
         ]
         with self.db.transaction():
             self.db.executemany(sql, params)
-            resolved = self.resolve(project, [ObjectRef(type=r.type, key=r.key) for r in rows])
             self.vectors_cache.touch(self.db, Kind.OBJECT)
+            if not return_ids:
+                return []
+            resolved = self.resolve(project, [ObjectRef(type=r.type, key=r.key) for r in rows])
         return [resolved[ObjectRef(type=r.type, key=r.key)].id for r in rows]
 
     def upsert_relationships(self, project: str, rows: Sequence[RelationshipRow]) -> list[str]:
