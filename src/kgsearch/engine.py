@@ -13,8 +13,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from kgsearch.embed.base import Embedder
-from kgsearch.errors import InvalidRequest, NotFound
+from kgsearch.config import Settings
+from kgsearch.embed import create_embedder
+from kgsearch.embed.base import Embedder, Vector
+from pydantic import ValidationError
+
+from kgsearch.errors import ConfigError, InvalidRequest, NotFound
 from kgsearch.io.exporter import export
 from kgsearch.io.importer import ImportProgress, import_files
 from kgsearch.jobs import EmbedReport, Progress, RetryPolicy, run_embedding
@@ -35,8 +39,19 @@ from kgsearch.model import (
     Source,
     SourceIn,
 )
+from kgsearch.search.context import format_context
+from kgsearch.search.pipeline import SearchContext, run_search
+from kgsearch.search.request import SearchRequest, SearchResponse
+from kgsearch.search.rerank import CrossEncoder
+from kgsearch.store import connect
 from kgsearch.store.base import Neighbor, Store, TextUpdate
-from kgsearch.text import TEXT_VERSION, EnrichmentConfig, config_fingerprint, text_hash
+from kgsearch.text import (
+    TEXT_VERSION,
+    EnrichmentConfig,
+    config_fingerprint,
+    load_enrichment_config,
+    text_hash,
+)
 from kgsearch.writes import (
     TextRules,
     refresh_relationship_texts,
@@ -61,6 +76,7 @@ class Engine:
         project: Default project for calls that pass none.
         embed_on_write: Embed rows right after each write commits (small scripts).
         retry: Failure policy of the embedding lifecycle.
+        cross_encoder: Optional cross-encoder for the ``cross_encoder`` reranker.
     """
 
     def __init__(
@@ -74,8 +90,10 @@ class Engine:
         project: str = DEFAULT_PROJECT,
         embed_on_write: bool = False,
         retry: RetryPolicy | None = None,
+        cross_encoder: CrossEncoder | None = None,
     ) -> None:
         self.store = store
+        self.cross_encoder = cross_encoder
         self.project = project
         self.embed_on_write = embed_on_write
         self.retry = retry or RetryPolicy()
@@ -88,6 +106,40 @@ class Engine:
         self.graph_aware = graph_aware
         self._rules: TextRules | None = None
 
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        project: str | None = None,
+        store_url: str | None = None,
+        model: str | None = None,
+    ) -> Engine:
+        """Build an engine from settings (the adapters' entry point).
+
+        Args:
+            settings: Effective settings.
+            project: Overrides ``settings.store.project``.
+            store_url: Overrides ``settings.store.url``.
+            model: Overrides ``settings.embed.model``.
+        """
+        embed = settings.embed
+        spec = model or embed.model
+        options: dict[str, Any] = {}
+        if embed.base_url:
+            options["base_url"] = embed.base_url
+        if embed.api_key is not None:
+            options["api_key"] = embed.api_key.get_secret_value()
+        return cls(
+            connect(store_url or settings.store.url),
+            embedder_factory=lambda: create_embedder(spec, **options),
+            enrichment=load_enrichment_config(embed.enrichment_config),
+            project=project or settings.store.project,
+            retry=RetryPolicy(
+                max_attempts=embed.max_attempts, backoff_seconds=embed.backoff_seconds
+            ),
+        )
+
     # providers -------------------------------------------------------------
     @property
     def embedder(self) -> Embedder:
@@ -96,9 +148,7 @@ class Engine:
             if self._embedder_factory is not None:
                 self._embedder = self._embedder_factory()
             else:
-                from kgsearch.embed.bundled import BundledEmbedder
-
-                self._embedder = BundledEmbedder()
+                self._embedder = create_embedder("bundled")
         return self._embedder
 
     @property
@@ -518,6 +568,125 @@ class Engine:
             "mean_latency_ms_per_text": round(ms / texts, 3) if texts else None,
         }
 
+    # search ------------------------------------------------------------------
+    def _search_context(self, project: str | None) -> SearchContext:
+        embed_query: Callable[[str], Vector] | None
+        if self.store.info().embedding_model is None:
+            embed_query = None  # nothing embedded yet: vector legs have nothing to find
+        else:
+            embedder = self.embedder
+            info = self.store.info()
+            if info.embedding_model != embedder.model_id:
+                raise ConfigError(
+                    f"the store was embedded with {info.embedding_model}, but the engine "
+                    f"uses {embedder.model_id}; pass the same model or re-embed with "
+                    "`kgsearch embed generate --model ... --force`"
+                )
+            embed_query = embedder.embed_query
+        return SearchContext(self.store, self._p(project), embed_query, self.cross_encoder)
+
+    def search(
+        self, request: SearchRequest | str, *, project: str | None = None, **options: Any
+    ) -> SearchResponse:
+        """Unified hybrid search (vector + BM25 + graph legs, fused, reranked).
+
+        Args:
+            request: A :class:`SearchRequest`, or a query string with ``options`` as
+                its fields (``limit=5, result_types="graph", type_hint="person"``).
+            project: Overrides the engine's project.
+
+        Raises:
+            InvalidRequest: The request is malformed.
+        """
+        return run_search(self._search_context(project), _request(request, options))
+
+    def explain(
+        self, request: SearchRequest | str, *, project: str | None = None, **options: Any
+    ) -> dict[str, Any]:
+        """Show a search's work: each leg's ranked hits and scores, and the fused order."""
+        req = _request(request, options).model_copy(update={"include_debug": True})
+        response = run_search(self._search_context(project), req)
+        return {
+            "request": req.model_dump(mode="json", by_alias=True),
+            "legs": (response.debug or {}).get("fusion_details", {}).get("legs", {}),
+            "fused": [
+                {
+                    "type": r.type,
+                    "id": r.id,
+                    "score": r.score,
+                    "found_by": [f.model_dump() for f in r.found_by],
+                }
+                for r in response.results
+            ],
+            "metadata": response.metadata,
+        }
+
+    def context(
+        self,
+        request: SearchRequest | str,
+        *,
+        max_tokens: int = 1000,
+        project: str | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """RAG context: the search's hits as prompt lines within ``max_tokens``."""
+        if not 1 <= max_tokens <= 100_000:
+            raise InvalidRequest("max_tokens must be between 1 and 100000")
+        response = self.search(request, project=project, **options)
+        text = format_context(
+            response.results, max_tokens=max_tokens, count_tokens=self.embedder.count_tokens
+        )
+        return {
+            "context": text,
+            "tokens": self.embedder.count_tokens(text) if text else 0,
+            "results": len(response.results),
+            "metadata": response.metadata,
+        }
+
+    # lookups (seed 002) ------------------------------------------------------
+    def mentioned_by(
+        self,
+        *,
+        source_ids: Sequence[str] = (),
+        chunk_ids: Sequence[str] = (),
+        project: str | None = None,
+    ) -> dict[str, list[Any]]:
+        """What the given sources/chunks mention: objects and relationships."""
+        p = self._p(project)
+        mentions = self.store.mentions(p, source_ids=source_ids, chunk_ids=chunk_ids)
+        object_ids = list(dict.fromkeys(m.object_id for m in mentions if m.object_id))
+        rel_ids = list(dict.fromkeys(m.relationship_id for m in mentions if m.relationship_id))
+        return {
+            "objects": self.store.get_objects(p, object_ids),
+            "relationships": self.store.get_relationships(p, rel_ids),
+        }
+
+    def sources_mentioning(
+        self,
+        *,
+        object_ids: Sequence[str] = (),
+        relationship_ids: Sequence[str] = (),
+        project: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Sources that mention the given objects/relationships, most mentions first
+        (citations)."""
+        p = self._p(project)
+        mentions = self.store.mentions(p, object_ids=object_ids, relationship_ids=relationship_ids)
+        chunk_sources = {
+            c.id: c.source_id
+            for c in self.store.get_chunks(
+                p, [m.chunk_id for m in mentions if m.chunk_id and not m.source_id]
+            )
+        }
+        counts: dict[str, int] = {}
+        for m in mentions:
+            source = m.source_id or chunk_sources.get(m.chunk_id or "")
+            if source:
+                counts[source] = counts.get(source, 0) + 1
+        sources = {s.id: s for s in self.store.get_sources(p, list(counts))}
+        ranked = sorted(counts.items(), key=lambda x: (-x[1], x[0]))
+        return [{"source": sources[s], "mentions": n} for s, n in ranked if s in sources]
+
     # import / export ---------------------------------------------------------
     def import_files(
         self,
@@ -536,6 +705,26 @@ class Engine:
     ) -> dict[str, int]:
         """Write a project to a JSONL or JSON graph file that imports back identically."""
         return export(self.store, path, project=self._p(project), fmt=fmt)
+
+
+def _request(request: SearchRequest | str, options: dict[str, Any]) -> SearchRequest:
+    if isinstance(request, SearchRequest):
+        if options:
+            return SearchRequest.model_validate(
+                {**request.model_dump(exclude_unset=True), **options}
+            )
+        return request
+    try:
+        return SearchRequest.model_validate({"query": request, **options})
+    except ValidationError as exc:
+        raise InvalidRequest(
+            f"invalid search request: {_errors(exc)}",
+            details={"errors": exc.errors(include_url=False, include_context=False)},
+        ) from None
+
+
+def _errors(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
 
 
 def _name(properties: dict[str, Any], key: str) -> str:

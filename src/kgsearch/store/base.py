@@ -298,7 +298,12 @@ class Store(Protocol):
         ...
 
     def edges_among(
-        self, project: str, object_ids: Sequence[str]
+        self,
+        project: str,
+        object_ids: Sequence[str],
+        *,
+        relationship_types: Sequence[str] | None = None,
+        as_of: datetime | None = None,
     ) -> list[tuple[str, str, str, float]]:
         """(relationship id, source id, target id, weight) of live edges touching the ids."""
         ...

@@ -654,10 +654,21 @@ class SQLiteStore:
                 yield row["other"], row["id"]
 
     def edges_among(
-        self, project: str, object_ids: Sequence[str]
+        self,
+        project: str,
+        object_ids: Sequence[str],
+        *,
+        relationship_types: Sequence[str] | None = None,
+        as_of: datetime | None = None,
     ) -> list[tuple[str, str, str, float]]:
         """(relationship id, source id, target id, weight) of live edges touching the ids."""
-        cond, cond_params = filter_sql(Kind.RELATIONSHIP, None)
+        cond, cond_params = filter_sql(
+            Kind.RELATIONSHIP,
+            Filters(
+                relationship_types=list(relationship_types) if relationship_types else None,
+                as_of=as_of,
+            ),
+        )
         found: dict[str, tuple[str, str, str, float]] = {}
         for part in chunked(list(dict.fromkeys(object_ids)), 250):
             marks = placeholders(len(part))

@@ -1,0 +1,49 @@
+"""The ``kgsearch`` command line: a thin click adapter over :class:`kgsearch.Engine`.
+
+Each command builds the engine from settings and flags, calls one engine method,
+renders the result (a table on a terminal, JSON with ``--json``) and turns any
+:class:`kgsearch.KgsearchError` into a clean message and exit code 1.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kgsearch.cli.common import cli
+from kgsearch.cli.embed import embed
+from kgsearch.cli.graph import (
+    config,
+    export_cmd,
+    import_cmd,
+    init,
+    objects,
+    relationships,
+    stats,
+)
+from kgsearch.cli.search import context, search
+
+__all__ = ["cli", "main"]
+
+for command in (
+    init,
+    import_cmd,
+    export_cmd,
+    objects,
+    relationships,
+    stats,
+    config,
+    embed,
+    search,
+    context,
+):
+    cli.add_command(command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        cli.main(prog_name="kgsearch", standalone_mode=True)
+    except click.exceptions.Exit as exc:  # pragma: no cover - click handles normally
+        sys.exit(exc.exit_code)

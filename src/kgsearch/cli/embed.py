@@ -1,0 +1,284 @@
+"""CLI commands of the embedding lifecycle: generate, backfill, preview, status, retry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from kgsearch.cli.common import State, console, emit, engine_from, handle_errors, out, pass_state
+from kgsearch.engine import Engine
+from kgsearch.jobs import EmbedReport
+from kgsearch.model import Kind
+
+__all__ = ["embed"]
+
+_KINDS = {"objects": Kind.OBJECT, "relationships": Kind.RELATIONSHIP, "chunks": Kind.CHUNK}
+
+
+@click.group()
+def embed() -> None:
+    """Embed rows and inspect the embedding lifecycle (pending → embedded | failed → dead)."""
+
+
+def _run(
+    state: State,
+    engine: Engine,
+    *,
+    kinds: list[Kind],
+    batch_size: int,
+    delay: int,
+    force: bool,
+    limit: int | None,
+) -> EmbedReport:
+    status = engine.embedding_status(project=state.project)
+    todo = {
+        r["kind"]: r["pending"] + r["failed"] + (r["embedded"] + r["dead"] if force else 0)
+        for r in status["rows"]
+        if state.project is None or r["project"] == state.project
+    }
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]} texts/s"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+        disable=state.as_json,
+    ) as progress:
+        tasks: dict[Kind, TaskID] = {
+            k: progress.add_task(
+                f"embedding {k.value}s", total=todo.get(k.value, 0) or None, rate="-"
+            )
+            for k in kinds
+        }
+
+        def advance(kind: Kind, n: int) -> None:
+            task = tasks[kind]
+            progress.update(task, advance=n)
+            speed = progress.tasks[task].speed
+            progress.update(task, rate=f"{speed:.0f}" if speed else "-")
+
+        return engine.embed_pending(
+            kinds=kinds,
+            project=state.project,
+            batch_size=batch_size,
+            delay_ms=delay,
+            force=force,
+            progress=advance,
+            limit=limit,
+        )
+
+
+def _kinds(kind: tuple[str, ...]) -> list[Kind]:
+    return [_KINDS[k] for k in kind] if kind else list(Kind)
+
+
+def _report(value: dict[str, Any]) -> None:
+    out.print(
+        f"processed {value['processed']}  embedded {value['embedded']}  "
+        f"failed {value['failed']}  (dead {value['dead']})  in {value['seconds']} s"
+    )
+    for error in value["errors"]:
+        out.print(f"[red]error:[/] {error}")
+
+
+_kind_option = click.option(
+    "--kind",
+    type=click.Choice(list(_KINDS)),
+    multiple=True,
+    help="Only this kind of row (repeatable; default: all).",
+)
+_batch_option = click.option(
+    "--batch-size",
+    default=64,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="Rows per embedder call.",
+)
+
+
+@embed.command("generate")
+@click.option(
+    "--graph-aware/--no-graph-aware",
+    default=None,
+    help="Embed objects with type and fields ([Type: #person] [Role: CEO] …) "
+    "or as plain text. The choice is remembered by the store.",
+)
+@click.option("--force", is_flag=True, help="Re-embed every row, even unchanged ones.")
+@click.option(
+    "--model",
+    help="Switch to another embedder (provider:model); with --force "
+    "this re-embeds everything with it.",
+)
+@_kind_option
+@_batch_option
+@pass_state
+@handle_errors
+def generate(
+    state: State,
+    graph_aware: bool | None,
+    force: bool,
+    model: str | None,
+    kind: tuple[str, ...],
+    batch_size: int,
+) -> None:
+    """Embed every pending row (and rows whose text changed) with the configured model.
+
+    Example: kgsearch embed generate --no-graph-aware --kind objects
+    """
+    with engine_from(state, model=model) as engine:
+        if model is not None:
+            if not force:
+                raise click.UsageError("--model changes every vector; add --force to confirm")
+            engine.switch_model(engine.embedder)
+        if graph_aware is not None:
+            engine.set_graph_aware(graph_aware)
+        report = _run(
+            state,
+            engine,
+            kinds=_kinds(kind),
+            batch_size=batch_size,
+            delay=0,
+            force=force,
+            limit=None,
+        )
+    emit(state, report.as_dict(), _report)
+
+
+@embed.command("backfill")
+@_batch_option
+@click.option(
+    "--delay",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 600_000),
+    help="Milliseconds to wait between batches (rate limits).",
+)
+@click.option("--dry-run", is_flag=True, help="Only report what would be embedded.")
+@click.option("--limit", type=click.IntRange(1), help="Stop after about this many rows.")
+@_kind_option
+@pass_state
+@handle_errors
+def backfill(
+    state: State,
+    batch_size: int,
+    delay: int,
+    dry_run: bool,
+    limit: int | None,
+    kind: tuple[str, ...],
+) -> None:
+    """Embed rows that have no current embedding, batch by batch; safe to kill and resume.
+
+    Example: kgsearch embed backfill --batch-size 100 --delay 100 --project demo
+    """
+    with engine_from(state) as engine:
+        if dry_run:
+            status = engine.embedding_status(project=state.project)
+            todo = {r["kind"] + "s": r["pending"] + r["failed"] for r in status["rows"]}
+            emit(
+                state,
+                {"dry_run": True, "would_embed": todo, "total": sum(todo.values())},
+                lambda v: out.print(f"would embed {v['total']} rows: {v['would_embed']}"),
+            )
+            return
+        report = _run(
+            state,
+            engine,
+            kinds=_kinds(kind),
+            batch_size=batch_size,
+            delay=delay,
+            force=False,
+            limit=limit,
+        )
+        total = engine.embedding_status(project=state.project)["total"]
+    value = {**report.as_dict(), "total": total}
+    emit(state, value, _report)
+
+
+@embed.command("preview")
+@click.argument("id")
+@pass_state
+@handle_errors
+def preview(state: State, id: str) -> None:
+    """Print the exact text that is (or would be) embedded for a row, without embedding.
+
+    Example: kgsearch embed preview 0f8c2d1e-...
+    """
+    with engine_from(state) as engine:
+        emit(state, engine.preview(id), lambda v: out.print(v["text"], markup=False))
+
+
+@embed.command("status")
+@pass_state
+@handle_errors
+def status(state: State) -> None:
+    """Counts by status per project and kind, percent embedded, stale, failures, latency.
+
+    Example: kgsearch embed status --json
+    """
+    with engine_from(state) as engine:
+        emit(state, engine.embedding_status(project=state.project), _render_status)
+
+
+@embed.command("retry")
+@click.option("--dead", is_flag=True, help="Also re-queue dead rows (given up on).")
+@pass_state
+@handle_errors
+def retry(state: State, dead: bool) -> None:
+    """Re-queue failed rows now (and dead ones with --dead); run `embed generate` next.
+
+    Example: kgsearch embed retry --dead
+    """
+    with engine_from(state) as engine:
+        n = engine.retry_failed(dead=dead, project=state.project)
+    emit(state, {"requeued": n}, lambda v: out.print(f"re-queued {v['requeued']} row(s)"))
+
+
+def _render_status(value: dict[str, Any]) -> None:
+    table = Table(
+        "project",
+        "kind",
+        "total",
+        "embedded",
+        "pending",
+        "failed",
+        "dead",
+        "stale",
+        "% embedded",
+        title=f"model {value['model'] or '(none yet)'}",
+    )
+    for r in value["rows"]:
+        table.add_row(
+            r["project"],
+            r["kind"],
+            *(
+                str(r[k])
+                for k in (
+                    "total",
+                    "embedded",
+                    "pending",
+                    "failed",
+                    "dead",
+                    "stale",
+                    "percent_embedded",
+                )
+            ),
+        )
+    out.print(table)
+    out.print(
+        f"overall {value['percent_embedded']}% embedded, failure rate "
+        f"{value['failure_rate']}, mean latency {value['mean_latency_ms_per_text']} ms/text"
+    )

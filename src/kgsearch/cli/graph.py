@@ -1,0 +1,310 @@
+"""CLI commands over the graph: init, import, export, objects, relationships, stats, config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from kgsearch.cli.common import (
+    State,
+    console,
+    emit,
+    engine_from,
+    handle_errors,
+    out,
+    pass_state,
+)
+from kgsearch.config import config_path
+from kgsearch.errors import NotFound
+from kgsearch.model import Filters, GraphObject, Page, Relationship
+
+__all__ = ["config", "export_cmd", "import_cmd", "init", "objects", "relationships", "stats"]
+
+
+@click.command()
+@pass_state
+@handle_errors
+def init(state: State) -> None:
+    """Create (or upgrade) the store and print what it holds.
+
+    Example: kgsearch --db graph.db init
+    """
+    with engine_from(state) as engine:
+        emit(state, engine.stats(), _render_stats)
+
+
+@click.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@pass_state
+@handle_errors
+def import_cmd(state: State, files: tuple[Path, ...]) -> None:
+    """Import JSONL, JSON graph or CSV files, all or nothing.
+
+    Bad records are listed with file, line and reason, and nothing is written.
+    Re-importing the same files creates no duplicates. See docs/data-format.md.
+
+    Example: kgsearch import data/sample/metaqa-movies.jsonl
+    """
+    with engine_from(state) as engine, _progress("importing") as (progress, task):
+
+        def advance(n: int, total: int | None) -> None:
+            progress.update(task, advance=n, total=total)
+
+        counts = engine.import_files(list(files), progress=advance)
+    emit(
+        state,
+        {"imported": counts, "project": engine.project},
+        lambda v: out.print(
+            f"Imported into project [bold]{v['project']}[/]: "
+            + ", ".join(f"{n} {k}" for k, n in v["imported"].items() if n)
+        ),
+    )
+
+
+@click.command("export")
+@click.argument("path", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "json"]),
+    default=None,
+    help="Output format (default: from the file extension, else jsonl).",
+)
+@pass_state
+@handle_errors
+def export_cmd(state: State, path: Path, fmt: str | None) -> None:
+    """Export a project to a file that imports back identically.
+
+    Example: kgsearch export backup.jsonl
+    """
+    chosen = fmt or ("json" if path.suffix.lower() == ".json" else "jsonl")
+    with engine_from(state) as engine:
+        counts = engine.export(path, fmt="json" if chosen == "json" else "jsonl")
+    emit(
+        state,
+        {"exported": counts, "path": str(path)},
+        lambda v: out.print(
+            f"Wrote {v['path']}: " + ", ".join(f"{n} {k}s" for k, n in v["exported"].items())
+        ),
+    )
+
+
+def _progress(label: str) -> Any:
+    class _Ctx:
+        def __enter__(self) -> tuple[Progress, Any]:
+            self.progress = Progress(
+                TextColumn(f"[bold]{label}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.speed} rec/s"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=console,
+                transient=True,
+            )
+            self.progress.__enter__()
+            return self.progress, self.progress.add_task(label, total=None)
+
+        def __exit__(self, *exc: object) -> None:
+            self.progress.__exit__(None, None, None)
+
+    return _Ctx()
+
+
+@click.group()
+def objects() -> None:
+    """List, show and delete objects (graph nodes)."""
+
+
+@objects.command("list")
+@click.option("--type", "types", multiple=True, help="Only objects of this type (repeatable).")
+@click.option("--label", "labels", multiple=True, help="Only objects with this label.")
+@click.option("--limit", "-n", default=20, show_default=True, help="Rows per page.")
+@click.option("--cursor", help="Continue from a previous page's next_cursor.")
+@pass_state
+@handle_errors
+def objects_list(
+    state: State, types: tuple[str, ...], labels: tuple[str, ...], limit: int, cursor: str | None
+) -> None:
+    """List objects, oldest first, a page at a time.
+
+    Example: kgsearch objects list --type Person -n 5
+    """
+    filters = Filters(object_types=list(types) or None, labels=list(labels) or None)
+    with engine_from(state) as engine:
+        page = engine.list_rows("object", limit=limit, cursor=cursor, filters=filters)
+    emit(state, page, _render_objects)
+
+
+@objects.command("get")
+@click.argument("ref")
+@pass_state
+@handle_errors
+def objects_get(state: State, ref: str) -> None:
+    """Show one object by id, or by TYPE/KEY.
+
+    Example: kgsearch objects get "Movie/Jesse James"
+    """
+    with engine_from(state) as engine:
+        if "/" in ref:
+            type_, key = ref.split("/", 1)
+            try:
+                obj = engine.get_object_by_key(type_, key)
+            except NotFound:
+                obj = engine.get_object(ref)
+        else:
+            obj = engine.get_object(ref)
+    emit(state, obj)
+
+
+@objects.command("delete")
+@click.argument("ids", nargs=-1, required=True)
+@pass_state
+@handle_errors
+def objects_delete(state: State, ids: tuple[str, ...]) -> None:
+    """Soft-delete objects (and their relationships); reads never show them again.
+
+    Example: kgsearch objects delete 0f8c2d1e-...
+    """
+    with engine_from(state) as engine:
+        n = engine.delete("object", list(ids))
+    emit(state, {"deleted": n}, lambda v: out.print(f"Deleted {v['deleted']} object(s)"))
+
+
+@click.group()
+def relationships() -> None:
+    """List, show and delete relationships (graph edges)."""
+
+
+@relationships.command("list")
+@click.option("--type", "types", multiple=True, help="Only relationships of this type.")
+@click.option("--limit", "-n", default=20, show_default=True, help="Rows per page.")
+@click.option("--cursor", help="Continue from a previous page's next_cursor.")
+@pass_state
+@handle_errors
+def relationships_list(
+    state: State, types: tuple[str, ...], limit: int, cursor: str | None
+) -> None:
+    """List relationships with their triplet text, a page at a time.
+
+    Example: kgsearch relationships list --type directed_by -n 5
+    """
+    with engine_from(state) as engine:
+        page = engine.list_rows(
+            "relationship",
+            limit=limit,
+            cursor=cursor,
+            filters=Filters(relationship_types=list(types) or None),
+        )
+    emit(state, page, _render_relationships)
+
+
+@relationships.command("get")
+@click.argument("id")
+@pass_state
+@handle_errors
+def relationships_get(state: State, id: str) -> None:
+    """Show one relationship by id.
+
+    Example: kgsearch relationships get 3b1d...
+    """
+    with engine_from(state) as engine:
+        emit(state, engine.get_relationship(id))
+
+
+@relationships.command("delete")
+@click.argument("ids", nargs=-1, required=True)
+@pass_state
+@handle_errors
+def relationships_delete(state: State, ids: tuple[str, ...]) -> None:
+    """Soft-delete relationships.
+
+    Example: kgsearch relationships delete 3b1d...
+    """
+    with engine_from(state) as engine:
+        n = engine.delete("relationship", list(ids))
+    emit(state, {"deleted": n}, lambda v: out.print(f"Deleted {v['deleted']} relationship(s)"))
+
+
+@click.command()
+@pass_state
+@handle_errors
+def stats(state: State) -> None:
+    """Row counts of the project and what the store was built with.
+
+    Example: kgsearch stats --json
+    """
+    with engine_from(state) as engine:
+        emit(state, engine.stats(), _render_stats)
+
+
+@click.group()
+def config() -> None:
+    """Show the effective configuration."""
+
+
+@config.command("show")
+@pass_state
+@handle_errors
+def config_show(state: State) -> None:
+    """Print effective settings (flags > env > kgsearch.toml > defaults), secrets masked.
+
+    Example: KGSEARCH_EMBED__MODEL=fake:64 kgsearch config show
+    """
+    data = state.settings().masked()
+    if state.db:
+        data["store"]["url"] = state.db
+    if state.project:
+        data["store"]["project"] = state.project
+    click.echo(json.dumps(data, indent=None if state.as_json else 2))
+
+
+@config.command("path")
+def config_path_cmd() -> None:
+    """Print the TOML file settings are read from (set KGSEARCH_CONFIG to move it).
+
+    Example: kgsearch config path
+    """
+    path = config_path()
+    click.echo(f"{path.resolve()}{'' if path.exists() else '  (not present)'}")
+
+
+def _render_stats(value: dict[str, Any]) -> None:
+    table = Table(title=f"project {value['project']} — {value['store']}", show_header=False)
+    for k, n in value["counts"].items():
+        table.add_row(k, str(n))
+    table.add_row("embedding model", str(value["embedding_model"] or "(none yet)"))
+    table.add_row("projects", ", ".join(value["projects"]) or "(none)")
+    out.print(table)
+
+
+def _render_objects(page: Page) -> None:
+    table = Table("id", "type", "key", "status")
+    for o in page.items:
+        assert isinstance(o, GraphObject)
+        table.add_row(o.id, o.type, o.key, o.embedding.status.value)
+    out.print(table)
+    if page.next_cursor:
+        out.print(f"next page: --cursor {page.next_cursor}")
+
+
+def _render_relationships(page: Page) -> None:
+    table = Table("id", "type", "text", "status")
+    for r in page.items:
+        assert isinstance(r, Relationship)
+        table.add_row(r.id, r.type, r.embedding.text or "", r.embedding.status.value)
+    out.print(table)
+    if page.next_cursor:
+        out.print(f"next page: --cursor {page.next_cursor}")

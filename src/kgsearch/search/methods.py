@@ -1,0 +1,243 @@
+"""Search methods: each turns (store, request) into ranked ``(key, score)`` lists.
+
+Keys are ``kind:id`` strings so one fusion can mix objects, relationships and chunks.
+Vector and BM25 legs call the store's primitives with the request's filters, so the
+filters act inside each leg. Graph legs (BFS, personalized PageRank) start from
+given origins or from the other legs' top hits ("land and expand").
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from kgsearch.model import Kind
+from kgsearch.search.ppr import personalized_pagerank
+from kgsearch.search.request import SearchRequest
+from kgsearch.store.base import Store
+
+__all__ = ["Legs", "graph_legs", "key", "scope_legs", "split_key"]
+
+Vector = npt.NDArray[np.float32]
+_PPR_MAX_EDGES = 50_000
+
+
+def key(kind: Kind, id: str) -> str:
+    """The fusion key of a row."""
+    return f"{kind.value}:{id}"
+
+
+def split_key(value: str) -> tuple[Kind, str]:
+    """Inverse of :func:`key`."""
+    kind, _, id = value.partition(":")
+    return Kind(kind), id
+
+
+@dataclass
+class Legs:
+    """Ranked lists per leg name, with timings and counts for metadata/debug."""
+
+    lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    ms: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, name: str, ranked: list[tuple[str, float]], started: float) -> None:
+        """Record one leg's ranked list and how long it took."""
+        self.lists[name] = ranked
+        self.ms[name] = (time.perf_counter() - started) * 1000
+
+
+def scopes(request: SearchRequest) -> list[Kind]:
+    """The scopes a request searches, after ``result_types`` (seed 000 semantics)."""
+    wanted = {
+        "both": (Kind.OBJECT, Kind.RELATIONSHIP, Kind.CHUNK),
+        "graph": (Kind.OBJECT, Kind.RELATIONSHIP),
+        "text": (Kind.CHUNK,),
+    }[request.result_types]
+    config = {
+        Kind.OBJECT: request.objects,
+        Kind.RELATIONSHIP: request.relationships,
+        Kind.CHUNK: request.chunks,
+    }
+    return [k for k in wanted if config[k] is not None and config[k].methods]  # type: ignore[union-attr]
+
+
+def candidates(request: SearchRequest, kind: Kind) -> int:
+    """Per-leg candidate count."""
+    config = {
+        Kind.OBJECT: request.objects,
+        Kind.RELATIONSHIP: request.relationships,
+        Kind.CHUNK: request.chunks,
+    }[kind]
+    if config is not None and config.candidates:
+        return config.candidates
+    return max(30, 3 * request.limit)
+
+
+def scope_legs(
+    store: Store,
+    project: str,
+    request: SearchRequest,
+    vectors: dict[Kind, Vector | None],
+    legs: Legs,
+) -> None:
+    """Run the vector and BM25 legs of every requested scope."""
+    for kind in scopes(request):
+        config = {
+            Kind.OBJECT: request.objects,
+            Kind.RELATIONSHIP: request.relationships,
+            Kind.CHUNK: request.chunks,
+        }[kind]
+        assert config is not None
+        n = candidates(request, kind)
+        if "vector" in config.methods and vectors.get(kind) is not None:
+            started = time.perf_counter()
+            vec = vectors[kind]
+            assert vec is not None
+            ranked = store.vector_search(project, kind, vec, limit=n, filters=request.filters)
+            legs.add(f"{kind.value}s:vector", [(key(kind, i), s) for i, s in ranked], started)
+        if "bm25" in config.methods:
+            started = time.perf_counter()
+            query = request.query
+            ranked = store.text_search(project, kind, query, limit=n, filters=request.filters)
+            legs.add(f"{kind.value}s:bm25", [(key(kind, i), s) for i, s in ranked], started)
+
+
+def seed_objects(
+    store: Store, project: str, ranked: Sequence[tuple[str, float]], top: int
+) -> dict[str, float]:
+    """Object ids touched by the top hits (an object itself, a relationship's endpoints),
+    each weighted by the best hit score that reached it."""
+    seeds: dict[str, float] = {}
+    rel_ids: list[tuple[str, float]] = []
+    for value, score in ranked[:top]:
+        kind, id = split_key(value)
+        if kind is Kind.OBJECT:
+            seeds[id] = max(seeds.get(id, 0.0), score)
+        elif kind is Kind.RELATIONSHIP:
+            rel_ids.append((id, score))
+    if rel_ids:
+        rels = {r.id: r for r in store.get_relationships(project, [i for i, _ in rel_ids])}
+        for id, score in rel_ids:
+            rel = rels.get(id)
+            if rel is not None:
+                for end in (rel.source_id, rel.target_id):
+                    seeds[end] = max(seeds.get(end, 0.0), score)
+    return seeds
+
+
+def graph_legs(
+    store: Store,
+    project: str,
+    request: SearchRequest,
+    first_round: Sequence[tuple[str, float]],
+    legs: Legs,
+    include_relationships: bool,
+) -> None:
+    """BFS expansion or personalized PageRank from origins or the first round's hits."""
+    if request.graph == "none":
+        return
+    started = time.perf_counter()
+    if request.bfs_origins:
+        live = store.endpoints(project, request.bfs_origins)
+        seeds = {i: 1.0 for i in request.bfs_origins if i in live}
+    else:
+        seeds = seed_objects(store, project, first_round, top=max(5, request.limit // 2))
+    if not seeds:
+        legs.add("graph:" + request.graph, [], started)
+        return
+    if request.graph == "bfs":
+        _bfs(store, project, request, seeds, legs, started, include_relationships)
+    else:
+        _ppr(store, project, request, seeds, legs, started, include_relationships)
+
+
+def _bfs(
+    store: Store,
+    project: str,
+    request: SearchRequest,
+    seeds: dict[str, float],
+    legs: Legs,
+    started: float,
+    include_relationships: bool,
+) -> None:
+    found = store.neighbors(
+        project,
+        list(seeds),
+        depth=request.graph_depth,
+        relationship_types=request.filters.relationship_types,
+        as_of=request.filters.as_of,
+    )
+    allowed = _allowed_objects(store, project, request, [n.id for n in found])
+    objects = [(key(Kind.OBJECT, n.id), 1.0 / n.depth) for n in found if n.id in allowed]
+    legs.add("graph:bfs", objects, started)
+    if include_relationships:
+        rels = [(key(Kind.RELATIONSHIP, n.via), 1.0 / n.depth) for n in found]
+        legs.add("graph:bfs:relationships", list(dict.fromkeys(rels)), started)
+
+
+def _allowed_objects(
+    store: Store, project: str, request: SearchRequest, ids: Sequence[str]
+) -> set[str]:
+    f = request.filters
+    if not (f.object_types or f.labels or f.properties):
+        return set(ids)
+    return {
+        o.id
+        for o in store.get_objects(project, ids)
+        if (not f.object_types or o.type in f.object_types)
+        and (not f.labels or set(f.labels) & set(o.labels))
+        and (not f.properties or all(o.properties.get(k) == v for k, v in f.properties.items()))
+    }
+
+
+def _ppr(
+    store: Store,
+    project: str,
+    request: SearchRequest,
+    seeds: dict[str, float],
+    legs: Legs,
+    started: float,
+    include_relationships: bool,
+) -> None:
+    """HippoRAG-style propagation over the seeds' neighbourhood (bounded subgraph)."""
+    frontier = set(seeds)
+    edges: dict[str, tuple[str, str, float]] = {}
+    for _ in range(request.graph_depth):
+        batch = store.edges_among(
+            project,
+            sorted(frontier),
+            relationship_types=request.filters.relationship_types,
+            as_of=request.filters.as_of,
+        )
+        new: set[str] = set()
+        for rid, src, tgt, weight in batch:
+            if rid not in edges:
+                edges[rid] = (src, tgt, weight)
+                new.update((src, tgt))
+        frontier = new - frontier
+        if len(edges) > _PPR_MAX_EDGES or not frontier:
+            break
+    scores = personalized_pagerank(edges.values(), seeds)
+    allowed = _allowed_objects(store, project, request, list(scores))
+    ranked = sorted(
+        ((i, s) for i, s in scores.items() if i in allowed), key=lambda x: (-x[1], x[0])
+    )[:500]
+    legs.add("graph:ppr", [(key(Kind.OBJECT, i), s) for i, s in ranked], started)
+    if include_relationships:
+        rel_scores = sorted(
+            ((rid, scores.get(s, 0.0) + scores.get(t, 0.0)) for rid, (s, t, _) in edges.items()),
+            key=lambda x: (-x[1], x[0]),
+        )[:500]
+        legs.add(
+            "graph:ppr:relationships",
+            [(key(Kind.RELATIONSHIP, r), s) for r, s in rel_scores if s > 0],
+            started,
+        )
+
+
+EmbedQuery = Callable[[str], Vector]

@@ -1,0 +1,163 @@
+"""The search request and response values (seed 000's unified search contract).
+
+One :class:`SearchRequest` says what to search (scopes × methods), how to fuse
+(RRF or weighted), how to rerank and which filters apply inside every leg. Named
+recipes fill in common combinations. The response is type-discriminated results
+plus ``metadata`` (counts, fusion strategy, per-leg timings) and optional ``debug``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from kgsearch.errors import InvalidRequest
+from kgsearch.model import Filters, LegHit
+
+__all__ = [
+    "RECIPES",
+    "GraphResult",
+    "RelationshipResult",
+    "ScopeConfig",
+    "SearchRequest",
+    "SearchResponse",
+    "SearchResult",
+    "TextResult",
+    "apply_recipe",
+]
+
+MAX_QUERY_CHARS = 10_000
+Method = Literal["vector", "bm25"]
+_ALL_METHODS: tuple[Method, ...] = ("vector", "bm25")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class ScopeConfig(_Model):
+    """Which methods run over one scope and how many candidates each returns."""
+
+    methods: list[Method] = Field(default_factory=lambda: list(_ALL_METHODS))
+    candidates: int | None = Field(
+        default=None, ge=1, le=1000, description="Per-leg candidates (default 3 × limit, ≥ 30)"
+    )
+
+
+class SearchRequest(_Model):
+    """One unified search over objects, relationships and chunks.
+
+    ``result_types`` follows seed 000: ``both`` searches everything, ``graph``
+    searches objects and relationships, ``text`` searches chunks only.
+    """
+
+    query: str = Field(max_length=MAX_QUERY_CHARS)
+    limit: int = Field(default=10, ge=1, le=100)
+    result_types: Literal["both", "graph", "text"] = Field(default="both", alias="resultTypes")
+    objects: ScopeConfig | None = Field(default_factory=ScopeConfig)
+    relationships: ScopeConfig | None = Field(default_factory=ScopeConfig)
+    chunks: ScopeConfig | None = Field(default_factory=ScopeConfig)
+    graph: Literal["none", "bfs", "ppr"] = Field(
+        default="none", description="Graph leg: BFS expansion or personalized PageRank"
+    )
+    bfs_origins: list[str] | None = Field(
+        default=None,
+        description="Object ids to expand from (default: land and expand from the top hits)",
+    )
+    graph_depth: int = Field(default=1, ge=1, le=3)
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    rrf_k: int = Field(default=60, ge=1)
+    weights: dict[str, float] | None = None
+    reranker: Literal["none", "mmr", "node_distance", "mentions", "cross_encoder"] = "none"
+    mmr_lambda: float = Field(default=0.5, ge=0.0, le=1.0)
+    center_id: str | None = Field(default=None, description="Centre object for node_distance")
+    min_score: float | None = None
+    filters: Filters = Field(default_factory=Filters)
+    type_hint: str | None = Field(default=None, alias="typeHint", max_length=200)
+    include_debug: bool = Field(default=False, alias="includeDebug")
+    recipe: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> SearchRequest:
+        if self.reranker == "node_distance" and not self.center_id:
+            raise ValueError("reranker node_distance needs center_id")
+        return self
+
+
+RECIPES: dict[str, dict[str, Any]] = {
+    "hybrid_rrf": {},
+    "hybrid_mmr": {"reranker": "mmr"},
+    "relationships": {"objects": None, "chunks": None},
+    "objects_typed": {"relationships": None, "chunks": None},
+    "chunks": {"objects": None, "relationships": None},
+    "multi_hop": {"graph": "ppr", "graph_depth": 2},
+    "expand": {"graph": "bfs"},
+    "node_distance": {"reranker": "node_distance"},
+    "mentions": {"reranker": "mentions"},
+}
+
+
+def apply_recipe(request: SearchRequest) -> SearchRequest:
+    """Fill fields the caller did not set from the named recipe (a fresh copy each time).
+
+    Raises:
+        InvalidRequest: The recipe is unknown.
+    """
+    if request.recipe is None:
+        return request
+    recipe = RECIPES.get(request.recipe)
+    if recipe is None:
+        raise InvalidRequest(f"unknown recipe {request.recipe!r}; known: {', '.join(RECIPES)}")
+    updates = {k: v for k, v in recipe.items() if k not in request.model_fields_set}
+    merged = {**request.model_dump(exclude_unset=True), **updates}
+    return SearchRequest.model_validate(merged)
+
+
+class _Result(_Model):
+    id: str
+    score: float
+    found_by: list[LegHit] = Field(default_factory=list)
+
+
+class GraphResult(_Result):
+    """An object hit."""
+
+    type: Literal["graph"] = "graph"
+    object_type: str
+    key: str
+    name: str
+    fields: dict[str, Any] = Field(default_factory=dict)
+    labels: list[str] = Field(default_factory=list)
+    text: str | None = None
+
+
+class RelationshipResult(_Result):
+    """A relationship hit; ``triplet_text`` is exactly the text that was embedded."""
+
+    type: Literal["relationship"] = "relationship"
+    relationship_type: str
+    triplet_text: str
+    source_id: str
+    target_id: str
+    label: str | None = None
+    properties: dict[str, Any] = Field(default_factory=dict)
+
+
+class TextResult(_Result):
+    """A chunk hit."""
+
+    type: Literal["text"] = "text"
+    snippet: str
+    source_id: str | None = None
+
+
+SearchResult = Annotated[GraphResult | RelationshipResult | TextResult, Field(discriminator="type")]
+
+
+class SearchResponse(_Model):
+    """Results best first, with metadata and optional debug information."""
+
+    results: list[SearchResult]
+    metadata: dict[str, Any]
+    debug: dict[str, Any] | None = None
