@@ -1,1 +1,105 @@
-"""kgsearch."""
+"""kgsearch: make a knowledge graph searchable by meaning.
+
+A typed graph (objects, relationships, chunks, sources) per project, embedded in a
+graph-aware way with an honest lifecycle, answered by one hybrid search::
+
+    import kgsearch
+
+    engine = kgsearch.Engine(kgsearch.connect("graph.db"))
+    engine.add_objects([kgsearch.ObjectIn(type="Person", key="ada", properties={"name": "Ada"})])
+    engine.embed_pending()
+    engine.search("who is Ada?")
+"""
+
+from kgsearch.config import Settings
+from kgsearch.embed import create_embedder
+from kgsearch.embed.base import Embedder
+from kgsearch.engine import Engine
+from kgsearch.errors import (
+    ConfigError,
+    Conflict,
+    DimensionMismatch,
+    ImportFailed,
+    InvalidRequest,
+    KgsearchError,
+    MigrationError,
+    MissingCredentials,
+    MissingDependency,
+    NotFound,
+    ProviderError,
+    StoreError,
+)
+from kgsearch.jobs import EmbedReport, RetryPolicy
+from kgsearch.model import (
+    Chunk,
+    ChunkIn,
+    EmbeddingState,
+    EmbeddingStatus,
+    Filters,
+    GraphObject,
+    Kind,
+    MentionIn,
+    ObjectIn,
+    ObjectRef,
+    Page,
+    Relationship,
+    RelationshipIn,
+    Source,
+    SourceIn,
+)
+from kgsearch.search.request import (
+    GraphResult,
+    RelationshipResult,
+    SearchRequest,
+    SearchResponse,
+    TextResult,
+)
+from kgsearch.store import Store, connect
+from kgsearch.text import EnrichmentConfig
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Chunk",
+    "ChunkIn",
+    "ConfigError",
+    "Conflict",
+    "DimensionMismatch",
+    "EmbedReport",
+    "Embedder",
+    "EmbeddingState",
+    "EmbeddingStatus",
+    "Engine",
+    "EnrichmentConfig",
+    "Filters",
+    "GraphObject",
+    "GraphResult",
+    "ImportFailed",
+    "InvalidRequest",
+    "KgsearchError",
+    "Kind",
+    "MentionIn",
+    "MigrationError",
+    "MissingCredentials",
+    "MissingDependency",
+    "NotFound",
+    "ObjectIn",
+    "ObjectRef",
+    "Page",
+    "ProviderError",
+    "Relationship",
+    "RelationshipIn",
+    "RelationshipResult",
+    "RetryPolicy",
+    "SearchRequest",
+    "SearchResponse",
+    "Settings",
+    "Source",
+    "SourceIn",
+    "Store",
+    "StoreError",
+    "TextResult",
+    "__version__",
+    "connect",
+    "create_embedder",
+]

@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from kgsearch.config import Settings
 from kgsearch.embed import create_embedder
 from kgsearch.embed.base import Embedder, Vector
-from pydantic import ValidationError
-
 from kgsearch.errors import ConfigError, InvalidRequest, NotFound
 from kgsearch.io.exporter import export
 from kgsearch.io.importer import ImportProgress, import_files

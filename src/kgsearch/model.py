@@ -7,7 +7,7 @@ classes serve as library return values, REST bodies and MCP tool schemas.
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -40,7 +40,7 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Kind(str, Enum):
+class Kind(StrEnum):
     """The embeddable row kinds."""
 
     OBJECT = "object"
@@ -53,7 +53,7 @@ class Kind(str, Enum):
         return {"object": "objects", "relationship": "relationships", "chunk": "chunks"}[self.value]
 
 
-class EmbeddingStatus(str, Enum):
+class EmbeddingStatus(StrEnum):
     """Lifecycle of one row's embedding (pending → embedded | failed → dead)."""
 
     PENDING = "pending"

@@ -628,7 +628,7 @@ def test_text_search_never_raises_on_any_string(engine: Engine, query: str, pref
 
 # vector search -------------------------------------------------------------------
 
-WORDS = "apple banana cherry date elder fig grape honeydew kiwi lemon mango".split()
+WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "honeydew", "kiwi", "lemon", "mango"]
 
 
 def random_objects(n: int, seed: int = 7) -> list[ObjectIn]:

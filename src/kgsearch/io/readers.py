@@ -32,7 +32,7 @@ _REL_FIELDS = ("id", "label", "weight", "valid_from", "valid_to", "description")
 _OBJECT_FIELDS = ("id",)
 
 
-class RecordError(Exception):  # noqa: N818 - a value passed along, not only raised
+class RecordError(Exception):
     """A record that cannot be read at all; carries its location."""
 
     def __init__(self, location: str, reason: str) -> None:

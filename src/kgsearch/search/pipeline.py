@@ -342,7 +342,7 @@ def _debug(legs: Legs, fused: Sequence[Fused]) -> dict[str, Any]:
     for f in fused:
         per_type[names[f.key.split(":", 1)[0]]].append(f.score)
     pre: dict[str, int] = {}
-    for leg, ranked in legs.lists.items():
+    for ranked in legs.lists.values():
         for value, _ in ranked:
             t = names[value.split(":", 1)[0]]
             pre[t] = pre.get(t, 0) + 1

@@ -1,6 +1,6 @@
 """The search request and response values (seed 000's unified search contract).
 
-One :class:`SearchRequest` says what to search (scopes × methods), how to fuse
+One :class:`SearchRequest` says what to search (scopes x methods), how to fuse
 (RRF or weighted), how to rerank and which filters apply inside every leg. Named
 recipes fill in common combinations. The response is type-discriminated results
 plus ``metadata`` (counts, fusion strategy, per-leg timings) and optional ``debug``.
@@ -41,7 +41,7 @@ class ScopeConfig(_Model):
 
     methods: list[Method] = Field(default_factory=lambda: list(_ALL_METHODS))
     candidates: int | None = Field(
-        default=None, ge=1, le=1000, description="Per-leg candidates (default 3 × limit, ≥ 30)"
+        default=None, ge=1, le=1000, description="Per-leg candidates (default 3 x limit, ≥ 30)"
     )
 
 

@@ -137,7 +137,7 @@ class SQLiteStore:
         for migration in pending(MIGRATIONS, applied):
             try:
                 with self.db.transaction():
-                    migration.apply(lambda sql: None if self.db.execute(sql) else None)
+                    migration.apply(self._exec)
                     self.db.execute(
                         "INSERT INTO migrations (name, applied_at) VALUES (?, ?)",
                         (migration.name, now_iso()),
@@ -146,6 +146,9 @@ class SQLiteStore:
                 raise MigrationError(f"migration {migration.name} failed: {exc}") from exc
             done.append(migration.name)
         return done
+
+    def _exec(self, sql: str) -> None:
+        self.db.execute(sql)
 
     def close(self) -> None:
         """Close the connection and drop cached vector indexes."""
@@ -181,7 +184,7 @@ class SQLiteStore:
                     f"INSERT INTO {table}_fts({table}_fts, rowid, text) "
                     f"SELECT 'delete', rowid, text FROM {table} WHERE deleted_at IS NOT NULL"
                 )
-                fts_triggers(lambda sql: None if self.db.execute(sql) is None else None, table)
+                fts_triggers(self._exec, table)
 
     def __enter__(self) -> SQLiteStore:
         return self

@@ -1,0 +1,43 @@
+# Two set-up commands from a fresh clone: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN = $(VENV)/bin
+KG = $(BIN)/kgsearch
+DEMO_DB ?= .demo/kgsearch.db
+
+.PHONY: install demo test lint typecheck bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+## demo: import the MetaQA movie sample, embed it with the bundled model, search it
+demo: install
+	rm -rf .demo && mkdir -p .demo
+	$(KG) --db $(DEMO_DB) import data/sample/metaqa-movies.jsonl
+	$(KG) --db $(DEMO_DB) stats
+	$(KG) --db $(DEMO_DB) embed generate
+	$(KG) --db $(DEMO_DB) embed status
+	$(KG) --db $(DEMO_DB) search "who directed Jesse James" --limit 5
+	$(KG) --db $(DEMO_DB) search "Jesse James" --type-hint person --limit 3
+	$(KG) --db $(DEMO_DB) search "Jesse James" --type-hint movie --limit 3
+	$(KG) --db $(DEMO_DB) search "movies starring Henry Fonda" --recipe multi_hop --limit 5
+	$(KG) --db $(DEMO_DB) context "films directed by Henry King" --max-tokens 120
+
+lint: install
+	$(BIN)/ruff check src tests scripts
+	$(BIN)/ruff format --check src tests scripts
+
+typecheck: install
+	$(BIN)/mypy src
+
+## test: lint, strict typing, then the whole suite
+test: lint typecheck
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,425 @@
+"""The embedding lifecycle through Engine.embed_pending: failures, retries, staleness, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kgsearch.engine import Engine
+from kgsearch.errors import DimensionMismatch
+from kgsearch.jobs import RetryPolicy
+from kgsearch.model import ChunkIn, ObjectIn, ObjectRef, RelationshipIn
+from kgsearch.store import connect
+from kgsearch.store.base import Store
+from kgsearch.testing import FailingEmbedder, FakeEmbedder, FlakyEmbedder
+from kgsearch.text import EnrichmentConfig, TypeRule
+
+POLICY = RetryPolicy(max_attempts=3, backoff_seconds=0)
+SRC = Path(__file__).parents[2] / "src"
+
+
+def people(n: int, **extra: Any) -> list[ObjectIn]:
+    return [
+        ObjectIn(type="Person", key=f"p{i:03}", properties={"name": f"Person {i}", **extra})
+        for i in range(n)
+    ]
+
+
+def statuses(engine: Engine) -> list[tuple[str, int]]:
+    return [(o.embedding.status, o.embedding.attempts) for o in engine.list_rows("object").items]
+
+
+def engine_with(store: Store, embedder: Any, **kwargs: Any) -> Engine:
+    return Engine(store, embedder=embedder, retry=POLICY, **kwargs)
+
+
+# failures and retries --------------------------------------------------------------
+
+
+def test_always_failing_embedder_ends_every_row_dead(store: Store) -> None:
+    embedder = FailingEmbedder(32)
+    engine = engine_with(store, embedder)
+    engine.add_objects(people(10))
+
+    report = engine.embed_pending()
+
+    assert {k: v for k, v in report.as_dict().items() if k != "seconds"} == {
+        "processed": 30,
+        "embedded": 0,
+        "failed": 30,
+        "dead": 10,
+        "skipped_changed": 0,
+        "batches": 3,
+        "errors": ["ProviderError: failing embedder: every call fails"],
+    }
+    assert embedder.calls == 3
+    rows = engine.list_rows("object").items
+    assert {(o.embedding.status, o.embedding.attempts, o.embedding.last_error) for o in rows} == {
+        ("dead", 3, "ProviderError: failing embedder: every call fails")
+    }
+
+
+def test_a_run_after_all_rows_died_does_nothing(store: Store) -> None:
+    embedder = FailingEmbedder(32)
+    engine = engine_with(store, embedder)
+    engine.add_objects(people(4))
+    engine.embed_pending()
+
+    report = engine.embed_pending()
+
+    assert (report.processed, embedder.calls) == (0, 3)
+    assert statuses(engine) == [("dead", 3)] * 4
+
+
+def test_flaky_embedder_ends_with_every_row_embedded(store: Store) -> None:
+    embedder = FlakyEmbedder(FakeEmbedder(32), fail_every=2)
+    engine = engine_with(store, embedder)
+    engine.add_objects(people(50))
+    engine.add_objects([ObjectIn(type="City", key="paris")])
+    engine.add_relationships(
+        [
+            RelationshipIn(
+                type="VISITED", source=ObjectRef(type="Person", key=f"p{i:03}"),
+                target=ObjectRef(type="City", key="paris"),
+            )
+            for i in range(20)
+        ]
+    )
+
+    report = engine.embed_pending(batch_size=8)
+
+    assert report.embedded == 71
+    assert report.failed > 0
+    assert {o.embedding.status for o in engine.list_rows("object", limit=100).items} == {
+        "embedded"
+    }
+    assert {r.embedding.status for r in engine.list_rows("relationship", limit=100).items} == {
+        "embedded"
+    }
+    assert engine.embedding_status()["embedded"] == 71
+
+
+def test_writes_succeed_while_the_embedder_fails(store: Store) -> None:
+    embedder = FailingEmbedder(32)
+    engine = engine_with(store, embedder)
+
+    ada, bob = engine.add_objects(people(2))
+    [rel] = engine.add_relationships([RelationshipIn(type="KNOWS", source=ada.id, target=bob.id)])
+    [chunk] = engine.add_chunks([ChunkIn(id="c1", text="hello")])
+
+    assert [x.embedding.status for x in (ada, bob, rel, chunk)] == ["pending"] * 4
+    assert embedder.calls == 0
+    assert store.counts("default") == {
+        "objects": 2,
+        "relationships": 1,
+        "chunks": 1,
+        "sources": 0,
+        "mentions": 0,
+    }
+
+
+def test_writes_with_embed_on_write_do_not_raise_when_the_embedder_fails(store: Store) -> None:
+    engine = engine_with(store, FailingEmbedder(32), embed_on_write=True)
+
+    [ada] = engine.add_objects(people(1))
+
+    assert (ada.embedding.status, ada.embedding.attempts) == ("dead", 3)
+    assert store.counts("default")["objects"] == 1
+
+
+def test_retry_failed_with_dead_requeues_dead_rows(store: Store) -> None:
+    engine = engine_with(store, FailingEmbedder(32))
+    engine.add_objects(people(5))
+    engine.embed_pending()
+
+    assert engine.retry_failed() == 0
+    assert engine.retry_failed(dead=True) == 5
+
+    assert statuses(engine) == [("pending", 0)] * 5
+    assert [o.embedding.last_error for o in engine.list_rows("object").items] == [None] * 5
+    engine_with(store, FakeEmbedder(32)).embed_pending()
+    assert statuses(engine) == [("embedded", 0)] * 5
+
+
+def test_retry_failed_requeues_rows_waiting_on_backoff(store: Store) -> None:
+    slow = RetryPolicy(max_attempts=3, backoff_seconds=1000)
+    engine = Engine(store, embedder=FailingEmbedder(32), retry=slow)
+    engine.add_objects(people(3))
+    engine.embed_pending()
+    assert statuses(engine) == [("failed", 1)] * 3
+
+    assert engine.retry_failed() == 3
+
+    assert statuses(engine) == [("pending", 0)] * 3
+
+
+# staleness -------------------------------------------------------------------------
+
+
+def test_unchanged_text_is_never_embedded_again(store: Store, tmp_path: Path) -> None:
+    embedder = FakeEmbedder(32)
+    engine = engine_with(store, embedder)
+    path = tmp_path / "graph.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"kind": "object", "type": "Person", "key": o.key, "properties": o.properties})
+            + "\n"
+            for o in people(20)
+        ),
+        encoding="utf-8",
+    )
+    engine.import_files([path])
+    engine.embed_pending()
+    calls = embedder.calls
+
+    engine.import_files([path])
+    engine.add_objects(people(20))
+    first = engine.embed_pending()
+    second = Engine(store, embedder=embedder).embed_pending()
+
+    assert embedder.calls == calls
+    assert (first.processed, second.processed) == (0, 0)
+
+
+def test_a_data_edit_makes_the_row_stale_then_embedded_again(store: Store) -> None:
+    embedder = FakeEmbedder(32)
+    engine = engine_with(store, embedder)
+    engine.add_objects(people(3))
+    engine.embed_pending()
+
+    [edited] = engine.add_objects([ObjectIn(type="Person", key="p001", properties={"name": "Ed"})])
+
+    assert (edited.embedding.status, edited.embedding.embedded_text) == (
+        "pending",
+        "[Type: #person] Person 1",
+    )
+    status = engine.embedding_status()
+    assert (status["stale"], status["pending"], status["embedded"]) == (1, 1, 2)
+    embedder.embedded_texts.clear()
+    engine.embed_pending()
+    assert embedder.embedded_texts == ["[Type: #person] Ed"]
+    again = engine.get_object(edited.id).embedding
+    assert (again.status, again.embedded_text) == ("embedded", "[Type: #person] Ed")
+    assert engine.embedding_status()["stale"] == 0
+
+
+def test_reverting_an_edit_restores_the_embedding_without_the_embedder(store: Store) -> None:
+    embedder = FakeEmbedder(32)
+    engine = engine_with(store, embedder)
+    engine.add_objects(people(1))
+    engine.embed_pending()
+    calls = embedder.calls
+
+    engine.add_objects([ObjectIn(type="Person", key="p000", properties={"name": "Ed"})])
+    [back] = engine.add_objects(people(1))
+
+    assert back.embedding.status == "embedded"
+    engine.embed_pending()
+    assert embedder.calls == calls
+
+
+def test_an_enrichment_config_edit_re_embeds_objects_whose_text_changed(store: Store) -> None:
+    engine = engine_with(store, FakeEmbedder(32))
+    engine.add_objects(
+        [
+            ObjectIn(
+                type="Person", key="ada", properties={"name": "Ada", "role": "CEO", "city": "X"}
+            ),
+            ObjectIn(type="Person", key="bob", properties={"name": "Bob", "role": "CTO"}),
+            ObjectIn(type="Person", key="cy", properties={"name": "Cy"}),
+        ]
+    )
+    engine.embed_pending()
+    embedder = FakeEmbedder(32)
+    config = EnrichmentConfig(defaults=TypeRule(include_fields=["city"]))
+
+    report = engine_with(store, embedder, enrichment=config).embed_pending()
+
+    assert embedder.embedded_texts == ["[Type: #person] [City: X] Ada", "[Type: #person] Bob"]
+    assert report.embedded == 2
+    assert [o.embedding.embedded_text for o in engine.list_rows("object").items] == [
+        "[Type: #person] [City: X] Ada",
+        "[Type: #person] Bob",
+        "[Type: #person] Cy",
+    ]
+
+
+def test_graph_aware_off_makes_object_texts_plain(store: Store) -> None:
+    engine = engine_with(store, FakeEmbedder(32))
+    ada, bob = engine.add_objects(
+        [
+            ObjectIn(type="Person", key="ada", properties={"name": "Ada", "role": "CEO"}),
+            ObjectIn(type="Person", key="bob", properties={"description": "a builder"}),
+        ]
+    )
+    engine.add_relationships([RelationshipIn(type="KNOWS", source=ada.id, target=bob.id)])
+    engine.embed_pending()
+
+    engine.set_graph_aware(False)
+    engine.embed_pending()
+
+    assert [
+        (o.embedding.text, o.embedding.embedded_text, o.embedding.status)
+        for o in engine.list_rows("object").items
+    ] == [("Ada", "Ada", "embedded"), ("bob — a builder", "bob — a builder", "embedded")]
+    [rel] = engine.list_rows("relationship").items
+    assert rel.embedding.embedded_text == "Ada knows bob"
+    assert Engine(store, embedder=FakeEmbedder(32)).graph_aware is False
+
+
+def test_embedding_status_reports_percent_failure_rate_and_stale(store: Store) -> None:
+    engine = engine_with(store, FakeEmbedder(32))
+    engine.add_objects(people(10))
+    engine.embed_pending()
+    engine.add_objects(people(2, role="new"))
+    engine.add_objects([ObjectIn(type="Person", key=f"n{i}") for i in range(3)])
+    failing = Engine(
+        store, embedder=FailingEmbedder(32), retry=RetryPolicy(max_attempts=3, backoff_seconds=1e3)
+    )
+    failing.embed_pending()
+    failing.add_objects([ObjectIn(type="Person", key="late")])
+
+    status = engine.embedding_status()
+
+    assert status["mean_latency_ms_per_text"] is not None
+    del status["mean_latency_ms_per_text"]
+    assert status == {
+        "model": "fake:32",
+        "dims": 32,
+        "rows": [
+            {
+                "project": "default",
+                "kind": "object",
+                "total": 14,
+                "pending": 1,
+                "embedded": 8,
+                "failed": 5,
+                "dead": 0,
+                "stale": 2,
+                "percent_embedded": 57.14,
+            }
+        ],
+        "total": 14,
+        "embedded": 8,
+        "pending": 1,
+        "failed": 5,
+        "dead": 0,
+        "stale": 2,
+        "percent_embedded": 57.14,
+        "failure_rate": 0.3571,
+    }
+
+
+def test_an_embedder_with_other_dims_raises_dimension_mismatch(store: Store) -> None:
+    engine = engine_with(store, FakeEmbedder(32))
+    engine.add_objects(people(3))
+    engine.embed_pending()
+    engine.add_objects([ObjectIn(type="Person", key="new")])
+    other = FakeEmbedder(16)
+
+    with pytest.raises(DimensionMismatch):
+        engine_with(store, other).embed_pending()
+
+    assert other.calls == 0
+    assert (store.info().embedding_model, store.info().dims) == ("fake:32", 32)
+    assert [o.embedding.dims for o in engine.list_rows("object").items] == [32, 32, 32, None]
+
+
+def test_force_re_embeds_every_row(store: Store) -> None:
+    embedder = FakeEmbedder(32)
+    engine = engine_with(store, embedder)
+    engine.add_objects(people(10))
+    engine.add_chunks([ChunkIn(id="c1", text="hello")])
+    engine.embed_pending()
+    embedder.embedded_texts.clear()
+
+    report = engine.embed_pending(force=True)
+
+    assert report.embedded == 11
+    assert sorted(embedder.embedded_texts) == sorted(
+        [f"[Type: #person] Person {i}" for i in range(10)] + ["hello"]
+    )
+    assert {o.embedding.status for o in engine.list_rows("object").items} == {"embedded"}
+
+
+# crash and resume ----------------------------------------------------------------
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from kgsearch.engine import Engine
+    from kgsearch.store import connect
+    from kgsearch.testing import FakeEmbedder
+
+    class Slow:
+        def __init__(self):
+            self.inner = FakeEmbedder(32)
+            self.model_id, self.dims, self.max_tokens = "fake:32", 32, 256
+        def count_tokens(self, text):
+            return self.inner.count_tokens(text)
+        def embed_documents(self, texts):
+            time.sleep(0.05)
+            return self.inner.embed_documents(texts)
+        def embed_query(self, text):
+            return self.inner.embed_query(text)
+
+    engine = Engine(connect(sys.argv[1]), embedder=Slow())
+    engine.embed_pending(batch_size=8)
+    """
+)
+
+
+def embedded_count(path: Path) -> int:
+    db = sqlite3.connect(path, timeout=10)
+    try:
+        return int(db.execute("SELECT count(*) FROM objects WHERE status = 'embedded'").fetchone()[0])
+    finally:
+        db.close()
+
+
+def test_a_run_killed_with_sigkill_resumes_to_completion(tmp_path: Path) -> None:
+    path = tmp_path / "crash.db"
+    url = f"sqlite:///{path}"
+    setup = connect(url)
+    Engine(setup, embedder=FakeEmbedder(32)).add_objects(people(400))
+    setup.close()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    child = subprocess.Popen([sys.executable, "-c", CHILD, url], env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while embedded_count(path) < 40:
+            assert child.poll() is None, "the embedding run ended before it was killed"
+            assert time.monotonic() < deadline, "the embedding run made no progress"
+            time.sleep(0.02)
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    done_before = embedded_count(path)
+    assert 40 <= done_before < 400
+
+    store = connect(url)
+    try:
+        engine = Engine(store, embedder=FakeEmbedder(32))
+        deadline = time.monotonic() + 10
+        while engine.embedding_status()["embedded"] < 400 and time.monotonic() < deadline:
+            engine.embed_pending(batch_size=64)
+            time.sleep(0.1)
+
+        rows = engine.list_rows("object", limit=1000).items
+        assert len(rows) == 400
+        assert [o for o in rows if o.embedding.status != "embedded"] == []
+        assert all(o.embedding.embedded_text == o.embedding.text for o in rows)
+    finally:
+        store.close()
