@@ -358,6 +358,7 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     from kgsearch.engine import Engine
+    from kgsearch.jobs import RetryPolicy
     from kgsearch.store import connect
     from kgsearch.testing import FakeEmbedder
 
@@ -373,16 +374,22 @@ CHILD = textwrap.dedent(
         def embed_query(self, text):
             return self.inner.embed_query(text)
 
-    engine = Engine(connect(sys.argv[1]), embedder=Slow())
+    # a short lease, so the resumed run may take over this run's claims soon after a crash
+    retry = RetryPolicy(lease_seconds=float(sys.argv[2]))
+    engine = Engine(connect(sys.argv[1]), embedder=Slow(), retry=retry)
     engine.embed_pending(batch_size=8)
     """
 )
 
 
-def embedded_count(path: Path) -> int:
+def progress(path: Path) -> tuple[int, int]:
+    """(embedded rows, rows under a live lease), read through a separate connection."""
     db = sqlite3.connect(path, timeout=10)
     try:
-        return int(db.execute("SELECT count(*) FROM objects WHERE status = 'embedded'").fetchone()[0])
+        row = db.execute(
+            "SELECT sum(status = 'embedded'), sum(claimed_until > ?) FROM objects", (time.time(),)
+        ).fetchone()
+        return int(row[0] or 0), int(row[1] or 0)
     finally:
         db.close()
 
@@ -394,32 +401,34 @@ def test_a_run_killed_with_sigkill_resumes_to_completion(tmp_path: Path) -> None
     Engine(setup, embedder=FakeEmbedder(32)).add_objects(people(400))
     setup.close()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
-    child = subprocess.Popen([sys.executable, "-c", CHILD, url], env=env)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, url, "2.0"], env=env)
     try:
         deadline = time.monotonic() + 30
-        while embedded_count(path) < 40:
+        while True:
+            embedded, leased = progress(path)
+            if embedded >= 40 and leased:
+                break
             assert child.poll() is None, "the embedding run ended before it was killed"
             assert time.monotonic() < deadline, "the embedding run made no progress"
-            time.sleep(0.02)
+            time.sleep(0.01)
         child.send_signal(signal.SIGKILL)
     finally:
         child.kill()
         child.wait()
     assert child.returncode == -signal.SIGKILL
-    done_before = embedded_count(path)
-    assert 40 <= done_before < 400
+    assert 40 <= progress(path)[0] < 400
 
     store = connect(url)
     try:
         engine = Engine(store, embedder=FakeEmbedder(32))
-        deadline = time.monotonic() + 10
-        while engine.embedding_status()["embedded"] < 400 and time.monotonic() < deadline:
-            engine.embed_pending(batch_size=64)
-            time.sleep(0.1)
+        started = time.monotonic()
+        engine.embed_pending(batch_size=64)
+        elapsed = time.monotonic() - started
 
         rows = engine.list_rows("object", limit=1000).items
         assert len(rows) == 400
-        assert [o for o in rows if o.embedding.status != "embedded"] == []
+        assert [o.key for o in rows if o.embedding.status != "embedded"] == []
         assert all(o.embedding.embedded_text == o.embedding.text for o in rows)
+        assert elapsed < 10
     finally:
         store.close()

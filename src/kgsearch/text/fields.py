@@ -7,6 +7,7 @@ options/enum fields, dates, references and plain text. Everything here is pure.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -53,6 +54,7 @@ class FieldKind(IntEnum):
     TEXT = 5
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize_tag(tag: str) -> str:
     """Return the ``#tag`` form of a type name: lowercased, blanks as underscores.
 
@@ -66,6 +68,7 @@ def normalize_tag(tag: str) -> str:
     return "#" + "_".join(words) if words else ""
 
 
+@functools.lru_cache(maxsize=4096)
 def field_label(name: str) -> str:
     """Humanize a property name into a bracket label.
 

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from kgsearch.errors import DimensionMismatch, InvalidRequest
 from kgsearch.model import Filters, Kind
+from kgsearch.store.ann import ANN_MIN_ROWS, AnnIndex
 from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, placeholders
 
@@ -34,16 +35,22 @@ class _Entry:
     ids: list[str]
     matrix: npt.NDArray[np.float32]
     has_validity: bool
-    ann: Any = None
+    ann: AnnIndex | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 class VectorCache:
-    """Per-(project, kind) vector matrices, invalidated by the kind's epoch."""
+    """Per-(project, kind) vector matrices, invalidated by the kind's epoch.
 
-    def __init__(self) -> None:
+    Args:
+        ann_min_rows: Collections at least this large also get an HNSW index
+            (None disables approximate search: every query is exact).
+    """
+
+    def __init__(self, ann_min_rows: int | None = ANN_MIN_ROWS) -> None:
         self._entries: dict[tuple[str, Kind], _Entry] = {}
         self._lock = threading.Lock()
+        self.ann_min_rows = ann_min_rows
 
     def clear(self) -> None:
         """Drop every cached matrix."""
@@ -68,6 +75,8 @@ class VectorCache:
             if entry is not None and entry.epoch == epoch:
                 return entry
         entry = _load(db, project, kind, epoch)
+        if self.ann_min_rows is not None and len(entry.ids) >= self.ann_min_rows:
+            entry.ann = AnnIndex(entry.matrix)
         with self._lock:
             self._entries[(project, kind)] = entry
         return entry
@@ -160,6 +169,10 @@ def vector_search(
             details={"query_dims": int(query.shape[0]), "store_dims": int(entry.matrix.shape[1])},
         )
     mask = _allowed_rows(db, project, kind, entry, filters, ids)
+    if mask is None and entry.ann is not None and entry.ann.ready:
+        keys, scores = entry.ann.search(query, limit)
+        order = np.lexsort((keys, -scores))
+        return [(entry.ids[int(keys[i])], float(scores[i])) for i in order]
     if mask is None:
         scores = entry.matrix @ query
         positions = np.arange(len(entry.ids))

@@ -27,6 +27,7 @@ from kgsearch.model import (
     Relationship,
     Source,
 )
+from kgsearch.store.ann import ANN_MIN_ROWS
 from kgsearch.store.base import (
     Claim,
     Direction,
@@ -110,13 +111,16 @@ class SQLiteStore:
     Args:
         path: Where the database lives; parent folders are created.
         migrate: Apply pending migrations on open (default True).
+        ann_min_rows: Collections this large get an HNSW index (None: always exact).
     """
 
-    def __init__(self, path: str, *, migrate: bool = True) -> None:
+    def __init__(
+        self, path: str, *, migrate: bool = True, ann_min_rows: int | None = ANN_MIN_ROWS
+    ) -> None:
         self.path = path
         self.url = "sqlite:///" + path if path != ":memory:" else "sqlite:///:memory:"
         self.db = Connection(path)
-        self.vectors_cache = search.VectorCache()
+        self.vectors_cache = search.VectorCache(ann_min_rows)
         if migrate:
             self.migrate()
 
@@ -879,6 +883,11 @@ class SQLiteStore:
         return search.text_search(
             self.db, project, kind, query, limit=limit, filters=filters, prefix=prefix
         )
+
+    def wait_for_index(self, project: str, kind: Kind, timeout: float | None = None) -> bool:
+        """Load the vector cache and wait for its ANN index (benchmarks, warm-up)."""
+        entry = self.vectors_cache.entry(self.db, project, kind)
+        return entry.ann.wait(timeout) if entry.ann is not None else True
 
     def vectors(
         self, project: str, kind: Kind, ids: Sequence[str]

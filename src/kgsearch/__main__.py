@@ -1,0 +1,5 @@
+"""``python -m kgsearch`` runs the CLI."""
+
+from kgsearch.cli import main
+
+main()
