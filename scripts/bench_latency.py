@@ -35,7 +35,7 @@ from kgsearch.text import text_hash
 def percentile(values: list[float], q: float) -> float:
     """The q-quantile (0..1) by nearest rank."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def rss_mb() -> float:
