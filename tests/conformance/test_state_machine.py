@@ -268,7 +268,9 @@ class StoreMachine(RuleBasedStateMachine):
                 (Kind.CHUNK, self.chunks),
             ):
                 texts = {
-                    r.id: r.text for r in self.live(rows, project).values() if r.status == "embedded"
+                    r.id: r.text
+                    for r in self.live(rows, project).values()
+                    if r.status == "embedded"
                 }
                 for query in QUERIES:
                     got = self.engine.store.vector_search(

@@ -7,6 +7,7 @@ embedding texts; every assertion is about what the store persists and returns.
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,7 +16,13 @@ from hypothesis import strategies as st
 from oracles import Edge, assert_topk, bfs, cosine_scores
 
 from kgsearch.engine import Engine
-from kgsearch.errors import ConfigError, DimensionMismatch, InvalidRequest, NotFound
+from kgsearch.errors import (
+    ConfigError,
+    Conflict,
+    DimensionMismatch,
+    InvalidRequest,
+    NotFound,
+)
 from kgsearch.model import (
     ChunkIn,
     Filters,
@@ -152,6 +159,22 @@ def test_list_pages_relationships_in_insertion_order(engine: Engine) -> None:
     assert second.next_cursor is None
 
 
+def test_explicit_id_reused_by_another_object_raises_conflict(engine: Engine) -> None:
+    engine.add_objects([ObjectIn(type="Person", key="ada", id="shared-id")])
+
+    with pytest.raises(Conflict):
+        engine.add_objects([ObjectIn(type="City", key="paris", id="shared-id")])
+
+    assert [(o.type, o.key) for o in engine.list_rows("object").items] == [("Person", "ada")]
+
+
+def test_list_rejects_a_malformed_cursor(engine: Engine) -> None:
+    engine.add_objects([person("ada")])
+
+    with pytest.raises(InvalidRequest):
+        engine.list_rows("object", cursor="not-a-cursor")
+
+
 # relationships -------------------------------------------------------------------
 
 
@@ -242,9 +265,7 @@ def test_neighbors_equal_bfs_for_every_start_direction_depth_and_type_filter(
                     assert len(found) == len(got[case]), found
                     for n in found:
                         assert n.id in edge_ends[n.via], (case, n)
-                    want[case] = bfs(
-                        edges, [id_], depth=depth, direction=direction, types=types
-                    )
+                    want[case] = bfs(edges, [id_], depth=depth, direction=direction, types=types)
 
     assert got == want
 
@@ -257,6 +278,29 @@ def test_neighbors_from_several_starts_exclude_the_starts(engine: Engine) -> Non
 
     assert {n.id: n.depth for n in found} == bfs(edges, starts, depth=2)
     assert not {n.id for n in found} & set(starts)
+
+
+def test_neighbors_skip_relationships_outside_their_validity(engine: Engine) -> None:
+    ada, bob, cy = engine.add_objects([person("ada"), person("bob"), person("cy")])
+    engine.add_relationships(
+        [
+            RelationshipIn(
+                type="KNEW", source=ada.id, target=bob.id, valid_to=datetime(2000, 1, 1, tzinfo=UTC)
+            ),
+            RelationshipIn(
+                type="KNOWS",
+                source=ada.id,
+                target=cy.id,
+                valid_from=datetime(2001, 1, 1, tzinfo=UTC),
+            ),
+        ]
+    )
+
+    now = engine.store.neighbors("default", [ada.id])
+    then = engine.store.neighbors("default", [ada.id], as_of=datetime(1999, 1, 1, tzinfo=UTC))
+
+    assert [n.id for n in now] == [cy.id]
+    assert [n.id for n in then] == [bob.id]
 
 
 @pytest.mark.parametrize("depth", [0, -1, 6])
@@ -597,7 +641,7 @@ HOSTILE_QUERIES = [
 
 @pytest.mark.parametrize("query", HOSTILE_QUERIES)
 def test_hostile_query_strings_never_raise(engine: Engine, query: str) -> None:
-    engine.add_objects([person("ada", "Ada AND Bob"), person("bob", "Bob: NOT \"quoted\"")])
+    engine.add_objects([person("ada", "Ada AND Bob"), person("bob", 'Bob: NOT "quoted"')])
     engine.add_chunks([ChunkIn(id="c1", text="straße 日本語 🦓 text")])
 
     for kind in Kind:
@@ -620,7 +664,7 @@ def test_text_search_treats_operators_as_words(engine: Engine) -> None:
 @given(query=st.text(max_size=200), prefix=st.booleans())
 def test_text_search_never_raises_on_any_string(engine: Engine, query: str, prefix: bool) -> None:
     if not engine.store.counts("default")["objects"]:
-        engine.add_objects([person("ada", "Ada Lovelace"), person("bob", "Bob: NOT \"x\" *")])
+        engine.add_objects([person("ada", "Ada Lovelace"), person("bob", 'Bob: NOT "x" *')])
     for kind in Kind:
         hits = engine.store.text_search("default", kind, query, limit=10, prefix=prefix)
         assert all(isinstance(i, str) and isinstance(s, float) for i, s in hits)
@@ -628,7 +672,19 @@ def test_text_search_never_raises_on_any_string(engine: Engine, query: str, pref
 
 # vector search -------------------------------------------------------------------
 
-WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "honeydew", "kiwi", "lemon", "mango"]
+WORDS = [
+    "apple",
+    "banana",
+    "cherry",
+    "date",
+    "elder",
+    "fig",
+    "grape",
+    "honeydew",
+    "kiwi",
+    "lemon",
+    "mango",
+]
 
 
 def random_objects(n: int, seed: int = 7) -> list[ObjectIn]:
@@ -684,6 +740,19 @@ def test_vector_search_over_relationships_and_chunks_equals_brute_force(engine: 
             "default", kind, FakeEmbedder(DIMS).embed_query(query), limit=4
         )
         assert_topk(got, cosine_scores(texts, query, DIMS), 4)
+
+
+def test_vector_search_restricted_to_ids_ranks_only_those(engine: Engine) -> None:
+    engine.add_objects(random_objects(30))
+    engine.embed_pending()
+    texts = embedded_texts(engine.store, "default", Kind.OBJECT)
+    chosen = sorted(texts)[::3]
+
+    got = engine.store.vector_search(
+        "default", Kind.OBJECT, FakeEmbedder(DIMS).embed_query("grape"), limit=4, ids=chosen
+    )
+
+    assert_topk(got, cosine_scores({i: texts[i] for i in chosen}, "grape", DIMS), 4)
 
 
 def test_vector_search_leaves_out_rows_not_yet_embedded(engine: Engine) -> None:
@@ -775,8 +844,9 @@ def test_vector_filters_combine_with_and(engine: Engine) -> None:
     got, expected = filtered_case(
         engine,
         Filters(object_types=["Fruit", "Tree"], labels=["fresh"], properties={"color": "red"}),
-        lambda o: o.type in ("Fruit", "Tree") and "fresh" in o.labels and o.properties["color"]
-        == "red",
+        lambda o: (
+            o.type in ("Fruit", "Tree") and "fresh" in o.labels and o.properties["color"] == "red"
+        ),
         limit=3,
     )
 
@@ -875,9 +945,12 @@ def test_replacing_the_model_makes_every_row_pending(engine: Engine) -> None:
     assert [(o.embedding.status, o.embedding.embedded_text) for o in rows] == [
         ("pending", None)
     ] * 5
-    assert engine.store.vector_search(
-        "default", Kind.OBJECT, FakeEmbedder(16).embed_query("apple"), limit=5
-    ) == []
+    assert (
+        engine.store.vector_search(
+            "default", Kind.OBJECT, FakeEmbedder(16).embed_query("apple"), limit=5
+        )
+        == []
+    )
 
 
 def test_meta_values_round_trip(store: Store) -> None:

@@ -272,7 +272,9 @@ def test_missing_file_fails_before_writing(engine: Engine, tmp_path: Path) -> No
     with pytest.raises(ImportFailed) as caught:
         engine.import_files([good, missing])
 
-    assert caught.value.details["errors"] == [{"location": str(missing), "reason": "file not found"}]
+    assert caught.value.details["errors"] == [
+        {"location": str(missing), "reason": "file not found"}
+    ]
     assert engine.store.counts("default") == EMPTY
 
 

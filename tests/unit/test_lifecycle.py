@@ -89,7 +89,8 @@ def test_flaky_embedder_ends_with_every_row_embedded(store: Store) -> None:
     engine.add_relationships(
         [
             RelationshipIn(
-                type="VISITED", source=ObjectRef(type="Person", key=f"p{i:03}"),
+                type="VISITED",
+                source=ObjectRef(type="Person", key=f"p{i:03}"),
                 target=ObjectRef(type="City", key="paris"),
             )
             for i in range(20)
@@ -100,9 +101,7 @@ def test_flaky_embedder_ends_with_every_row_embedded(store: Store) -> None:
 
     assert report.embedded == 71
     assert report.failed > 0
-    assert {o.embedding.status for o in engine.list_rows("object", limit=100).items} == {
-        "embedded"
-    }
+    assert {o.embedding.status for o in engine.list_rows("object", limit=100).items} == {"embedded"}
     assert {r.embedding.status for r in engine.list_rows("relationship", limit=100).items} == {
         "embedded"
     }
@@ -172,7 +171,9 @@ def test_unchanged_text_is_never_embedded_again(store: Store, tmp_path: Path) ->
     path = tmp_path / "graph.jsonl"
     path.write_text(
         "".join(
-            json.dumps({"kind": "object", "type": "Person", "key": o.key, "properties": o.properties})
+            json.dumps(
+                {"kind": "object", "type": "Person", "key": o.key, "properties": o.properties}
+            )
             + "\n"
             for o in people(20)
         ),
@@ -400,7 +401,10 @@ def test_a_run_killed_with_sigkill_resumes_to_completion(tmp_path: Path) -> None
     setup = connect(url)
     Engine(setup, embedder=FakeEmbedder(32)).add_objects(people(400))
     setup.close()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+    }
     child = subprocess.Popen([sys.executable, "-c", CHILD, url, "2.0"], env=env)
     try:
         deadline = time.monotonic() + 30

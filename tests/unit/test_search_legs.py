@@ -30,9 +30,9 @@ def add(engine: Engine, *objects: ObjectIn) -> dict[str, str]:
 
 
 def link(engine: Engine, source: str, target: str, type_: str = "links_to", **kw: Any) -> str:
-    return engine.add_relationships([RelationshipIn(type=type_, source=source, target=target, **kw)])[
-        0
-    ].id
+    return engine.add_relationships(
+        [RelationshipIn(type=type_, source=source, target=target, **kw)]
+    )[0].id
 
 
 def hits(response: SearchResponse) -> list[tuple[str, list[tuple[str, int, float]]]]:
@@ -86,9 +86,7 @@ def _vector_graph(engine: Engine) -> dict[str, list[tuple[str, str]]]:
 
 
 @pytest.mark.parametrize("scope", ["objects", "relationships", "chunks"])
-def test_vector_leg_ranks_rows_by_cosine_and_reports_raw_scores(
-    engine: Engine, scope: str
-) -> None:
+def test_vector_leg_ranks_rows_by_cosine_and_reports_raw_scores(engine: Engine, scope: str) -> None:
     rows = _vector_graph(engine)[scope]
     query = "red apple pie"
     scopes: dict[str, Any] = {"objects": None, "relationships": None, "chunks": None}
@@ -304,10 +302,11 @@ def test_bfs_depth_limits_how_far_it_goes(engine: Engine) -> None:
 
 def test_bfs_lands_on_top_hits_and_expands_to_neighbours(engine: Engine) -> None:
     ids = _chain(engine)
-    response = engine.search(
-        "alpha", objects=BM25, relationships=None, chunks=None, graph="bfs"
-    )
-    found = {id: [(leg, rank if leg == "graph:bfs" else 0) for leg, rank, _ in f] for id, f in hits(response)}
+    response = engine.search("alpha", objects=BM25, relationships=None, chunks=None, graph="bfs")
+    found = {
+        id: [(leg, rank if leg == "graph:bfs" else 0) for leg, rank, _ in f]
+        for id, f in hits(response)
+    }
     assert {id: [leg for leg, _ in f] for id, f in found.items()} == {
         ids["a"]: ["objects:bm25"],
         ids["o"]: ["graph:bfs"],
@@ -362,15 +361,36 @@ def test_ppr_adds_a_relationship_leg(engine: Engine) -> None:
     ids = _chain(engine)
     response = engine.search(
         "nomatch",
-        objects=None,
+        objects=BM25,
         relationships=BM25,
         chunks=None,
         graph="ppr",
         bfs_origins=[ids["o"]],
         graph_depth=3,
     )
-    assert {r.id for r in response.results} == {ids["o-a"], ids["a-b"], ids["b-c"]}
-    assert {f.leg for r in response.results for f in r.found_by} == {"graph:ppr:relationships"}
+    rels = {r.id: [f.leg for f in r.found_by] for r in response.results if r.type == "relationship"}
+    assert rels == {
+        ids["o-a"]: ["graph:ppr:relationships"],
+        ids["a-b"]: ["graph:ppr:relationships"],
+        ids["b-c"]: ["graph:ppr:relationships"],
+    }
+
+
+@pytest.mark.parametrize("graph", ["bfs", "ppr"])
+def test_graph_legs_return_no_objects_when_the_objects_scope_is_off(
+    engine: Engine, graph: str
+) -> None:
+    ids = _chain(engine)
+    response = engine.search(
+        "nomatch",
+        objects=None,
+        relationships=BM25,
+        chunks=None,
+        graph=graph,
+        bfs_origins=[ids["o"]],
+        graph_depth=3,
+    )
+    assert {r.type for r in response.results} == {"relationship"}
 
 
 def test_graph_leg_is_skipped_for_text_results(engine: Engine) -> None:
