@@ -35,6 +35,7 @@ from kgsearch.store.base import Endpoint, Store
 from kgsearch.text import TEXT_VERSION
 from kgsearch.writes import (
     TextRules,
+    object_id,
     describe_ref,
     refresh_relationship_texts,
     resolve_endpoints,
@@ -125,6 +126,9 @@ _BULK_MIN = 5_000
 def _reason(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:3]:
+        if err["type"] == "json_invalid":
+            detail = str(err["msg"]).removeprefix("Invalid JSON: ").replace(" line 1 ", " ")
+            return f"invalid JSON: {detail}"
         loc = ".".join(str(x) for x in err["loc"]) or "record"
         parts.append(f"{loc}: {err['msg']}")
     return "; ".join(parts)
@@ -176,7 +180,7 @@ class _Run:
         model = _RECORDS[kind]
         try:
             if isinstance(raw, str):
-                return kind, model.model_validate_json(raw)
+                return kind, model.model_validate_json(raw.strip())
             return kind, model.model_validate(raw)
         except ValidationError as exc:
             self.error(location, _reason(exc))
@@ -205,7 +209,13 @@ class _Run:
     def _objects(self, items: Sequence[tuple[str, Any]]) -> None:
         objects: list[ObjectIn] = [o for _, o in items]
         if self.error_count:
-            return  # validation only: nothing will be committed
+            # Validation only (nothing will be committed), but later relationships that
+            # point at these objects must still resolve, or they'd be reported falsely.
+            for o in objects:
+                self.known[(o.type, o.key)] = Endpoint(
+                    o.id or object_id(self.project, o.type, o.key), o.type, o.key,
+                    dict(o.properties))
+            return
         refs = [ObjectRef(type=o.type, key=o.key) for o in objects]
         before = {} if self.fresh else self.store.resolve(self.project, refs)
         rows = [self.rules.object_row(self.project, o) for o in objects]
