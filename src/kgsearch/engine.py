@@ -7,11 +7,14 @@ embedder; embedding runs outside any write transaction.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
@@ -22,6 +25,7 @@ from kgsearch.errors import ConfigError, InvalidRequest, NotFound
 from kgsearch.io.exporter import export
 from kgsearch.io.importer import ImportProgress, import_files
 from kgsearch.jobs import EmbedReport, Progress, RetryPolicy, run_embedding
+from kgsearch.keys import ApiKey, Unauthorized, generate_key, parse_key, parse_scopes, verify_secret
 from kgsearch.model import (
     DEFAULT_PROJECT,
     Chunk,
@@ -41,7 +45,7 @@ from kgsearch.model import (
 )
 from kgsearch.search.context import format_context
 from kgsearch.search.pipeline import SearchContext, run_search
-from kgsearch.search.request import SearchRequest, SearchResponse
+from kgsearch.search.request import SearchRequest, SearchResponse, validate_request
 from kgsearch.search.rerank import CrossEncoder
 from kgsearch.store import connect
 from kgsearch.store.base import Neighbor, Store, TextUpdate
@@ -653,7 +657,9 @@ class Engine:
     ) -> dict[str, list[Any]]:
         """What the given sources/chunks mention: objects and relationships."""
         p = self._p(project)
-        mentions = self.store.mentions(p, source_ids=source_ids, chunk_ids=chunk_ids)
+        live_sources = [s.id for s in self.store.get_sources(p, source_ids)]
+        live_chunks = [c.id for c in self.store.get_chunks(p, chunk_ids)]
+        mentions = self.store.mentions(p, source_ids=live_sources, chunk_ids=live_chunks)
         object_ids = list(dict.fromkeys(m.object_id for m in mentions if m.object_id))
         rel_ids = list(dict.fromkeys(m.relationship_id for m in mentions if m.relationship_id))
         return {
@@ -706,21 +712,319 @@ class Engine:
         """Write a project to a JSONL or JSON graph file that imports back identically."""
         return export(self.store, path, project=self._p(project), fmt=fmt)
 
+    # --- used by the REST/MCP adapters ---------------------------------------
+    def create_api_key(
+        self, project: str, scopes: str | Sequence[str], *, name: str | None = None
+    ) -> tuple[str, ApiKey]:
+        """Make an API key bound to ``project``; returns (the key, shown once; its record).
+
+        Raises:
+            InvalidRequest: Unknown scope or blank project.
+        """
+        record = ApiKey(
+            id="",
+            project=self._p(project),
+            scopes=parse_scopes(scopes),
+            name=name,
+            created_at=_now(),
+        )
+        key, key_id, digest = generate_key()
+        record = record.model_copy(update={"id": key_id})
+        self.store.create_api_key(record, digest)
+        return key, record
+
+    def api_keys(self, *, project: str | None = None) -> list[ApiKey]:
+        """API key records (never secrets) of one project, or of all when None."""
+        return self.store.api_keys(project)
+
+    def revoke_api_key(self, key_id: str) -> None:
+        """Revoke a key at once; later requests with it get 401.
+
+        Raises:
+            NotFound: No active key has this id.
+        """
+        if not self.store.revoke_api_key(key_id):
+            raise NotFound(f"no active API key {key_id!r}; see `kgsearch keys list`")
+
+    def authenticate(self, key: str) -> ApiKey:
+        """The active key record matching a presented key.
+
+        Raises:
+            Unauthorized: Malformed, unknown or revoked key.
+        """
+        key_id, secret = parse_key(key)
+        found = self.store.find_api_key(key_id)
+        if found is None or not verify_secret(secret, found[1]):
+            raise Unauthorized("invalid API key")
+        if not found[0].active:
+            raise Unauthorized("this API key was revoked")
+        return found[0]
+
+    def update_object(
+        self, id: str, changes: Mapping[str, Any], *, project: str | None = None
+    ) -> GraphObject:
+        """Patch an object: ``tags``/``labels`` are replaced, ``properties`` are merged
+        (JSON merge patch: a None value removes the property). Type and key are fixed.
+
+        Raises:
+            NotFound: No live object has this id.
+            InvalidRequest: An unknown or invalid field.
+        """
+        p = self._p(project)
+        _check_fields(changes, {"tags", "labels", "properties"})
+        o = self.get_object(id, project=p)
+        data: dict[str, Any] = {"type": o.type, "key": o.key, "id": o.id, "tags": o.tags}
+        data |= {"labels": o.labels, "properties": dict(o.properties)}
+        data |= {k: v for k, v in changes.items() if k != "properties"}
+        data["properties"] = _merge_patch(o.properties, changes.get("properties"))
+        return self.add_objects([_validated(ObjectIn, data)], project=p)[0]
+
+    def update_relationship(
+        self, id: str, changes: Mapping[str, Any], *, project: str | None = None
+    ) -> Relationship:
+        """Patch a relationship; ``properties`` are merged, other fields replaced.
+        Type and endpoints are fixed (they define the relationship).
+
+        Raises:
+            NotFound: No live relationship has this id.
+            InvalidRequest: An unknown or invalid field.
+        """
+        p = self._p(project)
+        fields = {"label", "weight", "valid_from", "valid_to", "description", "source_chunks"}
+        _check_fields(changes, fields | {"properties"})
+        r = self.get_relationship(id, project=p)
+        data = r.model_dump(include=fields | {"type", "id"})
+        data |= {"source": r.source_id, "target": r.target_id}
+        data |= {k: v for k, v in changes.items() if k != "properties"}
+        data["properties"] = _merge_patch(r.properties, changes.get("properties"))
+        return self.add_relationships([_validated(RelationshipIn, data)], project=p)[0]
+
+    def get_chunk(self, id: str, *, project: str | None = None) -> Chunk:
+        """One live chunk by id.
+
+        Raises:
+            NotFound: No live chunk has this id in the project.
+        """
+        found = self.store.get_chunks(self._p(project), [id])
+        if not found:
+            raise NotFound(f"chunk {id!r} not found in project {self._p(project)!r}")
+        return found[0]
+
+    def get_source(self, id: str, *, project: str | None = None) -> Source:
+        """One live source by id.
+
+        Raises:
+            NotFound: No live source has this id in the project.
+        """
+        found = self.store.get_sources(self._p(project), [id])
+        if not found:
+            raise NotFound(f"source {id!r} not found in project {self._p(project)!r}")
+        return found[0]
+
+    def neighborhood(
+        self,
+        id: str,
+        *,
+        project: str | None = None,
+        depth: int = 1,
+        direction: Literal["out", "in", "both"] = "both",
+        relationship_types: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """An object's neighbours within ``depth`` hops: each with its hop count, the
+        relationship that reached it and the object itself.
+
+        Raises:
+            NotFound: No live object has this id.
+        """
+        p = self._p(project)
+        self.get_object(id, project=p)
+        found = self.neighbors(
+            [id], project=p, depth=depth, direction=direction, relationship_types=relationship_types
+        )
+        objects = {o.id: o for o in self.store.get_objects(p, [n.id for n in found])}
+        return {
+            "id": id,
+            "neighbors": [
+                {"id": n.id, "depth": n.depth, "via": n.via, "object": objects[n.id]}
+                for n in found
+                if n.id in objects
+            ],
+        }
+
+    def add_text(
+        self,
+        text: str,
+        *,
+        source_id: str | None = None,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        max_chars: int = 1000,
+        project: str | None = None,
+    ) -> dict[str, Any]:
+        """Store free text as chunks of at most ``max_chars`` (split at paragraphs, then
+        sentences, then words) under one source. Ids are derived from the content, so
+        adding the same text again updates instead of duplicating.
+
+        Raises:
+            InvalidRequest: Blank text or ``max_chars`` outside 100..100000.
+        """
+        if not text.strip():
+            raise InvalidRequest("text must not be blank")
+        if not 100 <= max_chars <= 100_000:
+            raise InvalidRequest("max_chars must be between 100 and 100000")
+        p = self._p(project)
+        sid = source_id or "text-" + _digest(text)[:16]
+        sources = self.store.get_sources(p, [sid])
+        if not sources or title is not None or metadata is not None:
+            old = sources[0] if sources else None
+            sources = self.add_sources(
+                [
+                    SourceIn(
+                        id=sid,
+                        title=title if title is not None else (old.title if old else None),
+                        uri=old.uri if old else None,
+                        metadata=dict(metadata) if metadata is not None else {},
+                    )
+                ],
+                project=p,
+            )
+        pieces = _split_text(text, max_chars)
+        chunks = self.add_chunks(
+            [
+                ChunkIn(
+                    id=f"{sid}:{i}:{_digest(piece)[:12]}", text=piece, source_id=sid, position=i
+                )
+                for i, piece in enumerate(pieces)
+            ],
+            project=p,
+        )
+        return {"source": sources[0], "chunks": chunks}
+
+    def embedding_todo(
+        self, *, project: str | None = None, kinds: Sequence[Kind] = tuple(Kind)
+    ) -> dict[str, int]:
+        """Rows due for embedding (pending or failed) per kind, of one project or all."""
+        todo = {k.value: 0 for k in kinds}
+        for c in self.store.embedding_counts(project):
+            if c.kind.value in todo and (project is None or c.project == project):
+                todo[c.kind.value] += c.by_status.get("pending", 0) + c.by_status.get("failed", 0)
+        return todo
+
+    def embed_step(
+        self,
+        *,
+        project: str | None = None,
+        kinds: Sequence[Kind] = tuple(Kind),
+        batch_size: int = 64,
+    ) -> EmbedReport:
+        """Embed at most one batch of due rows per kind and return at once.
+
+        Unlike :meth:`embed_pending` it never sleeps waiting for a failed row's
+        backoff, so a server's background loop can stop between steps.
+
+        Raises:
+            InvalidRequest: ``batch_size`` outside 1..10000.
+            DimensionMismatch: The embedder does not match the stored vectors.
+        """
+        if not 1 <= batch_size <= 10_000:
+            raise InvalidRequest("batch size must be between 1 and 10000")
+        self.refresh_texts()
+        policy = replace(self.retry, max_wait_seconds=0.0)
+        total = EmbedReport()
+        for kind in kinds:
+            report = run_embedding(
+                self.store,
+                self.embedder,
+                kinds=[kind],
+                project=project,
+                batch_size=batch_size,
+                policy=policy,
+                limit=batch_size,
+            )
+            for name in ("processed", "embedded", "failed", "dead", "skipped_changed", "batches"):
+                setattr(total, name, getattr(total, name) + getattr(report, name))
+            total.seconds += report.seconds
+            total.errors.extend(e for e in report.errors if e not in total.errors)
+        return total
+
 
 def _request(request: SearchRequest | str, options: dict[str, Any]) -> SearchRequest:
-    if isinstance(request, SearchRequest):
-        if options:
-            return SearchRequest.model_validate(
-                {**request.model_dump(exclude_unset=True), **options}
-            )
+    if isinstance(request, SearchRequest) and not options:
         return request
+    if isinstance(request, SearchRequest):
+        fields = {**request.model_dump(exclude_unset=True), **options}
+    else:
+        fields = {"query": request, **options}
+    return validate_request(fields)
+
+
+def _check_fields(changes: Mapping[str, Any], allowed: set[str]) -> None:
+    unknown = sorted(set(changes) - allowed)
+    if unknown:
+        raise InvalidRequest(
+            f"cannot change {', '.join(unknown)}; changeable: {', '.join(sorted(allowed))}",
+            details={"unknown": unknown},
+        )
+
+
+def _merge_patch(current: Mapping[str, Any], patch: Any) -> dict[str, Any]:
+    """RFC 7396 merge patch of a properties object (one level: None removes a key)."""
+    if patch is None:
+        return dict(current)
+    if not isinstance(patch, Mapping):
+        raise InvalidRequest("properties must be an object")
+    merged = dict(current)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+_M = TypeVar("_M", ObjectIn, RelationshipIn)
+
+
+def _validated(model: type[_M], data: dict[str, Any]) -> _M:
     try:
-        return SearchRequest.model_validate({"query": request, **options})
+        return model.model_validate(data)
     except ValidationError as exc:
         raise InvalidRequest(
-            f"invalid search request: {_errors(exc)}",
+            f"invalid change: {_errors(exc)}",
             details={"errors": exc.errors(include_url=False, include_context=False)},
         ) from None
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def _split_text(text: str, max_chars: int) -> list[str]:
+    """Greedy packing of paragraphs (then sentences, then words) into ≤ max_chars pieces."""
+    units: list[str] = []
+    for para in _PARAGRAPH.split(text.strip()):
+        para = para.strip()
+        if len(para) <= max_chars:
+            units.append(para)
+            continue
+        for sentence in _SENTENCE.split(para):
+            while len(sentence) > max_chars:
+                cut = sentence.rfind(" ", 0, max_chars + 1)
+                cut = cut if cut > 0 else max_chars
+                units.append(sentence[:cut].strip())
+                sentence = sentence[cut:].strip()
+            units.append(sentence)
+    pieces: list[str] = []
+    for unit in (u for u in units if u):
+        if pieces and len(pieces[-1]) + 2 + len(unit) <= max_chars:
+            pieces[-1] += "\n\n" + unit
+        else:
+            pieces.append(unit)
+    return pieces
 
 
 def _errors(exc: ValidationError) -> str:

@@ -7,6 +7,7 @@ cosine over the model's embedded texts).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from oracles import assert_topk, bfs, cosine_scores
 from kgsearch.engine import Engine
 from kgsearch.errors import NotFound
 from kgsearch.model import ChunkIn, Kind, ObjectIn, ObjectRef, RelationshipIn
+from kgsearch.store.base import Store
 from kgsearch.testing import FakeEmbedder
 
 DIMS = 16
@@ -66,9 +68,12 @@ def object_text(type_: str, properties: dict[str, Any]) -> str:
 
 
 class StoreMachine(RuleBasedStateMachine):
-    def __init__(self, factory: Any) -> None:
+    factory: Callable[[], Store]
+    """Opens the fresh store each run starts from (set per backend by the test)."""
+
+    def __init__(self) -> None:
         super().__init__()
-        self.engine = Engine(factory(), embedder=FakeEmbedder(DIMS))
+        self.engine = Engine(type(self).factory(), embedder=FakeEmbedder(DIMS))
         self.objects: dict[tuple[str, str, str], ObjectRow] = {}
         self.rels: dict[tuple[str, str], RelRow] = {}
         self.chunks: dict[tuple[str, str], Row] = {}
@@ -192,7 +197,8 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(project=PROJECTS)
     def purge(self, project: str) -> None:
         gone = 0
-        for rows in (self.objects, self.rels, self.chunks):
+        tables: list[dict[Any, Any]] = [self.objects, self.rels, self.chunks]
+        for rows in tables:
             for key in [k for k, r in rows.items() if k[0] == project and not r.live]:
                 del rows[key]
                 gone += 1
@@ -280,8 +286,9 @@ class StoreMachine(RuleBasedStateMachine):
 
 
 def test_store_agrees_with_a_plain_dict_model(store_factory: Any) -> None:
+    machine = type("Machine", (StoreMachine,), {"factory": staticmethod(store_factory)})
     run_state_machine_as_test(
-        lambda: StoreMachine(store_factory),
+        machine,
         settings=settings(
             max_examples=60,
             stateful_step_count=30,

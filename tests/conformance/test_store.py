@@ -104,7 +104,7 @@ def test_same_key_under_another_type_is_another_object(engine: Engine) -> None:
 
 
 def test_get_objects_returns_asked_order_and_skips_missing(engine: Engine) -> None:
-    a, b, c = engine.add_objects([person("a"), person("b"), person("c")])
+    a, _, c = engine.add_objects([person("a"), person("b"), person("c")])
 
     got = engine.store.get_objects("default", [c.id, "missing", a.id, c.id])
 
@@ -391,7 +391,7 @@ def test_soft_deleted_relationship_and_chunk_are_hidden(engine: Engine) -> None:
 
 
 def test_purge_removes_deleted_rows_their_mentions_and_relationships(engine: Engine) -> None:
-    ada, bob, cy = engine.add_objects([person("ada"), person("bob"), person("cy")])
+    ada, bob, _ = engine.add_objects([person("ada"), person("bob"), person("cy")])
     rel_ab, rel_bc = engine.add_relationships([knows("ada", "bob"), knows("bob", "cy")])
     engine.add_sources([SourceIn(id="s1", title="Notes")])
     engine.add_chunks([ChunkIn(id="c1", text="ada met bob", source_id="s1")])
@@ -704,7 +704,7 @@ def random_objects(n: int, seed: int = 7) -> list[ObjectIn]:
 
 
 def embedded_texts(store: Store, project: str, kind: Kind) -> dict[str, str]:
-    rows: list[Any] = store.list_rows(project, kind.value, limit=10_000).items  # type: ignore[arg-type]
+    rows: list[Any] = store.list_rows(project, kind.value, limit=10_000).items
     texts = {}
     for row in rows:
         assert row.embedding.status == "embedded"
@@ -728,7 +728,7 @@ def test_vector_search_equals_brute_force_cosine(engine: Engine, query: str, lim
 
 
 def test_vector_search_over_relationships_and_chunks_equals_brute_force(engine: Engine) -> None:
-    by_key, _ = build_graph(engine)
+    build_graph(engine)
     engine.add_chunks(
         [ChunkIn(id=f"c{i}", text=" ".join(WORDS[i : i + 3])) for i in range(len(WORDS))]
     )
@@ -897,10 +897,12 @@ def test_text_filters_apply_inside_the_leg(engine: Engine) -> None:
 
 
 def test_fresh_store_info_has_no_embedding_model(store: Store) -> None:
-    assert store.info() == StoreInfo(
+    info = store.info()
+
+    assert info == StoreInfo(
         url=store.url,
-        schema_version=1,
-        migrations=("m001_create_graph",),
+        schema_version=len(info.migrations),
+        migrations=info.migrations,
         embedding_model=None,
         dims=None,
     )
@@ -963,9 +965,13 @@ def test_meta_values_round_trip(store: Store) -> None:
 
 
 def test_migrations_are_recorded_and_not_applied_twice(store: Store) -> None:
-    assert store.info().migrations == ("m001_create_graph",)
+    migrations = store.info().migrations
+
+    assert migrations[0] == "m001_create_graph"
+    assert list(migrations) == sorted(set(migrations))
     assert store.migrate() == []
-    assert store.info().schema_version == 1
+    assert store.info().migrations == migrations
+    assert store.info().schema_version == len(migrations)
 
 
 def test_reopening_a_store_applies_no_migration_and_keeps_data(

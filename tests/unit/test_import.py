@@ -11,7 +11,7 @@ import pytest
 
 from kgsearch.engine import Engine
 from kgsearch.errors import ImportFailed
-from kgsearch.model import ChunkIn, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
+from kgsearch.model import ChunkIn, Kind, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
 from kgsearch.store.base import Store
 from kgsearch.testing import FakeEmbedder
 
@@ -196,11 +196,14 @@ BAD_LINES = [
     '{"kind": "object", "type": "Person", "key": "cy"',
     json.dumps(rel("ada", "bob")),
     json.dumps({"kind": "widget", "type": "Person", "key": "w"}),
-    json.dumps(obj("dee")),
+    json.dumps({**obj("dee"), "id": "dee-id"}),
     json.dumps({"kind": "object", "type": "Person", "properties": {"name": "No Key"}}),
     json.dumps(rel("bob", "dee")),
     json.dumps(rel("ada", "nobody")),
     json.dumps({"kind": "chunk", "id": "c1", "text": "fine"}),
+    json.dumps({"kind": "relationship", "type": "KNOWS", "source": "dee-id", "target": "dee-id"}),
+    json.dumps({"kind": "mention", "chunk_id": "c1", "object": {"type": "Person", "key": "ada"}}),
+    json.dumps({"kind": "mention", "chunk_id": "c1", "object": "dee-id"}),
 ]
 
 
@@ -263,6 +266,62 @@ def test_bad_csv_row_is_reported_by_its_line(engine: Engine, tmp_path: Path) -> 
 
     assert [e["location"] for e in caught.value.details["errors"]] == [f"{rels}:3"]
     assert engine.store.counts("default") == EMPTY
+
+
+def test_bad_json_graph_file_writes_nothing_and_keeps_the_index(
+    engine: Engine, tmp_path: Path
+) -> None:
+    engine.import_files([write_jsonl(tmp_path / "good.jsonl", [obj("ada", "Zebulon")])])
+    before = snapshot(engine.store)
+    path = tmp_path / "bad.json"
+    path.write_text(
+        json.dumps(
+            {
+                "objects": [obj("ada", "Quillon"), {"type": "Person"}],
+                "relationships": [rel("ada", "ada")],
+            }
+        ),
+        encoding="utf-8",
+    )
+
+    with pytest.raises(ImportFailed) as caught:
+        engine.import_files([path])
+
+    assert [e["location"] for e in caught.value.details["errors"]] == [f"{path}:objects[1]"]
+    assert snapshot(engine.store) == before
+    search = engine.store.text_search
+    ada = engine.get_object_by_key("Person", "ada").id
+    assert [i for i, _ in search("default", Kind.OBJECT, "zebulon", limit=5)] == [ada]
+    assert search("default", Kind.OBJECT, "quillon", limit=5) == []
+
+
+def test_json_graph_import_keeps_the_lexical_index_in_sync(engine: Engine, tmp_path: Path) -> None:
+    engine.import_files([write_jsonl(tmp_path / "v1.jsonl", [obj("ada", "Zebulon"), obj("bob")])])
+    engine.add_relationships(
+        [
+            RelationshipIn(
+                type="KNOWS",
+                source=ObjectRef(type="Person", key="ada"),
+                target=ObjectRef(type="Person", key="bob"),
+            )
+        ]
+    )
+    engine.delete("object", [engine.get_object_by_key("Person", "bob").id])
+    path = tmp_path / "v2.json"
+    path.write_text(
+        json.dumps({"objects": [obj("ada", "Quillon"), obj("cy", "Walrus")]}), encoding="utf-8"
+    )
+
+    engine.import_files([path])
+
+    ada = engine.get_object_by_key("Person", "ada").id
+    cy = engine.get_object_by_key("Person", "cy").id
+    search = engine.store.text_search
+    assert search("default", Kind.OBJECT, "zebulon", limit=5) == []
+    assert [i for i, _ in search("default", Kind.OBJECT, "quillon", limit=5)] == [ada]
+    assert [i for i, _ in search("default", Kind.OBJECT, "walrus", limit=5)] == [cy]
+    assert search("default", Kind.OBJECT, "bob", limit=5) == []
+    assert search("default", Kind.RELATIONSHIP, "bob", limit=5) == []
 
 
 def test_missing_file_fails_before_writing(engine: Engine, tmp_path: Path) -> None:
@@ -358,6 +417,28 @@ def test_import_gives_the_same_ids_as_engine_writes(
     other.add_mentions([MentionIn(chunk_id="c1", object=ObjectRef(type="Person", key="ada"))])
 
     assert snapshot(other.store) == snapshot(engine.store)
+
+
+def test_a_repeated_object_record_keeps_the_first_stored_id(engine: Engine, tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "graph.jsonl",
+        [
+            {**obj("ada"), "id": "ada-1"},
+            obj("bob"),
+            obj("ada", "Ada Lovelace"),
+            rel("ada", "bob"),
+        ],
+    )
+
+    engine.import_files([path])
+
+    ada = engine.get_object_by_key("Person", "ada")
+    [r] = engine.list_rows("relationship").items
+    assert (ada.id, ada.properties) == ("ada-1", {"name": "Ada Lovelace"})
+    assert (r.source_id, r.embedding.text) == ("ada-1", "Ada Lovelace knows Bob")
+    assert [n.id for n in engine.neighbors([engine.get_object_by_key("Person", "bob").id])] == [
+        "ada-1"
+    ]
 
 
 # export round trip ----------------------------------------------------------------
@@ -502,3 +583,5 @@ def test_import_metaqa_sample(engine: Engine) -> None:
     movie = engine.get_object_by_key("Movie", "'71")
     person = engine.get_object_by_key("Person", "Yann Demange")
     assert [n.id for n in engine.neighbors([person.id], direction="in")] == [movie.id]
+    hits = engine.store.text_search("default", Kind.OBJECT, "Yann Demange", limit=3)
+    assert hits[0][0] == person.id

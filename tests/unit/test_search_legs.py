@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import networkx as nx
-from networkx.algorithms.link_analysis.pagerank_alg import _pagerank_python
 import numpy as np
 import pytest
+from networkx.algorithms.link_analysis.pagerank_alg import _pagerank_python
 
 from kgsearch.engine import Engine
 from kgsearch.model import ChunkIn, ObjectIn, RelationshipIn, SourceIn
@@ -123,7 +123,8 @@ def test_bm25_raw_scores_are_positive_and_decreasing(engine: Engine) -> None:
 
 
 def test_relationship_bm25_leg_ranks_by_term_frequency(engine: Engine) -> None:
-    ids = add(engine, *(thing(k, n) for k, n in zip("abcdefgh", FILLERS + ["ann", "bob"])))
+    names = [*FILLERS, "ann", "bob"]
+    ids = add(engine, *(thing(k, n) for k, n in zip("abcdefgh", names, strict=True)))
     three = link(engine, ids["a"], ids["b"], description="zeta zeta zeta")
     two = link(engine, ids["b"], ids["c"], description="zeta zeta omega")
     one = link(engine, ids["c"], ids["d"], description="zeta omega omega")

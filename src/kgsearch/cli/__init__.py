@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from kgsearch.cli.common import cli
+from kgsearch.cli.common import add_json_option, cli
 from kgsearch.cli.embed import embed
 from kgsearch.cli.graph import (
     config,
@@ -23,6 +23,7 @@ from kgsearch.cli.graph import (
     stats,
 )
 from kgsearch.cli.search import context, search
+from kgsearch.cli.serve import keys, mcp, serve
 
 __all__ = ["cli", "main"]
 
@@ -37,8 +38,12 @@ for command in (
     embed,
     search,
     context,
+    serve,
+    mcp,
+    keys,
 ):
     cli.add_command(command)
+add_json_option(cli)
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from kgsearch.errors import ConfigError, KgsearchError
 
 __all__ = [
     "State",
+    "add_json_option",
     "cli",
     "console",
     "emit",
@@ -70,8 +71,33 @@ def cli(ctx: click.Context, db: str | None, project: str | None, as_json: bool) 
       kgsearch import data/sample/metaqa-movies.jsonl
       kgsearch embed generate
       kgsearch search "who directed Jesse James"
+
+    Example: kgsearch --db graph.db --project demo stats --json
     """
     ctx.obj = State(db, project, as_json)
+
+
+def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    state = ctx.find_object(State)
+    if value and state is not None:
+        state.as_json = True
+
+
+def add_json_option(group: click.Group) -> None:
+    """Accept ``--json`` after any subcommand too (``kgsearch stats --json``)."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            add_json_option(command)
+        elif not any(p.name == "as_json_flag" for p in command.params):
+            command.params.append(
+                click.Option(
+                    ["--json", "as_json_flag"],
+                    is_flag=True,
+                    expose_value=False,
+                    callback=_set_json,
+                    help="Print machine-readable JSON.",
+                )
+            )
 
 
 def engine_from(state: State, *, model: str | None = None) -> Engine:

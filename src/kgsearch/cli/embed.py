@@ -28,7 +28,10 @@ _KINDS = {"objects": Kind.OBJECT, "relationships": Kind.RELATIONSHIP, "chunks": 
 
 @click.group()
 def embed() -> None:
-    """Embed rows and inspect the embedding lifecycle (pending → embedded | failed → dead)."""
+    """Embed rows and inspect the embedding lifecycle (pending → embedded | failed → dead).
+
+    Example: kgsearch embed generate && kgsearch embed status
+    """
 
 
 def _run(

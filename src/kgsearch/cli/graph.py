@@ -125,7 +125,10 @@ def _progress(label: str) -> Any:
 
 @click.group()
 def objects() -> None:
-    """List, show and delete objects (graph nodes)."""
+    """List, show and delete objects (graph nodes).
+
+    Example: kgsearch objects list --type Person
+    """
 
 
 @objects.command("list")
@@ -185,7 +188,10 @@ def objects_delete(state: State, ids: tuple[str, ...]) -> None:
 
 @click.group()
 def relationships() -> None:
-    """List, show and delete relationships (graph edges)."""
+    """List, show and delete relationships (graph edges).
+
+    Example: kgsearch relationships list --type directed_by
+    """
 
 
 @relationships.command("list")
@@ -252,7 +258,10 @@ def stats(state: State) -> None:
 
 @click.group()
 def config() -> None:
-    """Show the effective configuration."""
+    """Show the effective configuration.
+
+    Example: kgsearch config show
+    """
 
 
 @config.command("show")

@@ -35,7 +35,6 @@ from kgsearch.store.base import Endpoint, Store
 from kgsearch.text import TEXT_VERSION
 from kgsearch.writes import (
     TextRules,
-    object_id,
     describe_ref,
     refresh_relationship_texts,
     resolve_endpoints,
@@ -157,7 +156,7 @@ class _Run:
         self.renamed: list[str] = []
         # Endpoints of objects written by this import, so relationships resolve without
         # a query; bounded so memory stays flat on huge files (misses go to the store).
-        self.known: dict[tuple[str, str], Endpoint] = {}
+        self.known: dict[str | tuple[str, str], Endpoint] = {}
         self.fresh = store.counts(project)["objects"] == 0
 
     def error(self, location: str, reason: str) -> None:
@@ -208,29 +207,28 @@ class _Run:
 
     def _objects(self, items: Sequence[tuple[str, Any]]) -> None:
         objects: list[ObjectIn] = [o for _, o in items]
-        if self.error_count:
-            # Validation only (nothing will be committed), but later relationships that
-            # point at these objects must still resolve, or they'd be reported falsely.
-            for o in objects:
-                self.known[(o.type, o.key)] = Endpoint(
-                    o.id or object_id(self.project, o.type, o.key), o.type, o.key,
-                    dict(o.properties))
-            return
         refs = [ObjectRef(type=o.type, key=o.key) for o in objects]
+        validating = self.error_count > 0  # nothing will be committed: resolve only
         before = {} if self.fresh else self.store.resolve(self.project, refs)
         rows = [self.rules.object_row(self.project, o) for o in objects]
-        self.store.upsert_objects(self.project, rows, return_ids=False)
+        if not validating:
+            self.store.upsert_objects(self.project, rows, return_ids=False)
+            self.counts["objects"] += len(objects)
         for ref, o, row in zip(refs, objects, rows, strict=True):
             stored = before.get(ref)
-            if stored is not None and _name(stored.properties, stored.key) != _name(
-                o.properties, o.key
+            earlier = self.known.get((o.type, o.key))
+            if (
+                stored is not None
+                and not validating
+                and _name(stored.properties, stored.key) != _name(o.properties, o.key)
             ):
                 self.renamed.append(stored.id)
-            if len(self.known) < _KNOWN_MAX:
-                self.known[(o.type, o.key)] = Endpoint(
-                    stored.id if stored else row.id, o.type, o.key, dict(o.properties)
-                )
-        self.counts["objects"] += len(objects)
+            # The store keeps the id a (type, key) was first stored with.
+            first_id = stored.id if stored else earlier.id if earlier else row.id
+            endpoint = Endpoint(first_id, o.type, o.key, dict(o.properties))
+            if earlier is not None or len(self.known) < _KNOWN_MAX:
+                self.known[(o.type, o.key)] = endpoint
+                self.known[first_id] = endpoint
 
     def _sources(self, items: Sequence[tuple[str, Any]]) -> None:
         now = datetime.now(UTC)
@@ -252,28 +250,31 @@ class _Run:
         )
         self.counts["sources"] += len(items)
 
-    def _relationships(self, items: Sequence[tuple[str, Any]]) -> None:
+    def _lookup(
+        self, refs: Sequence[str | ObjectRef]
+    ) -> tuple[dict[str | tuple[str, str], Endpoint], set[str | tuple[str, str]]]:
+        """Resolve refs from this import's objects first, then the store."""
         found: dict[str | tuple[str, str], Endpoint] = {}
         unknown: list[str | ObjectRef] = []
-        for _, r in items:
-            for ref in (r.source, r.target):
-                key = _ref_key(ref)
-                hit = self.known.get(key) if isinstance(key, tuple) else None
-                if hit is not None:
-                    found[key] = hit
-                elif key not in found:
-                    unknown.append(ref)
+        for ref in refs:
+            key = _ref_key(ref)
+            hit = self.known.get(key)
+            if hit is not None:
+                found[key] = hit
+            elif key not in found:
+                unknown.append(ref)
         resolved, missing = resolve_endpoints(self.store, self.project, unknown)
         for ref, endpoint in resolved.items():
             found[_ref_key(ref)] = endpoint
-        missing_set = {_ref_key(m) for m in missing}
+        return found, {_ref_key(m) for m in missing}
+
+    def _relationships(self, items: Sequence[tuple[str, Any]]) -> None:
+        found, missing = self._lookup([x for _, r in items for x in (r.source, r.target)])
         rows = []
         for location, r in items:
             source, target = found.get(_ref_key(r.source)), found.get(_ref_key(r.target))
             if source is None or target is None:
-                absent = [
-                    describe_ref(x) for x in (r.source, r.target) if _ref_key(x) in missing_set
-                ]
+                absent = [describe_ref(x) for x in (r.source, r.target) if _ref_key(x) in missing]
                 self.error(location, f"endpoint not found: {', '.join(absent)}")
                 continue
             rows.append(self.rules.relationship_row(self.project, r, source, target))
@@ -315,15 +316,14 @@ class _Run:
         self.counts["chunks"] += len(rows)
 
     def _mentions(self, items: Sequence[tuple[str, Any]]) -> None:
-        refs = [m.object for _, m in items if m.object is not None]
-        found, missing = resolve_endpoints(self.store, self.project, refs)
+        found, missing = self._lookup([m.object for _, m in items if m.object is not None])
         rows = []
         for location, m in items:
             if not (m.source_id or m.chunk_id):
                 self.error(location, "a mention needs source_id or chunk_id")
             elif m.object is None and m.relationship_id is None:
                 self.error(location, "a mention needs an object or a relationship_id")
-            elif m.object is not None and m.object in missing:
+            elif m.object is not None and _ref_key(m.object) in missing:
                 self.error(location, f"object not found: {describe_ref(m.object)}")
             else:
                 rows.append(
@@ -331,7 +331,7 @@ class _Run:
                         project=self.project,
                         source_id=m.source_id,
                         chunk_id=m.chunk_id,
-                        object_id=found[m.object].id if m.object else None,
+                        object_id=found[_ref_key(m.object)].id if m.object else None,
                         relationship_id=m.relationship_id,
                     )
                 )

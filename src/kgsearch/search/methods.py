@@ -103,6 +103,9 @@ def scope_legs(
         if "bm25" in config.methods:
             started = time.perf_counter()
             query = request.query
+            if kind is Kind.OBJECT and request.type_hint:
+                # Stored object text carries "[Type: #person]": the hint word scores too.
+                query = f"{query} {request.type_hint}"
             ranked = store.text_search(project, kind, query, limit=n, filters=request.filters)
             legs.add(f"{kind.value}s:bm25", [(key(kind, i), s) for i, s in ranked], started)
 
@@ -137,6 +140,7 @@ def graph_legs(
     first_round: Sequence[tuple[str, float]],
     legs: Legs,
     include_relationships: bool,
+    include_objects: bool = True,
 ) -> None:
     """BFS expansion or personalized PageRank from origins or the first round's hits."""
     if request.graph == "none":
@@ -150,10 +154,11 @@ def graph_legs(
     if not seeds:
         legs.add("graph:" + request.graph, [], started)
         return
+    scope = (include_objects, include_relationships)
     if request.graph == "bfs":
-        _bfs(store, project, request, seeds, legs, started, include_relationships)
+        _bfs(store, project, request, seeds, legs, started, scope)
     else:
-        _ppr(store, project, request, seeds, legs, started, include_relationships)
+        _ppr(store, project, request, seeds, legs, started, scope)
 
 
 def _bfs(
@@ -163,7 +168,7 @@ def _bfs(
     seeds: dict[str, float],
     legs: Legs,
     started: float,
-    include_relationships: bool,
+    scope: tuple[bool, bool],
 ) -> None:
     found = store.neighbors(
         project,
@@ -173,10 +178,12 @@ def _bfs(
         as_of=request.filters.as_of,
     )
     allowed = _allowed_objects(store, project, request, [n.id for n in found])
-    objects = [(key(Kind.OBJECT, n.id), 1.0 / n.depth) for n in found if n.id in allowed]
-    legs.add("graph:bfs", objects, started)
-    if include_relationships:
-        rels = [(key(Kind.RELATIONSHIP, n.via), 1.0 / n.depth) for n in found]
+    if scope[0]:
+        objects = [(key(Kind.OBJECT, n.id), 1.0 / n.depth) for n in found if n.id in allowed]
+        legs.add("graph:bfs", objects, started)
+    if scope[1]:
+        keep = _allowed_relationships(store, project, request, [n.via for n in found])
+        rels = [(key(Kind.RELATIONSHIP, n.via), 1.0 / n.depth) for n in found if n.via in keep]
         legs.add("graph:bfs:relationships", list(dict.fromkeys(rels)), started)
 
 
@@ -195,6 +202,21 @@ def _allowed_objects(
     }
 
 
+def _allowed_relationships(
+    store: Store, project: str, request: SearchRequest, ids: Sequence[str]
+) -> set[str]:
+    """Relationship ids passing the property filter (types and validity are applied by
+    the traversal itself)."""
+    wanted = request.filters.properties
+    if not wanted:
+        return set(ids)
+    return {
+        r.id
+        for r in store.get_relationships(project, ids)
+        if all(r.properties.get(k) == v for k, v in wanted.items())
+    }
+
+
 def _ppr(
     store: Store,
     project: str,
@@ -202,7 +224,7 @@ def _ppr(
     seeds: dict[str, float],
     legs: Legs,
     started: float,
-    include_relationships: bool,
+    scope: tuple[bool, bool],
 ) -> None:
     """HippoRAG-style propagation over the seeds' neighbourhood (bounded subgraph)."""
     frontier = set(seeds)
@@ -227,15 +249,17 @@ def _ppr(
     ranked = sorted(
         ((i, s) for i, s in scores.items() if i in allowed), key=lambda x: (-x[1], x[0])
     )[:500]
-    legs.add("graph:ppr", [(key(Kind.OBJECT, i), s) for i, s in ranked], started)
-    if include_relationships:
+    if scope[0]:
+        legs.add("graph:ppr", [(key(Kind.OBJECT, i), s) for i, s in ranked], started)
+    if scope[1]:
         rel_scores = sorted(
             ((rid, scores.get(s, 0.0) + scores.get(t, 0.0)) for rid, (s, t, _) in edges.items()),
             key=lambda x: (-x[1], x[0]),
         )[:500]
+        keep = _allowed_relationships(store, project, request, [r for r, _ in rel_scores])
         legs.add(
             "graph:ppr:relationships",
-            [(key(Kind.RELATIONSHIP, r), s) for r, s in rel_scores if s > 0],
+            [(key(Kind.RELATIONSHIP, r), s) for r, s in rel_scores if s > 0 and r in keep],
             started,
         )
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgsearch.errors import DimensionMismatch, InvalidRequest
-from kgsearch.model import Kind
+from kgsearch.model import Kind, Mention
 from kgsearch.search.fusion import Fused, rrf, weighted
 from kgsearch.search.methods import Legs, Vector, graph_legs, scope_legs, scopes, split_key
 from kgsearch.search.request import (
@@ -125,21 +125,7 @@ def _reranker(
 
         return NodeDistanceReranker(center, distance)
     if request.reranker == "mentions":
-
-        def counts(keys: Sequence[str]) -> Mapping[str, int]:
-            found: dict[str, int] = {}
-            for value in keys:
-                kind, id = split_key(value)
-                if kind is Kind.OBJECT:
-                    ms = store.mentions(project, object_ids=[id])
-                elif kind is Kind.RELATIONSHIP:
-                    ms = store.mentions(project, relationship_ids=[id])
-                else:
-                    ms = []
-                found[value] = len({m.source_id or m.chunk_id for m in ms})
-            return found
-
-        return MentionCountReranker(counts)
+        return MentionCountReranker(lambda keys: _source_counts(store, project, keys))
     if request.reranker == "cross_encoder":
         if ctx.cross_encoder is None:
             raise InvalidRequest(
@@ -148,6 +134,43 @@ def _reranker(
             )
         return CrossEncoderReranker(ctx.cross_encoder)
     return None
+
+
+def _source_counts(store: Store, project: str, keys: Sequence[str]) -> dict[str, int]:
+    """How many distinct live sources mention each hit (a chunk counts as its source)."""
+    found: dict[str, int] = {}
+    for value in keys:
+        kind, id = split_key(value)
+        if kind is Kind.OBJECT:
+            mentions = store.mentions(project, object_ids=[id])
+        elif kind is Kind.RELATIONSHIP:
+            mentions = store.mentions(project, relationship_ids=[id])
+        else:
+            mentions = []
+        found[value] = len(_live_sources(store, project, mentions))
+    return found
+
+
+def _live_sources(store: Store, project: str, mentions: Sequence[Mention]) -> set[str]:
+    """Distinct live sources behind mentions; a chunk without a source counts as one."""
+    chunks = {
+        c.id: c for c in store.get_chunks(project, [m.chunk_id for m in mentions if m.chunk_id])
+    }
+    named: set[str] = set()
+    orphans: set[str] = set()
+    for m in mentions:
+        if m.chunk_id:
+            if m.chunk_id not in chunks:
+                continue  # deleted chunk
+            chunk = chunks[m.chunk_id]
+            if chunk.source_id:
+                named.add(chunk.source_id)
+            else:
+                orphans.add(chunk.id)
+        elif m.source_id:
+            named.add(m.source_id)
+    live = {s.id for s in store.get_sources(project, sorted(named))}
+    return live | {f"chunk:{c}" for c in orphans}
 
 
 def _candidates(
@@ -280,6 +303,7 @@ def run_search(ctx: SearchContext, request: SearchRequest) -> SearchResponse:
             [(f.key, f.score) for f in fused],
             legs,
             include_relationships=request.relationships is not None,
+            include_objects=request.objects is not None,
         )
         started = time.perf_counter()
         fused = _fuse(request, legs.lists)

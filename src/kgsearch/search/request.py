@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Filters, LegHit
@@ -25,6 +25,7 @@ __all__ = [
     "SearchResult",
     "TextResult",
     "apply_recipe",
+    "validate_request",
 ]
 
 MAX_QUERY_CHARS = 10_000
@@ -110,8 +111,24 @@ def apply_recipe(request: SearchRequest) -> SearchRequest:
     if recipe is None:
         raise InvalidRequest(f"unknown recipe {request.recipe!r}; known: {', '.join(RECIPES)}")
     updates = {k: v for k, v in recipe.items() if k not in request.model_fields_set}
-    merged = {**request.model_dump(exclude_unset=True), **updates}
-    return SearchRequest.model_validate(merged)
+    return validate_request({**request.model_dump(exclude_unset=True), **updates})
+
+
+def validate_request(fields: dict[str, Any]) -> SearchRequest:
+    """Build a SearchRequest, turning validation errors into :class:`InvalidRequest`."""
+    try:
+        return SearchRequest.model_validate(fields)
+    except ValidationError as exc:
+        summary = "; ".join(
+            f"{'.'.join(str(x) for x in e['loc']) or 'request'}: {e['msg']}"
+            for e in exc.errors()[:5]
+        )
+        raise InvalidRequest(
+            f"invalid search request: {summary}",
+            details={
+                "errors": exc.errors(include_url=False, include_context=False, include_input=False)
+            },
+        ) from None
 
 
 class _Result(_Model):

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from kgsearch.keys import ApiKey
 from kgsearch.model import (
     Chunk,
     Filters,
@@ -424,4 +425,21 @@ class Store(Protocol):
         self, project: str, kind: Kind, ids: Sequence[str]
     ) -> dict[str, npt.NDArray[np.float32]]:
         """Stored vectors of the given rows (for MMR)."""
+        ...
+
+    # api keys (used by the REST/MCP servers) ------------------------------
+    def create_api_key(self, key: ApiKey, key_hash: str) -> None:
+        """Store a new API key record with the digest of its secret."""
+        ...
+
+    def api_keys(self, project: str | None = None) -> list[ApiKey]:
+        """API key records (never secrets), of one project or all, oldest first."""
+        ...
+
+    def find_api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
+        """The key record with this id and its stored digest (None when unknown)."""
+        ...
+
+    def revoke_api_key(self, key_id: str) -> bool:
+        """Revoke a key; False when no active key has this id."""
         ...

@@ -129,5 +129,19 @@ def m001_create_graph(execute: Execute) -> None:
     )
 
 
-MIGRATIONS = [Migration("m001_create_graph", m001_create_graph)]
+def m002_create_api_keys(execute: Execute) -> None:
+    """API keys: one project and a set of scopes each; only the secret's digest is kept."""
+    execute(
+        """CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY, project TEXT NOT NULL, name TEXT,
+            scopes TEXT NOT NULL DEFAULT '[]', key_hash TEXT NOT NULL,
+            created_at TEXT NOT NULL, revoked_at TEXT)"""
+    )
+    execute("CREATE INDEX api_keys_project ON api_keys (project)")
+
+
+MIGRATIONS = [
+    Migration("m001_create_graph", m001_create_graph),
+    Migration("m002_create_api_keys", m002_create_api_keys),
+]
 SCHEMA_VERSION = len(MIGRATIONS)

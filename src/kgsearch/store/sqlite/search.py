@@ -21,7 +21,8 @@ from kgsearch.errors import DimensionMismatch, InvalidRequest
 from kgsearch.model import Filters, Kind
 from kgsearch.store.ann import ANN_MIN_ROWS, AnnIndex
 from kgsearch.store.sqlite.connection import Connection
-from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, placeholders
+from kgsearch.store.sqlite.lexical import LexicalStats
+from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, placeholders, query_terms
 
 __all__ = ["VectorCache", "stored_vectors", "text_search", "vector_search"]
 
@@ -196,13 +197,25 @@ def text_search(
     limit: int,
     filters: Filters | None = None,
     prefix: bool = False,
+    lexical: LexicalStats | None = None,
 ) -> list[tuple[str, float]]:
-    """BM25 over the rows' text via FTS5; the score is ``-bm25`` (higher is better)."""
+    """BM25 over the rows' text via FTS5; the score is ``-bm25`` (higher is better).
+
+    With ``lexical`` stats, the match is restricted to rows holding one of the query's
+    selective words (all words still score); see ``lexical.py``.
+    """
     if not 1 <= limit <= _MAX_LIMIT:
         raise InvalidRequest(f"limit must be between 1 and {_MAX_LIMIT}")
-    match = fts_query(query, prefix=prefix)
-    if match is None:
+    terms = query_terms(query)
+    if not terms:
         return []
+    match = fts_query(terms, prefix=prefix)
+    if lexical is not None and len(terms) > 1:
+        rare, all_frequent = lexical.split(db, kind, terms)
+        if all_frequent:
+            match = fts_query(terms, prefix=prefix, conjunction=True)
+        elif len(rare) < len(terms):
+            match = fts_query(terms, prefix=prefix, required=rare)
     where, params = filter_sql(kind, filters)
     fts = f"{kind.table}_fts"
     rows = db.all(

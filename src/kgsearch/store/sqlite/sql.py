@@ -20,6 +20,7 @@ __all__ = [
     "now_iso",
     "parse_dt",
     "placeholders",
+    "query_terms",
 ]
 
 # SQLite's default limit on bound parameters is 32766; stay far below it per statement.
@@ -114,29 +115,42 @@ def chunked(items: Sequence[Any], size: int = MAX_PARAMS) -> Iterator[Sequence[A
         yield items[start : start + size]
 
 
-def fts_query(query: str, *, prefix: bool = False) -> str | None:
-    """Turn any user string into a safe FTS5 query: quoted terms joined by OR.
-
-    Quotes, operators and column filters in the input lose their meaning because
-    every term is emitted as a double-quoted string; only ``\\w`` runs survive.
-    Returns None when no searchable term is left.
-    """
+def query_terms(query: str) -> list[str]:
+    """The searchable words of any user string: ``\\w`` runs, lowercased, deduplicated,
+    stopwords dropped (unless nothing else is left), at most 32."""
     words = [w.lower() for w in _WORD.findall(query)]
-    terms: list[str] = []
-    for word in words:
-        if word in _STOPWORDS or word in terms:
-            continue
-        terms.append(word)
-        if len(terms) >= _MAX_QUERY_TERMS:
-            break
+    terms = [w for w in dict.fromkeys(words) if w not in _STOPWORDS][:_MAX_QUERY_TERMS]
     if not terms and words:
         terms = list(dict.fromkeys(words))[:_MAX_QUERY_TERMS]
+    return terms
+
+
+def fts_query(
+    query: str | list[str],
+    *,
+    prefix: bool = False,
+    required: list[str] | None = None,
+    conjunction: bool = False,
+) -> str | None:
+    """Turn any user string (or its terms) into a safe FTS5 query.
+
+    Every term is emitted as a double-quoted string, so quotes, operators and column
+    filters in the input lose their meaning. Terms are joined by OR; with
+    ``required`` the match must also contain one of those (selective) terms, and with
+    ``conjunction`` every term. Returns None when no searchable term is left.
+    """
+    terms = query_terms(query) if isinstance(query, str) else query
     if not terms:
         return None
     quoted = [f'"{t}"' for t in terms]
     if prefix:
         quoted[-1] += "*"
-    return " OR ".join(quoted)
+    if conjunction:
+        return " AND ".join(quoted)
+    anyof = " OR ".join(quoted)
+    if required:
+        return "(" + " OR ".join(f'"{t}"' for t in required) + ") AND (" + anyof + ")"
+    return anyof
 
 
 def _json_path(name: str) -> str:

@@ -15,7 +15,14 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from kgsearch.errors import ConfigError, DimensionMismatch, InvalidRequest, MigrationError
+from kgsearch.errors import (
+    ConfigError,
+    DimensionMismatch,
+    InvalidRequest,
+    MigrationError,
+    NotFound,
+)
+from kgsearch.keys import ApiKey
 from kgsearch.model import (
     Chunk,
     Filters,
@@ -41,8 +48,9 @@ from kgsearch.store.base import (
     TextUpdate,
 )
 from kgsearch.store.migrations import pending
-from kgsearch.store.sqlite import lifecycle, search
+from kgsearch.store.sqlite import keys, lifecycle, search
 from kgsearch.store.sqlite.connection import Connection
+from kgsearch.store.sqlite.lexical import LexicalStats
 from kgsearch.store.sqlite.rows import (
     CHUNK_COLUMNS,
     OBJECT_COLUMNS,
@@ -121,6 +129,7 @@ class SQLiteStore:
         self.url = "sqlite:///" + path if path != ":memory:" else "sqlite:///:memory:"
         self.db = Connection(path)
         self.vectors_cache = search.VectorCache(ann_min_rows)
+        self.lexical = LexicalStats()
         if migrate:
             self.migrate()
 
@@ -189,6 +198,7 @@ class SQLiteStore:
                     f"SELECT 'delete', rowid, text FROM {table} WHERE deleted_at IS NOT NULL"
                 )
                 fts_triggers(self._exec, table)
+        self.lexical.clear()
 
     def __enter__(self) -> SQLiteStore:
         return self
@@ -356,6 +366,14 @@ class SQLiteStore:
             for r in rows
         ]
         with self.db.transaction():
+            wanted = {i for r in rows for i in (r.source_id, r.target_id)}
+            absent = sorted(wanted - set(self.endpoints(project, sorted(wanted))))
+            if absent:
+                raise NotFound(
+                    f"relationship endpoint(s) are not live objects of project {project!r}: "
+                    f"{', '.join(absent[:10])}",
+                    details={"missing": absent},
+                )
             self.db.executemany(sql, params)
             self.vectors_cache.touch(self.db, Kind.RELATIONSHIP)
         return [r.id for r in rows]
@@ -881,7 +899,14 @@ class SQLiteStore:
     ) -> list[tuple[str, float]]:
         """Top-``limit`` rows by BM25 over their text; any query string is safe."""
         return search.text_search(
-            self.db, project, kind, query, limit=limit, filters=filters, prefix=prefix
+            self.db,
+            project,
+            kind,
+            query,
+            limit=limit,
+            filters=filters,
+            prefix=prefix,
+            lexical=self.lexical,
         )
 
     def wait_for_index(self, project: str, kind: Kind, timeout: float | None = None) -> bool:
@@ -894,3 +919,20 @@ class SQLiteStore:
     ) -> dict[str, npt.NDArray[np.float32]]:
         """Stored vectors of the given embedded rows."""
         return search.stored_vectors(self.db, project, kind, ids)
+
+    # api keys --------------------------------------------------------------
+    def create_api_key(self, key: ApiKey, key_hash: str) -> None:
+        """Store a new API key record with the digest of its secret."""
+        keys.create_api_key(self.db, key, key_hash)
+
+    def api_keys(self, project: str | None = None) -> list[ApiKey]:
+        """API key records (never secrets), of one project or all, oldest first."""
+        return keys.api_keys(self.db, project)
+
+    def find_api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
+        """The key record with this id and its stored digest (None when unknown)."""
+        return keys.find_api_key(self.db, key_id)
+
+    def revoke_api_key(self, key_id: str) -> bool:
+        """Revoke a key; False when no active key has this id."""
+        return keys.revoke_api_key(self.db, key_id)

@@ -1,0 +1,230 @@
+"""REST load benchmark: concurrent clients running unified search against `kgsearch serve`.
+
+Usage: python scripts/bench_load.py [--clients 20] [--seconds 60] [--max-requests 100000]
+       [--db bench-data/load-sample.db] [--no-write]
+
+The sample graph (data/sample/metaqa-movies.jsonl) is imported and embedded with the
+bundled model once (cached in --db). The server runs as a subprocess on a free
+loopback port with an API key; the clients (asyncio + httpx, one process) send
+POST /api/search/unified with questions built from the sample's names, until the
+time or the request budget runs out. Client and server share this machine's cores.
+Reports requests/s, p50/p95/p99 latency and the error count (any non-200 or
+transport error) and writes docs/benchmarks.md's "load" section.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from benchdoc import table, write_section
+
+from kgsearch import Engine, connect
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "data" / "sample" / "metaqa-movies.jsonl"
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-quantile (0..1) by nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def ensure_db(path: Path) -> None:
+    """Import and embed the sample graph with the bundled model unless already done."""
+    with Engine(connect(str(path))) as engine:
+        if engine.stats()["counts"]["objects"] == 0:
+            print("importing the sample graph …", file=sys.stderr)
+            engine.import_files([SAMPLE])
+        status = engine.embedding_status()
+        if status["pending"] or status["failed"]:
+            print(f"embedding {status['pending']} rows with the bundled model …", file=sys.stderr)
+            engine.embed_pending()
+
+
+def make_key(path: Path) -> tuple[str, dict[str, int]]:
+    """A fresh read-only key of the default project, and the project's row counts."""
+    with Engine(connect(str(path))) as engine:
+        key, _ = engine.create_api_key("default", "read", name="bench_load")
+        return key, engine.stats()["counts"]
+
+
+def questions(n: int, seed: int = 7) -> list[str]:
+    """Questions in the style of MetaQA built from the sample's movie and person names."""
+    movies, people = [], []
+    with SAMPLE.open(encoding="utf-8") as f:
+        for line in f:
+            record = json.loads(line)
+            if record["kind"] != "object":
+                break
+            (movies if record["type"] == "Movie" else people).append(record["key"])
+    rng = random.Random(seed)
+    templates = [
+        ("who directed {}", movies),
+        ("which movies did {} star in", people),
+        ("what genre is {}", movies),
+        ("films written by {}", people),
+        ("{}", movies),
+    ]
+    out = []
+    for _ in range(n):
+        template, names = rng.choice(templates)
+        out.append(template.format(rng.choice(names)))
+    return out
+
+
+def free_port() -> int:
+    """An unused loopback port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(db: Path, port: int) -> subprocess.Popen[bytes]:
+    """Run `kgsearch serve` and wait until /health answers."""
+    command = [sys.executable, "-m", "kgsearch", "--db", str(db), "serve", "--no-worker"]
+    proc = subprocess.Popen(
+        [*command, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.TransportError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("the server did not start within 60 s")
+
+
+async def run_load(
+    base: str, key: str, queries: list[str], clients: int, seconds: float, max_requests: int
+) -> tuple[list[float], int, float]:
+    """(latencies in ms of successful requests, error count, wall seconds)."""
+    latencies: list[float] = []
+    errors = 0
+    sent = 0
+    deadline = time.perf_counter() + seconds
+    headers = {"Authorization": f"Bearer {key}"}
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+
+    async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=30) as c:
+
+        async def client(offset: int) -> None:
+            nonlocal errors, sent
+            i = offset
+            while time.perf_counter() < deadline and sent < max_requests:
+                sent += 1
+                body = {"query": queries[i % len(queries)], "limit": 10}
+                i += clients
+                started = time.perf_counter()
+                try:
+                    response = await c.post("/api/search/unified", json=body)
+                    ok = response.status_code == 200 and "results" in response.json()
+                except httpx.HTTPError:
+                    ok = False
+                if ok:
+                    latencies.append((time.perf_counter() - started) * 1000)
+                else:
+                    errors += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client(n) for n in range(clients)))
+        wall = time.perf_counter() - started
+    return latencies, errors, wall
+
+
+def main() -> None:
+    """Run the benchmark and write its section."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--max-requests", type=int, default=100_000)
+    parser.add_argument("--db", type=Path, default=ROOT / "bench-data" / "load-sample.db")
+    parser.add_argument("--no-write", action="store_true", help="Do not touch docs/")
+    args = parser.parse_args()
+    args.db.parent.mkdir(parents=True, exist_ok=True)
+    ensure_db(args.db)
+    key, counts = make_key(args.db)
+    port = free_port()
+    server = start_server(args.db, port)
+    try:
+        queries = questions(2000)
+        base = f"http://127.0.0.1:{port}"
+        # Warm-up: load the model and the vector indexes before measuring.
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as c:
+            for q in queries[:20]:
+                c.post("/api/search/unified", json={"query": q}, timeout=120).raise_for_status()
+        latencies, errors, wall = asyncio.run(
+            run_load(base, key, queries, args.clients, args.seconds, args.max_requests)
+        )
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    total = len(latencies) + errors
+    rows = [
+        [
+            args.clients,
+            f"{wall:.1f}",
+            total,
+            errors,
+            f"{total / wall:.1f}",
+            f"{statistics.median(latencies):.1f}" if latencies else "-",
+            f"{percentile(latencies, 0.95):.1f}" if latencies else "-",
+            f"{percentile(latencies, 0.99):.1f}" if latencies else "-",
+        ]
+    ]
+    headers = [
+        "clients",
+        "seconds",
+        "requests",
+        "errors",
+        "requests/s",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+    ]
+    body = (
+        "POST /api/search/unified (limit 10, default legs: vector + BM25 over objects, "
+        "relationships and chunks, RRF) against `kgsearch serve` on 127.0.0.1, over the "
+        f"sample graph (data/sample/metaqa-movies.jsonl: {counts['objects']:,} objects, "
+        f"{counts['relationships']:,} relationships) embedded with the bundled model. "
+        "Each request embeds its query with the bundled model, so latency includes query "
+        "embedding. One server process "
+        "(uvicorn, FastAPI thread pool) and the asyncio client share the machine's "
+        f"{os.cpu_count()} cores; latency is measured at the client and includes queueing "
+        f"behind the other {args.clients - 1} clients.\n\n" + table(headers, rows)
+    )
+    print(table(headers, rows))
+    if errors:
+        print(f"{errors} errors", file=sys.stderr)
+    if not args.no_write:
+        command = "python scripts/bench_load.py" + (
+            f" --clients {args.clients} --seconds {args.seconds:g}"
+            if (args.clients, args.seconds) != (20, 60.0)
+            else ""
+        )
+        write_section("load", "REST load: unified search under concurrency", command, body)
+    if errors:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

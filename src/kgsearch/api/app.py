@@ -1,0 +1,174 @@
+"""The REST API: ``create_app(engine)`` builds a FastAPI app over one engine.
+
+Routes are plain ``def`` functions (FastAPI runs them in its thread pool over the
+synchronous engine). Every error leaves in one shape,
+``{"error": {"code", "message", "details"}}``: kgsearch errors with their own status
+and code, request validation errors as 400 ``invalid_request``, unknown routes and
+methods as 404/405, and anything else (a bug) as 500 ``error`` without internals.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from kgsearch.errors import MissingDependency
+
+try:
+    from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.openapi.utils import get_openapi
+    from fastapi.responses import JSONResponse
+    from starlette.exceptions import HTTPException
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise MissingDependency(
+        "the REST API needs the server extra: pip install 'kgsearch[server]'"
+    ) from exc
+
+import kgsearch
+from kgsearch.api.background import BackfillJobs, EmbeddingWorker
+from kgsearch.api.limits import MAX_BODY_BYTES, BodyLimit
+from kgsearch.api.routes import embeddings, graph, ingest, search
+from kgsearch.api.schemas import ErrorBody
+from kgsearch.engine import Engine
+from kgsearch.errors import InvalidRequest, KgsearchError
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("kgsearch.api")
+
+_HTTP_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
+_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": text}
+    for code, text in (
+        (400, "Invalid request (validation errors are listed in details.errors)"),
+        (401, "Missing, malformed, unknown or revoked API key"),
+        (403, "The key lacks a scope or another project was named"),
+        (404, "Not found in this project"),
+        (409, "Conflict"),
+        (413, "Request body too large"),
+        (500, "Internal error"),
+        (502, "Embedding provider failed"),
+        (503, "Store unavailable"),
+    )
+}
+
+
+def create_app(
+    engine: Engine,
+    *,
+    keys: bool = True,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    worker: bool = False,
+    worker_interval: float = 1.0,
+) -> FastAPI:
+    """Build the REST app over ``engine`` (the caller keeps owning and closing it).
+
+    Args:
+        engine: The engine every route calls.
+        keys: Require an API key on every route but ``/health``. ``False`` is the
+            keyless mode for local use: it answers loopback clients only, with every
+            scope, in the project named by ``X-Kgsearch-Project`` (or the engine's).
+        max_body_bytes: Larger request bodies get 413.
+        worker: Embed pending rows in a background thread while the app runs.
+        worker_interval: Seconds between the worker's polls when idle.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        runner = EmbeddingWorker(engine, interval=worker_interval) if worker else None
+        if runner is not None:
+            runner.start()
+        try:
+            yield
+        finally:
+            if runner is not None:
+                runner.stop()
+            jobs.stop_all()
+
+    app = FastAPI(
+        title="kgsearch",
+        version=kgsearch.__version__,
+        summary="Knowledge-graph search: objects, relationships and text, by meaning.",
+        lifespan=lifespan,
+        responses=_ERROR_RESPONSES,
+    )
+    jobs = BackfillJobs(engine)
+    app.state.engine = engine
+    app.state.jobs = jobs
+    app.state.require_keys = keys
+    for module in (graph, ingest, search, embeddings):
+        app.include_router(module.router)
+    app.add_api_route("/health", _health, methods=["GET"], tags=["health"])
+    _add_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _health(request: Request) -> dict[str, Any]:
+    """Liveness: the store answers. Needs no key."""
+    engine: Engine = request.app.state.engine
+    return {
+        "status": "ok",
+        "version": kgsearch.__version__,
+        "schema": engine.store.info().schema_version,
+    }
+
+
+def _error(exc: KgsearchError) -> JSONResponse:
+    return JSONResponse(exc.to_dict(), status_code=exc.status)
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    async def kgsearch_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, KgsearchError)
+        return _error(exc)
+
+    async def validation_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
+            for e in exc.errors()
+        ]
+        shown = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors[:5])
+        return _error(InvalidRequest(f"invalid request: {shown}", details={"errors": errors}))
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        code = _HTTP_CODES.get(
+            exc.status_code, "invalid_request" if exc.status_code < 500 else "error"
+        )
+        body = {"error": {"code": code, "message": str(exc.detail), "details": {}}}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+        body = {"error": {"code": "error", "message": "internal error", "details": {}}}
+        return JSONResponse(body, status_code=500)
+
+    app.add_exception_handler(KgsearchError, kgsearch_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(Exception, unexpected)
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI schema, with FastAPI's default 422 replaced by our 400 error shape."""
+    if app.openapi_schema is None:
+        schema = get_openapi(
+            title=app.title,
+            version=app.version,
+            summary=app.summary,
+            routes=app.routes,
+        )
+        for path in schema.get("paths", {}).values():
+            for operation in path.values():
+                operation.get("responses", {}).pop("422", None)
+        schemas = schema.get("components", {}).get("schemas", {})
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+        app.openapi_schema = schema
+    return app.openapi_schema

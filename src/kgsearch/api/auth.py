@@ -1,0 +1,137 @@
+"""Who is calling: API-key authentication, scopes and the project a request may touch.
+
+Every route depends on :func:`require` with the scope it needs. With keys on (the
+default) the key in ``Authorization: Bearer <key>`` decides the project; a project
+named anywhere else (``X-Kgsearch-Project`` header, ``project`` query parameter or
+body field) must be that same project, or the request gets 403. In keyless mode,
+which :func:`kgsearch.api.create_app` only enables when asked and which answers
+loopback clients only, the header or query parameter selects the project.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Query, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from kgsearch.engine import Engine
+from kgsearch.errors import InvalidRequest
+from kgsearch.keys import (
+    ALL_SCOPES,
+    ApiKey,
+    Forbidden,
+    Scope,
+    Unauthorized,
+    check_project,
+    is_loopback,
+)
+
+__all__ = ["PROJECT_HEADER", "Principal", "get_engine", "is_loopback", "require"]
+
+PROJECT_HEADER = "X-Kgsearch-Project"
+_bearer = HTTPBearer(auto_error=False, description="An API key from `kgsearch keys create`")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller of one request: its project, scopes and key id (None when keyless)."""
+
+    project: str
+    scopes: frozenset[Scope]
+    key_id: str | None = None
+
+    def allows(self, scope: Scope) -> bool:
+        """Whether the caller holds ``scope``."""
+        return scope in self.scopes
+
+    def need(self, scope: Scope) -> None:
+        """Raise unless the caller holds ``scope``.
+
+        Raises:
+            Forbidden: The scope is missing.
+        """
+        if scope not in self.scopes:
+            raise Forbidden(
+                f"this request needs the {scope!r} scope, which the API key lacks",
+                details={"required_scope": scope, "scopes": sorted(self.scopes)},
+            )
+
+    def check_body(self, project: str | None) -> None:
+        """Raise if a request body names another project.
+
+        Raises:
+            Forbidden: ``project`` is set and is not the caller's project.
+        """
+        if project is not None and project != self.project:
+            raise Forbidden(
+                "the body names another project than the one this request is bound to",
+                details={"project": project},
+            )
+
+
+def get_engine(request: Request) -> Engine:
+    """The app's engine (set by ``create_app``)."""
+    engine: Engine = request.app.state.engine
+    return engine
+
+
+def _named_project(request: Request, query: str | None) -> str | None:
+    header = request.headers.get(PROJECT_HEADER)
+    if header is not None and query is not None and header != query:
+        raise InvalidRequest(
+            f"the {PROJECT_HEADER} header and the project query parameter disagree",
+            details={"header": header, "query": query},
+        )
+    named = header if header is not None else query
+    if named is not None and not (named.strip() and len(named) <= 200):
+        raise InvalidRequest("project must be a non-blank name of at most 200 characters")
+    return named
+
+
+def _authenticate(request: Request, credentials: HTTPAuthorizationCredentials | None) -> ApiKey:
+    if credentials is None:
+        raise Unauthorized(
+            "missing API key: send `Authorization: Bearer <key>`; "
+            "create one with `kgsearch keys create --project P --scopes read`"
+        )
+    return get_engine(request).authenticate(credentials.credentials)
+
+
+def require(scope: Scope) -> Callable[..., Principal]:
+    """A dependency that authenticates the request and checks ``scope``.
+
+    Raises (from the dependency):
+        Unauthorized: Keys are required and none valid was sent.
+        Forbidden: Missing scope, another project named, or keyless mode from a
+            non-loopback client.
+    """
+
+    def dependency(
+        request: Request,
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+        project: Annotated[
+            str | None,
+            Query(
+                max_length=200,
+                description="The project; with a key it must be the key's own project",
+            ),
+        ] = None,
+    ) -> Principal:
+        named = _named_project(request, project)
+        if request.app.state.require_keys:
+            key = _authenticate(request, credentials)
+            check_project(key, named)
+            principal = Principal(key.project, frozenset(key.scopes), key.id)
+        else:
+            client = request.client.host if request.client else None
+            if not is_loopback(client):
+                raise Forbidden("keyless mode serves loopback clients only; use an API key")
+            default = get_engine(request).project
+            principal = Principal(named or default, frozenset(ALL_SCOPES))
+        principal.need(scope)
+        return principal
+
+    return dependency

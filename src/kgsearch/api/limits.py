@@ -1,0 +1,116 @@
+"""Request limits of the REST API and the ASGI middleware that enforces the body size.
+
+The body limit is checked before any parsing: a request announcing a larger
+``Content-Length`` is refused at once, and a streamed (chunked) body is read only
+up to the limit. Both get the one error shape with status 413.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from kgsearch.errors import InvalidRequest
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_BULK_ITEMS",
+    "MAX_ID_CHARS",
+    "MAX_LIMIT",
+    "MAX_QUERY_CHARS",
+    "BodyLimit",
+    "PayloadTooLarge",
+]
+
+MAX_BODY_BYTES = 1_048_576
+MAX_QUERY_CHARS = 800
+MAX_LIMIT = 100
+MAX_BULK_ITEMS = 1000
+MAX_ID_CHARS = 200
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class PayloadTooLarge(InvalidRequest):
+    """The request body is larger than the server accepts."""
+
+    status = 413
+    code = "payload_too_large"
+
+
+class BodyLimit:
+    """ASGI middleware: refuse HTTP bodies over ``max_bytes`` with a 413 error body.
+
+    Args:
+        app: The wrapped ASGI application.
+        max_bytes: Largest accepted body.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, or answer 413 when its body is too large."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_bytes:
+            await self._refuse(send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break  # the client went away; let the app see the disconnect
+            body += message.get("body", b"")
+            if len(body) > self.max_bytes:
+                await self._refuse(send)
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send: Send) -> None:
+        error = PayloadTooLarge(
+            f"request body is larger than {self.max_bytes} bytes; send fewer items per request",
+            details={"max_bytes": self.max_bytes},
+        )
+        payload = json.dumps(error.to_dict()).encode("utf-8")
+        await send(
+            {
+                "type": "http.response.start",
+                "status": error.status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(payload)).encode("ascii")),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None

@@ -1,0 +1,1 @@
+"""The REST routes, one module per group: graph, ingest, search, embeddings."""

@@ -1,0 +1,50 @@
+"""Search routes: seed 000's unified search, RAG context and explain."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends
+
+from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.schemas import ContextRequest, UnifiedSearch, plain
+from kgsearch.engine import Engine
+from kgsearch.search.request import SearchRequest, SearchResponse
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/search", tags=["search"])
+
+EngineDep = Annotated[Engine, Depends(get_engine)]
+Reader = Annotated[Principal, Depends(require("read"))]
+Debugger = Annotated[Principal, Depends(require("debug"))]
+
+
+@router.post("/unified")
+def unified(body: UnifiedSearch, who: Reader, engine: EngineDep) -> SearchResponse:
+    """Search objects, relationships and chunks at once (vector + BM25, fused by RRF).
+
+    ``includeDebug: true`` adds score distributions and per-leg ranks; it needs a key
+    with the ``debug`` scope.
+    """
+    who.check_body(body.project)
+    if body.include_debug:
+        who.need("debug")
+    return engine.search(plain(body, SearchRequest), project=who.project)
+
+
+@router.post("/context")
+def context(body: ContextRequest, who: Reader, engine: EngineDep) -> dict[str, Any]:
+    """The search's hits formatted as RAG prompt context within ``maxTokens``."""
+    who.check_body(body.project)
+    if body.include_debug:
+        who.need("debug")
+    request = plain(body, SearchRequest)
+    return engine.context(request, max_tokens=body.max_tokens, project=who.project)
+
+
+@router.post("/explain")
+def explain(body: UnifiedSearch, who: Debugger, engine: EngineDep) -> dict[str, Any]:
+    """Show a search's work: each leg's ranked hits and scores, then the fused order."""
+    who.check_body(body.project)
+    return engine.explain(plain(body, SearchRequest), project=who.project)

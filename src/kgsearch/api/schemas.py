@@ -1,0 +1,250 @@
+"""REST request and response bodies: the ``model.py`` types plus the REST-only limits.
+
+Bodies extend the library's models only with what the wire needs: an optional
+``project`` (which must be the caller's project), the 800-character query limit of
+the search routes, bulk wrappers and patches. Every body rejects unknown fields.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kgsearch.api.limits import MAX_BULK_ITEMS, MAX_ID_CHARS, MAX_QUERY_CHARS
+from kgsearch.model import (
+    Chunk,
+    ChunkIn,
+    GraphObject,
+    ObjectIn,
+    Relationship,
+    RelationshipIn,
+    Source,
+    SourceIn,
+)
+from kgsearch.search.request import SearchRequest
+
+__all__ = [
+    "BackfillJob",
+    "BackfillRequest",
+    "Bulk",
+    "ChunkCreate",
+    "ChunkPage",
+    "ContextRequest",
+    "Deleted",
+    "ErrorBody",
+    "Id",
+    "IdsBody",
+    "ObjectCreate",
+    "ObjectPage",
+    "ObjectPatch",
+    "RelationshipCreate",
+    "RelationshipPage",
+    "RelationshipPatch",
+    "RetryRequest",
+    "SourceCreate",
+    "SourcePage",
+    "TextIn",
+    "UnifiedSearch",
+    "plain",
+]
+
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+_PROJECT = Field(
+    default=None,
+    min_length=1,
+    max_length=200,
+    description="Optional; when given it must be the project the request is bound to",
+)
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def plain(body: BaseModel, model: type[M]) -> M:
+    """The library model behind a REST body (drops ``project`` and REST-only fields)."""
+    data = body.model_dump(exclude_unset=True, by_alias=True, exclude={"project"})
+    return model.model_validate({k: v for k, v in data.items() if k in _names(model)})
+
+
+def _names(model: type[BaseModel]) -> set[str]:
+    names = set(model.model_fields)
+    names |= {f.alias for f in model.model_fields.values() if f.alias}
+    return names
+
+
+class ErrorDetail(_Body):
+    """The error itself."""
+
+    code: str = Field(description="Stable machine-readable code, e.g. not_found")
+    message: str = Field(description="What went wrong and what to do next")
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorBody(_Body):
+    """The one error shape of every route."""
+
+    error: ErrorDetail
+
+
+class ObjectCreate(ObjectIn):
+    """An object to create or update (by type + key)."""
+
+    project: str | None = _PROJECT
+
+
+class RelationshipCreate(RelationshipIn):
+    """A relationship to create or update; endpoints are ids or ``{type, key}``."""
+
+    project: str | None = _PROJECT
+
+
+class SourceCreate(SourceIn):
+    """A source document to create or update."""
+
+    project: str | None = _PROJECT
+
+
+class ChunkCreate(ChunkIn):
+    """A chunk of text to create or update."""
+
+    project: str | None = _PROJECT
+
+
+class Bulk(_Body, Generic[T]):
+    """Many items in one request (all or nothing)."""
+
+    items: list[T] = Field(min_length=1, max_length=MAX_BULK_ITEMS)
+    project: str | None = _PROJECT
+
+
+class IdsBody(_Body):
+    """Ids to delete."""
+
+    ids: list[Id] = Field(min_length=1, max_length=MAX_BULK_ITEMS)
+    project: str | None = _PROJECT
+
+
+class Deleted(_Body):
+    """How many rows a delete removed."""
+
+    deleted: int
+
+
+class ObjectPatch(_Body):
+    """Changes to an object: ``tags``/``labels`` replace, ``properties`` merge
+    (a null value removes that property). Type and key cannot change."""
+
+    tags: list[str] | None = None
+    labels: list[str] | None = None
+    properties: dict[str, Any] | None = None
+    project: str | None = _PROJECT
+
+
+class RelationshipPatch(_Body):
+    """Changes to a relationship; ``properties`` merge, the rest replace.
+    Type and endpoints cannot change."""
+
+    label: str | None = None
+    properties: dict[str, Any] | None = None
+    weight: float | None = Field(default=None, allow_inf_nan=False)
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    description: str | None = None
+    source_chunks: list[str] | None = None
+    project: str | None = _PROJECT
+
+
+class TextIn(_Body):
+    """Free text to store as chunks under one source."""
+
+    text: str = Field(min_length=1, max_length=500_000)
+    source_id: Id | None = None
+    title: str | None = Field(default=None, max_length=1000)
+    metadata: dict[str, Any] | None = None
+    max_chars: int = Field(default=1000, ge=100, le=100_000)
+    project: str | None = _PROJECT
+
+
+class UnifiedSearch(SearchRequest):
+    """Seed 000's unified search request (``includeDebug`` needs the debug scope)."""
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    project: str | None = _PROJECT
+
+
+class ContextRequest(UnifiedSearch):
+    """A search whose hits are formatted as RAG prompt context."""
+
+    max_tokens: int = Field(default=1000, ge=1, le=100_000, alias="maxTokens")
+
+
+class BackfillRequest(_Body):
+    """Start embedding the project's pending and failed rows in the background."""
+
+    batch_size: int = Field(default=64, ge=1, le=1000)
+    delay_ms: int = Field(default=0, ge=0, le=60_000, description="Pause between batches")
+    limit: int | None = Field(default=None, ge=1, le=10_000_000, description="Stop after ~N rows")
+    kinds: list[Literal["object", "relationship", "chunk"]] | None = Field(
+        default=None, min_length=1, max_length=3
+    )
+    dry_run: bool = Field(default=False, description="Only count what would be embedded")
+    project: str | None = _PROJECT
+
+
+class BackfillJob(_Body):
+    """A background backfill and its progress so far."""
+
+    id: str
+    project: str
+    state: Literal["running", "done", "failed", "cancelled"]
+    kinds: list[str]
+    total: int = Field(description="Rows due when the job started")
+    processed: int
+    embedded: int
+    failed: int
+    dead: int
+    batches: int
+    errors: list[str]
+    started_at: datetime
+    finished_at: datetime | None = None
+    error: dict[str, Any] | None = None
+
+
+class RetryRequest(_Body):
+    """Re-queue failed rows (and dead ones with ``dead``)."""
+
+    dead: bool = False
+    project: str | None = _PROJECT
+
+
+class ObjectPage(_Body):
+    """A page of objects; pass ``next_cursor`` back as ``cursor`` for the next."""
+
+    items: list[GraphObject]
+    next_cursor: str | None = None
+
+
+class RelationshipPage(_Body):
+    """A page of relationships."""
+
+    items: list[Relationship]
+    next_cursor: str | None = None
+
+
+class ChunkPage(_Body):
+    """A page of chunks."""
+
+    items: list[Chunk]
+    next_cursor: str | None = None
+
+
+class SourcePage(_Body):
+    """A page of sources."""
+
+    items: list[Source]
+    next_cursor: str | None = None

@@ -1,0 +1,194 @@
+"""CLI commands that serve the engine: ``serve`` (REST), ``mcp`` and ``keys``.
+
+The server libraries are optional (``pip install 'kgsearch[server]'``); they are
+imported inside the commands, so every other command works without them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.table import Table
+
+from kgsearch.cli.common import State, emit, engine_from, handle_errors, out, pass_state
+from kgsearch.errors import MissingDependency
+from kgsearch.keys import ALL_SCOPES, ApiKey, is_loopback, parse_scopes
+
+__all__ = ["keys", "mcp", "serve"]
+
+_INSTALL = "pip install 'kgsearch[server]'"
+
+
+def _require(module: str) -> None:
+    try:
+        __import__(module)
+    except ImportError as exc:
+        raise MissingDependency(
+            f"this command needs {module}, part of the server extra: {_INSTALL}"
+        ) from exc
+
+
+def _check_keyless(no_auth: bool, host: str) -> None:
+    if no_auth and not is_loopback(host):
+        raise click.UsageError(
+            f"--no-auth only serves loopback addresses (127.0.0.1, ::1), not {host!r}"
+        )
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--no-auth",
+    is_flag=True,
+    help="Keyless mode for local use: loopback only, every scope, project from the "
+    "X-Kgsearch-Project header.",
+)
+@click.option(
+    "--max-body",
+    default=1_048_576,
+    show_default=True,
+    type=click.IntRange(1024),
+    help="Largest request body in bytes.",
+)
+@click.option(
+    "--worker/--no-worker",
+    default=True,
+    show_default=True,
+    help="Embed new rows in the background as they arrive.",
+)
+@pass_state
+@handle_errors
+def serve(state: State, host: str, port: int, no_auth: bool, max_body: int, worker: bool) -> None:
+    """Run the REST API (OpenAPI docs at /docs); requests need an API key.
+
+    Example: kgsearch --db graph.db serve --port 8000
+    """
+    _require("fastapi")
+    _require("uvicorn")
+    _check_keyless(no_auth, host)
+    import uvicorn
+
+    from kgsearch.api.app import create_app
+
+    with engine_from(state) as engine:
+        app = create_app(engine, keys=not no_auth, max_body_bytes=max_body, worker=worker)
+        uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+@click.command("mcp")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for local agents; http for streamable HTTP at /mcp.",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP address.")
+@click.option("--port", default=8001, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--scopes",
+    default=",".join(ALL_SCOPES),
+    show_default=True,
+    help="What the tools may do (read, write, debug).",
+)
+@click.option("--no-auth", is_flag=True, help="HTTP without API keys (loopback only).")
+@pass_state
+@handle_errors
+def mcp(state: State, transport: str, host: str, port: int, scopes: str, no_auth: bool) -> None:
+    """Run the MCP server for agents: search, lookups, neighbours and writes.
+
+    Over HTTP every request needs an API key of the project holding the scopes.
+
+    Example: kgsearch --db graph.db --project demo mcp --scopes read
+    """
+    _require("mcp")
+    allowed = parse_scopes(scopes)
+    if transport == "http":
+        _check_keyless(no_auth, host)
+    from kgsearch.mcp.server import create_server, key_guard
+
+    with engine_from(state) as engine:
+        server = create_server(engine, project=engine.project, scopes=allowed)
+        if transport == "stdio":
+            server.run("stdio")
+            return
+        import uvicorn
+
+        app: Any = server.streamable_http_app(host=host)
+        if not no_auth:
+            app = key_guard(app, engine, project=engine.project, scopes=allowed)
+        uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+@click.group()
+def keys() -> None:
+    """Create, list and revoke API keys (each bound to one project)."""
+
+
+@keys.command("create")
+@click.option("--project", "key_project", help="The key's project (default: the global one).")
+@click.option(
+    "--scopes", default="read", show_default=True, help="Comma-separated: read, write, debug."
+)
+@click.option("--name", help="A label to recognise the key by.")
+@pass_state
+@handle_errors
+def keys_create(state: State, key_project: str | None, scopes: str, name: str | None) -> None:
+    """Create an API key and print it once (only its hash is stored).
+
+    Example: kgsearch keys create --project demo --scopes read,write,debug
+    """
+    with engine_from(state) as engine:
+        key, record = engine.create_api_key(key_project or engine.project, scopes, name=name)
+    emit(
+        state,
+        {"key": key, **record.model_dump(mode="json")},
+        lambda v: out.print(
+            f"{v['key']}\n[dim]id {v['id']}, project {v['project']}, scopes "
+            f"{','.join(v['scopes'])}. Store it now: it is not shown again.[/]"
+        ),
+    )
+
+
+@keys.command("list")
+@click.option("--project", "key_project", help="Only keys of this project.")
+@pass_state
+@handle_errors
+def keys_list(state: State, key_project: str | None) -> None:
+    """List API keys (ids, projects, scopes; never the keys themselves).
+
+    Example: kgsearch keys list --project demo
+    """
+    with engine_from(state) as engine:
+        records = engine.api_keys(project=key_project)
+    emit(state, records, _render_keys)
+
+
+@keys.command("revoke")
+@click.argument("key_id")
+@pass_state
+@handle_errors
+def keys_revoke(state: State, key_id: str) -> None:
+    """Revoke an API key by id; it stops working at once.
+
+    Example: kgsearch keys revoke 3f2a9c1b7d4e
+    """
+    with engine_from(state) as engine:
+        engine.revoke_api_key(key_id)
+    emit(state, {"revoked": key_id}, lambda v: out.print(f"revoked {v['revoked']}"))
+
+
+def _render_keys(records: list[ApiKey]) -> None:
+    table = Table("id", "project", "scopes", "name", "created", "revoked")
+    for k in records:
+        table.add_row(
+            k.id,
+            k.project,
+            ",".join(k.scopes),
+            k.name or "",
+            k.created_at.strftime("%Y-%m-%d %H:%M"),
+            k.revoked_at.strftime("%Y-%m-%d %H:%M") if k.revoked_at else "",
+        )
+    out.print(table)

@@ -1,0 +1,193 @@
+"""API keys: generation, hashing, verification and scopes (used by the REST and MCP servers).
+
+A key looks like ``kgs_<id>_<secret>``: ``id`` (12 hex characters) names the stored
+record, ``secret`` is 256 random bits. Only the SHA-256 digest of the secret is
+stored; a key is checked by looking the record up by id and comparing digests in
+constant time. A fast hash is the right tool here: a 256-bit random secret cannot
+be guessed, so the slow, salted password hashes (scrypt, argon2) that protect
+low-entropy passwords would only add latency to every request.
+
+Each key is bound to exactly one project and carries scopes:
+
+* ``read``  — lookups, listings, search, RAG context, embedding status;
+* ``write`` — creates, updates, deletes, ingestion, backfill and retry;
+* ``debug`` — search debug output (``includeDebug``) and ``explain``.
+
+The errors raised here extend the one kgsearch tree::
+
+    KgsearchError
+    ├── Unauthorized   401  unauthorized   no key, malformed, unknown or revoked
+    └── Forbidden      403  forbidden      missing scope, or another project named
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import re
+import secrets
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kgsearch.errors import InvalidRequest, KgsearchError
+
+__all__ = [
+    "ALL_SCOPES",
+    "ApiKey",
+    "Forbidden",
+    "Scope",
+    "Unauthorized",
+    "check_project",
+    "check_scope",
+    "generate_key",
+    "hash_secret",
+    "is_loopback",
+    "parse_key",
+    "parse_scopes",
+    "verify_secret",
+]
+
+Scope = Literal["read", "write", "debug"]
+ALL_SCOPES: tuple[Scope, ...] = get_args(Scope)
+_PREFIX = "kgs"
+_KEY = re.compile(r"^kgs_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
+
+
+class Unauthorized(KgsearchError):
+    """No valid API key was presented (missing, malformed, unknown or revoked)."""
+
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(KgsearchError):
+    """The key is valid but may not do this (missing scope, or another project)."""
+
+    status = 403
+    code = "forbidden"
+
+
+def _default_scopes() -> list[Scope]:
+    return ["read"]
+
+
+class ApiKey(BaseModel):
+    """A stored API key's public record (never the secret nor its hash).
+
+    Attributes:
+        id: The public key id (the ``<id>`` part of the key).
+        project: The only project this key can read or write.
+        scopes: What the key may do.
+        name: A human label.
+        created_at: When the key was made.
+        revoked_at: When it was revoked, or None while it is active.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    project: str
+    scopes: list[Scope] = Field(default_factory=_default_scopes)
+    name: str | None = None
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether the key can still be used."""
+        return self.revoked_at is None
+
+
+def parse_scopes(scopes: str | Iterable[str]) -> list[Scope]:
+    """Normalise scopes (``"read,write"`` or an iterable) into a sorted, unique list.
+
+    Raises:
+        InvalidRequest: A scope is unknown or none is given.
+    """
+    items = scopes.split(",") if isinstance(scopes, str) else list(scopes)
+    names = [s.strip() for s in items if s.strip()]
+    unknown = sorted(set(names) - set(ALL_SCOPES))
+    if unknown:
+        raise InvalidRequest(
+            f"unknown scope(s) {', '.join(unknown)}; known: {', '.join(ALL_SCOPES)}",
+            details={"unknown": unknown},
+        )
+    if not names:
+        raise InvalidRequest(f"give at least one scope ({', '.join(ALL_SCOPES)})")
+    return [s for s in ALL_SCOPES if s in names]
+
+
+def hash_secret(secret: str) -> str:
+    """The stored digest of a key's secret (hex SHA-256)."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def generate_key() -> tuple[str, str, str]:
+    """A new key: ``(plaintext key, key id, digest to store)``.
+
+    The plaintext is shown to the user once and never stored.
+    """
+    key_id = secrets.token_hex(6)
+    secret = secrets.token_urlsafe(32)
+    return f"{_PREFIX}_{key_id}_{secret}", key_id, hash_secret(secret)
+
+
+def parse_key(key: str) -> tuple[str, str]:
+    """Split a presented key into ``(key id, secret)``.
+
+    Raises:
+        Unauthorized: The key is not shaped like a kgsearch key.
+    """
+    match = _KEY.match(key.strip())
+    if match is None:
+        raise Unauthorized("malformed API key; keys look like kgs_<id>_<secret>")
+    return match.group(1), match.group(2)
+
+
+def verify_secret(secret: str, stored_hash: str) -> bool:
+    """Whether ``secret`` matches the stored digest (constant-time comparison)."""
+    return hmac.compare_digest(hash_secret(secret), stored_hash)
+
+
+def check_scope(key: ApiKey, scope: Scope) -> None:
+    """Raise unless ``key`` carries ``scope``.
+
+    Raises:
+        Forbidden: The scope is missing.
+    """
+    if scope not in key.scopes:
+        raise Forbidden(
+            f"this API key lacks the {scope!r} scope; create one with "
+            f"`kgsearch keys create --project {key.project} --scopes {scope}`",
+            details={"required_scope": scope, "scopes": list(key.scopes)},
+        )
+
+
+def check_project(key: ApiKey, named: str | None) -> None:
+    """Raise if a request names a project other than the key's own.
+
+    Raises:
+        Forbidden: ``named`` is set and differs from the key's project.
+    """
+    if named is not None and named != key.project:
+        raise Forbidden(
+            "this API key is bound to another project; a key can only reach its own project",
+            details={"project": named},
+        )
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether ``host`` is a loopback address (127.0.0.0/8, ::1 or ``localhost``),
+    the only place the servers' keyless mode answers."""
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,331 @@
+"""The MCP adapter: ``create_server(engine)`` exposes kgsearch as tools for agents.
+
+Built on the official MCP SDK. Each tool parses its arguments (the library's own
+models: ``ObjectIn``, ``RelationshipIn``, ``Filters``), calls one engine method in a
+worker thread (``anyio.to_thread.run_sync``, the engine is synchronous) and returns
+the same JSON payload the REST API returns, as structured content and as JSON text.
+Errors come back as tool errors carrying the REST error shape
+``{"error": {"code", "message", "details"}}``, argument validation included.
+
+A server is bound to one project and a set of scopes; ``kgsearch mcp`` runs it over
+stdio or streamable HTTP, where :func:`key_guard` checks API keys.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, MutableMapping
+from typing import Annotated, Any, Literal
+
+from kgsearch.errors import MissingDependency
+
+try:
+    import anyio
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import CallToolResult, InputRequiredResult, TextContent
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise MissingDependency(
+        "the MCP server needs the server extra: pip install 'kgsearch[server]'"
+    ) from exc
+from pydantic import Field, ValidationError
+from pydantic_core import to_jsonable_python
+
+from kgsearch.engine import Engine
+from kgsearch.errors import InvalidRequest, KgsearchError, NotFound
+from kgsearch.keys import ALL_SCOPES, Forbidden, Scope, Unauthorized, check_project, check_scope
+from kgsearch.model import Filters, ObjectIn, RelationshipIn
+from kgsearch.search.request import SearchRequest
+
+__all__ = ["create_server", "key_guard", "tool_payload"]
+
+log = logging.getLogger("kgsearch.mcp")
+
+MAX_QUERY_CHARS = 800
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question")]
+Limit = Annotated[int, Field(ge=1, le=100, description="Results to return")]
+ResultTypes = Annotated[
+    Literal["both", "graph", "text"],
+    Field(description="graph = objects + relationships; text = chunks; both = all"),
+]
+TypeHint = Annotated[str | None, Field(max_length=200, description="Boost objects of this type")]
+Recipe = Annotated[str | None, Field(max_length=50, description="A named search configuration")]
+Id = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+def tool_payload(result: CallToolResult) -> Any:
+    """The JSON payload of a kgsearch tool result (what the REST API would return)."""
+    if result.structured_content is not None:
+        return result.structured_content
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return json.loads(block.text)
+
+
+def _result(payload: dict[str, Any], *, error: bool = False) -> CallToolResult:
+    text = json.dumps(payload, ensure_ascii=False)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=payload,
+        is_error=error,
+    )
+
+
+class _Server(MCPServer[Any]):
+    """MCPServer whose argument-validation errors use the kgsearch error shape."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                errors: list[dict[str, Any]] = [
+                    {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+                    for e in cause.errors(include_url=False)
+                ]
+                shown = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors[:5])
+                error: KgsearchError = InvalidRequest(
+                    f"invalid arguments: {shown}", details={"errors": errors}
+                )
+            elif self._tool_manager.get_tool(name) is None:
+                error = NotFound(f"unknown tool {name!r}")
+            else:
+                raise
+            return _result(error.to_dict(), error=True)
+
+
+def create_server(
+    engine: Engine,
+    *,
+    project: str | None = None,
+    scopes: Iterable[Scope] = ALL_SCOPES,
+    name: str = "kgsearch",
+) -> MCPServer[Any]:
+    """Build the MCP server over ``engine`` (the caller keeps owning and closing it).
+
+    Args:
+        engine: The engine every tool calls.
+        project: The one project the tools read and write (default: the engine's).
+        scopes: What the tools may do: ``read`` (search, lookups, status), ``write``
+            (add_objects, add_relationships, add_text), ``debug`` (explain,
+            ``include_debug``).
+        name: The server name agents see.
+    """
+    p = project or engine.project
+    allowed = frozenset(scopes)
+    server = _Server(
+        name,
+        instructions=(
+            "Search and grow a knowledge graph. Use `search` for questions (objects, "
+            "relationships and text at once), `context` for prompt-ready text, "
+            "`get_object`/`neighbors` to walk the graph, `add_*` to store new facts."
+        ),
+    )
+
+    async def call(scope: Scope, fn: Callable[[], Any]) -> CallToolResult:
+        try:
+            if scope not in allowed:
+                raise Forbidden(
+                    f"this MCP server was started without the {scope!r} scope",
+                    details={"required_scope": scope, "scopes": sorted(allowed)},
+                )
+            value = await anyio.to_thread.run_sync(fn)
+        except KgsearchError as exc:
+            return _result(exc.to_dict(), error=True)
+        except Exception:  # a bug: report it without internals, like REST's 500
+            log.exception("tool failed unexpectedly")
+            return _result(
+                {"error": {"code": "error", "message": "internal error", "details": {}}}, error=True
+            )
+        return _result(to_jsonable_python(value))
+
+    def request(
+        query: str,
+        limit: int,
+        result_types: str,
+        type_hint: str | None,
+        recipe: str | None,
+        filters: Filters | None,
+        include_debug: bool = False,
+    ) -> SearchRequest:
+        data: dict[str, Any] = {"query": query, "limit": limit, "result_types": result_types}
+        data |= {"type_hint": type_hint, "recipe": recipe, "include_debug": include_debug}
+        if filters is not None:
+            data["filters"] = filters
+        try:
+            return SearchRequest.model_validate({k: v for k, v in data.items() if v is not None})
+        except ValidationError as exc:
+            raise InvalidRequest(f"invalid search: {exc.errors()[0]['msg']}") from None
+
+    @server.tool(structured_output=False)
+    async def search(
+        query: Query,
+        limit: Limit = 10,
+        result_types: ResultTypes = "both",
+        type_hint: TypeHint = None,
+        recipe: Recipe = None,
+        filters: Filters | None = None,
+        include_debug: bool = False,
+    ) -> CallToolResult:
+        """Search the graph by meaning and keywords: objects, relationships (as
+        "source predicate target" triplets) and text chunks, fused into one ranking."""
+        req = request(query, limit, result_types, type_hint, recipe, filters, include_debug)
+        scope: Scope = "debug" if include_debug else "read"
+        return await call(scope, lambda: engine.search(req, project=p))
+
+    @server.tool(structured_output=False)
+    async def context(
+        query: Query,
+        limit: Limit = 10,
+        result_types: ResultTypes = "both",
+        type_hint: TypeHint = None,
+        recipe: Recipe = None,
+        filters: Filters | None = None,
+        max_tokens: Annotated[int, Field(ge=1, le=100_000)] = 1000,
+    ) -> CallToolResult:
+        """Prompt-ready context for a question: the best objects, triplets and text
+        snippets as lines, within ``max_tokens``."""
+        req = request(query, limit, result_types, type_hint, recipe, filters)
+        return await call("read", lambda: engine.context(req, max_tokens=max_tokens, project=p))
+
+    @server.tool(structured_output=False)
+    async def explain(
+        query: Query,
+        limit: Limit = 10,
+        result_types: ResultTypes = "both",
+        type_hint: TypeHint = None,
+        recipe: Recipe = None,
+        filters: Filters | None = None,
+    ) -> CallToolResult:
+        """Show how a search ranked its results: each leg's hits and scores, then the
+        fused order."""
+        req = request(query, limit, result_types, type_hint, recipe, filters)
+        return await call("debug", lambda: engine.explain(req, project=p))
+
+    @server.tool(structured_output=False)
+    async def get_object(
+        id: Id | None = None,
+        type: Annotated[str | None, Field(max_length=200)] = None,
+        key: Annotated[str | None, Field(max_length=2000)] = None,
+    ) -> CallToolResult:
+        """One object (graph node) by id, or by type and key."""
+
+        def run() -> Any:
+            if id is not None:
+                return engine.get_object(id, project=p)
+            if type is None or key is None:
+                raise InvalidRequest("give an id, or both type and key")
+            return engine.get_object_by_key(type, key, project=p)
+
+        return await call("read", run)
+
+    @server.tool(structured_output=False)
+    async def get_relationship(id: Id) -> CallToolResult:
+        """One relationship (graph edge) by id, with its triplet text."""
+        return await call("read", lambda: engine.get_relationship(id, project=p))
+
+    @server.tool(structured_output=False)
+    async def neighbors(
+        id: Id,
+        depth: Annotated[int, Field(ge=1, le=3)] = 1,
+        direction: Literal["out", "in", "both"] = "both",
+        relationship_types: Annotated[list[str] | None, Field(max_length=50)] = None,
+    ) -> CallToolResult:
+        """Objects within ``depth`` hops of an object, each with the relationship that
+        reached it."""
+        return await call(
+            "read",
+            lambda: engine.neighborhood(
+                id,
+                project=p,
+                depth=depth,
+                direction=direction,
+                relationship_types=relationship_types,
+            ),
+        )
+
+    @server.tool(structured_output=False)
+    async def add_objects(
+        objects: Annotated[list[ObjectIn], Field(min_length=1, max_length=1000)],
+    ) -> CallToolResult:
+        """Create or update objects (upserted by type + key); they are embedded later."""
+        return await call("write", lambda: {"items": engine.add_objects(objects, project=p)})
+
+    @server.tool(structured_output=False)
+    async def add_relationships(
+        relationships: Annotated[list[RelationshipIn], Field(min_length=1, max_length=1000)],
+    ) -> CallToolResult:
+        """Create or update relationships; endpoints are object ids or {type, key}."""
+        return await call(
+            "write", lambda: {"items": engine.add_relationships(relationships, project=p)}
+        )
+
+    @server.tool(structured_output=False)
+    async def add_text(
+        text: Annotated[str, Field(min_length=1, max_length=500_000)],
+        source_id: Id | None = None,
+        title: Annotated[str | None, Field(max_length=1000)] = None,
+        max_chars: Annotated[int, Field(ge=100, le=100_000)] = 1000,
+    ) -> CallToolResult:
+        """Store free text as searchable chunks (split at paragraphs and sentences)."""
+        return await call(
+            "write",
+            lambda: engine.add_text(
+                text, source_id=source_id, title=title, max_chars=max_chars, project=p
+            ),
+        )
+
+    @server.tool(structured_output=False)
+    async def embedding_status() -> CallToolResult:
+        """How much of the project is embedded: counts by status and kind, failures."""
+        return await call("read", lambda: engine.embedding_status(project=p))
+
+    return server
+
+
+Scope_ = MutableMapping[str, Any]
+
+
+def key_guard(app: Any, engine: Engine, *, project: str, scopes: Iterable[Scope]) -> Any:
+    """ASGI middleware for the streamable-HTTP transport: every request must carry
+    ``Authorization: Bearer <key>`` of ``project`` holding every scope in ``scopes``.
+
+    Args:
+        app: The MCP Starlette app.
+        engine: Checks keys.
+        project: The server's project.
+        scopes: The scopes the server's tools use.
+    """
+    needed = list(scopes)
+
+    async def guarded(scope: Scope_, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {
+                k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
+            }
+            auth = headers.get("authorization", "")
+            try:
+                if not auth.lower().startswith("bearer "):
+                    raise Unauthorized("missing API key: send `Authorization: Bearer <key>`")
+                key = await anyio.to_thread.run_sync(engine.authenticate, auth[7:].strip())
+                check_project(key, project)
+                for s in needed:
+                    check_scope(key, s)
+            except KgsearchError as exc:
+                body = json.dumps(exc.to_dict()).encode("utf-8")
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": exc.status,
+                        "headers": [(b"content-type", b"application/json")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return guarded
