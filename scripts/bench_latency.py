@@ -46,12 +46,15 @@ def rss_mb() -> float:
 def recall_at_10(
     approx: SQLiteStore, exact: SQLiteStore, kind: Kind, queries: list[np.ndarray]
 ) -> float:
-    """Mean |ANN top-10 ∩ exact top-10| / 10."""
+    """Mean share of the fast path's top 10 that belong to the exact top 10 (a hit tied
+    with the exact 10th score counts: among equal scores any order is exact)."""
     total = 0.0
     for q in queries:
-        a = {i for i, _ in approx.vector_search("default", kind, q, limit=10)}
-        e = {i for i, _ in exact.vector_search("default", kind, q, limit=10)}
-        total += len(a & e) / 10
+        fast = approx.vector_search("default", kind, q, limit=10)
+        truth = exact.vector_search("default", kind, q, limit=10)
+        kth = truth[-1][1] if truth else 0.0
+        ids = {i for i, _ in truth}
+        total += sum(1 for i, s in fast if i in ids or s >= kth - 1e-5) / 10
     return total / len(queries)
 
 
@@ -103,13 +106,13 @@ def run_metaqa(n: int) -> str:
         "embedding (reported separately by the API as embedQueryMs).\n\n"
         + table(
             ["index", "timing", "p50 ms", "p95 ms"],
-            summary("HNSW (default)", timings) + summary("exact only", exact_timings),
+            summary("default (int8 scan)", timings)
+            + summary("float32 product only", exact_timings),
         )
-        + f"\n\nANN recall@10 vs exact (200 queries): objects {recall['object']:.3f}, "
-        f"relationships {recall['relationship']:.3f}. Loading vectors and building the "
-        f"HNSW indexes after opening the store took {warm:.1f} s (in a background "
-        "thread; searches are exact until it is ready). Peak RSS: "
-        f"{rss_mb():,.0f} MB."
+        + "\n\nRecall@10 of the default vector path against the float32 product (200 "
+        f"queries, ties counted): objects {recall['object']:.3f}, relationships "
+        f"{recall['relationship']:.3f}. Loading the vectors after opening the store took "
+        f"{warm:.1f} s. Peak RSS: {rss_mb():,.0f} MB.\n"
     )
 
 

@@ -1004,24 +1004,25 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 def _split_text(text: str, max_chars: int) -> list[str]:
-    """Greedy packing of paragraphs (then sentences, then words) into ≤ max_chars pieces."""
-    units: list[str] = []
+    """Greedy packing of paragraphs (then sentences, then words) into ≤ max_chars pieces;
+    paragraphs are rejoined with a blank line, pieces of one paragraph with a space."""
+    units: list[tuple[str, str]] = []
     for para in _PARAGRAPH.split(text.strip()):
-        para = para.strip()
-        if len(para) <= max_chars:
-            units.append(para)
-            continue
-        for sentence in _SENTENCE.split(para):
-            while len(sentence) > max_chars:
-                cut = sentence.rfind(" ", 0, max_chars + 1)
+        joiner = "\n\n"
+        parts = [para.strip()] if len(para) <= max_chars else _SENTENCE.split(para.strip())
+        for part in parts:
+            while len(part) > max_chars:
+                cut = part.rfind(" ", 0, max_chars + 1)
                 cut = cut if cut > 0 else max_chars
-                units.append(sentence[:cut].strip())
-                sentence = sentence[cut:].strip()
-            units.append(sentence)
+                units.append((part[:cut].strip(), joiner))
+                part, joiner = part[cut:].strip(), " "
+            if part.strip():
+                units.append((part.strip(), joiner))
+            joiner = " "
     pieces: list[str] = []
-    for unit in (u for u in units if u):
-        if pieces and len(pieces[-1]) + 2 + len(unit) <= max_chars:
-            pieces[-1] += "\n\n" + unit
+    for unit, joiner in units:
+        if pieces and len(pieces[-1]) + len(joiner) + len(unit) <= max_chars:
+            pieces[-1] += joiner + unit
         else:
             pieces.append(unit)
     return pieces

@@ -45,10 +45,10 @@ def seed(engine: Engine, project: str = "alpha") -> None:
 
 
 @pytest.fixture
-def api(serve: Serve, http: Http, api_engine: Engine) -> Api:
+def api(base_url: str, http: Http, api_engine: Engine) -> Api:
     """A client factory for a keyed server over ``api_engine`` (project alpha)."""
     key, _ = api_engine.create_api_key("alpha", "read,write,debug")
-    base = serve(create_app(api_engine))
+    base = base_url
     clients: dict[str | None, httpx.Client] = {}
 
     def make(k: str | None = key) -> httpx.Client:
@@ -361,10 +361,20 @@ def test_text_is_split_into_chunks_under_one_source(api: Api) -> None:
     body = response.json()
     assert response.status_code == 201
     assert body["source"]["title"] == "Notes"
-    assert [c["position"] for c in body["chunks"]] == list(range(len(body["chunks"])))
-    assert body["chunks"][0]["text"] == "First paragraph about engines."
-    assert all(len(c["text"]) <= 100 for c in body["chunks"])
+    assert [(c["position"], c["text"]) for c in body["chunks"]] == [
+        (0, "First paragraph about engines.\n\n" + " ".join(["Second paragraph."] * 3)),
+        (1, " ".join(["Second paragraph."] * 5)),
+        (2, " ".join(["Second paragraph."] * 2)),
+    ]
     assert {c["source_id"] for c in body["chunks"]} == {body["source"]["id"]}
+
+
+def test_adding_the_same_text_again_creates_no_duplicates(api: Api) -> None:
+    first = api().post("/api/text", json={"text": "Once upon a time."}).json()
+    second = api().post("/api/text", json={"text": "Once upon a time."}).json()
+
+    assert [c["id"] for c in first["chunks"]] == [c["id"] for c in second["chunks"]]
+    assert len(api().get("/api/chunks").json()["items"]) == 1
 
 
 # search ----------------------------------------------------------------------------------

@@ -1,13 +1,19 @@
-"""Request limits of the REST API and the ASGI middleware that enforces the body size.
+"""Request limits of the REST API and the ASGI middleware that guards request bodies.
 
 The body limit is checked before any parsing: a request announcing a larger
 ``Content-Length`` is refused at once, and a streamed (chunked) body is read only
 up to the limit. Both get the one error shape with status 413.
+
+JSON may spell text that is not valid Unicode: a lone surrogate escape such as
+``"\\ud800"`` decodes to a Python string that cannot be encoded as UTF-8, which
+every hash and every database driver rejects. Such bodies are refused with 400
+before any route sees them (valid pairs, e.g. an escaped emoji, are fine).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -19,8 +25,9 @@ __all__ = [
     "MAX_ID_CHARS",
     "MAX_LIMIT",
     "MAX_QUERY_CHARS",
-    "BodyLimit",
+    "InputGuard",
     "PayloadTooLarge",
+    "has_lone_surrogate",
 ]
 
 MAX_BODY_BYTES = 1_048_576
@@ -43,8 +50,21 @@ class PayloadTooLarge(InvalidRequest):
     code = "payload_too_large"
 
 
-class BodyLimit:
-    """ASGI middleware: refuse HTTP bodies over ``max_bytes`` with a 413 error body.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def has_lone_surrogate(value: object) -> bool:
+    """Whether a decoded JSON value holds a string that is not valid Unicode."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+class InputGuard:
+    """ASGI middleware: refuse bodies over ``max_bytes`` (413) and JSON bodies whose
+    strings are not valid Unicode (400), both with the one error body.
 
     Args:
         app: The wrapped ASGI application.
@@ -75,6 +95,15 @@ class BodyLimit:
                 return
             if not message.get("more_body", False):
                 break
+        if _SURROGATE_ESCAPE.search(body) and _invalid_unicode(bytes(body)):
+            await _send_error(
+                send,
+                InvalidRequest(
+                    "the body holds text that is not valid Unicode (a lone surrogate escape "
+                    "such as \\ud800); send UTF-8 text"
+                ),
+            )
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -91,19 +120,27 @@ class BodyLimit:
             f"request body is larger than {self.max_bytes} bytes; send fewer items per request",
             details={"max_bytes": self.max_bytes},
         )
-        payload = json.dumps(error.to_dict()).encode("utf-8")
-        await send(
-            {
-                "type": "http.response.start",
-                "status": error.status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(payload)).encode("ascii")),
-                    (b"connection", b"close"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        await _send_error(send, error)
+
+
+def _invalid_unicode(body: bytes) -> bool:
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return False  # not JSON at all: the route's own parsing answers 400
+    return has_lone_surrogate(value)
+
+
+async def _send_error(send: Send, error: InvalidRequest) -> None:
+    payload = json.dumps(error.to_dict()).encode("utf-8")
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(payload)).encode("ascii")),
+    ]
+    if isinstance(error, PayloadTooLarge):
+        headers.append((b"connection", b"close"))  # the unread rest of the body is dropped
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
 
 
 def _content_length(scope: Scope) -> int | None:

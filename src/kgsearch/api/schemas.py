@@ -36,6 +36,7 @@ __all__ = [
     "ErrorBody",
     "Id",
     "IdsBody",
+    "Items",
     "ObjectCreate",
     "ObjectPage",
     "ObjectPatch",
@@ -120,6 +121,12 @@ class Bulk(_Body, Generic[T]):
 
     items: list[T] = Field(min_length=1, max_length=MAX_BULK_ITEMS)
     project: str | None = _PROJECT
+
+
+class Items(_Body, Generic[T]):
+    """The rows a bulk request wrote, in request order."""
+
+    items: list[T]
 
 
 class IdsBody(_Body):

@@ -58,9 +58,22 @@ def _check_keyless(no_auth: bool, host: str) -> None:
     show_default=True,
     help="Embed new rows in the background as they arrive.",
 )
+@click.option(
+    "--threads",
+    type=click.IntRange(1, 256),
+    help="Requests handled at once (default: CPU count; search is CPU-bound).",
+)
 @pass_state
 @handle_errors
-def serve(state: State, host: str, port: int, no_auth: bool, max_body: int, worker: bool) -> None:
+def serve(
+    state: State,
+    host: str,
+    port: int,
+    no_auth: bool,
+    max_body: int,
+    worker: bool,
+    threads: int | None,
+) -> None:
     """Run the REST API (OpenAPI docs at /docs); requests need an API key.
 
     Example: kgsearch --db graph.db serve --port 8000
@@ -73,7 +86,9 @@ def serve(state: State, host: str, port: int, no_auth: bool, max_body: int, work
     from kgsearch.api.app import create_app
 
     with engine_from(state) as engine:
-        app = create_app(engine, keys=not no_auth, max_body_bytes=max_body, worker=worker)
+        app = create_app(
+            engine, keys=not no_auth, max_body_bytes=max_body, worker=worker, threads=threads
+        )
         uvicorn.run(app, host=host, port=port, log_level="info")
 
 
@@ -94,9 +109,23 @@ def serve(state: State, host: str, port: int, no_auth: bool, max_body: int, work
     help="What the tools may do (read, write, debug).",
 )
 @click.option("--no-auth", is_flag=True, help="HTTP without API keys (loopback only).")
+@click.option(
+    "--worker/--no-worker",
+    default=True,
+    show_default=True,
+    help="Embed new rows in the background as they arrive.",
+)
 @pass_state
 @handle_errors
-def mcp(state: State, transport: str, host: str, port: int, scopes: str, no_auth: bool) -> None:
+def mcp(
+    state: State,
+    transport: str,
+    host: str,
+    port: int,
+    scopes: str,
+    no_auth: bool,
+    worker: bool,
+) -> None:
     """Run the MCP server for agents: search, lookups, neighbours and writes.
 
     Over HTTP every request needs an API key of the project holding the scopes.
@@ -107,24 +136,35 @@ def mcp(state: State, transport: str, host: str, port: int, scopes: str, no_auth
     allowed = parse_scopes(scopes)
     if transport == "http":
         _check_keyless(no_auth, host)
+    from kgsearch.api.background import EmbeddingWorker
     from kgsearch.mcp.server import create_server, key_guard
 
     with engine_from(state) as engine:
         server = create_server(engine, project=engine.project, scopes=allowed)
-        if transport == "stdio":
-            server.run("stdio")
-            return
-        import uvicorn
+        runner = EmbeddingWorker(engine) if worker else None
+        if runner is not None:
+            runner.start()
+        try:
+            if transport == "stdio":
+                server.run("stdio")
+                return
+            import uvicorn
 
-        app: Any = server.streamable_http_app(host=host)
-        if not no_auth:
-            app = key_guard(app, engine, project=engine.project, scopes=allowed)
-        uvicorn.run(app, host=host, port=port, log_level="info")
+            app: Any = server.streamable_http_app(host=host)
+            if not no_auth:
+                app = key_guard(app, engine, project=engine.project, scopes=allowed)
+            uvicorn.run(app, host=host, port=port, log_level="info")
+        finally:
+            if runner is not None:
+                runner.stop()
 
 
 @click.group()
 def keys() -> None:
-    """Create, list and revoke API keys (each bound to one project)."""
+    """Create, list and revoke API keys (each bound to one project).
+
+    Example: kgsearch keys create --project demo --scopes read,write
+    """
 
 
 @keys.command("create")

@@ -78,6 +78,9 @@ class _Server(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        if _lone_surrogate(arguments):
+            error = InvalidRequest("the arguments hold text that is not valid Unicode")
+            return _result(error.to_dict(), error=True)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -88,14 +91,21 @@ class _Server(MCPServer[Any]):
                     for e in cause.errors(include_url=False)
                 ]
                 shown = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors[:5])
-                error: KgsearchError = InvalidRequest(
-                    f"invalid arguments: {shown}", details={"errors": errors}
-                )
+                error = InvalidRequest(f"invalid arguments: {shown}", details={"errors": errors})
             elif self._tool_manager.get_tool(name) is None:
-                error = NotFound(f"unknown tool {name!r}")
+                return _result(NotFound(f"unknown tool {name!r}").to_dict(), error=True)
             else:
                 raise
             return _result(error.to_dict(), error=True)
+
+
+def _lone_surrogate(value: object) -> bool:
+    """Whether decoded JSON holds a string that is not valid Unicode (e.g. "\\ud800")."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def create_server(

@@ -16,6 +16,7 @@ from kgsearch.api.schemas import (
     Bulk,
     Deleted,
     IdsBody,
+    Items,
     ObjectCreate,
     ObjectPage,
     ObjectPatch,
@@ -55,10 +56,10 @@ def create_object(body: ObjectCreate, who: Writer, engine: EngineDep) -> GraphOb
 
 
 @router.post("/objects/bulk", status_code=status.HTTP_201_CREATED, tags=["objects"])
-def create_objects(body: Bulk[ObjectIn], who: Writer, engine: EngineDep) -> Bulk[GraphObject]:
+def create_objects(body: Bulk[ObjectIn], who: Writer, engine: EngineDep) -> Items[GraphObject]:
     """Create or update many objects in one transaction."""
     who.check_body(body.project)
-    return Bulk[GraphObject](items=engine.add_objects(body.items, project=who.project))
+    return Items[GraphObject](items=engine.add_objects(body.items, project=who.project))
 
 
 @router.get("/objects", tags=["objects"])
@@ -146,10 +147,10 @@ def create_relationship(body: RelationshipCreate, who: Writer, engine: EngineDep
 @router.post("/relationships/bulk", status_code=status.HTTP_201_CREATED, tags=["relationships"])
 def create_relationships(
     body: Bulk[RelationshipIn], who: Writer, engine: EngineDep
-) -> Bulk[Relationship]:
+) -> Items[Relationship]:
     """Create or update many relationships in one transaction."""
     who.check_body(body.project)
-    return Bulk[Relationship](items=engine.add_relationships(body.items, project=who.project))
+    return Items[Relationship](items=engine.add_relationships(body.items, project=who.project))
 
 
 @router.get("/relationships", tags=["relationships"])

@@ -14,6 +14,7 @@ from kgsearch.api.schemas import (
     ChunkPage,
     Deleted,
     IdsBody,
+    Items,
     SourceCreate,
     SourcePage,
     TextIn,
@@ -46,10 +47,10 @@ def create_source(body: SourceCreate, who: Writer, engine: EngineDep) -> Source:
 
 
 @router.post("/sources/bulk", status_code=status.HTTP_201_CREATED, tags=["sources"])
-def create_sources(body: Bulk[SourceIn], who: Writer, engine: EngineDep) -> Bulk[Source]:
+def create_sources(body: Bulk[SourceIn], who: Writer, engine: EngineDep) -> Items[Source]:
     """Create or update many sources."""
     who.check_body(body.project)
-    return Bulk[Source](items=engine.add_sources(body.items, project=who.project))
+    return Items[Source](items=engine.add_sources(body.items, project=who.project))
 
 
 @router.get("/sources", tags=["sources"])
@@ -82,10 +83,10 @@ def create_chunk(body: ChunkCreate, who: Writer, engine: EngineDep) -> Chunk:
 
 
 @router.post("/chunks/bulk", status_code=status.HTTP_201_CREATED, tags=["chunks"])
-def create_chunks(body: Bulk[ChunkIn], who: Writer, engine: EngineDep) -> Bulk[Chunk]:
+def create_chunks(body: Bulk[ChunkIn], who: Writer, engine: EngineDep) -> Items[Chunk]:
     """Create or update many chunks."""
     who.check_body(body.project)
-    return Bulk[Chunk](items=engine.add_chunks(body.items, project=who.project))
+    return Items[Chunk](items=engine.add_chunks(body.items, project=who.project))
 
 
 @router.get("/chunks", tags=["chunks"])

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kgsearch.errors import Conflict, StoreError
+from kgsearch.errors import Conflict, InvalidRequest, StoreError
 
 __all__ = ["Connection"]
 
@@ -72,6 +72,8 @@ class Connection:
     def _run(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
         try:
             return self._db.execute(sql, params)
+        except OverflowError as exc:  # a caller's integer beyond SQLite's 64 bits
+            raise InvalidRequest(f"a number is too large for the store: {exc}") from exc
         except sqlite3.IntegrityError as exc:
             raise Conflict(f"write conflicts with existing data: {exc}") from exc
         except sqlite3.Error as exc:
@@ -87,6 +89,8 @@ class Connection:
         with self._lock:
             try:
                 self._db.executemany(sql, rows)
+            except OverflowError as exc:
+                raise InvalidRequest(f"a number is too large for the store: {exc}") from exc
             except sqlite3.IntegrityError as exc:
                 raise Conflict(f"write conflicts with existing data: {exc}") from exc
             except sqlite3.Error as exc:

@@ -29,6 +29,7 @@ class LexicalStats:
     def __init__(self) -> None:
         self._df: dict[tuple[str, str], int] = {}
         self._rows: dict[str, int] = {}
+        self._loaded: set[str] = set()
         self._ready = False
         self._lock = threading.Lock()
 
@@ -37,6 +38,7 @@ class LexicalStats:
         with self._lock:
             self._df.clear()
             self._rows.clear()
+            self._loaded.clear()
 
     def _setup(self, db: Connection) -> None:
         if self._ready:
@@ -87,12 +89,19 @@ class LexicalStats:
         return cached
 
     def _frequency(self, db: Connection, kind: Kind, stem: str) -> int:
-        key = (kind.table, stem)
+        """Document frequency of a stem. The whole vocabulary of a table is read once
+        (one pass over the index, cheaper than many cold single-term lookups); stems
+        added since then count as rare, and ``clear()`` reloads after bulk writes."""
         with self._lock:
-            cached = self._df.get(key)
-        if cached is None:
-            row = db.one(f"SELECT doc FROM temp.{kind.table}_fts_v WHERE term = ?", (stem,))
-            cached = int(row[0]) if row else 0
+            loaded = kind.table in self._loaded
+        if not loaded:
+            counts = {
+                str(r[0]): int(r[1])
+                for r in db.all(f"SELECT term, doc FROM temp.{kind.table}_fts_v")
+            }
             with self._lock:
-                self._df[key] = cached
-        return cached
+                for term, doc in counts.items():
+                    self._df[(kind.table, term)] = doc
+                self._loaded.add(kind.table)
+        with self._lock:
+            return self._df.get((kind.table, stem), 0)

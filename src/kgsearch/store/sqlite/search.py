@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from kgsearch.errors import DimensionMismatch, InvalidRequest
 from kgsearch.model import Filters, Kind
-from kgsearch.store.ann import ANN_MIN_ROWS, AnnIndex
+from kgsearch.store.ann import ANN_MIN_ROWS, INT8_MIN_ROWS, AnnIndex, Int8Scan
 from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.sqlite.lexical import LexicalStats
 from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, placeholders, query_terms
@@ -37,6 +37,7 @@ class _Entry:
     matrix: npt.NDArray[np.float32]
     has_validity: bool
     ann: AnnIndex | None = None
+    scan: Int8Scan | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -45,7 +46,7 @@ class VectorCache:
 
     Args:
         ann_min_rows: Collections at least this large also get an HNSW index
-            (None disables approximate search: every query is exact).
+            (None disables every acceleration: each query is a float32 product).
     """
 
     def __init__(self, ann_min_rows: int | None = ANN_MIN_ROWS) -> None:
@@ -76,6 +77,8 @@ class VectorCache:
             if entry is not None and entry.epoch == epoch:
                 return entry
         entry = _load(db, project, kind, epoch)
+        if self.ann_min_rows is not None and len(entry.ids) >= INT8_MIN_ROWS:
+            entry.scan = Int8Scan(entry.matrix)
         if self.ann_min_rows is not None and len(entry.ids) >= self.ann_min_rows:
             entry.ann = AnnIndex(entry.matrix)
         with self._lock:
@@ -174,6 +177,9 @@ def vector_search(
         keys, scores = entry.ann.search(query, limit)
         order = np.lexsort((keys, -scores))
         return [(entry.ids[int(keys[i])], float(scores[i])) for i in order]
+    if mask is None and entry.scan is not None:
+        keys, scores = entry.scan.search(query, limit)
+        return [(entry.ids[int(k)], float(s)) for k, s in zip(keys, scores, strict=True)]
     if mask is None:
         scores = entry.matrix @ query
         positions = np.arange(len(entry.ids))

@@ -1,0 +1,143 @@
+"""The server commands: ``keys create|list|revoke``, ``serve`` and ``mcp`` flags, and
+the missing-extra message; ``kgsearch serve`` itself is run as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner, Result
+
+from kgsearch.cli import cli
+
+ENV = {"KGSEARCH_EMBED__MODEL": "fake:32"}
+
+
+def run(db: Path, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["--db", str(db), *args], env=ENV)
+
+
+def as_json(result: Result) -> Any:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_keys_create_prints_the_key_once_and_list_never_shows_it(tmp_path: Path) -> None:
+    db = tmp_path / "k.db"
+
+    created = as_json(
+        run(db, "--json", "keys", "create", "--project", "alpha", "--scopes", "read,write,debug")
+    )
+    listed = as_json(run(db, "--json", "keys", "list"))
+
+    assert created["key"].startswith(f"kgs_{created['id']}_")
+    assert (created["project"], created["scopes"]) == ("alpha", ["read", "write", "debug"])
+    assert [k["id"] for k in listed] == [created["id"]]
+    assert created["key"] not in json.dumps(listed)
+
+
+def test_keys_revoke_marks_the_key_revoked(tmp_path: Path) -> None:
+    db = tmp_path / "k.db"
+    key_id = as_json(run(db, "--json", "keys", "create", "--project", "alpha"))["id"]
+
+    revoked = as_json(run(db, "--json", "keys", "revoke", key_id))
+    again = run(db, "--json", "keys", "revoke", key_id)
+
+    assert revoked == {"revoked": key_id}
+    assert as_json(run(db, "--json", "keys", "list", "--project", "alpha"))[0]["revoked_at"]
+    assert (again.exit_code, json.loads(again.stdout)["error"]["code"]) == (1, "not_found")
+
+
+def test_keys_create_rejects_unknown_scopes(tmp_path: Path) -> None:
+    result = run(tmp_path / "k.db", "keys", "create", "--scopes", "read,root")
+
+    assert result.exit_code == 1
+    assert "unknown scope(s) root" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["serve", "--no-auth", "--host", "0.0.0.0"],
+        ["mcp", "--transport", "http", "--no-auth", "--host", "10.0.0.1"],
+    ],
+)
+def test_keyless_mode_refuses_non_loopback_addresses(tmp_path: Path, args: list[str]) -> None:
+    result = run(tmp_path / "k.db", *args)
+
+    assert result.exit_code == 2
+    assert "--no-auth only serves loopback addresses" in result.output
+
+
+@pytest.mark.parametrize(("command", "module"), [("serve", "fastapi"), ("mcp", "mcp")])
+def test_server_commands_without_the_extra_say_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, module: str
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)
+
+    result = run(tmp_path / "k.db", command)
+
+    assert result.exit_code == 1
+    assert "pip install 'kgsearch[server]'" in result.output
+
+
+def test_kgsearch_imports_without_the_server_extra() -> None:
+    code = (
+        "import sys\n"
+        "for m in ('fastapi', 'starlette', 'uvicorn', 'mcp', 'anyio'):\n"
+        "    sys.modules[m] = None\n"
+        "import kgsearch, kgsearch.cli, kgsearch.keys, kgsearch.api, kgsearch.mcp\n"
+        "try:\n"
+        "    import kgsearch.api.app\n"
+        "except kgsearch.MissingDependency as exc:\n"
+        "    print(exc)\n"
+    )
+
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+
+    assert out.stdout.strip() == (
+        "the REST API needs the server extra: pip install 'kgsearch[server]'"
+    )
+
+
+def test_kgsearch_serve_answers_on_loopback(tmp_path: Path) -> None:
+    db = tmp_path / "serve.db"
+    key = as_json(run(db, "--json", "keys", "create", "--project", "alpha"))["key"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kgsearch", "--db", str(db), "serve", "--port", str(port)],
+        env={**ENV, "PATH": "/usr/bin:/bin"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                health = httpx.get(f"{base}/health", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "kgsearch serve did not start"
+                time.sleep(0.1)
+        listed = httpx.get(f"{base}/api/graph/objects", headers={"Authorization": f"Bearer {key}"})
+        unauthorised = httpx.get(f"{base}/api/graph/objects")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+
+    assert health.json()["status"] == "ok"
+    assert (listed.status_code, listed.json()) == (200, {"items": [], "next_cursor": None})
+    assert unauthorised.status_code == 401
