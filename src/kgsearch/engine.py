@@ -883,7 +883,9 @@ class Engine:
                         id=sid,
                         title=title if title is not None else (old.title if old else None),
                         uri=old.uri if old else None,
-                        metadata=dict(metadata) if metadata is not None else {},
+                        metadata=dict(metadata)
+                        if metadata is not None
+                        else (dict(old.metadata) if old else {}),
                     )
                 ],
                 project=p,

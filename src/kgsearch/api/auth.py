@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from kgsearch.engine import Engine
@@ -78,6 +79,29 @@ def get_engine(request: Request) -> Engine:
     return engine
 
 
+def _query_names(route: APIRoute) -> frozenset[str]:
+    """The query parameters a route declares, its dependencies' included."""
+    names: set[str] = set()
+    stack = [route.dependant]
+    while stack:
+        dependant = stack.pop()
+        names |= {f.alias for f in dependant.query_params}
+        stack.extend(dependant.dependencies)
+    return frozenset(names)
+
+
+def _reject_unknown_query(request: Request) -> None:
+    route = request.scope.get("route")
+    if isinstance(route, APIRoute):
+        known = _query_names(route)
+        unknown = sorted(set(request.query_params) - known)
+        if unknown:
+            raise InvalidRequest(
+                f"unknown query parameter(s): {', '.join(unknown)}",
+                details={"unknown": unknown, "known": sorted(known)},
+            )
+
+
 def _named_project(request: Request, query: str | None) -> str | None:
     header = request.headers.get(PROJECT_HEADER)
     if header is not None and query is not None and header != query:
@@ -104,6 +128,7 @@ def require(scope: Scope) -> Callable[..., Principal]:
     """A dependency that authenticates the request and checks ``scope``.
 
     Raises (from the dependency):
+        InvalidRequest: An unknown query parameter (strict, like bodies).
         Unauthorized: Keys are required and none valid was sent.
         Forbidden: Missing scope, another project named, or keyless mode from a
             non-loopback client.
@@ -120,6 +145,7 @@ def require(scope: Scope) -> Callable[..., Principal]:
             ),
         ] = None,
     ) -> Principal:
+        _reject_unknown_query(request)
         named = _named_project(request, project)
         if request.app.state.require_keys:
             key = _authenticate(request, credentials)

@@ -143,8 +143,9 @@ class BackfillJobs:
             job.thread = threading.Thread(
                 target=self._run, args=(job,), name=f"kgsearch-backfill-{job.id}", daemon=True
             )
+            first = job.snapshot()  # before the thread runs: a small job may finish at once
             job.thread.start()
-            return job.snapshot()
+            return first
 
     def get(self, project: str, job_id: str) -> dict[str, Any]:
         """A job's progress; jobs of other projects do not exist for the caller.

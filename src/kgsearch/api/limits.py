@@ -88,7 +88,7 @@ class InputGuard:
         while True:
             message = await receive()
             if message["type"] != "http.request":
-                break  # the client went away; let the app see the disconnect
+                return  # the client went away before sending its whole body
             body += message.get("body", b"")
             if len(body) > self.max_bytes:
                 await self._refuse(send)

@@ -183,9 +183,14 @@ def create_server(
     ) -> CallToolResult:
         """Search the graph by meaning and keywords: objects, relationships (as
         "source predicate target" triplets) and text chunks, fused into one ranking."""
-        req = request(query, limit, result_types, type_hint, recipe, filters, include_debug)
         scope: Scope = "debug" if include_debug else "read"
-        return await call(scope, lambda: engine.search(req, project=p))
+        return await call(
+            scope,
+            lambda: engine.search(
+                request(query, limit, result_types, type_hint, recipe, filters, include_debug),
+                project=p,
+            ),
+        )
 
     @server.tool(structured_output=False)
     async def context(
@@ -199,8 +204,14 @@ def create_server(
     ) -> CallToolResult:
         """Prompt-ready context for a question: the best objects, triplets and text
         snippets as lines, within ``max_tokens``."""
-        req = request(query, limit, result_types, type_hint, recipe, filters)
-        return await call("read", lambda: engine.context(req, max_tokens=max_tokens, project=p))
+        return await call(
+            "read",
+            lambda: engine.context(
+                request(query, limit, result_types, type_hint, recipe, filters),
+                max_tokens=max_tokens,
+                project=p,
+            ),
+        )
 
     @server.tool(structured_output=False)
     async def explain(
@@ -213,8 +224,12 @@ def create_server(
     ) -> CallToolResult:
         """Show how a search ranked its results: each leg's hits and scores, then the
         fused order."""
-        req = request(query, limit, result_types, type_hint, recipe, filters)
-        return await call("debug", lambda: engine.explain(req, project=p))
+        return await call(
+            "debug",
+            lambda: engine.explain(
+                request(query, limit, result_types, type_hint, recipe, filters), project=p
+            ),
+        )
 
     @server.tool(structured_output=False)
     async def get_object(
@@ -313,6 +328,9 @@ def key_guard(app: Any, engine: Engine, *, project: str, scopes: Iterable[Scope]
     needed = list(scopes)
 
     async def guarded(scope: Scope_, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":  # MCP never uses one; refuse rather than pass it on
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] == "http":
             headers = {
                 k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]

@@ -100,6 +100,8 @@ def scope_legs(
             assert vec is not None
             ranked = store.vector_search(project, kind, vec, limit=n, filters=request.filters)
             legs.add(f"{kind.value}s:vector", [(key(kind, i), s) for i, s in ranked], started)
+        if kind is Kind.OBJECT and request.type_hint:
+            _hinted_legs(store, project, request, config.methods, vectors.get(kind), n, legs)
         if "bm25" in config.methods:
             started = time.perf_counter()
             query = request.query
@@ -108,6 +110,38 @@ def scope_legs(
                 query = f"{query} {request.type_hint}"
             ranked = store.text_search(project, kind, query, limit=n, filters=request.filters)
             legs.add(f"{kind.value}s:bm25", [(key(kind, i), s) for i, s in ranked], started)
+
+
+def _hinted_legs(
+    store: Store,
+    project: str,
+    request: SearchRequest,
+    methods: Sequence[str],
+    vector: Vector | None,
+    n: int,
+    legs: Legs,
+) -> None:
+    """With a type hint, rank the objects of the hinted type(s) once more, so RRF lifts
+    them above same-name objects of other types (the hint stays a boost, not a filter)."""
+    wanted = _normal(request.type_hint or "")
+    types = [t for t in store.object_types(project) if _normal(t) == wanted]
+    if request.filters.object_types is not None:
+        types = [t for t in types if t in request.filters.object_types]
+    if not types:
+        return
+    filters = request.filters.model_copy(update={"object_types": types})
+    if "vector" in methods and vector is not None:
+        started = time.perf_counter()
+        ranked = store.vector_search(project, Kind.OBJECT, vector, limit=n, filters=filters)
+        legs.add("objects:vector:hinted", [(key(Kind.OBJECT, i), s) for i, s in ranked], started)
+    if "bm25" in methods:
+        started = time.perf_counter()
+        ranked = store.text_search(project, Kind.OBJECT, request.query, limit=n, filters=filters)
+        legs.add("objects:bm25:hinted", [(key(Kind.OBJECT, i), s) for i, s in ranked], started)
+
+
+def _normal(type_name: str) -> str:
+    return "_".join(type_name.strip().lstrip("#").lower().split())
 
 
 def seed_objects(

@@ -285,6 +285,10 @@ class Store(Protocol):
         """Live relationships with either endpoint in ``object_ids``."""
         ...
 
+    def object_types(self, project: str) -> list[str]:
+        """Distinct types of the project's live objects."""
+        ...
+
     def neighbors(
         self,
         project: str,

@@ -130,6 +130,7 @@ class SQLiteStore:
         self.db = Connection(path)
         self.vectors_cache = search.VectorCache(ann_min_rows)
         self.lexical = LexicalStats()
+        self._types: dict[str, tuple[str, list[str]]] = {}
         if migrate:
             self.migrate()
 
@@ -834,6 +835,23 @@ class SQLiteStore:
             prefix=prefix,
             lexical=self.lexical,
         )
+
+    def object_types(self, project: str) -> list[str]:
+        """Distinct types of the project's live objects (cached until objects change)."""
+        row = self.db.one("SELECT value FROM meta WHERE key = 'epoch:object'")
+        epoch = row["value"] if row else "0"
+        cached = self._types.get(project)
+        if cached is not None and cached[0] == epoch:
+            return cached[1]
+        types = [
+            r[0]
+            for r in self.db.all(
+                "SELECT type FROM objects WHERE project = ? AND deleted_at IS NULL GROUP BY type",
+                (project,),
+            )
+        ]
+        self._types[project] = (epoch, types)
+        return types
 
     def wait_for_index(self, project: str, kind: Kind, timeout: float | None = None) -> bool:
         """Load the vector cache and wait for its ANN index (benchmarks, warm-up)."""
