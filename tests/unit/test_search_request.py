@@ -369,4 +369,6 @@ def test_type_hint_lands_the_person_above_the_movie(engine: Engine) -> None:
 def test_type_hint_movie_lands_the_movie_above_the_person(engine: Engine) -> None:
     ids = _namesakes(engine)
     response = engine.search("Jesse James", type_hint="movie")
-    assert [r.id for r in response.results[:2]] == [ids["Movie"], ids["Person"]]
+    ranked = [r.id for r in response.results]
+    assert ranked[0] == ids["Movie"]
+    assert ids["Person"] in ranked
