@@ -1,6 +1,7 @@
 """REST load benchmark: concurrent clients running unified search against `kgsearch serve`.
 
-Usage: python scripts/bench_load.py [--clients 20] [--seconds 60] [--max-requests 100000]
+Usage: python scripts/bench_load.py [--clients 20] [--seconds 60] [--baseline-seconds 10]
+       [--compare-threads 40] [--compare-seconds 20] [--max-requests 100000]
        [--db bench-data/load-sample.db] [--no-write]
 
 The sample graph (data/sample/metaqa-movies.jsonl) is imported and embedded with the
@@ -9,7 +10,9 @@ loopback port with an API key; the clients (asyncio + httpx, one process) send
 POST /api/search/unified with questions built from the sample's names, until the
 time or the request budget runs out. Client and server share this machine's cores.
 Reports requests/s, p50/p95/p99 latency and the error count (any non-200 or
-transport error) and writes docs/benchmarks.md's "load" section.
+transport error) and writes docs/benchmarks.md's "load" section. A single-client run
+comes first for reference, and a shorter run against a server with FastAPI's usual
+40-thread pool last, for comparison with the default of one request per core.
 """
 
 from __future__ import annotations

@@ -218,6 +218,8 @@ def test_keyless_mode_refuses_non_loopback_clients() -> None:
 
     class Request:
         headers: ClassVar[dict[str, str]] = {}
+        scope: ClassVar[dict[str, str]] = {}
+        query_params: ClassVar[dict[str, str]] = {}
         client = Client()
         app = App()
 

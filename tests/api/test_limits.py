@@ -92,6 +92,16 @@ def test_invalid_input_is_400(
     assert error(c.request(method, path, **kwargs)) == (400, "invalid_request")
 
 
+def test_unknown_query_parameters_are_rejected(c: httpx.Client) -> None:
+    response = c.get("/api/graph/objects", params={"limt": 5})
+
+    assert error(response) == (400, "invalid_request")
+    assert response.json()["error"]["details"] == {
+        "unknown": ["limt"],
+        "known": ["cursor", "label", "limit", "project", "type"],
+    }
+
+
 def test_unknown_fields_are_named_in_the_details(c: httpx.Client) -> None:
     response = c.post("/api/search/unified", json={"query": "a", "topK": 3})
 

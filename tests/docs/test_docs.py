@@ -23,8 +23,11 @@ def _commands(command: click.Command, path: str) -> list[str]:
 
 
 def test_cli_reference_is_current() -> None:
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_cli_docs.py"),
-                             "--check"], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen_cli_docs.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -36,9 +39,15 @@ def test_every_command_is_in_the_cli_reference() -> None:
 
 def test_every_setting_is_documented() -> None:
     text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
-    fields = [f"{section}.{name}" for section, model in
-              (("store", StoreSettings), ("embed", EmbedSettings), ("search", SearchSettings))
-              for name in model.model_fields]
+    fields = [
+        f"{section}.{name}"
+        for section, model in (
+            ("store", StoreSettings),
+            ("embed", EmbedSettings),
+            ("search", SearchSettings),
+        )
+        for name in model.model_fields
+    ]
     assert [f for f in fields if f"`{f}`" not in text] == []
 
 

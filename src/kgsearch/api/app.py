@@ -79,8 +79,8 @@ def create_app(
         worker_interval: Seconds between the worker's polls when idle.
         threads: Requests handled at once (FastAPI's thread pool; default: the CPU
             count). Search is CPU-bound (query embedding, vector math), so more threads
-            only add contention: on 2 cores, 20 concurrent searches run 3x slower
-            in total than 2 at a time.
+            only add contention: on 2 cores, FastAPI's usual 40 threads served 20
+            clients 2-3x slower than the default (docs/benchmarks.md, "load").
     """
 
     @asynccontextmanager
