@@ -7,9 +7,7 @@ embedder; embedding runs outside any write transaction.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -24,7 +22,7 @@ from kgsearch.embed.base import Embedder, Vector
 from kgsearch.errors import ConfigError, InvalidRequest, NotFound
 from kgsearch.io.exporter import export
 from kgsearch.io.importer import ImportProgress, import_files
-from kgsearch.jobs import EmbedReport, Progress, RetryPolicy, run_embedding
+from kgsearch.jobs import EmbedReport, Progress, RetryPolicy, run_embedding, status_report
 from kgsearch.keys import ApiKey, Unauthorized, generate_key, parse_key, parse_scopes, verify_secret
 from kgsearch.model import (
     DEFAULT_PROJECT,
@@ -44,6 +42,7 @@ from kgsearch.model import (
     SourceIn,
 )
 from kgsearch.search.context import format_context
+from kgsearch.search.lookups import mentioned_by, sources_mentioning
 from kgsearch.search.pipeline import SearchContext, run_search
 from kgsearch.search.request import SearchRequest, SearchResponse, validate_request
 from kgsearch.search.rerank import CrossEncoder
@@ -56,6 +55,7 @@ from kgsearch.text import (
     load_enrichment_config,
     text_hash,
 )
+from kgsearch.text.chunking import content_digest, split_text
 from kgsearch.writes import (
     TextRules,
     refresh_relationship_texts,
@@ -533,44 +533,7 @@ class Engine:
 
     def embedding_status(self, *, project: str | None = None) -> dict[str, Any]:
         """Counts by status per project and kind, percent embedded, stale, failure rate."""
-        rows = []
-        totals: dict[str, int] = {}
-        stale = 0
-        for c in self.store.embedding_counts(project):
-            embedded = c.by_status.get("embedded", 0)
-            rows.append(
-                {
-                    "project": c.project,
-                    "kind": c.kind.value,
-                    "total": c.total,
-                    **{s: c.by_status.get(s, 0) for s in ("pending", "embedded", "failed", "dead")},
-                    "stale": c.stale,
-                    "percent_embedded": round(100.0 * embedded / c.total, 2) if c.total else 100.0,
-                }
-            )
-            for status, n in c.by_status.items():
-                totals[status] = totals.get(status, 0) + n
-            stale += c.stale
-        total = sum(totals.values())
-        texts, ms = self.store.embedding_latency()
-        info = self.store.info()
-        bad = totals.get("failed", 0) + totals.get("dead", 0)
-        return {
-            "model": info.embedding_model,
-            "dims": info.dims,
-            "rows": rows,
-            "total": total,
-            "embedded": totals.get("embedded", 0),
-            "pending": totals.get("pending", 0),
-            "failed": totals.get("failed", 0),
-            "dead": totals.get("dead", 0),
-            "stale": stale,
-            "percent_embedded": round(100.0 * totals.get("embedded", 0) / total, 2)
-            if total
-            else 100.0,
-            "failure_rate": round(bad / total, 4) if total else 0.0,
-            "mean_latency_ms_per_text": round(ms / texts, 3) if texts else None,
-        }
+        return status_report(self.store, project)
 
     # search ------------------------------------------------------------------
     def _search_context(self, project: str | None) -> SearchContext:
@@ -655,17 +618,10 @@ class Engine:
         chunk_ids: Sequence[str] = (),
         project: str | None = None,
     ) -> dict[str, list[Any]]:
-        """What the given sources/chunks mention: objects and relationships."""
-        p = self._p(project)
-        live_sources = [s.id for s in self.store.get_sources(p, source_ids)]
-        live_chunks = [c.id for c in self.store.get_chunks(p, chunk_ids)]
-        mentions = self.store.mentions(p, source_ids=live_sources, chunk_ids=live_chunks)
-        object_ids = list(dict.fromkeys(m.object_id for m in mentions if m.object_id))
-        rel_ids = list(dict.fromkeys(m.relationship_id for m in mentions if m.relationship_id))
-        return {
-            "objects": self.store.get_objects(p, object_ids),
-            "relationships": self.store.get_relationships(p, rel_ids),
-        }
+        """What the given live sources/chunks mention: objects and relationships."""
+        return mentioned_by(
+            self.store, self._p(project), source_ids=source_ids, chunk_ids=chunk_ids
+        )
 
     def sources_mentioning(
         self,
@@ -676,22 +632,9 @@ class Engine:
     ) -> list[dict[str, Any]]:
         """Sources that mention the given objects/relationships, most mentions first
         (citations)."""
-        p = self._p(project)
-        mentions = self.store.mentions(p, object_ids=object_ids, relationship_ids=relationship_ids)
-        chunk_sources = {
-            c.id: c.source_id
-            for c in self.store.get_chunks(
-                p, [m.chunk_id for m in mentions if m.chunk_id and not m.source_id]
-            )
-        }
-        counts: dict[str, int] = {}
-        for m in mentions:
-            source = m.source_id or chunk_sources.get(m.chunk_id or "")
-            if source:
-                counts[source] = counts.get(source, 0) + 1
-        sources = {s.id: s for s in self.store.get_sources(p, list(counts))}
-        ranked = sorted(counts.items(), key=lambda x: (-x[1], x[0]))
-        return [{"source": sources[s], "mentions": n} for s, n in ranked if s in sources]
+        return sources_mentioning(
+            self.store, self._p(project), object_ids=object_ids, relationship_ids=relationship_ids
+        )
 
     # import / export ---------------------------------------------------------
     def import_files(
@@ -873,7 +816,7 @@ class Engine:
         if not 100 <= max_chars <= 100_000:
             raise InvalidRequest("max_chars must be between 100 and 100000")
         p = self._p(project)
-        sid = source_id or "text-" + _digest(text)[:16]
+        sid = source_id or "text-" + content_digest(text)[:16]
         sources = self.store.get_sources(p, [sid])
         if not sources or title is not None or metadata is not None:
             old = sources[0] if sources else None
@@ -890,11 +833,14 @@ class Engine:
                 ],
                 project=p,
             )
-        pieces = _split_text(text, max_chars)
+        pieces = split_text(text, max_chars)
         chunks = self.add_chunks(
             [
                 ChunkIn(
-                    id=f"{sid}:{i}:{_digest(piece)[:12]}", text=piece, source_id=sid, position=i
+                    id=f"{sid}:{i}:{content_digest(piece)[:12]}",
+                    text=piece,
+                    source_id=sid,
+                    position=i,
                 )
                 for i, piece in enumerate(pieces)
             ],
@@ -995,39 +941,6 @@ def _validated(model: type[_M], data: dict[str, Any]) -> _M:
             f"invalid change: {_errors(exc)}",
             details={"errors": exc.errors(include_url=False, include_context=False)},
         ) from None
-
-
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
-
-
-_PARAGRAPH = re.compile(r"\n\s*\n")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-
-
-def _split_text(text: str, max_chars: int) -> list[str]:
-    """Greedy packing of paragraphs (then sentences, then words) into ≤ max_chars pieces;
-    paragraphs are rejoined with a blank line, pieces of one paragraph with a space."""
-    units: list[tuple[str, str]] = []
-    for para in _PARAGRAPH.split(text.strip()):
-        joiner = "\n\n"
-        parts = [para.strip()] if len(para) <= max_chars else _SENTENCE.split(para.strip())
-        for part in parts:
-            while len(part) > max_chars:
-                cut = part.rfind(" ", 0, max_chars + 1)
-                cut = cut if cut > 0 else max_chars
-                units.append((part[:cut].strip(), joiner))
-                part, joiner = part[cut:].strip(), " "
-            if part.strip():
-                units.append((part.strip(), joiner))
-            joiner = " "
-    pieces: list[str] = []
-    for unit, joiner in units:
-        if pieces and len(pieces[-1]) + len(joiner) + len(unit) <= max_chars:
-            pieces[-1] += joiner + unit
-        else:
-            pieces.append(unit)
-    return pieces
 
 
 def _errors(exc: ValidationError) -> str:

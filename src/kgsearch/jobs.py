@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kgsearch.embed.base import Embedder
 from kgsearch.errors import DimensionMismatch, KgsearchError
@@ -18,7 +19,7 @@ from kgsearch.model import Kind
 from kgsearch.store.base import Claim, EmbeddingResult, Store
 from kgsearch.text import TEXT_VERSION
 
-__all__ = ["EmbedReport", "RetryPolicy", "run_embedding"]
+__all__ = ["EmbedReport", "RetryPolicy", "run_embedding", "status_report"]
 
 
 @dataclass(frozen=True)
@@ -187,3 +188,43 @@ def _wait_for_retry(store: Store, kind: Kind, project: str | None, policy: Retry
     if wait > 0:
         time.sleep(wait)
     return True
+
+
+def status_report(store: Store, project: str | None) -> dict[str, Any]:
+    """Counts by status per project and kind, percent embedded, stale, failure rate."""
+    rows = []
+    totals: dict[str, int] = {}
+    stale = 0
+    for c in store.embedding_counts(project):
+        embedded = c.by_status.get("embedded", 0)
+        rows.append(
+            {
+                "project": c.project,
+                "kind": c.kind.value,
+                "total": c.total,
+                **{s: c.by_status.get(s, 0) for s in ("pending", "embedded", "failed", "dead")},
+                "stale": c.stale,
+                "percent_embedded": round(100.0 * embedded / c.total, 2) if c.total else 100.0,
+            }
+        )
+        for status, n in c.by_status.items():
+            totals[status] = totals.get(status, 0) + n
+        stale += c.stale
+    total = sum(totals.values())
+    texts, ms = store.embedding_latency()
+    info = store.info()
+    bad = totals.get("failed", 0) + totals.get("dead", 0)
+    return {
+        "model": info.embedding_model,
+        "dims": info.dims,
+        "rows": rows,
+        "total": total,
+        "embedded": totals.get("embedded", 0),
+        "pending": totals.get("pending", 0),
+        "failed": totals.get("failed", 0),
+        "dead": totals.get("dead", 0),
+        "stale": stale,
+        "percent_embedded": round(100.0 * totals.get("embedded", 0) / total, 2) if total else 100.0,
+        "failure_rate": round(bad / total, 4) if total else 0.0,
+        "mean_latency_ms_per_text": round(ms / texts, 3) if texts else None,
+    }

@@ -1,0 +1,55 @@
+"""Lookups (seed 002): what a source mentions, and which sources mention something."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kgsearch.store.base import Store
+
+__all__ = ["mentioned_by", "sources_mentioning"]
+
+
+def mentioned_by(
+    store: Store,
+    p: str,
+    *,
+    source_ids: Sequence[str] = (),
+    chunk_ids: Sequence[str] = (),
+) -> dict[str, list[Any]]:
+    """What the given sources/chunks mention: objects and relationships."""
+    live_sources = [s.id for s in store.get_sources(p, source_ids)]
+    live_chunks = [c.id for c in store.get_chunks(p, chunk_ids)]
+    mentions = store.mentions(p, source_ids=live_sources, chunk_ids=live_chunks)
+    object_ids = list(dict.fromkeys(m.object_id for m in mentions if m.object_id))
+    rel_ids = list(dict.fromkeys(m.relationship_id for m in mentions if m.relationship_id))
+    return {
+        "objects": store.get_objects(p, object_ids),
+        "relationships": store.get_relationships(p, rel_ids),
+    }
+
+
+def sources_mentioning(
+    store: Store,
+    p: str,
+    *,
+    object_ids: Sequence[str] = (),
+    relationship_ids: Sequence[str] = (),
+) -> list[dict[str, Any]]:
+    """Sources that mention the given objects/relationships, most mentions first
+    (citations)."""
+    mentions = store.mentions(p, object_ids=object_ids, relationship_ids=relationship_ids)
+    chunk_sources = {
+        c.id: c.source_id
+        for c in store.get_chunks(
+            p, [m.chunk_id for m in mentions if m.chunk_id and not m.source_id]
+        )
+    }
+    counts: dict[str, int] = {}
+    for m in mentions:
+        source = m.source_id or chunk_sources.get(m.chunk_id or "")
+        if source:
+            counts[source] = counts.get(source, 0) + 1
+    sources = {s.id: s for s in store.get_sources(p, list(counts))}
+    ranked = sorted(counts.items(), key=lambda x: (-x[1], x[0]))
+    return [{"source": sources[s], "mentions": n} for s, n in ranked if s in sources]
