@@ -368,7 +368,7 @@ class SQLiteStore:
         ]
         with self.db.transaction():
             wanted = {i for r in rows for i in (r.source_id, r.target_id)}
-            absent = sorted(wanted - set(self.endpoints(project, sorted(wanted))))
+            absent = sorted(wanted - self._live_object_ids(project, sorted(wanted)))
             if absent:
                 raise NotFound(
                     f"relationship endpoint(s) are not live objects of project {project!r}: "
@@ -518,6 +518,19 @@ class SQLiteStore:
                 )
                 found[ObjectRef(type=row["type"], key=row["key"])] = endpoint
         return found
+
+    def _live_object_ids(self, project: str, ids: Sequence[str]) -> set[str]:
+        live: set[str] = set()
+        for part in chunked(list(ids)):
+            live.update(
+                r[0]
+                for r in self.db.all(
+                    f"SELECT id FROM objects WHERE project = ? AND deleted_at IS NULL "
+                    f"AND id IN ({placeholders(len(part))})",
+                    (project, *part),
+                )
+            )
+        return live
 
     def endpoints(self, project: str, ids: Sequence[str]) -> dict[str, Endpoint]:
         """Live objects by id, as endpoints."""
