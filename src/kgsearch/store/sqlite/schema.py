@@ -140,8 +140,16 @@ def m002_create_api_keys(execute: Execute) -> None:
     execute("CREATE INDEX api_keys_project ON api_keys (project)")
 
 
+def m003_index_project_rowid(execute: Execute) -> None:
+    """Index each table by project, so listings and exports page in rowid order without
+    sorting the whole project per page (an index on ``project`` is ordered by rowid)."""
+    for table in ("objects", "relationships", "chunks", "sources"):
+        execute(f"CREATE INDEX IF NOT EXISTS {table}_project ON {table} (project)")
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_create_api_keys", m002_create_api_keys),
+    Migration("m003_index_project_rowid", m003_index_project_rowid),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
