@@ -6,6 +6,7 @@ classes serve as library return values, REST bodies and MCP tool schemas.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -31,9 +32,30 @@ __all__ = [
     "RelationshipIn",
     "Source",
     "SourceIn",
+    "display_name",
 ]
 
 DEFAULT_PROJECT = "default"
+
+
+def display_name(properties: Mapping[str, Any], key: str | None, id: str) -> str:
+    """Return the name an object is shown and embedded under.
+
+    Args:
+        properties: The object's properties.
+        key: The object's key, if any.
+        id: The object's id, the last resort.
+
+    Returns:
+        ``properties["name"]`` if it is a string that is not blank, else ``key`` if not
+        blank, else ``id`` (names and keys are stripped).
+    """
+    name = properties.get("name")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    if key is not None and key.strip():
+        return key.strip()
+    return id
 
 
 class _Frozen(BaseModel):
@@ -176,10 +198,7 @@ class GraphObject(_Frozen):
     @property
     def name(self) -> str:
         """Display name: ``properties.name`` if a non-empty string, else ``key``, else ``id``."""
-        value = self.properties.get("name")
-        if isinstance(value, str) and value.strip():
-            return value
-        return self.key or self.id
+        return display_name(self.properties, self.key, self.id)
 
 
 class Relationship(_Frozen):

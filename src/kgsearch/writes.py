@@ -17,7 +17,6 @@ from kgsearch.text import (
     TEXT_VERSION,
     EnrichmentConfig,
     chunk_text,
-    display_name,
     object_text,
     text_hash,
     triplet_text,
@@ -102,13 +101,7 @@ class TextRules:
         type_: str, source: Endpoint, target: Endpoint, label: str | None, description: str | None
     ) -> str:
         """Seed 000's triplet text, with ``: description`` when one exists."""
-        return triplet_text(
-            display_name(source.properties, source.key, source.id),
-            type_,
-            display_name(target.properties, target.key, target.id),
-            label=label,
-            description=description,
-        )
+        return triplet_text(source.name, type_, target.name, label=label, description=description)
 
     def relationship_row(
         self, project: str, item: RelationshipIn, source: Endpoint, target: Endpoint

@@ -11,6 +11,7 @@ from live_server import wait_for
 
 from kgsearch import ChunkIn, Engine, ObjectIn, RelationshipIn, SourceIn, connect
 from kgsearch.api.app import create_app
+from kgsearch.store.sqlite.schema import SCHEMA_VERSION
 from kgsearch.testing import FailingEmbedder
 
 ADA = {"type": "Person", "key": "ada", "properties": {"name": "Ada Lovelace", "role": "analyst"}}
@@ -80,7 +81,7 @@ def test_health_needs_no_key(api: Api) -> None:
 
     assert (response.status_code, response.json()) == (
         200,
-        {"status": "ok", "version": "0.1.0", "schema": 2},
+        {"status": "ok", "version": "0.1.0", "schema": SCHEMA_VERSION},
     )
 
 

@@ -9,6 +9,7 @@ Memory stays bounded by the batch size, whatever the file size.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -279,7 +280,8 @@ class _Run:
                 continue
             rows.append(self.rules.relationship_row(self.project, r, source, target))
         if not self.error_count:
-            self.store.upsert_relationships(self.project, rows)
+            # Endpoints were resolved above against this transaction's objects.
+            self.store.upsert_relationships(self.project, rows, endpoints_checked=True)
             self.counts["relationships"] += len(rows)
 
     def _chunks(self, items: Sequence[tuple[str, Any]]) -> None:
@@ -387,6 +389,11 @@ def import_files(
         2 * sum(s for s in sizes if s is not None) if all(s is not None for s in sizes) else None
     )
     run = _Run(store, rules, project, progress, total)
+    # The cyclic garbage collector rescans every live object once per ~700 allocations;
+    # an import allocates millions of short-lived, acyclic ones (measured: a quarter of
+    # the import time on MetaQA). Reference counting still frees them; it resumes after.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         # Large imports rebuild indexes once at the end instead of row by row.
         existing = sum(store.counts(project).values())
@@ -416,6 +423,9 @@ def import_files(
             f"{first['location']}: {first['reason']}",
             details={"errors": run.errors, "error_count": run.error_count},
         ) from None
+    finally:
+        if collecting:
+            gc.enable()
     return run.counts
 
 

@@ -9,6 +9,7 @@ live in :mod:`kgsearch.search`, built from these primitives; no SQL lives here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from kgsearch.model import (
     Page,
     Relationship,
     Source,
+    display_name,
 )
 
 __all__ = [
@@ -103,6 +105,11 @@ class Endpoint:
     type: str
     key: str
     properties: dict[str, Any]
+
+    @functools.cached_property
+    def name(self) -> str:
+        """Display name (see :func:`kgsearch.text.display_name`), computed once."""
+        return display_name(self.properties, self.key, self.id)
 
 
 @dataclass(frozen=True)
@@ -215,7 +222,9 @@ class Store(Protocol):
         """Insert or update by (project, type, key); return the stored ids in order."""
         ...
 
-    def upsert_relationships(self, project: str, rows: Sequence[RelationshipRow]) -> list[str]:
+    def upsert_relationships(
+        self, project: str, rows: Sequence[RelationshipRow], *, endpoints_checked: bool = False
+    ) -> list[str]:
         """Insert or update by id; endpoints must be live objects of the project."""
         ...
 

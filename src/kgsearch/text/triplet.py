@@ -7,32 +7,14 @@ looks up the endpoint objects.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import functools
+
+from kgsearch.model import display_name
 
 __all__ = ["display_name", "humanize_relation_type", "triplet_text"]
 
 
-def display_name(properties: Mapping[str, Any], key: str | None, id: str) -> str:
-    """Return the name an object is shown and embedded under.
-
-    Args:
-        properties: The object's properties.
-        key: The object's key, if any.
-        id: The object's id, the last resort.
-
-    Returns:
-        ``properties["name"]`` if it is a string that is not blank, else ``key`` if not
-        blank, else ``id`` (names and keys are stripped).
-    """
-    name = properties.get("name")
-    if isinstance(name, str) and name.strip():
-        return name.strip()
-    if key is not None and key.strip():
-        return key.strip()
-    return id
-
-
+@functools.lru_cache(maxsize=4096)
 def humanize_relation_type(type_: str) -> str:
     """Turn a relation type into a predicate: ``WORKS_FOR`` → ``"works for"``.
 

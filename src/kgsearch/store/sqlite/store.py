@@ -328,8 +328,11 @@ class SQLiteStore:
             resolved = self.resolve(project, [ObjectRef(type=r.type, key=r.key) for r in rows])
         return [resolved[ObjectRef(type=r.type, key=r.key)].id for r in rows]
 
-    def upsert_relationships(self, project: str, rows: Sequence[RelationshipRow]) -> list[str]:
-        """Insert or update by id (endpoints are resolved and checked by the caller)."""
+    def upsert_relationships(
+        self, project: str, rows: Sequence[RelationshipRow], *, endpoints_checked: bool = False
+    ) -> list[str]:
+        """Insert or update by id; endpoints must be live objects of the project (checked
+        here unless the caller already resolved them in this transaction)."""
         if not rows:
             return []
         now = now_iso()
@@ -367,8 +370,10 @@ class SQLiteStore:
             for r in rows
         ]
         with self.db.transaction():
-            wanted = {i for r in rows for i in (r.source_id, r.target_id)}
-            absent = sorted(wanted - self._live_object_ids(project, sorted(wanted)))
+            absent: list[str] = []
+            if not endpoints_checked:
+                wanted = {i for r in rows for i in (r.source_id, r.target_id)}
+                absent = sorted(wanted - self._live_object_ids(project, sorted(wanted)))
             if absent:
                 raise NotFound(
                     f"relationship endpoint(s) are not live objects of project {project!r}: "
