@@ -61,7 +61,7 @@ def pipeline_vs_raw(
         embedder.embed_documents(texts)
         raw = len(texts) / (time.perf_counter() - started)
         started = time.perf_counter()
-        report = engine.embed_pending(kinds=[Kind.RELATIONSHIP], batch_size=64)
+        report = engine.embed_pending(kinds=[Kind.RELATIONSHIP], batch_size=512)
         pipe = report.embedded / (time.perf_counter() - started)
         engine.close()
     return pipe, raw
@@ -93,14 +93,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--relationships", type=int, default=3000)
     parser.add_argument("--objects", type=int, default=2000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     objects, rels = load(ensure_full(), args.relationships, args.objects)
     embedder = BundledEmbedder()
     embedder.embed_documents(["warm up"] * 64)
     runs = [pipeline_vs_raw(objects, rels, embedder) for _ in range(args.runs)]
-    pipe = statistics.median(p for p, _ in runs)
-    raw = statistics.median(r for _, r in runs)
+    ratio = statistics.median(p / r for p, r in runs)
     costs = [enrichment_cost(objects, embedder) for _ in range(args.runs)]
     med = {k: statistics.median(c[k] for c in costs) for k in costs[0]}
     share = med["graph_aware_build_s"] / (med["graph_aware_build_s"] + med["graph_aware_embed_s"])
@@ -114,7 +113,8 @@ def main() -> None:
             ["run", "pipeline texts/s", "raw texts/s", "ratio"],
             [[i + 1, f"{p:.0f}", f"{r:.0f}", f"{p / r:.2f}"] for i, (p, r) in enumerate(runs)],
         )
-        + f"\n\nMedian ratio: **{pipe / raw:.2f}** (target ≥ 0.90).\n\n"
+        + f"\n\nMedian of the per-run ratios: **{ratio:.2f}** (target ≥ 0.90). Raw and "
+        "pipeline runs alternate on the same texts, so machine noise hits both.\n\n"
         f"### Graph-aware enrichment cost ({len(objects)} MetaQA objects)\n\n"
         + table(
             ["mode", "build texts s", "embed s", "mean chars"],

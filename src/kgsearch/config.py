@@ -41,7 +41,7 @@ class EmbedSettings(BaseModel):
     )
     base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint")
     api_key: SecretStr | None = Field(default=None, description="Key for the HTTP provider")
-    batch_size: int = Field(default=64, ge=1, le=10_000)
+    batch_size: int = Field(default=512, ge=1, le=10_000)
     max_attempts: int = Field(default=5, ge=1, le=100)
     backoff_seconds: float = Field(default=1.0, ge=0)
     enrichment_config: Path | None = Field(default=None, description="Per-type enrichment JSON")

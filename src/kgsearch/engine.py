@@ -159,6 +159,10 @@ class Engine:
     def rules(self) -> TextRules:
         """How embedding texts are built right now."""
         if self._rules is None:
+            if not self._texts_meta() and not self.store.projects():
+                # A new store: its rows will all be written with these rules, so no
+                # later `embed generate` needs to rebuild their texts.
+                self.store.set_meta(_TEXTS_META, json.dumps(self._texts_wanted(), sort_keys=True))
             embedder = self.embedder
             self._rules = TextRules(
                 self.enrichment, self.graph_aware, embedder.count_tokens, embedder.max_tokens
@@ -480,7 +484,7 @@ class Engine:
         *,
         kinds: Sequence[Kind] = tuple(Kind),
         project: str | None = None,
-        batch_size: int = 64,
+        batch_size: int = 512,
         delay_ms: int = 0,
         force: bool = False,
         progress: Progress | None = None,
@@ -491,7 +495,7 @@ class Engine:
         Args:
             kinds: Row kinds to embed.
             project: One project, or None for all.
-            batch_size: Rows per embedder call.
+            batch_size: Rows claimed and embedded per round.
             delay_ms: Pause between batches.
             force: Re-embed every row, even ones already embedded.
             progress: Called with (kind, rows) after each batch.

@@ -123,7 +123,7 @@ def run_embedding(
     *,
     kinds: Sequence[Kind] = tuple(Kind),
     project: str | None = None,
-    batch_size: int = 64,
+    batch_size: int = 512,
     delay_ms: int = 0,
     policy: RetryPolicy | None = None,
     progress: Progress | None = None,

@@ -106,10 +106,10 @@ _kind_option = click.option(
 )
 _batch_option = click.option(
     "--batch-size",
-    default=64,
+    default=512,
     show_default=True,
     type=click.IntRange(1, 10_000),
-    help="Rows per embedder call.",
+    help="Rows claimed and embedded per round (sorted by length to cut padding).",
 )
 
 
