@@ -8,6 +8,7 @@ embedder; embedding runs outside any write transaction.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -103,6 +104,7 @@ class Engine:
         self.retry = retry or RetryPolicy()
         self._embedder = embedder
         self._embedder_factory = embedder_factory
+        self._embedder_lock = threading.Lock()
         self.enrichment = enrichment or EnrichmentConfig()
         stored = self._texts_meta()
         if graph_aware is None:
@@ -149,10 +151,10 @@ class Engine:
     def embedder(self) -> Embedder:
         """The embedder, created on first use."""
         if self._embedder is None:
-            if self._embedder_factory is not None:
-                self._embedder = self._embedder_factory()
-            else:
-                self._embedder = create_embedder("bundled")
+            with self._embedder_lock:  # server threads must not load the model twice
+                if self._embedder is None:
+                    factory = self._embedder_factory or (lambda: create_embedder("bundled"))
+                    self._embedder = factory()
         return self._embedder
 
     @property

@@ -21,6 +21,7 @@ from kgsearch.text import (
     text_hash,
     triplet_text,
 )
+from kgsearch.text.enrich import utf8
 
 __all__ = [
     "TextRules",
@@ -36,7 +37,7 @@ _KEY = b"kgsearch-ids-v1"
 
 def _digest_id(text: str) -> str:
     """A UUID-shaped id from a 128-bit BLAKE2b digest (stable across runs and machines)."""
-    h = hashlib.blake2b(text.encode("utf-8"), digest_size=16, key=_KEY).hexdigest()
+    h = hashlib.blake2b(utf8(text), digest_size=16, key=_KEY).hexdigest()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kgsearch.errors import ConfigError
+from kgsearch.errors import ConfigError, InvalidRequest
 from kgsearch.text.fields import (
     LONG_TEXT_CHARS,
     FieldKind,
@@ -411,5 +411,22 @@ def text_hash(text: str) -> str:
 
     Returns:
         64 lowercase hex characters.
+
+    Raises:
+        InvalidRequest: The text is not valid Unicode (e.g. a lone surrogate).
     """
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(utf8(text)).hexdigest()
+
+
+def utf8(text: str) -> bytes:
+    """UTF-8 bytes of ``text``; invalid Unicode is the caller's error, not a crash.
+
+    Raises:
+        InvalidRequest: The text holds a lone surrogate or similar.
+    """
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidRequest(
+            f"text is not valid Unicode ({exc.reason} at position {exc.start}): {text[:60]!r}"
+        ) from None

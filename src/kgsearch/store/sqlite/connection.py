@@ -74,6 +74,8 @@ class Connection:
             return self._db.execute(sql, params)
         except OverflowError as exc:  # a caller's integer beyond SQLite's 64 bits
             raise InvalidRequest(f"a number is too large for the store: {exc}") from exc
+        except UnicodeEncodeError as exc:  # e.g. a lone surrogate, not valid UTF-8
+            raise InvalidRequest(f"text is not valid Unicode: {exc.reason}") from exc
         except sqlite3.IntegrityError as exc:
             raise Conflict(f"write conflicts with existing data: {exc}") from exc
         except sqlite3.Error as exc:
@@ -91,6 +93,8 @@ class Connection:
                 self._db.executemany(sql, rows)
             except OverflowError as exc:
                 raise InvalidRequest(f"a number is too large for the store: {exc}") from exc
+            except UnicodeEncodeError as exc:
+                raise InvalidRequest(f"text is not valid Unicode: {exc.reason}") from exc
             except sqlite3.IntegrityError as exc:
                 raise Conflict(f"write conflicts with existing data: {exc}") from exc
             except sqlite3.Error as exc:
