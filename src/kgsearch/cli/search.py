@@ -79,37 +79,12 @@ def _options(func: Any) -> Any:
 )
 @pass_state
 @handle_errors
-def search(
-    state: State,
-    query: str,
-    limit: int,
-    result_types: str,
-    type_hint: str | None,
-    recipe: str | None,
-    object_types: tuple[str, ...],
-    relationship_types: tuple[str, ...],
-    graph: str | None,
-    reranker: str | None,
-    center: str | None,
-    debug: bool,
-    explain: bool,
-) -> None:
+def search(state: State, /, query: str, debug: bool, explain: bool, **options: Any) -> None:
     """Search objects, relationships and text by meaning and keywords, fused by RRF.
 
     Example: kgsearch search "who directed Jesse James" --type-hint movie
     """
-    request = _build(
-        query,
-        limit,
-        result_types,
-        type_hint,
-        recipe,
-        object_types,
-        relationship_types,
-        graph,
-        reranker,
-        center,
-    )
+    request = _build(query, **options)
     with engine_from(state) as engine:
         if explain:
             emit(state, engine.explain(request.pop("query"), **request), _render_explain)
@@ -130,36 +105,12 @@ def search(
 )
 @pass_state
 @handle_errors
-def context(
-    state: State,
-    query: str,
-    limit: int,
-    result_types: str,
-    type_hint: str | None,
-    recipe: str | None,
-    object_types: tuple[str, ...],
-    relationship_types: tuple[str, ...],
-    graph: str | None,
-    reranker: str | None,
-    center: str | None,
-    max_tokens: int,
-) -> None:
+def context(state: State, /, query: str, max_tokens: int, **options: Any) -> None:
     """Print RAG prompt context for a question: objects, triplets and snippets.
 
     Example: kgsearch context "films by Henry King" --max-tokens 300
     """
-    request = _build(
-        query,
-        limit,
-        result_types,
-        type_hint,
-        recipe,
-        object_types,
-        relationship_types,
-        graph,
-        reranker,
-        center,
-    )
+    request = _build(query, **options)
     with engine_from(state) as engine:
         value = engine.context(request.pop("query"), max_tokens=max_tokens, **request)
     emit(state, value, lambda v: out.print(v["context"], markup=False))
@@ -167,6 +118,7 @@ def context(
 
 def _build(
     query: str,
+    *,
     limit: int,
     result_types: str,
     type_hint: str | None,
