@@ -11,7 +11,10 @@ from typing import Any
 
 from kgsearch.errors import Conflict, InvalidRequest, StoreError
 
-__all__ = ["Connection"]
+__all__ = ["CACHE_PAGES_KIB", "Connection"]
+
+# Page cache per connection, in KiB as SQLite counts it when negative (64 MiB).
+CACHE_PAGES_KIB = -65536
 
 
 class Connection:
@@ -38,7 +41,7 @@ class Connection:
             "PRAGMA foreign_keys=OFF",
             "PRAGMA busy_timeout=10000",
             "PRAGMA temp_store=MEMORY",
-            "PRAGMA cache_size=-65536",
+            f"PRAGMA cache_size={CACHE_PAGES_KIB}",
         ):
             self._db.execute(pragma)
 

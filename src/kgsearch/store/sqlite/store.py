@@ -49,7 +49,7 @@ from kgsearch.store.base import (
 )
 from kgsearch.store.migrations import pending
 from kgsearch.store.sqlite import graph, keys, lifecycle, search
-from kgsearch.store.sqlite.connection import Connection
+from kgsearch.store.sqlite.connection import CACHE_PAGES_KIB, Connection
 from kgsearch.store.sqlite.lexical import LexicalStats
 from kgsearch.store.sqlite.rows import (
     CHUNK_COLUMNS,
@@ -183,6 +183,8 @@ class SQLiteStore:
         one transaction: other readers never see a half-built index, and a failure
         rolls everything back.
         """
+        # A larger page cache keeps the unique-key B-trees in memory while rows stream in.
+        self.db.execute("PRAGMA cache_size=-262144")
         with self.db.transaction():
             for table, indexes in SECONDARY_INDEXES.items():
                 for sql in indexes:
@@ -199,6 +201,7 @@ class SQLiteStore:
                     f"SELECT 'delete', rowid, text FROM {table} WHERE deleted_at IS NOT NULL"
                 )
                 fts_triggers(self._exec, table)
+        self.db.execute(f"PRAGMA cache_size={CACHE_PAGES_KIB}")
         self.lexical.clear()
 
     def __enter__(self) -> SQLiteStore:
