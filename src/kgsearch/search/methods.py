@@ -11,11 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
 
-from kgsearch.model import Kind
+from kgsearch.model import Filters, Kind
 from kgsearch.search.ppr import personalized_pagerank
 from kgsearch.search.request import SearchRequest
 from kgsearch.store.base import Store
@@ -78,6 +79,18 @@ def candidates(request: SearchRequest, kind: Kind) -> int:
     return max(30, 3 * request.limit)
 
 
+Job = tuple[str, Kind, Callable[[], list[tuple[str, float]]]]
+
+
+def _run(jobs: Sequence[Job]) -> list[tuple[str, list[tuple[str, float]], float]]:
+    out = []
+    for name, kind, job in jobs:
+        started = time.perf_counter()
+        ranked = [(key(kind, i), s) for i, s in job()]
+        out.append((name, ranked, (time.perf_counter() - started) * 1000))
+    return out
+
+
 def scope_legs(
     store: Store,
     project: str,
@@ -86,6 +99,9 @@ def scope_legs(
     legs: Legs,
 ) -> None:
     """Run the vector and BM25 legs of every requested scope."""
+    vector_jobs: list[Job] = []
+    lexical_jobs: list[Job] = []
+    filters = request.filters
     for kind in scopes(request):
         config = {
             Kind.OBJECT: request.objects,
@@ -94,50 +110,75 @@ def scope_legs(
         }[kind]
         assert config is not None
         n = candidates(request, kind)
-        if "vector" in config.methods and vectors.get(kind) is not None:
-            started = time.perf_counter()
-            vec = vectors[kind]
-            assert vec is not None
-            ranked = store.vector_search(project, kind, vec, limit=n, filters=request.filters)
-            legs.add(f"{kind.value}s:vector", [(key(kind, i), s) for i, s in ranked], started)
-        if kind is Kind.OBJECT and request.type_hint:
-            _hinted_legs(store, project, request, config.methods, vectors.get(kind), n, legs)
+        vec = vectors.get(kind)
+        if "vector" in config.methods and vec is not None:
+            vector_jobs.append(
+                (
+                    f"{kind.value}s:vector",
+                    kind,
+                    partial(store.vector_search, project, kind, vec, limit=n, filters=filters),
+                )
+            )
         if "bm25" in config.methods:
-            started = time.perf_counter()
             query = request.query
             if kind is Kind.OBJECT and request.type_hint:
                 # Stored object text carries "[Type: #person]": the hint word scores too.
                 query = f"{query} {request.type_hint}"
-            ranked = store.text_search(project, kind, query, limit=n, filters=request.filters)
-            legs.add(f"{kind.value}s:bm25", [(key(kind, i), s) for i, s in ranked], started)
+            lexical_jobs.append(
+                (
+                    f"{kind.value}s:bm25",
+                    kind,
+                    partial(store.text_search, project, kind, query, limit=n, filters=filters),
+                )
+            )
+        if kind is Kind.OBJECT and request.type_hint:
+            hinted = _hinted_filters(store, project, request)
+            if hinted is not None and "vector" in config.methods and vec is not None:
+                vector_jobs.append(
+                    (
+                        "objects:vector:hinted",
+                        kind,
+                        partial(store.vector_search, project, kind, vec, limit=n, filters=hinted),
+                    )
+                )
+            if hinted is not None and "bm25" in config.methods:
+                lexical_jobs.append(
+                    (
+                        "objects:bm25:hinted",
+                        kind,
+                        partial(
+                            store.text_search, project, kind, request.query, limit=n, filters=hinted
+                        ),
+                    )
+                )
+    # Running BM25 beside the vector scan was measured slower on 2 cores (the scan
+    # already uses both), so the legs run one after the other.
+    results = _run(vector_jobs) + _run(lexical_jobs)
+    # Legs keep the order they always had (per scope: vector, hinted, bm25), so
+    # fusion's found_by lists do not depend on which thread finished first.
+    order = {
+        job[0]: (list(Kind).index(job[1]), _LEG_ORDER.index(job[0].split(":", 1)[1]))
+        for job in vector_jobs + lexical_jobs
+    }
+    for name, ranked, ms in sorted(results, key=lambda r: order[r[0]]):
+        legs.lists[name] = ranked
+        legs.ms[name] = ms
 
 
-def _hinted_legs(
-    store: Store,
-    project: str,
-    request: SearchRequest,
-    methods: Sequence[str],
-    vector: Vector | None,
-    n: int,
-    legs: Legs,
-) -> None:
-    """With a type hint, rank the objects of the hinted type(s) once more, so RRF lifts
-    them above same-name objects of other types (the hint stays a boost, not a filter)."""
+_LEG_ORDER = ["vector", "vector:hinted", "bm25:hinted", "bm25"]
+
+
+def _hinted_filters(store: Store, project: str, request: SearchRequest) -> Filters | None:
+    """Filters restricted to the hinted type(s): with a type hint, the objects of that
+    type are ranked once more, so RRF lifts them above same-name objects of other types
+    (the hint stays a boost, not a filter). None when no type matches the hint."""
     wanted = _normal(request.type_hint or "")
     types = [t for t in store.object_types(project) if _normal(t) == wanted]
     if request.filters.object_types is not None:
         types = [t for t in types if t in request.filters.object_types]
     if not types:
-        return
-    filters = request.filters.model_copy(update={"object_types": types})
-    if "vector" in methods and vector is not None:
-        started = time.perf_counter()
-        ranked = store.vector_search(project, Kind.OBJECT, vector, limit=n, filters=filters)
-        legs.add("objects:vector:hinted", [(key(Kind.OBJECT, i), s) for i, s in ranked], started)
-    if "bm25" in methods:
-        started = time.perf_counter()
-        ranked = store.text_search(project, Kind.OBJECT, request.query, limit=n, filters=filters)
-        legs.add("objects:bm25:hinted", [(key(Kind.OBJECT, i), s) for i, s in ranked], started)
+        return None
+    return request.filters.model_copy(update={"object_types": types})
 
 
 def _normal(type_name: str) -> str:
