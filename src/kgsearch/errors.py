@@ -6,7 +6,10 @@ MCP server and the CLI report, so an adapter needs one handler for all of them::
     KgsearchError                    500  error
     ├── InvalidRequest               400  invalid_request
     │   ├── DimensionMismatch        400  dimension_mismatch
-    │   └── ImportFailed             400  import_failed
+    │   ├── ImportFailed             400  import_failed
+    │   └── PayloadTooLarge          413  payload_too_large
+    ├── Unauthorized                 401  unauthorized
+    ├── Forbidden                    403  forbidden
     ├── NotFound                     404  not_found
     ├── Conflict                     409  conflict
     ├── ConfigError                  500  config_error
@@ -25,6 +28,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "DimensionMismatch",
+    "Forbidden",
     "ImportFailed",
     "InvalidRequest",
     "KgsearchError",
@@ -32,8 +36,10 @@ __all__ = [
     "MissingCredentials",
     "MissingDependency",
     "NotFound",
+    "PayloadTooLarge",
     "ProviderError",
     "StoreError",
+    "Unauthorized",
     "error_class_for_code",
 ]
 
@@ -85,6 +91,27 @@ class ImportFailed(InvalidRequest):
     """An import file had bad records; ``details['errors']`` lists file, line and reason."""
 
     code = "import_failed"
+
+
+class PayloadTooLarge(InvalidRequest):
+    """The request body is larger than the server accepts."""
+
+    status = 413
+    code = "payload_too_large"
+
+
+class Unauthorized(KgsearchError):
+    """No valid API key was presented (missing, malformed, unknown or revoked)."""
+
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(KgsearchError):
+    """The key is valid but may not do this (missing scope, or another project)."""
+
+    status = 403
+    code = "forbidden"
 
 
 class NotFound(KgsearchError):

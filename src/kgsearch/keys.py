@@ -33,7 +33,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kgsearch.errors import InvalidRequest, KgsearchError
+from kgsearch.errors import Forbidden, InvalidRequest, Unauthorized
 
 __all__ = [
     "ALL_SCOPES",
@@ -55,20 +55,6 @@ Scope = Literal["read", "write", "debug"]
 ALL_SCOPES: tuple[Scope, ...] = get_args(Scope)
 _PREFIX = "kgs"
 _KEY = re.compile(r"^kgs_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
-
-
-class Unauthorized(KgsearchError):
-    """No valid API key was presented (missing, malformed, unknown or revoked)."""
-
-    status = 401
-    code = "unauthorized"
-
-
-class Forbidden(KgsearchError):
-    """The key is valid but may not do this (missing scope, or another project)."""
-
-    status = 403
-    code = "forbidden"
 
 
 def _default_scopes() -> list[Scope]:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from kgsearch.errors import InvalidRequest
+from kgsearch.errors import InvalidRequest, PayloadTooLarge
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -41,13 +41,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-class PayloadTooLarge(InvalidRequest):
-    """The request body is larger than the server accepts."""
-
-    status = 413
-    code = "payload_too_large"
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
