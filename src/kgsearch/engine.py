@@ -41,6 +41,7 @@ from kgsearch.model import (
     RelationshipIn,
     Source,
     SourceIn,
+    display_name,
 )
 from kgsearch.search.context import format_context
 from kgsearch.search.lookups import mentioned_by, sources_mentioning
@@ -205,7 +206,8 @@ class Engine:
             renamed = [
                 e.id
                 for ref, e in before.items()
-                if _name(e.properties, e.key) != _name(_props_for(objects, ref), ref.key)
+                if display_name(e.properties, e.key, e.id)
+                != display_name(_props_for(objects, ref), ref.key, e.id)
             ]
             if renamed:
                 self._refresh_relationships(p, renamed)
@@ -951,11 +953,6 @@ def _validated(model: type[_M], data: dict[str, Any]) -> _M:
 
 def _errors(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
-
-
-def _name(properties: dict[str, Any], key: str) -> str:
-    value = properties.get("name")
-    return value if isinstance(value, str) and value.strip() else key
 
 
 def _props_for(objects: Sequence[ObjectIn], ref: ObjectRef) -> dict[str, Any]:

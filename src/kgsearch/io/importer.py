@@ -31,6 +31,7 @@ from kgsearch.model import (
     RelationshipIn,
     Source,
     SourceIn,
+    display_name,
 )
 from kgsearch.store.base import Endpoint, Store
 from kgsearch.text import TEXT_VERSION
@@ -221,7 +222,8 @@ class _Run:
             if (
                 stored is not None
                 and not validating
-                and _name(stored.properties, stored.key) != _name(o.properties, o.key)
+                and display_name(stored.properties, stored.key, stored.id)
+                != display_name(o.properties, o.key, stored.id)
             ):
                 self.renamed.append(stored.id)
             # The store keeps the id a (type, key) was first stored with.
@@ -345,11 +347,6 @@ class _Run:
 def _ref_key(ref: str | ObjectRef) -> str | tuple[str, str]:
     """A cheap dict key for a reference (pydantic models hash slowly)."""
     return ref if isinstance(ref, str) else (ref.type, ref.key)
-
-
-def _name(properties: dict[str, Any], key: str) -> str:
-    value = properties.get("name")
-    return value if isinstance(value, str) and value.strip() else key
 
 
 def import_files(

@@ -20,6 +20,7 @@ from kgsearch.model import Filters, Kind
 from kgsearch.search.ppr import personalized_pagerank
 from kgsearch.search.request import SearchRequest
 from kgsearch.store.base import Store
+from kgsearch.text.fields import normalize_tag
 
 __all__ = ["Legs", "graph_legs", "key", "scope_legs", "split_key"]
 
@@ -172,17 +173,13 @@ def _hinted_filters(store: Store, project: str, request: SearchRequest) -> Filte
     """Filters restricted to the hinted type(s): with a type hint, the objects of that
     type are ranked once more, so RRF lifts them above same-name objects of other types
     (the hint stays a boost, not a filter). None when no type matches the hint."""
-    wanted = _normal(request.type_hint or "")
-    types = [t for t in store.object_types(project) if _normal(t) == wanted]
+    wanted = normalize_tag(request.type_hint or "")
+    types = [t for t in store.object_types(project) if normalize_tag(t) == wanted]
     if request.filters.object_types is not None:
         types = [t for t in types if t in request.filters.object_types]
     if not types:
         return None
     return request.filters.model_copy(update={"object_types": types})
-
-
-def _normal(type_name: str) -> str:
-    return "_".join(type_name.strip().lstrip("#").lower().split())
 
 
 def seed_objects(
@@ -337,6 +334,3 @@ def _ppr(
             [(key(Kind.RELATIONSHIP, r), s) for r, s in rel_scores if s > 0 and r in keep],
             started,
         )
-
-
-EmbedQuery = Callable[[str], Vector]

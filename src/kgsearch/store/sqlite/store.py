@@ -86,7 +86,6 @@ _TABLES: dict[str, str] = {
     "chunk": "chunks",
     "source": "sources",
 }
-_MAX_DEPTH = 5
 
 # A text change resets the lifecycle; an unchanged text keeps it; a text that returns
 # to what was embedded before is embedded again without calling the embedder.
