@@ -13,9 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
-
-from pydantic import ValidationError
+from typing import Any, Literal
 
 from kgsearch.config import Settings
 from kgsearch.embed import create_embedder
@@ -42,6 +40,12 @@ from kgsearch.model import (
     Source,
     SourceIn,
     display_name,
+)
+from kgsearch.patching import (
+    check_object_changes,
+    check_relationship_changes,
+    patched_object,
+    patched_relationship,
 )
 from kgsearch.search.context import format_context
 from kgsearch.search.lookups import mentioned_by, sources_mentioning
@@ -722,13 +726,10 @@ class Engine:
             InvalidRequest: An unknown or invalid field.
         """
         p = self._p(project)
-        _check_fields(changes, {"tags", "labels", "properties"})
-        o = self.get_object(id, project=p)
-        data: dict[str, Any] = {"type": o.type, "key": o.key, "id": o.id, "tags": o.tags}
-        data |= {"labels": o.labels, "properties": dict(o.properties)}
-        data |= {k: v for k, v in changes.items() if k != "properties"}
-        data["properties"] = _merge_patch(o.properties, changes.get("properties"))
-        return self.add_objects([_validated(ObjectIn, data)], project=p)[0]
+        check_object_changes(changes)
+        return self.add_objects(
+            [patched_object(self.get_object(id, project=p), changes)], project=p
+        )[0]
 
     def update_relationship(
         self, id: str, changes: Mapping[str, Any], *, project: str | None = None
@@ -741,14 +742,9 @@ class Engine:
             InvalidRequest: An unknown or invalid field.
         """
         p = self._p(project)
-        fields = {"label", "weight", "valid_from", "valid_to", "description", "source_chunks"}
-        _check_fields(changes, fields | {"properties"})
-        r = self.get_relationship(id, project=p)
-        data = r.model_dump(include=fields | {"type", "id"})
-        data |= {"source": r.source_id, "target": r.target_id}
-        data |= {k: v for k, v in changes.items() if k != "properties"}
-        data["properties"] = _merge_patch(r.properties, changes.get("properties"))
-        return self.add_relationships([_validated(RelationshipIn, data)], project=p)[0]
+        check_relationship_changes(changes)
+        current = self.get_relationship(id, project=p)
+        return self.add_relationships([patched_relationship(current, changes)], project=p)[0]
 
     def get_chunk(self, id: str, *, project: str | None = None) -> Chunk:
         """One live chunk by id.
@@ -912,47 +908,6 @@ def _request(request: SearchRequest | str, options: dict[str, Any]) -> SearchReq
     else:
         fields = {"query": request, **options}
     return validate_request(fields)
-
-
-def _check_fields(changes: Mapping[str, Any], allowed: set[str]) -> None:
-    unknown = sorted(set(changes) - allowed)
-    if unknown:
-        raise InvalidRequest(
-            f"cannot change {', '.join(unknown)}; changeable: {', '.join(sorted(allowed))}",
-            details={"unknown": unknown},
-        )
-
-
-def _merge_patch(current: Mapping[str, Any], patch: Any) -> dict[str, Any]:
-    """RFC 7396 merge patch of a properties object (one level: None removes a key)."""
-    if patch is None:
-        return dict(current)
-    if not isinstance(patch, Mapping):
-        raise InvalidRequest("properties must be an object")
-    merged = dict(current)
-    for key, value in patch.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    return merged
-
-
-_M = TypeVar("_M", ObjectIn, RelationshipIn)
-
-
-def _validated(model: type[_M], data: dict[str, Any]) -> _M:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise InvalidRequest(
-            f"invalid change: {_errors(exc)}",
-            details={"errors": exc.errors(include_url=False, include_context=False)},
-        ) from None
-
-
-def _errors(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
 
 
 def _props_for(objects: Sequence[ObjectIn], ref: ObjectRef) -> dict[str, Any]:
