@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,10 +20,32 @@ from kgsearch.store import connect
 from kgsearch.store.base import Store
 from kgsearch.testing import FakeEmbedder
 
-# "postgres" joins this list once the backend exists: it runs against a real pgvector
-# server (pgserver, or KGSEARCH_TEST_POSTGRES_URL) with a fresh schema per test, and is
-# skipped locally with a reason that says how to enable it.
-BACKENDS = ["sqlite-memory", "sqlite-file"]
+# "postgres" runs against a real PostgreSQL with pgvector: the server named by
+# KGSEARCH_TEST_POSTGRES_URL, or else one started from PyPI's ``pgserver`` for the
+# session. Every store gets a fresh schema, dropped when the test ends.
+BACKENDS = ["sqlite-memory", "sqlite-file", "postgres"]
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A libpq URL of a PostgreSQL server with pgvector, for the whole session."""
+    url = os.environ.get("KGSEARCH_TEST_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    try:
+        with warnings.catch_warnings():  # platformdirs: XDG_RUNTIME_DIR unset on CI
+            warnings.simplefilter("ignore")
+            import pgserver
+    except ImportError:  # pragma: no cover - dev extra missing
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(
+            "PostgreSQL tests need pgserver (pip install -e '.[dev]') or KGSEARCH_TEST_POSTGRES_URL"
+        )
+    server = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
+    yield server.get_uri()
+    server.cleanup()
 
 
 @pytest.fixture(autouse=True)
@@ -40,9 +64,11 @@ class StoreFactory:
         directory: Where file-backed stores live.
     """
 
-    def __init__(self, backend: str, directory: Path) -> None:
+    def __init__(self, backend: str, directory: Path, postgres_url: str | None = None) -> None:
         self.backend = backend
         self.directory = directory
+        self.postgres_url = postgres_url
+        self.schemas: list[str] = []
         self._counter = itertools.count()
         self._opened: list[Store] = []
         self._urls: dict[int, str] = {}
@@ -53,6 +79,8 @@ class StoreFactory:
             url = ":memory:"
         elif self.backend == "sqlite-file":
             url = f"sqlite:///{self.directory / f'store-{next(self._counter)}.db'}"
+        elif self.backend == "postgres":
+            url = self.postgres_store_url()
         else:  # pragma: no cover - guarded by BACKENDS
             raise AssertionError(self.backend)
         store = self._open(url)
@@ -70,6 +98,14 @@ class StoreFactory:
             pytest.skip(f"a {self.backend} store cannot be re-opened")
         return self._open(self._urls[id(store)])
 
+    def postgres_store_url(self) -> str:
+        """A store URL on the test server in a new, uniquely named schema."""
+        assert self.postgres_url is not None
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        self.schemas.append(schema)
+        sep = "&" if "?" in self.postgres_url else "?"
+        return f"{self.postgres_url}{sep}schema={schema}"
+
     def _open(self, url: str) -> Store:
         store = connect(url)
         self._opened.append(store)
@@ -80,12 +116,20 @@ class StoreFactory:
         for store in reversed(self._opened):
             store.close()
         self._opened.clear()
+        if self.schemas and self.postgres_url is not None:
+            import psycopg
+
+            with psycopg.connect(self.postgres_url, autocommit=True) as conn:
+                for schema in self.schemas:
+                    conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            self.schemas.clear()
 
 
 @pytest.fixture(params=BACKENDS)
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
     """Opens fresh stores of the parametrized backend; closes them after the test."""
-    factory = StoreFactory(request.param, tmp_path)
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    factory = StoreFactory(request.param, tmp_path, url)
     yield factory
     factory.close_all()
 

@@ -27,7 +27,15 @@ def _sqlite(url: str) -> Store:
     return SQLiteStore(path or ":memory:")
 
 
+def _postgres(url: str) -> Store:
+    from kgsearch.store.postgres import PostgresStore
+
+    return PostgresStore(url)
+
+
 register_store("sqlite", _sqlite)
+register_store("postgresql", _postgres)
+register_store("postgres", _postgres)
 
 
 def connect(url: str) -> Store:

@@ -9,8 +9,8 @@ from typing import Any
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Filters, Kind, Mention, Relationship
 from kgsearch.store.base import Direction, Neighbor
+from kgsearch.store.rows import RELATIONSHIP_COLUMNS, to_mention, to_relationship
 from kgsearch.store.sqlite.connection import Connection
-from kgsearch.store.sqlite.rows import RELATIONSHIP_COLUMNS, to_mention, to_relationship
 from kgsearch.store.sqlite.sql import chunked, filter_sql, placeholders
 
 __all__ = ["MAX_DEPTH", "edges_among", "mentions", "neighbors", "relationships_touching"]

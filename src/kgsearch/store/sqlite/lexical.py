@@ -21,6 +21,8 @@ __all__ = ["LexicalStats"]
 _FREQUENT_SHARE = 0.01
 _FREQUENT_FLOOR = 1000
 _TOKENIZER = "porter unicode61"
+# Distinct query words whose stems are remembered (the cache restarts when full).
+_STEM_CACHE_SIZE = 100_000
 
 
 class LexicalStats:
@@ -30,6 +32,7 @@ class LexicalStats:
         self._df: dict[tuple[str, str], int] = {}
         self._rows: dict[str, int] = {}
         self._loaded: set[str] = set()
+        self._stem_cache: dict[str, tuple[str, ...]] = {}
         self._ready = False
         self._lock = threading.Lock()
 
@@ -61,22 +64,37 @@ class LexicalStats:
     def split(self, db: Connection, kind: Kind, terms: list[str]) -> tuple[list[str], bool]:
         """(rare terms, all_frequent): the selective subset of ``terms`` for ``kind``."""
         self._setup(db)
-        with db.transaction(immediate=False):
-            db.execute("DELETE FROM temp.kg_terms")
-            db.executemany(
-                "INSERT INTO temp.kg_terms(rowid, text) VALUES (?, ?)", list(enumerate(terms))
-            )
-            stems: dict[int, list[str]] = {}
-            for row in db.all("SELECT doc, term FROM temp.kg_terms_v"):
-                stems.setdefault(int(row[0]), []).append(str(row[1]))
+        stems = self._stems(db, terms)
         rows = self._table_rows(db, kind)
         threshold = max(_FREQUENT_FLOOR, int(rows * _FREQUENT_SHARE))
         rare = []
-        for index, term in enumerate(terms):
-            parts = stems.get(index)
+        for term in terms:
+            parts = stems[term]
             if parts and min(self._frequency(db, kind, p) for p in parts) <= threshold:
                 rare.append(term)
         return rare, not rare
+
+    def _stems(self, db: Connection, terms: list[str]) -> dict[str, tuple[str, ...]]:
+        """The index tokens of each term (stemming never changes, so they are cached)."""
+        with self._lock:
+            found = {t: self._stem_cache[t] for t in terms if t in self._stem_cache}
+        missing = [t for t in terms if t not in found]
+        if not missing:
+            return found
+        stems: dict[int, list[str]] = {}
+        with db.transaction(immediate=False):
+            db.execute("DELETE FROM temp.kg_terms")
+            db.executemany(
+                "INSERT INTO temp.kg_terms(rowid, text) VALUES (?, ?)", list(enumerate(missing))
+            )
+            for row in db.all("SELECT doc, term FROM temp.kg_terms_v"):
+                stems.setdefault(int(row[0]), []).append(str(row[1]))
+        with self._lock:
+            if len(self._stem_cache) > _STEM_CACHE_SIZE:
+                self._stem_cache.clear()
+            for index, term in enumerate(missing):
+                found[term] = self._stem_cache[term] = tuple(stems.get(index, ()))
+        return found
 
     def _table_rows(self, db: Connection, kind: Kind) -> int:
         with self._lock:

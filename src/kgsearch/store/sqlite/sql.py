@@ -1,15 +1,14 @@
-"""Pure SQL builders for the SQLite store: filters, FTS5 queries, row encoding."""
+"""Pure SQL builders for the SQLite store: filters, FTS5 queries (value encoding shared
+with the other stores lives in :mod:`kgsearch.store.values` and is re-exported here)."""
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Filters, Kind
+from kgsearch.store.values import dumps, iso, now_iso, parse_dt, query_terms
 
 __all__ = [
     "chunked",
@@ -26,83 +25,6 @@ __all__ = [
 # SQLite's default limit on bound parameters is 32766; stay far below it per statement.
 MAX_PARAMS = 500
 
-# Words that match most rows and add nothing to BM25 ranking; dropping them keeps an
-# OR query over a large index fast.
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-    ]
-)
-_WORD = re.compile(r"\w+", re.UNICODE)
-_MAX_QUERY_TERMS = 32
-
-
-def now_iso() -> str:
-    """Current UTC time as ISO-8601."""
-    return datetime.now(UTC).isoformat()
-
-
-def iso(value: datetime | None) -> str | None:
-    """A datetime as ISO-8601 in UTC (naive values are taken as UTC)."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat()
-
-
-def parse_dt(value: str | None) -> datetime | None:
-    """Parse a stored ISO-8601 timestamp."""
-    return datetime.fromisoformat(value) if value else None
-
-
-def dumps(value: Any) -> str:
-    """Compact, deterministic JSON for stored columns."""
-    if not value and isinstance(value, dict | list | tuple):
-        return "{}" if isinstance(value, dict) else "[]"
-    return json.dumps(
-        value, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=str
-    )
-
 
 def placeholders(n: int) -> str:
     """``?,?,…`` with ``n`` marks."""
@@ -113,16 +35,6 @@ def chunked(items: Sequence[Any], size: int = MAX_PARAMS) -> Iterator[Sequence[A
     """Slices of at most ``size`` items, to keep statements under the parameter limit."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def query_terms(query: str) -> list[str]:
-    """The searchable words of any user string: ``\\w`` runs, lowercased, deduplicated,
-    stopwords dropped (unless nothing else is left), at most 32."""
-    words = [w.lower() for w in _WORD.findall(query)]
-    terms = [w for w in dict.fromkeys(words) if w not in _STOPWORDS][:_MAX_QUERY_TERMS]
-    if not terms and words:
-        terms = list(dict.fromkeys(words))[:_MAX_QUERY_TERMS]
-    return terms
 
 
 def fts_query(

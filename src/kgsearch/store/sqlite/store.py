@@ -48,10 +48,7 @@ from kgsearch.store.base import (
     TextUpdate,
 )
 from kgsearch.store.migrations import pending
-from kgsearch.store.sqlite import graph, keys, lifecycle, search
-from kgsearch.store.sqlite.connection import CACHE_PAGES_KIB, Connection
-from kgsearch.store.sqlite.lexical import LexicalStats
-from kgsearch.store.sqlite.rows import (
+from kgsearch.store.rows import (
     CHUNK_COLUMNS,
     OBJECT_COLUMNS,
     RELATIONSHIP_COLUMNS,
@@ -62,6 +59,9 @@ from kgsearch.store.sqlite.rows import (
     to_relationship,
     to_source,
 )
+from kgsearch.store.sqlite import graph, keys, lifecycle, search
+from kgsearch.store.sqlite.connection import CACHE_PAGES_KIB, Connection
+from kgsearch.store.sqlite.lexical import LexicalStats
 from kgsearch.store.sqlite.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,

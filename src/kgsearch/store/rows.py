@@ -1,9 +1,12 @@
-"""Decoding SQLite rows into the public model types."""
+"""Decoding stored rows (SQLite or PostgreSQL) into the public model types.
+
+A row is anything indexable by column name. JSON columns may arrive as text (SQLite)
+or already decoded (PostgreSQL ``json``); timestamps as ISO text or ``datetime``.
+"""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from kgsearch.model import (
@@ -14,7 +17,7 @@ from kgsearch.model import (
     Relationship,
     Source,
 )
-from kgsearch.store.sqlite.sql import parse_dt
+from kgsearch.store.values import parse_dt
 
 __all__ = [
     "CHUNK_COLUMNS",
@@ -45,7 +48,7 @@ CHUNK_COLUMNS = (
 SOURCE_COLUMNS = "id, project, title, uri, metadata, created_at"
 
 
-def _state(row: sqlite3.Row) -> EmbeddingState:
+def _state(row: Any) -> EmbeddingState:
     return EmbeddingState(
         status=row["status"],
         text=row["text"],
@@ -60,11 +63,11 @@ def _state(row: sqlite3.Row) -> EmbeddingState:
     )
 
 
-def _json(value: str) -> Any:
-    return json.loads(value)
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
-def to_object(row: sqlite3.Row) -> GraphObject:
+def to_object(row: Any) -> GraphObject:
     """Decode an ``objects`` row."""
     return GraphObject(
         id=row["id"],
@@ -80,7 +83,7 @@ def to_object(row: sqlite3.Row) -> GraphObject:
     )
 
 
-def to_relationship(row: sqlite3.Row) -> Relationship:
+def to_relationship(row: Any) -> Relationship:
     """Decode a ``relationships`` row."""
     return Relationship(
         id=row["id"],
@@ -101,7 +104,7 @@ def to_relationship(row: sqlite3.Row) -> Relationship:
     )
 
 
-def to_chunk(row: sqlite3.Row) -> Chunk:
+def to_chunk(row: Any) -> Chunk:
     """Decode a ``chunks`` row."""
     return Chunk(
         id=row["id"],
@@ -116,7 +119,7 @@ def to_chunk(row: sqlite3.Row) -> Chunk:
     )
 
 
-def to_source(row: sqlite3.Row) -> Source:
+def to_source(row: Any) -> Source:
     """Decode a ``sources`` row."""
     return Source(
         id=row["id"],
@@ -128,7 +131,7 @@ def to_source(row: sqlite3.Row) -> Source:
     )
 
 
-def to_mention(row: sqlite3.Row) -> Mention:
+def to_mention(row: Any) -> Mention:
     """Decode a ``mentions`` row (empty strings back to None)."""
     return Mention(
         project=row["project"],

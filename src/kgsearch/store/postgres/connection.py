@@ -1,0 +1,208 @@
+"""A psycopg 3 connection pool with per-thread transactions and wrapped driver errors.
+
+Statements outside a transaction borrow a pooled connection in autocommit mode; inside
+``transaction()`` every statement of the calling thread runs on that transaction's
+connection, and nested calls join it (as the SQLite store's connection does).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from kgsearch.errors import ConfigError, Conflict, InvalidRequest, StoreError
+
+try:
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg import errors as pg_errors
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ConfigError(
+        "the PostgreSQL store needs the 'postgres' extra: pip install 'kgsearch[postgres]'"
+    ) from exc
+
+__all__ = ["Connection", "StoreOptions", "parse_url"]
+
+_IDENT_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+class StoreOptions:
+    """kgsearch's own URL parameters, removed before the URL reaches libpq.
+
+    * ``schema`` — the PostgreSQL schema holding kgsearch's tables (default ``public``);
+      several kgsearch stores can share one database in separate schemas.
+    * ``vector_index`` — ``hnsw`` (default), ``ivfflat`` or ``none``.
+    * ``pool_size`` — most connections kept open (default 8).
+    """
+
+    def __init__(self, schema: str, vector_index: str, pool_size: int) -> None:
+        self.schema = schema
+        self.vector_index = vector_index
+        self.pool_size = pool_size
+
+
+def parse_url(url: str) -> tuple[str, StoreOptions]:
+    """Split a ``postgresql://`` URL into the libpq URL and kgsearch's options.
+
+    Raises:
+        ConfigError: An option has an invalid value.
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.split("+", 1)[0]
+    params = parse_qsl(parts.query, keep_blank_values=True)
+    ours = {k: v for k, v in params if k in {"schema", "vector_index", "pool_size"}}
+    rest = [(k, v) for k, v in params if k not in ours]
+    schema = ours.get("schema", "public")
+    if not schema or set(schema) - _IDENT_CHARS or schema[0].isdigit():
+        raise ConfigError(
+            f"invalid schema {schema!r} in store URL: use lowercase letters, digits and _"
+        )
+    index = ours.get("vector_index", "hnsw")
+    if index not in {"hnsw", "ivfflat", "none"}:
+        raise ConfigError(f"vector_index must be hnsw, ivfflat or none, not {index!r}")
+    try:
+        pool_size = int(ours.get("pool_size", "8"))
+    except ValueError:
+        pool_size = 0
+    if not 1 <= pool_size <= 100:
+        raise ConfigError("pool_size must be a whole number between 1 and 100")
+    libpq = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(rest), ""))
+    if scheme not in {"postgresql", "postgres"}:
+        raise ConfigError(f"not a PostgreSQL URL: {url!r}")
+    return libpq, StoreOptions(schema, index, pool_size)
+
+
+def _wrap(exc: Exception) -> Exception:
+    """The kgsearch error for a driver error."""
+    if isinstance(exc, pg_errors.UniqueViolation | pg_errors.IntegrityError):
+        return Conflict(f"write conflicts with existing data: {exc}")
+    if isinstance(exc, pg_errors.NumericValueOutOfRange):
+        return InvalidRequest(f"a number is too large for the store: {exc}")
+    if isinstance(exc, pg_errors.DataError | pg_errors.UntranslatableCharacter):
+        return InvalidRequest(f"value not accepted by PostgreSQL: {exc}")
+    if isinstance(exc, UnicodeEncodeError):
+        return InvalidRequest(f"text is not valid Unicode: {exc.reason}")
+    if isinstance(exc, OverflowError):
+        return InvalidRequest(f"a number is too large for the store: {exc}")
+    if isinstance(exc, ValueError) and "NUL" in str(exc):
+        return InvalidRequest("text must not contain NUL (\\x00) characters")
+    return StoreError(f"PostgreSQL error: {exc}")
+
+
+class Connection:
+    """A pool of connections to one database, scoped to one schema.
+
+    Args:
+        url: A libpq URL (kgsearch's own parameters already removed).
+        schema: The schema every connection's ``search_path`` starts with.
+        pool_size: Most connections kept open.
+    """
+
+    def __init__(self, url: str, schema: str, pool_size: int) -> None:
+        self.url = url
+        self.schema = schema
+        self._local = threading.local()
+        self._vector_ready = False
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open PostgreSQL store: {exc}") from exc
+        self.pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=pool_size,
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            configure=self._configure,
+            open=False,
+        )
+        try:
+            self.pool.open(wait=True, timeout=30)
+        except Exception as exc:
+            self.pool.close()
+            raise StoreError(f"cannot open PostgreSQL connection pool: {exc}") from exc
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute(f"SET search_path TO \"{self.schema}\", public; SET TIME ZONE 'UTC'")
+        register_vector(conn)
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self.pool.close()
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
+        with self.pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """BEGIN … COMMIT on one connection, rolled back on any exception; nested calls
+        on the same thread join the outer transaction."""
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
+        try:
+            with self.pool.connection() as conn:
+                self._local.conn = conn
+                try:
+                    with conn.transaction():
+                        yield conn
+                finally:
+                    self._local.conn = None
+        except psycopg.Error as exc:
+            raise _wrap(exc) from exc
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the calling thread is inside :meth:`transaction`."""
+        return getattr(self._local, "conn", None) is not None
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> int:
+        """Run one statement; return the affected row count."""
+        with self._connection() as conn:
+            try:
+                return conn.execute(sql, params).rowcount
+            except (psycopg.Error, UnicodeEncodeError, OverflowError, ValueError) as exc:
+                raise _wrap(exc) from exc
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for many parameter rows (pipelined by psycopg)."""
+        if not rows:
+            return
+        with self._connection() as conn:
+            try:
+                with conn.cursor() as cur:
+                    cur.executemany(sql, rows)
+            except (psycopg.Error, UnicodeEncodeError, OverflowError, ValueError) as exc:
+                raise _wrap(exc) from exc
+
+    def all(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
+        """Run a query and fetch every row as a dict."""
+        with self._connection() as conn:
+            try:
+                return conn.execute(sql, params).fetchall()
+            except (psycopg.Error, UnicodeEncodeError, OverflowError, ValueError) as exc:
+                raise _wrap(exc) from exc
+
+    def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> dict[str, Any] | None:
+        """Run a query and fetch the first row."""
+        rows = self.all(sql, params)
+        return rows[0] if rows else None
+
+    @contextmanager
+    def session(self) -> Iterator[psycopg.Connection[Any]]:
+        """The connection the calling thread would use (for ``SET LOCAL`` and COPY)."""
+        with self._connection() as conn:
+            yield conn

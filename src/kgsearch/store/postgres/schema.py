@@ -1,0 +1,126 @@
+"""PostgreSQL schema as named, append-only migrations (never edit a released one).
+
+Tables mirror the SQLite store's columns (so both decode through ``store/rows.py``),
+with native types: ``json`` (keeps key order, unlike ``jsonb``), ``timestamptz``, a
+pgvector ``vector`` column without fixed dimensions (the HNSW index casts to the
+store's dims), and a generated ``tsvector`` column under the ``kgsearch`` text-search
+configuration: English stemming with no stopword list, since the query side drops
+stopwords itself (as with SQLite's porter tokenizer, "not" or "the" stay searchable
+when they are all a query has).
+"""
+
+from __future__ import annotations
+
+from kgsearch.store.migrations import Execute, Migration
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
+
+_EMBEDDING_COLUMNS = """
+    text TEXT NOT NULL DEFAULT '',
+    text_hash TEXT NOT NULL DEFAULT '',
+    text_version INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL DEFAULT 'pending'
+        CHECK (status IN ('pending', 'embedded', 'failed', 'dead')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    next_attempt_at DOUBLE PRECISION NOT NULL DEFAULT 0,
+    claimed_until DOUBLE PRECISION NOT NULL DEFAULT 0,
+    embedded_text TEXT,
+    embedded_hash TEXT,
+    model TEXT,
+    dims INTEGER,
+    embedded_at TIMESTAMPTZ,
+    vector vector,
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('kgsearch', text)) STORED
+"""
+
+
+def m001_create_graph(execute: Execute) -> None:
+    """Objects, relationships, sources, chunks, mentions, lexical and due indexes."""
+    execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    execute("CREATE TEXT SEARCH DICTIONARY kgsearch_stem (TEMPLATE = snowball, Language = english)")
+    execute("CREATE TEXT SEARCH CONFIGURATION kgsearch (COPY = pg_catalog.english)")
+    execute(
+        "ALTER TEXT SEARCH CONFIGURATION kgsearch ALTER MAPPING FOR asciiword, asciihword, "
+        "hword_asciipart, word, hword, hword_part WITH kgsearch_stem"
+    )
+    execute(
+        f"""CREATE TABLE objects (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT NOT NULL, project TEXT NOT NULL, type TEXT NOT NULL, key TEXT NOT NULL,
+            tags JSON NOT NULL DEFAULT '[]', properties JSON NOT NULL DEFAULT '{{}}',
+            labels JSON NOT NULL DEFAULT '[]',
+            created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL,
+            deleted_at TIMESTAMPTZ,
+            {_EMBEDDING_COLUMNS},
+            UNIQUE (project, id), UNIQUE (project, type, key))"""
+    )
+    execute(
+        f"""CREATE TABLE relationships (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT NOT NULL, project TEXT NOT NULL, type TEXT NOT NULL,
+            source_id TEXT NOT NULL, target_id TEXT NOT NULL, label TEXT,
+            properties JSON NOT NULL DEFAULT '{{}}', weight DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+            valid_from TIMESTAMPTZ, valid_to TIMESTAMPTZ, description TEXT,
+            source_chunks JSON NOT NULL DEFAULT '[]',
+            created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL,
+            deleted_at TIMESTAMPTZ,
+            {_EMBEDDING_COLUMNS},
+            UNIQUE (project, id))"""
+    )
+    execute("CREATE INDEX relationships_source ON relationships (project, source_id)")
+    execute("CREATE INDEX relationships_target ON relationships (project, target_id)")
+    execute(
+        """CREATE TABLE sources (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT NOT NULL, project TEXT NOT NULL, title TEXT, uri TEXT,
+            metadata JSON NOT NULL DEFAULT '{}', created_at TIMESTAMPTZ NOT NULL,
+            deleted_at TIMESTAMPTZ,
+            UNIQUE (project, id))"""
+    )
+    execute(
+        f"""CREATE TABLE chunks (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT NOT NULL, project TEXT NOT NULL, source_id TEXT, body TEXT NOT NULL,
+            position INTEGER NOT NULL DEFAULT 0, metadata JSON NOT NULL DEFAULT '{{}}',
+            created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL,
+            deleted_at TIMESTAMPTZ,
+            {_EMBEDDING_COLUMNS},
+            UNIQUE (project, id))"""
+    )
+    execute("CREATE INDEX chunks_source ON chunks (project, source_id)")
+    execute(
+        """CREATE TABLE mentions (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            project TEXT NOT NULL, source_id TEXT NOT NULL DEFAULT '',
+            chunk_id TEXT NOT NULL DEFAULT '', object_id TEXT NOT NULL DEFAULT '',
+            relationship_id TEXT NOT NULL DEFAULT '',
+            UNIQUE (project, source_id, chunk_id, object_id, relationship_id))"""
+    )
+    execute("CREATE INDEX mentions_object ON mentions (project, object_id)")
+    execute("CREATE INDEX mentions_relationship ON mentions (project, relationship_id)")
+    execute("CREATE INDEX mentions_chunk ON mentions (project, chunk_id)")
+    for table in ("objects", "relationships", "chunks"):
+        # Due rows only: the claim query's index stays small once most rows are embedded.
+        execute(
+            f"CREATE INDEX {table}_due ON {table} (next_attempt_at) "
+            "WHERE status IN ('pending', 'failed') AND deleted_at IS NULL"
+        )
+        execute(f"CREATE INDEX {table}_tsv ON {table} USING gin (tsv) WHERE deleted_at IS NULL")
+        execute(f"CREATE INDEX {table}_project ON {table} (project, seq)")
+    execute("CREATE INDEX sources_project ON sources (project, seq)")
+    execute(
+        "CREATE TABLE embed_stats (kind TEXT PRIMARY KEY, texts BIGINT NOT NULL, "
+        "ms DOUBLE PRECISION NOT NULL)"
+    )
+    execute(
+        """CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY, project TEXT NOT NULL, name TEXT,
+            scopes JSON NOT NULL DEFAULT '[]', key_hash TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL, revoked_at TIMESTAMPTZ)"""
+    )
+    execute("CREATE INDEX api_keys_project ON api_keys (project)")
+
+
+MIGRATIONS = [Migration("m001_create_graph", m001_create_graph)]
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,66 @@
+"""SQL builders for the PostgreSQL store: filters and safe ``tsquery`` text."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from kgsearch.model import Filters, Kind
+
+__all__ = ["filter_sql", "tsquery"]
+
+
+def filter_sql(
+    kind: Kind, filters: Filters | None, alias: str = "t", *, current_only: bool = True
+) -> tuple[str, list[Any]]:
+    """Conditions (each starting with `` AND``) for a kind's filters, with parameters.
+
+    The same semantics as the SQLite store's: filters that do not apply to a kind are
+    ignored for it; relationships default to those valid now.
+    """
+    if filters is None:
+        filters = Filters()
+    parts: list[str] = []
+    params: list[Any] = []
+    if kind is Kind.OBJECT:
+        if filters.object_types:
+            parts.append(f"{alias}.type = ANY(%s)")
+            params.append(list(filters.object_types))
+        if filters.labels:
+            parts.append(f"{alias}.labels::jsonb ?| %s")
+            params.append(list(filters.labels))
+    if kind is Kind.RELATIONSHIP:
+        if filters.relationship_types:
+            parts.append(f"{alias}.type = ANY(%s)")
+            params.append(list(filters.relationship_types))
+        as_of = filters.as_of or (datetime.now(UTC) if current_only else None)
+        if as_of is not None:
+            if as_of.tzinfo is None:
+                as_of = as_of.replace(tzinfo=UTC)
+            parts.append(
+                f"({alias}.valid_from IS NULL OR {alias}.valid_from <= %s) "
+                f"AND ({alias}.valid_to IS NULL OR {alias}.valid_to > %s)"
+            )
+            params.extend([as_of, as_of])
+    if filters.properties and kind is not Kind.CHUNK:
+        for name, value in sorted(filters.properties.items()):
+            parts.append(f"({alias}.properties::jsonb -> %s) = %s::jsonb")
+            params.extend([name, json.dumps(value)])
+    if filters.embedded_only:
+        parts.append(f"{alias}.status = 'embedded'")
+    return "".join(f" AND {p}" for p in parts), params
+
+
+def _quote(lexeme: str) -> str:
+    """A lexeme as a quoted ``tsquery`` operand (operators inside lose their meaning)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsquery(
+    lexemes: list[str], *, prefix: set[str] | None = None, conjunction: bool = False
+) -> str:
+    """``'a' | 'b':*`` text for already-normalised lexemes (cast it with ``::tsquery``)."""
+    prefix = prefix or set()
+    operands = [_quote(x) + (":*" if x in prefix else "") for x in lexemes]
+    return (" & " if conjunction else " | ").join(operands)
