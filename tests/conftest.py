@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -27,7 +29,7 @@ BACKENDS = ["sqlite-memory", "sqlite-file", "postgres"]
 
 
 @pytest.fixture(scope="session")
-def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_url() -> Iterator[str]:
     """A libpq URL of a PostgreSQL server with pgvector, for the whole session."""
     url = os.environ.get("KGSEARCH_TEST_POSTGRES_URL")
     if url:
@@ -43,9 +45,15 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(
             "PostgreSQL tests need pgserver (pip install -e '.[dev]') or KGSEARCH_TEST_POSTGRES_URL"
         )
-    server = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
-    yield server.get_uri()
-    server.cleanup()
+    # Not under pytest's basetemp: as root, pgserver runs PostgreSQL as another user,
+    # which must traverse the data folder's parents (pytest makes its own 0700).
+    pgdata = Path(tempfile.mkdtemp(prefix="kgsearch-pgtest-"))
+    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+        shutil.rmtree(pgdata, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
@@ -144,3 +152,11 @@ def store(store_factory: StoreFactory) -> Store:
 def engine(store: Store) -> Engine:
     """An engine over ``store`` with a deterministic 32-d fake embedder."""
     return Engine(store, embedder=FakeEmbedder(32))
+
+
+@pytest.fixture
+def pg_factory(postgres_url: str, tmp_path: Path) -> Iterator[StoreFactory]:
+    """Opens fresh PostgreSQL stores (for tests that need both kinds of store at once)."""
+    factory = StoreFactory("postgres", tmp_path, postgres_url)
+    yield factory
+    factory.close_all()

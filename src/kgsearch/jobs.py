@@ -19,7 +19,7 @@ from kgsearch.model import Kind
 from kgsearch.store.base import Claim, EmbeddingResult, Store
 from kgsearch.text import TEXT_VERSION
 
-__all__ = ["EmbedReport", "RetryPolicy", "run_embedding", "status_report"]
+__all__ = ["EmbedReport", "RetryPolicy", "run_embedding", "run_worker", "status_report"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,7 @@ def run_embedding(
     policy: RetryPolicy | None = None,
     progress: Progress | None = None,
     limit: int | None = None,
+    wait_for_retries: bool = True,
 ) -> EmbedReport:
     """Embed every due row of the given kinds, batch by batch, until none is due.
 
@@ -141,6 +142,9 @@ def run_embedding(
         policy: Retry/backoff policy.
         progress: Called with (kind, rows done) after each batch.
         limit: Stop after about this many rows (None = until done).
+        wait_for_retries: When nothing is due but a backoff or another runner's lease
+            ends within ``policy.max_wait_seconds``, sleep until then (a worker that
+            polls anyway passes False).
 
     Returns:
         Counts of what happened.
@@ -163,7 +167,7 @@ def run_embedding(
                 lease_seconds=policy.lease_seconds,
             )
             if not claims:
-                if not _wait_for_retry(store, kind, project, policy):
+                if not wait_for_retries or not _wait_for_retry(store, kind, project, policy):
                     break
                 continue
             _embed_batch(store, embedder, kind, claims, policy, report)
@@ -174,7 +178,65 @@ def run_embedding(
             if delay_ms:
                 time.sleep(delay_ms / 1000)
     report.seconds = time.perf_counter() - started
+    if report.embedded:
+        store.build_indexes()
     return report
+
+
+def run_worker(
+    store: Store,
+    embedder: Embedder,
+    *,
+    kinds: Sequence[Kind] = tuple(Kind),
+    project: str | None = None,
+    batch_size: int = 512,
+    policy: RetryPolicy | None = None,
+    poll_seconds: float = 5.0,
+    until_idle: bool = False,
+    should_stop: Callable[[], bool] = lambda: False,
+    on_batch: Callable[[EmbedReport], None] | None = None,
+) -> EmbedReport:
+    """A long-lived embedding worker: one batch at a time until stopped.
+
+    Any number of workers may run against one store at once: each batch is claimed
+    atomically (``FOR UPDATE SKIP LOCKED`` on PostgreSQL, one writer at a time on
+    SQLite), so no row is embedded twice, and rows claimed by a worker that died are
+    claimable again once its lease ends. ``should_stop`` is checked between batches,
+    so a stop request never abandons a batch half-written.
+
+    Args:
+        poll_seconds: Sleep this long when nothing is due, then look again.
+        until_idle: Return as soon as nothing is due instead of polling.
+        should_stop: Return True to end the loop after the current batch.
+        on_batch: Called with the running totals after each batch.
+    """
+    total = EmbedReport()
+    started = time.perf_counter()
+    while not should_stop():
+        step = run_embedding(
+            store,
+            embedder,
+            kinds=kinds,
+            project=project,
+            batch_size=batch_size,
+            policy=policy,
+            limit=batch_size,
+            wait_for_retries=False,
+        )
+        for name in ("processed", "embedded", "failed", "dead", "skipped_changed", "batches"):
+            setattr(total, name, getattr(total, name) + getattr(step, name))
+        total.errors.extend(step.errors)
+        if step.processed:
+            if on_batch is not None:
+                on_batch(total)
+            continue
+        if until_idle:
+            break
+        deadline = time.monotonic() + poll_seconds
+        while not should_stop() and time.monotonic() < deadline:
+            time.sleep(min(0.2, poll_seconds))
+    total.seconds = time.perf_counter() - started
+    return total
 
 
 def _wait_for_retry(store: Store, kind: Kind, project: str | None, policy: RetryPolicy) -> bool:

@@ -22,6 +22,7 @@ from kgsearch.cli.graph import (
     relationships,
     stats,
 )
+from kgsearch.cli.migrate import migrate
 from kgsearch.cli.search import context, search
 from kgsearch.cli.serve import keys, mcp, serve
 
@@ -41,6 +42,7 @@ for command in (
     serve,
     mcp,
     keys,
+    migrate,
 ):
     cli.add_command(command)
 add_json_option(cli)

@@ -1,7 +1,10 @@
-"""CLI commands of the embedding lifecycle: generate, backfill, preview, status, retry."""
+"""CLI commands of the embedding lifecycle: generate, backfill, worker, preview, status,
+retry."""
 
 from __future__ import annotations
 
+import signal
+import threading
 from typing import Any
 
 import click
@@ -18,7 +21,7 @@ from rich.table import Table
 
 from kgsearch.cli.common import State, console, emit, engine_from, handle_errors, out, pass_state
 from kgsearch.engine import Engine
-from kgsearch.jobs import EmbedReport
+from kgsearch.jobs import EmbedReport, run_worker
 from kgsearch.model import Kind
 
 __all__ = ["embed"]
@@ -209,6 +212,70 @@ def backfill(
         total = engine.embedding_status(project=state.project)["total"]
     value = {**report.as_dict(), "total": total}
     emit(state, value, _report)
+
+
+@embed.command("worker")
+@click.option(
+    "--poll",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(0.1, 3600),
+    help="Seconds to wait before looking again when nothing is due.",
+)
+@click.option(
+    "--until-idle", is_flag=True, help="Exit once nothing is due instead of waiting for more."
+)
+@_kind_option
+@_batch_option
+@pass_state
+@handle_errors
+def worker(
+    state: State, poll: float, until_idle: bool, kind: tuple[str, ...], batch_size: int
+) -> None:
+    """Run a long-lived embedding worker; start as many as you like, on any machines.
+
+    Each batch is claimed atomically (on PostgreSQL with FOR UPDATE SKIP LOCKED), so
+    concurrent workers never embed the same row. A worker that is killed leaves only
+    a lease on its batch, which expires after 30 s and makes those rows claimable by
+    the others. Ctrl-C or SIGTERM stops the worker after its current batch.
+
+    Example: kgsearch --store postgresql://kg@db/kg embed worker --batch-size 256
+    """
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: object) -> None:
+        stop.set()
+
+    previous = signal.signal(signal.SIGTERM, request_stop)
+    try:
+        with engine_from(state) as engine:
+            engine.refresh_texts()
+
+            def log(total: EmbedReport) -> None:
+                if not state.as_json:
+                    console.print(
+                        f"embedded {total.embedded}  failed {total.failed}  "
+                        f"(dead {total.dead})  batches {total.batches}"
+                    )
+
+            try:
+                report = run_worker(
+                    engine.store,
+                    engine.embedder,
+                    kinds=_kinds(kind),
+                    project=state.project,
+                    batch_size=batch_size,
+                    policy=engine.retry,
+                    poll_seconds=poll,
+                    until_idle=until_idle,
+                    should_stop=stop.is_set,
+                    on_batch=log,
+                )
+            except KeyboardInterrupt:
+                report = EmbedReport(errors=["interrupted"])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    emit(state, report.as_dict(), _report)
 
 
 @embed.command("preview")

@@ -75,6 +75,9 @@ class ObjectRow:
     text: str
     text_hash: str
     text_version: int
+    # Kept when given (a migration carries them over); the store's clock otherwise.
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,8 @@ class RelationshipRow:
     text: str
     text_hash: str
     text_version: int
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -370,8 +375,10 @@ class Store(Protocol):
         dims: int,
         text_version: int,
         elapsed_ms: float,
+        record_stats: bool = True,
     ) -> int:
-        """Write vectors; rows whose text changed since the claim stay pending."""
+        """Write vectors; rows whose text changed since the claim stay pending.
+        ``record_stats=False`` (vectors copied, not computed) leaves latency stats alone."""
         ...
 
     def fail(
@@ -405,6 +412,11 @@ class Store(Protocol):
 
     def iter_text_rows(self, project: str, kind: Kind) -> Iterator[list[Any]]:
         """Batches of live rows with what text builders need, to refresh texts."""
+        ...
+
+    def build_indexes(self) -> list[str]:
+        """Build persistent vector indexes that are due (after bulk loads and embedding
+        runs); return the kinds indexed now. Stores with in-memory indexes return []."""
         ...
 
     # search primitives ---------------------------------------------------

@@ -83,6 +83,7 @@ def complete(
     model: str,
     dims: int,
     elapsed_ms: float,
+    record_stats: bool = True,
 ) -> int:
     """Write vectors for rows whose text is unchanged since the claim; release the rest."""
     if not results:
@@ -117,6 +118,8 @@ def complete(
             "AS u(project, id) WHERE t.project = u.project AND t.id = u.id",
             ([r.project for r in stale], [r.id for r in stale]),
         )
+    if not record_stats:
+        return len(written)
     db.execute(
         "INSERT INTO embed_stats (kind, texts, ms) VALUES (%s, %s, %s) ON CONFLICT (kind) DO "
         "UPDATE SET texts = embed_stats.texts + excluded.texts, ms = embed_stats.ms + excluded.ms",

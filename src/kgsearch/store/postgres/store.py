@@ -298,8 +298,8 @@ class PostgresStore:
                 dumps(list(r.tags)),
                 dumps(r.properties),
                 dumps(list(r.labels)),
-                now,
-                now,
+                _utc(r.created_at) or now,
+                _utc(r.updated_at) or now,
                 _clean(r.text),
                 r.text_hash,
                 r.text_version,
@@ -347,8 +347,8 @@ class PostgresStore:
                 _utc(r.valid_to),
                 _clean(r.description),
                 dumps(list(r.source_chunks)),
-                now,
-                now,
+                _utc(r.created_at) or now,
+                _utc(r.updated_at) or now,
                 _clean(r.text),
                 r.text_hash,
                 r.text_version,
@@ -416,8 +416,8 @@ class PostgresStore:
                         _clean(c.text),
                         c.position,
                         dumps(c.metadata),
-                        now,
-                        now,
+                        _utc(c.created_at) or now,
+                        _utc(c.updated_at) or now,
                         _clean(text),
                         text_hash,
                         version,
@@ -721,10 +721,11 @@ class PostgresStore:
         dims: int,
         text_version: int,
         elapsed_ms: float,
+        record_stats: bool = True,
     ) -> int:
         """Write vectors; rows whose text changed since the claim stay pending."""
         with self.db.transaction():
-            return lifecycle.complete(self.db, kind, results, model, dims, elapsed_ms)
+            return lifecycle.complete(self.db, kind, results, model, dims, elapsed_ms, record_stats)
 
     def fail(
         self,
@@ -785,6 +786,8 @@ class PostgresStore:
 
     # search primitives ---------------------------------------------------
     def _has_index(self, kind: Kind) -> bool:
+        if self.options.vector_index == "none":  # exact search only, even if one exists
+            return False
         if kind not in self._indexed:
             self._indexed[kind] = search.vector_index_exists(self.db, kind)
         return self._indexed[kind]

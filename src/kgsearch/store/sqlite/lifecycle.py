@@ -79,6 +79,7 @@ def complete(
     model: str,
     dims: int,
     elapsed_ms: float,
+    record_stats: bool = True,
 ) -> int:
     """Write vectors for rows whose text is unchanged since the claim; release the rest."""
     stamp = now_iso()
@@ -109,6 +110,8 @@ def complete(
                 f"UPDATE {kind.table} SET claimed_until = 0 WHERE project = ? AND id = ?",
                 (result.project, result.id),
             )
+    if not record_stats:
+        return done
     db.execute(
         "INSERT INTO embed_stats (kind, texts, ms) VALUES (?, ?, ?) ON CONFLICT(kind) DO "
         "UPDATE SET texts = texts + excluded.texts, ms = ms + excluded.ms",

@@ -314,8 +314,8 @@ class SQLiteStore:
                 dumps(list(r.tags)),
                 dumps(r.properties),
                 dumps(list(r.labels)),
-                now,
-                now,
+                iso(r.created_at) or now,
+                iso(r.updated_at) or now,
                 r.text,
                 r.text_hash,
                 r.text_version,
@@ -363,8 +363,8 @@ class SQLiteStore:
                 iso(r.valid_to),
                 r.description,
                 dumps(list(r.source_chunks)),
-                now,
-                now,
+                iso(r.created_at) or now,
+                iso(r.updated_at) or now,
                 r.text,
                 r.text_hash,
                 r.text_version,
@@ -418,8 +418,8 @@ class SQLiteStore:
                         c.text,
                         c.position,
                         dumps(c.metadata),
-                        now,
-                        now,
+                        iso(c.created_at) or now,
+                        iso(c.updated_at) or now,
                         text,
                         text_hash,
                         version,
@@ -760,10 +760,11 @@ class SQLiteStore:
         dims: int,
         text_version: int,
         elapsed_ms: float,
+        record_stats: bool = True,
     ) -> int:
         """Write vectors; rows whose text changed since the claim stay pending."""
         with self.db.transaction():
-            done = lifecycle.complete(self.db, kind, results, model, dims, elapsed_ms)
+            done = lifecycle.complete(self.db, kind, results, model, dims, elapsed_ms, record_stats)
             self.vectors_cache.touch(self.db, kind)
         return done
 
@@ -810,6 +811,11 @@ class SQLiteStore:
                 batch = []
         if batch:
             yield batch
+
+    def build_indexes(self) -> list[str]:
+        """Nothing to build: this store's vector indexes live in memory and are built
+        when a search first needs them."""
+        return []
 
     # search primitives ---------------------------------------------------
     def vector_search(

@@ -1,0 +1,144 @@
+"""Concurrent embedding workers: no row embedded twice, nothing stuck after a crash.
+
+Each worker has its own store handle (its own connections), as separate processes
+would; the PostgreSQL runs claim with ``FOR UPDATE SKIP LOCKED``.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from kgsearch.engine import Engine
+from kgsearch.jobs import RetryPolicy, run_worker
+from kgsearch.model import Kind, ObjectIn
+from kgsearch.store.base import Store
+from kgsearch.testing import FakeEmbedder
+
+SRC = Path(__file__).parents[2] / "src"
+
+
+class SlowFake(FakeEmbedder):
+    """The fake embedder, a little slow per batch so that workers overlap."""
+
+    def embed_documents(self, texts: list[str]) -> list[npt.NDArray[np.float32]]:
+        time.sleep(0.01)
+        return super().embed_documents(texts)
+
+
+def objects(n: int) -> list[ObjectIn]:
+    return [
+        ObjectIn(type="Item", key=f"k{i:05}", properties={"name": f"Item number {i}"})
+        for i in range(n)
+    ]
+
+
+def test_two_concurrent_workers_embed_10000_rows_none_twice(store_factory: Any) -> None:
+    if not store_factory.persistent:
+        pytest.skip("workers need two handles on one database")
+    setup = store_factory()
+    engine = Engine(setup, embedder=FakeEmbedder(32))
+    engine.add_objects(objects(10_000))
+    embedder = SlowFake(32)
+    handles = [store_factory.reopen(setup), store_factory.reopen(setup)]
+    reports = []
+    errors: list[BaseException] = []
+
+    def work(store: Store) -> None:
+        try:
+            reports.append(
+                run_worker(store, embedder, kinds=[Kind.OBJECT], batch_size=100, until_idle=True)
+            )
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(h,)) for h in handles]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not errors
+    assert len(reports) == 2
+    counts = collections.Counter(embedder.embedded_texts)
+    assert len(counts) == 10_000
+    assert max(counts.values()) == 1, "a row was embedded twice"
+    assert all(r.embedded > 0 for r in reports), "one worker did all the work"
+    assert sum(r.embedded for r in reports) == 10_000
+    status = engine.embedding_status()
+    assert status["embedded"] == 10_000
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from kgsearch.jobs import RetryPolicy, run_worker
+    from kgsearch.store import connect
+    from kgsearch.testing import FakeEmbedder
+
+    class Slow(FakeEmbedder):
+        def embed_documents(self, texts):
+            time.sleep(0.05)
+            return super().embed_documents(texts)
+
+    store = connect(sys.argv[1])
+    run_worker(store, Slow(32), batch_size=8, policy=RetryPolicy(lease_seconds=2.0),
+               until_idle=True)
+    """
+)
+
+
+def test_a_worker_killed_mid_batch_leaves_nothing_stuck(store_factory: Any) -> None:
+    if not store_factory.persistent:
+        pytest.skip("a killed worker needs a database that outlives it")
+    setup = store_factory()
+    url = setup.url
+    engine = Engine(setup, embedder=FakeEmbedder(32))
+    engine.add_objects(objects(400))
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+    }
+    child = subprocess.Popen([sys.executable, "-c", CHILD, url], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            done = engine.embedding_status()["embedded"]
+            if done >= 40:
+                break
+            assert child.poll() is None, "the worker ended before it was killed"
+            assert time.monotonic() < deadline, "the worker made no progress"
+            time.sleep(0.01)
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    assert 40 <= engine.embedding_status()["embedded"] < 400
+
+    resumed = store_factory.reopen(setup)
+    started = time.monotonic()
+    report = run_worker(
+        resumed,
+        FakeEmbedder(32),
+        batch_size=64,
+        policy=RetryPolicy(lease_seconds=2.0),
+        poll_seconds=0.2,
+        should_stop=lambda: resumed.embedding_counts(None)[0].by_status.get("embedded", 0) == 400,
+    )
+    assert report.embedded > 0
+    assert time.monotonic() - started < 30
+    rows = Engine(resumed, embedder=FakeEmbedder(32)).list_rows("object", limit=1000).items
+    assert [o.key for o in rows if o.embedding.status != "embedded"] == []
+    assert all(o.embedding.embedded_text == o.embedding.text for o in rows)
