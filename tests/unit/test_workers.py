@@ -7,6 +7,7 @@ would; the PostgreSQL runs claim with ``FOR UPDATE SKIP LOCKED``.
 from __future__ import annotations
 
 import collections
+import json
 import os
 import signal
 import subprocess
@@ -20,7 +21,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from click.testing import CliRunner
 
+from kgsearch.cli import cli
 from kgsearch.engine import Engine
 from kgsearch.jobs import RetryPolicy, run_worker
 from kgsearch.model import Kind, ObjectIn
@@ -142,3 +145,23 @@ def test_a_worker_killed_mid_batch_leaves_nothing_stuck(store_factory: Any) -> N
     rows = Engine(resumed, embedder=FakeEmbedder(32)).list_rows("object", limit=1000).items
     assert [o.key for o in rows if o.embedding.status != "embedded"] == []
     assert all(o.embedding.embedded_text == o.embedding.text for o in rows)
+
+
+def test_cli_worker_until_idle_embeds_everything(
+    store_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not store_factory.persistent:
+        pytest.skip("the CLI opens the store by URL")
+    monkeypatch.setenv("KGSEARCH_EMBED__MODEL", "fake:32")
+    setup = store_factory()
+    Engine(setup, embedder=FakeEmbedder(32)).add_objects(objects(250))
+    result = CliRunner().invoke(
+        cli,
+        ["--db", setup.url, "--json", "embed", "worker", "--until-idle", "--batch-size", "100"],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["embedded"] == 250
+    assert report["batches"] == 3
+    assert Engine(setup, embedder=FakeEmbedder(32)).embedding_status()["pending"] == 0
