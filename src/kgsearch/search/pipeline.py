@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgsearch.errors import DimensionMismatch, InvalidRequest
-from kgsearch.model import Kind, Mention
+from kgsearch.model import Chunk, GraphObject, Kind, Mention, Relationship
 from kgsearch.search.fusion import Fused, rrf, weighted
 from kgsearch.search.methods import Legs, Vector, graph_legs, scope_legs, scopes, split_key
 from kgsearch.search.request import (
@@ -175,8 +175,9 @@ def _live_sources(store: Store, project: str, mentions: Sequence[Mention]) -> se
 
 def _candidates(
     ctx: SearchContext, fused: Sequence[Fused], request: SearchRequest
-) -> list[Candidate]:
-    """Candidates with what rerankers need: text, touched objects, vectors for MMR."""
+) -> tuple[list[Candidate], dict[str, GraphObject | Relationship | Chunk]]:
+    """Candidates with what rerankers need: text, touched objects, vectors for MMR; and
+    the rows read for them by key (hydration reuses them)."""
     by_kind: dict[Kind, list[str]] = {}
     for f in fused:
         kind, id = split_key(f.key)
@@ -184,13 +185,17 @@ def _candidates(
     store, project = ctx.store, ctx.project
     texts: dict[str, str] = {}
     touches: dict[str, tuple[str, ...]] = {}
+    rows: dict[str, GraphObject | Relationship | Chunk] = {}
     for o in store.get_objects(project, by_kind.get(Kind.OBJECT, [])):
+        rows[f"object:{o.id}"] = o
         texts[f"object:{o.id}"] = o.embedding.text or o.key
         touches[f"object:{o.id}"] = (o.id,)
     for r in store.get_relationships(project, by_kind.get(Kind.RELATIONSHIP, [])):
+        rows[f"relationship:{r.id}"] = r
         texts[f"relationship:{r.id}"] = r.embedding.text or ""
         touches[f"relationship:{r.id}"] = (r.source_id, r.target_id)
     for c in store.get_chunks(project, by_kind.get(Kind.CHUNK, [])):
+        rows[f"chunk:{c.id}"] = c
         texts[f"chunk:{c.id}"] = c.text
         touches[f"chunk:{c.id}"] = tuple(
             m.object_id for m in store.mentions(project, chunk_ids=[c.id]) if m.object_id
@@ -200,7 +205,7 @@ def _candidates(
         for kind, ids in by_kind.items():
             for id, vec in store.vectors(project, kind, ids).items():
                 vectors[f"{kind.value}:{id}"] = vec
-    return [
+    candidates = [
         Candidate(
             key=f.key,
             score=f.score,
@@ -212,63 +217,54 @@ def _candidates(
         for f in fused
         if f.key in texts
     ]
+    return candidates, rows
 
 
 def _hydrate(
-    ctx: SearchContext, ranked: Sequence[Candidate]
+    ranked: Sequence[Candidate], rows: Mapping[str, GraphObject | Relationship | Chunk]
 ) -> list[GraphResult | RelationshipResult | TextResult]:
-    store, project = ctx.store, ctx.project
-    ids: dict[Kind, list[str]] = {}
-    for c in ranked:
-        kind, id = split_key(c.key)
-        ids.setdefault(kind, []).append(id)
-    objects = {o.id: o for o in store.get_objects(project, ids.get(Kind.OBJECT, []))}
-    rels = {r.id: r for r in store.get_relationships(project, ids.get(Kind.RELATIONSHIP, []))}
-    chunks = {c.id: c for c in store.get_chunks(project, ids.get(Kind.CHUNK, []))}
+    """Results for the ranked candidates, from the rows already read for them."""
     results: list[GraphResult | RelationshipResult | TextResult] = []
     for c in ranked:
-        kind, id = split_key(c.key)
+        row = rows.get(c.key)
         found_by = list(c.found_by)
-        if kind is Kind.OBJECT and id in objects:
-            o = objects[id]
-            fields = {k: v for k, v in o.properties.items() if k != "name"}
+        if isinstance(row, GraphObject):
+            fields = {k: v for k, v in row.properties.items() if k != "name"}
             results.append(
                 GraphResult(
-                    id=id,
+                    id=row.id,
                     score=c.score,
                     found_by=found_by,
-                    object_type=o.type,
-                    key=o.key,
-                    name=o.name,
+                    object_type=row.type,
+                    key=row.key,
+                    name=row.name,
                     fields=fields,
-                    labels=o.labels,
-                    text=o.embedding.embedded_text or o.embedding.text,
+                    labels=row.labels,
+                    text=row.embedding.embedded_text or row.embedding.text,
                 )
             )
-        elif kind is Kind.RELATIONSHIP and id in rels:
-            r = rels[id]
+        elif isinstance(row, Relationship):
             results.append(
                 RelationshipResult(
-                    id=id,
+                    id=row.id,
                     score=c.score,
                     found_by=found_by,
-                    relationship_type=r.type,
-                    triplet_text=r.embedding.embedded_text or r.embedding.text or "",
-                    source_id=r.source_id,
-                    target_id=r.target_id,
-                    label=r.label,
-                    properties=r.properties,
+                    relationship_type=row.type,
+                    triplet_text=row.embedding.embedded_text or row.embedding.text or "",
+                    source_id=row.source_id,
+                    target_id=row.target_id,
+                    label=row.label,
+                    properties=row.properties,
                 )
             )
-        elif kind is Kind.CHUNK and id in chunks:
-            ch = chunks[id]
+        elif isinstance(row, Chunk):
             results.append(
                 TextResult(
-                    id=id,
+                    id=row.id,
                     score=c.score,
                     found_by=found_by,
-                    snippet=ch.text[:500],
-                    source_id=ch.source_id,
+                    snippet=row.text[:500],
+                    source_id=row.source_id,
                 )
             )
     return results
@@ -314,14 +310,14 @@ def run_search(ctx: SearchContext, request: SearchRequest) -> SearchResponse:
         else fused[: request.limit * 2]
     )
     started = time.perf_counter()
-    candidates = _candidates(ctx, pool, request)
+    candidates, rows = _candidates(ctx, pool, request)
     reranker = _reranker(ctx, request, vectors)
     if reranker is not None:
         candidates = reranker.rerank(request.query, candidates, limit=request.limit)
     if request.min_score is not None:
         candidates = [c for c in candidates if c.score >= request.min_score]
     rerank_ms = (time.perf_counter() - started) * 1000
-    results = _hydrate(ctx, candidates[: request.limit])
+    results = _hydrate(candidates[: request.limit], rows)
     metadata = _metadata(request, results, legs, embed_ms, fusion_ms, rerank_ms, total_started)
     debug = _debug(legs, fused) if request.include_debug else None
     return SearchResponse(results=results, metadata=metadata, debug=debug)
