@@ -38,12 +38,16 @@ class StoreOptions:
       several kgsearch stores can share one database in separate schemas.
     * ``vector_index`` — ``hnsw`` (default), ``ivfflat`` or ``none``.
     * ``pool_size`` — most connections kept open (default 8).
+    * ``ef_search`` — HNSW candidates per query (default 200; at least the limit).
     """
 
-    def __init__(self, schema: str, vector_index: str, pool_size: int) -> None:
+    def __init__(
+        self, schema: str, vector_index: str, pool_size: int, ef_search: int = 200
+    ) -> None:
         self.schema = schema
         self.vector_index = vector_index
         self.pool_size = pool_size
+        self.ef_search = ef_search
 
 
 def parse_url(url: str) -> tuple[str, StoreOptions]:
@@ -55,7 +59,7 @@ def parse_url(url: str) -> tuple[str, StoreOptions]:
     parts = urlsplit(url)
     scheme = parts.scheme.split("+", 1)[0]
     params = parse_qsl(parts.query, keep_blank_values=True)
-    ours = {k: v for k, v in params if k in {"schema", "vector_index", "pool_size"}}
+    ours = {k: v for k, v in params if k in {"schema", "vector_index", "pool_size", "ef_search"}}
     rest = [(k, v) for k, v in params if k not in ours]
     schema = ours.get("schema", "public")
     if not schema or set(schema) - _IDENT_CHARS or schema[0].isdigit():
@@ -71,10 +75,16 @@ def parse_url(url: str) -> tuple[str, StoreOptions]:
         pool_size = 0
     if not 1 <= pool_size <= 100:
         raise ConfigError("pool_size must be a whole number between 1 and 100")
+    try:
+        ef_search = int(ours.get("ef_search", "200"))
+    except ValueError:
+        ef_search = 0
+    if not 10 <= ef_search <= 1000:
+        raise ConfigError("ef_search must be a whole number between 10 and 1000")
     libpq = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(rest), ""))
     if scheme not in {"postgresql", "postgres"}:
         raise ConfigError(f"not a PostgreSQL URL: {url!r}")
-    return libpq, StoreOptions(schema, index, pool_size)
+    return libpq, StoreOptions(schema, index, pool_size, ef_search)
 
 
 def _wrap(exc: Exception) -> Exception:

@@ -103,6 +103,7 @@ def vector_search(
     indexed: bool,
     filters: Filters | None = None,
     ids: Sequence[str] | None = None,
+    ef_search: int = 200,
 ) -> list[tuple[str, float]]:
     """Top-``limit`` embedded rows by cosine similarity (1 − cosine distance)."""
     if not 1 <= limit <= _MAX_LIMIT:
@@ -125,7 +126,7 @@ def vector_search(
         params = [*params, list(ids)]
     if indexed and ids is None:
         with db.transaction() as conn:
-            conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * limit))}")
+            conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(ef_search, limit))}")
             conn.execute("SET LOCAL ivfflat.probes = 10")
             rows = conn.execute(
                 f"SELECT t.id, 1 - (t.vector::vector({int(dims)}) <=> %s::vector({int(dims)})) "

@@ -117,7 +117,7 @@ class PostgresStore:
 
     Args:
         url: ``postgresql://…`` with optional ``schema``, ``vector_index`` (``hnsw``,
-            ``ivfflat`` or ``none``) and ``pool_size`` parameters.
+            ``ivfflat`` or ``none``), ``pool_size`` and ``ef_search`` parameters.
         migrate: Apply pending migrations on open (default True).
         index_min_rows: Build the vector index once a kind holds this many vectors.
     """
@@ -813,6 +813,7 @@ class PostgresStore:
             indexed=self._has_index(kind),
             filters=filters,
             ids=ids,
+            ef_search=self.options.ef_search,
         )
 
     def text_search(
