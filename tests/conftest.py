@@ -115,7 +115,10 @@ class StoreFactory:
         return f"{self.postgres_url}{sep}schema={schema}"
 
     def _open(self, url: str) -> Store:
-        store = connect(url)
+        return self.track(connect(url))
+
+    def track(self, store: Store) -> Store:
+        """Close ``store`` (opened by the test itself) with the others."""
         self._opened.append(store)
         return store
 

@@ -27,7 +27,10 @@ class StoreSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(default="kgsearch.db", description="sqlite:///path.db, a path, or :memory:")
+    url: str = Field(
+        default="kgsearch.db",
+        description="sqlite:///path.db, a path, :memory:, or postgresql://…",
+    )
     project: str = Field(default="default", description="Project used when none is given")
 
 

@@ -1,0 +1,73 @@
+"""PostgreSQL vector indexes: built after embedding runs once a kind is large enough,
+used for unfiltered searches, and never leaving a filtered search short."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kgsearch.engine import Engine
+from kgsearch.model import Filters, Kind, ObjectIn
+from kgsearch.store.postgres import PostgresStore
+from kgsearch.store.postgres.search import vector_index_exists
+from kgsearch.testing import FakeEmbedder
+
+
+def fill(store: PostgresStore, n: int) -> Engine:
+    engine = Engine(store, embedder=FakeEmbedder(32))
+    engine.add_objects(
+        [
+            ObjectIn(
+                type="Rare" if i % 25 == 0 else "Common",
+                key=f"k{i}",
+                properties={"name": f"thing {i} {'alpha' if i % 2 else 'beta'}"},
+            )
+            for i in range(n)
+        ]
+    )
+    engine.embed_pending()
+    return engine
+
+
+@pytest.mark.parametrize("method", ["hnsw", "ivfflat"])
+def test_index_is_built_once_large_enough_and_agrees_with_exact(
+    pg_factory: Any, method: str
+) -> None:
+    url = pg_factory.postgres_store_url() + f"&vector_index={method}"
+    store = PostgresStore(url, index_min_rows=150)
+    pg_factory.track(store)
+    engine = fill(store, 100)
+    assert not vector_index_exists(store.db, Kind.OBJECT), "built below the threshold"
+    engine.add_objects([ObjectIn(type="Common", key=f"x{i}") for i in range(100)])
+    engine.embed_pending()
+    assert vector_index_exists(store.db, Kind.OBJECT)
+    exact = PostgresStore(url.replace(f"vector_index={method}", "vector_index=none"))
+    pg_factory.track(exact)
+    query = FakeEmbedder(32).embed_query("thing 7 alpha")
+    fast = store.vector_search("default", Kind.OBJECT, query, limit=5)
+    truth = exact.vector_search("default", Kind.OBJECT, query, limit=5)
+    assert [round(s, 5) for _, s in fast] == [round(s, 5) for _, s in truth]
+    assert fast[0][0] == truth[0][0]
+
+
+def test_a_filtered_search_through_the_index_is_never_short(pg_factory: Any) -> None:
+    store = PostgresStore(pg_factory.postgres_store_url(), index_min_rows=50)
+    pg_factory.track(store)
+    fill(store, 200)
+    assert vector_index_exists(store.db, Kind.OBJECT)
+    query = FakeEmbedder(32).embed_query("thing")
+    hits = store.vector_search(
+        "default", Kind.OBJECT, query, limit=20, filters=Filters(object_types=["Rare"])
+    )
+    assert len(hits) == 8  # every Rare object, though the index's nearest are Common
+    objects = store.get_objects("default", [i for i, _ in hits])
+    assert {o.type for o in objects} == {"Rare"}
+
+
+def test_no_index_on_an_empty_store(pg_factory: Any) -> None:
+    store = PostgresStore(pg_factory.postgres_store_url(), index_min_rows=1)
+    pg_factory.track(store)
+    store.set_embedding_model("fake:32", 32)
+    assert store.build_indexes() == []
+    assert not vector_index_exists(store.db, Kind.OBJECT)
