@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from kgsearch.engine import Engine
-from kgsearch.model import Filters, Kind, ObjectIn
+from kgsearch.model import Filters, Kind, ObjectIn, ObjectRef, RelationshipIn
 from kgsearch.store.sqlite import SQLiteStore
 
 
@@ -63,3 +64,25 @@ def test_filtered_bm25_still_applies_the_filter(engine: Engine) -> None:
     store = engine.store
     hits = store.text_search("A", Kind.OBJECT, "zeta", limit=5, filters=Filters(object_types=["X"]))
     assert hits == []
+
+
+def test_fast_bm25_skips_expired_relationships(engine: Engine) -> None:
+    store = engine.store
+    assert isinstance(store, SQLiteStore)
+    past = datetime(2000, 1, 1, tzinfo=UTC)
+    a = [ObjectRef(type="Thing", key=f"a{i}") for i in range(4)]
+    engine.add_relationships(
+        [RelationshipIn(type="LIKES", source=a[0], target=a[1], valid_to=past)]
+        + [RelationshipIn(type="LIKES", source=a[0], target=a[i]) for i in (2, 3)],
+        project="A",
+    )
+    hits = store.text_search("A", Kind.RELATIONSHIP, "zeta likes", limit=2)
+    expected = store.db.all(
+        "SELECT t.id FROM relationships_fts JOIN relationships t "
+        "ON t.rowid = relationships_fts.rowid WHERE relationships_fts MATCH ? "
+        "AND t.project = 'A' AND t.deleted_at IS NULL AND t.valid_to IS NULL "
+        "ORDER BY bm25(relationships_fts), t.rowid LIMIT 2",
+        ('"zeta" OR "likes"',),
+    )
+    assert [i for i, _ in hits] == [r["id"] for r in expected]
+    assert len(hits) == 2

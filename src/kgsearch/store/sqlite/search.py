@@ -224,17 +224,17 @@ def text_search(
             match = fts_query(terms, prefix=prefix, required=rare)
     where, params = filter_sql(kind, filters)
     fts = f"{kind.table}_fts"
-    if not where:
-        # Rank inside the FTS index first and join only the best `limit` rows: joining
-        # every match reads thousands of wide rows (they hold the vectors). When all of
-        # those pass the project/deletion check they are the answer; otherwise (few
-        # matches, or other projects' rows among them) the full query below decides.
+    if not filter_sql(kind, filters, current_only=False)[0]:
+        # No filter beyond "valid now": rank inside the FTS index first and join only the
+        # best `limit` rows (joining every match reads thousands of wide rows that hold
+        # the vectors). When all of those pass the checks they are the answer; otherwise
+        # (few matches, other projects' or expired rows among them) the full query decides.
         rows = db.all(
             f"SELECT t.id, -f.score AS score FROM (SELECT rowid AS r, bm25({fts}) AS score "
             f"FROM {fts} WHERE {fts} MATCH ? ORDER BY score, rowid LIMIT ?) f "
             f"JOIN {kind.table} t ON t.rowid = f.r WHERE t.project = ? "
-            "AND t.deleted_at IS NULL ORDER BY f.score, f.r",
-            (match, limit, project),
+            f"AND t.deleted_at IS NULL{where} ORDER BY f.score, f.r",
+            (match, limit, project, *params),
         )
         if len(rows) == limit:
             return [(r["id"], float(r["score"])) for r in rows]
