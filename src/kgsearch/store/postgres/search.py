@@ -155,6 +155,7 @@ class LexicalStats:
         self._lock = threading.Lock()
         self._tables: dict[tuple[str, Kind], tuple[float, int, float]] = {}
         self._df: dict[tuple[str, Kind, str, bool], tuple[float, int]] = {}
+        self.stems: dict[str, tuple[str, ...]] = {}
 
     def clear(self) -> None:
         """Forget every cached figure (after bulk writes)."""
@@ -200,14 +201,21 @@ class LexicalStats:
         return value
 
 
-def _lexemes(db: Connection, terms: list[str]) -> list[str]:
-    """The query terms as the index's lexemes, in query order."""
-    row = db.one(
-        "SELECT array(SELECT lexeme FROM unnest(to_tsvector('kgsearch', %s)) "
-        "ORDER BY positions[1]) AS lexemes",
-        (" ".join(terms),),
-    )
-    return list(row["lexemes"]) if row and row["lexemes"] else []
+def _lexemes(db: Connection, stats: LexicalStats, terms: list[str]) -> list[str]:
+    """The query terms as the index's lexemes, in query order (stemming never changes,
+    so each term's lexemes are remembered)."""
+    missing = [t for t in terms if t not in stats.stems]
+    if missing:
+        rows = db.all(
+            "SELECT w.term, array(SELECT lexeme FROM unnest(to_tsvector('kgsearch', w.term)) "
+            "ORDER BY positions[1]) AS lexemes FROM unnest(%s::text[]) AS w(term)",
+            (missing,),
+        )
+        if len(stats.stems) > 100_000:
+            stats.stems.clear()
+        for row in rows:
+            stats.stems[row["term"]] = tuple(row["lexemes"] or ())
+    return list(dict.fromkeys(x for t in terms for x in stats.stems.get(t, ())))
 
 
 def text_search(
@@ -228,7 +236,7 @@ def text_search(
     terms = query_terms(query)
     if not terms:
         return []
-    lexemes = _lexemes(db, terms)
+    lexemes = _lexemes(db, stats, terms)
     if not lexemes:
         return []
     prefixed = {lexemes[-1]} if prefix else set()

@@ -8,6 +8,7 @@ reads and the lifecycle live in ``graph.py`` and ``lifecycle.py``, search in
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -68,6 +69,7 @@ from kgsearch.store.values import dumps
 __all__ = ["PostgresStore"]
 
 RowKind = Literal["object", "relationship", "chunk", "source"]
+_META_TTL_SECONDS = 2.0
 _TABLES: dict[str, tuple[str, str, Any]] = {
     "object": ("objects", OBJECT_COLUMNS, to_object),
     "relationship": ("relationships", RELATIONSHIP_COLUMNS, to_relationship),
@@ -132,6 +134,7 @@ class PostgresStore:
         self.db = Connection(libpq, options.schema, options.pool_size)
         self.lexical = search.LexicalStats()
         self._indexed: dict[Kind, bool] = {}
+        self._meta_cache: dict[str, tuple[float, str | None]] = {}
         if migrate:
             self.migrate()
 
@@ -191,12 +194,26 @@ class PostgresStore:
 
     # metadata ------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        """A value from the store's metadata table."""
+        """A value from the store's metadata table.
+
+        Outside transactions a value is remembered for ``_META_TTL_SECONDS`` (every
+        search reads the model and dims; another process's change of model shows
+        after that long); inside a transaction it is always read.
+        """
+        fresh = self.db.in_transaction
+        cached = None if fresh else self._meta_cache.get(key)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < _META_TTL_SECONDS:
+            return cached[1]
         row = self.db.one("SELECT value FROM meta WHERE key = %s", (key,))
-        return None if row is None else str(row["value"])
+        value = None if row is None else str(row["value"])
+        if not fresh:
+            self._meta_cache[key] = (now, value)
+        return value
 
     def set_meta(self, key: str, value: str) -> None:
         """Set a metadata value."""
+        self._meta_cache.clear()
         self.db.execute(
             "INSERT INTO meta (key, value) VALUES (%s, %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -225,6 +242,7 @@ class PostgresStore:
             DimensionMismatch: The store holds vectors of other dimensions.
             ConfigError: The store holds vectors of another model and ``replace`` is False.
         """
+        self._meta_cache.clear()
         with self.db.transaction() as conn:
             conn.execute("LOCK TABLE meta IN SHARE ROW EXCLUSIVE MODE")
             current_model, current_dims = self.get_meta("embedding_model"), self._dims()
