@@ -51,7 +51,7 @@ def server_url(url: str | None) -> str:
         warnings.simplefilter("ignore")
         import pgserver
     PGDATA.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(PGDATA, cleanup_mode=None)
+    server = pgserver.get_server(PGDATA, cleanup_mode="stop")
     url = str(server.get_uri())
     import psycopg
 
@@ -67,8 +67,8 @@ def server_url(url: str | None) -> str:
         else:
             restart = False
     if restart:
-        server.cleanup()
-        server = pgserver.get_server(PGDATA, cleanup_mode=None)
+        server.cleanup()  # stops it
+        server = pgserver.get_server(PGDATA, cleanup_mode="stop")
         url = str(server.get_uri())
     return url
 
