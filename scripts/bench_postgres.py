@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_import import ensure_full
-from bench_quality import ensure_full_db, metaqa_questions
+from bench_quality import ensure_full_db, metaqa_questions, score_triples, triple_index
 from benchdoc import table, write_section
 
 from kgsearch import Engine, Kind, SearchRequest, connect
@@ -133,6 +133,30 @@ def timed(engine: Engine, requests: list[SearchRequest]) -> dict[str, list[float
     return out
 
 
+def quality(engines: dict[str, Engine], n: int) -> list[list[object]]:
+    """MetaQA 1-hop gold-triple hits@10 / recall@10 / MRR@10 of relationship BM25 alone
+    and of relationship hybrid search, per store (the same protocol as bench_quality)."""
+    questions = metaqa_questions(n)
+    rows: list[list[object]] = []
+    for store_name, engine in engines.items():
+        triples = triple_index(engine)
+        for label in ("BM25", "hybrid RRF"):
+            sums = [0.0, 0.0, 0.0]
+            for question, gold in questions:
+                if label == "BM25":
+                    hits = engine.store.text_search(
+                        "default", Kind.RELATIONSHIP, question, limit=10
+                    )
+                    ids = [i for i, _ in hits]
+                else:
+                    request = SearchRequest(query=question, limit=10, objects=None, chunks=None)
+                    ids = [r.id for r in engine.search(request).results]
+                for i, v in enumerate(score_triples([triples[i] for i in ids], gold)):
+                    sums[i] += v
+            rows.append([store_name, label, *(f"{s / len(questions):.3f}" for s in sums)])
+    return rows
+
+
 def run_search(url: str, n: int) -> str:
     sqlite_path = str(ensure_full_db())
     source = connect(sqlite_path)
@@ -161,6 +185,7 @@ def run_search(url: str, n: int) -> str:
     for engine in (sqlite_engine, pg_engine):
         timed(engine, requests[:20])  # warm caches
     results = {"SQLite": timed(sqlite_engine, requests), "PostgreSQL": timed(pg_engine, requests)}
+    scores = quality({"SQLite": sqlite_engine, "PostgreSQL": pg_engine}, 1000)
     exact = PostgresStore(with_schema(url, "metaqa", vector_index="none"))
     vectors = [sqlite_engine.embedder.embed_query(q) for q in questions[:200]]
     truth = {
@@ -203,6 +228,9 @@ def run_search(url: str, n: int) -> str:
         "exact scan (200 queries, ties counted) and the leg's own p50, by `ef_search` "
         "(a store URL parameter):\n\n"
         + table(["ef_search", "kind", "recall@10", "p50 ms"], sweep)
+        + "\n\nRetrieval quality on both stores, MetaQA 1-hop (1,000 dev questions, gold "
+        "triple in the relationship top 10; the protocol of the MetaQA section above):\n\n"
+        + table(["store", "relationship search", "hits@10", "recall@10", "MRR@10"], scores)
         + f"\n\nCopy into PostgreSQL: {copy_note}. PostgreSQL (pgserver's build, "
         "shared_buffers set to 4 GB by the script) runs on the same 2 cores as the client.\n"
     )

@@ -13,7 +13,9 @@ the query's lexemes come from ``to_tsvector('kgsearch', …)``, term frequencies
 the stored ``tsvector``'s positions, document lengths as its lexeme count, and
 document frequencies from the GIN index (cached per project and kind). As with the
 SQLite store, the match requires one of the query's selective lexemes when it has
-any, so frequent words do not make the GIN scan touch most of the table.
+any, so frequent words do not make the GIN scan touch most of the table; here only
+the rarest of them are required, until they match about 2,000 rows, since every
+matching row is scored in SQL. All of the query's words still count in the score.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ _B = 0.75
 # A lexeme is "frequent" above this share of the rows (and this absolute floor).
 _FREQUENT_SHARE = 0.01
 _FREQUENT_FLOOR = 1000
+# Rows the BM25 query may score: rare words are required until their rows add up to this.
+_CANDIDATE_BUDGET = 2000
 # Cached frequencies are refreshed after this long; BM25 needs them only roughly.
 _STATS_TTL_SECONDS = 300.0
 # Fewer embedded rows than this are searched exactly; no index is built.
@@ -245,7 +249,14 @@ def text_search(
         return []
     dfs = {x: stats.df(db, project, kind, x, x in prefixed) for x in lexemes}
     threshold = max(_FREQUENT_FLOOR, int(n * _FREQUENT_SHARE))
-    rare = [x for x in lexemes if 0 < dfs[x] <= threshold]
+    rare: list[str] = []
+    budget = 0
+    for x in sorted((x for x in lexemes if 0 < dfs[x] <= threshold), key=dfs.__getitem__):
+        # the rarest words, up to about _CANDIDATE_BUDGET matching rows to score
+        if rare and budget + dfs[x] > _CANDIDATE_BUDGET:
+            break
+        rare.append(x)
+        budget += dfs[x]
     present = [x for x in lexemes if dfs[x] > 0]
     if not present:
         return []
