@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from kgsearch.errors import ConfigError, Conflict, InvalidRequest, StoreError
+from kgsearch.errors import ConfigError, Conflict, InvalidRequest, KgsearchError, StoreError
 
 try:
     import psycopg
@@ -26,7 +26,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "the PostgreSQL store needs the 'postgres' extra: pip install 'kgsearch[postgres]'"
     ) from exc
 
-__all__ = ["Connection", "StoreOptions", "parse_url"]
+__all__ = ["Connection", "StoreOptions", "parse_url", "wrap_error"]
 
 _IDENT_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
 
@@ -87,7 +87,7 @@ def parse_url(url: str) -> tuple[str, StoreOptions]:
     return libpq, StoreOptions(schema, index, pool_size, ef_search)
 
 
-def _wrap(exc: Exception) -> Exception:
+def wrap_error(exc: Exception) -> Exception:
     """The kgsearch error for a driver error."""
     if isinstance(exc, pg_errors.UniqueViolation | pg_errors.IntegrityError):
         return Conflict(f"write conflicts with existing data: {exc}")
@@ -101,6 +101,8 @@ def _wrap(exc: Exception) -> Exception:
         return InvalidRequest(f"a number is too large for the store: {exc}")
     if isinstance(exc, ValueError) and "NUL" in str(exc):
         return InvalidRequest("text must not contain NUL (\\x00) characters")
+    if isinstance(exc, KgsearchError):
+        return exc
     return StoreError(f"PostgreSQL error: {exc}")
 
 
@@ -172,7 +174,7 @@ class Connection:
                 finally:
                     self._local.conn = None
         except psycopg.Error as exc:
-            raise _wrap(exc) from exc
+            raise wrap_error(exc) from exc
 
     @property
     def in_transaction(self) -> bool:
@@ -185,7 +187,7 @@ class Connection:
             try:
                 return conn.execute(sql, params).rowcount
             except (psycopg.Error, UnicodeEncodeError, OverflowError, ValueError) as exc:
-                raise _wrap(exc) from exc
+                raise wrap_error(exc) from exc
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run one statement for many parameter rows (pipelined by psycopg)."""
@@ -196,7 +198,7 @@ class Connection:
                 with conn.cursor() as cur:
                     cur.executemany(sql, rows)
             except (psycopg.Error, UnicodeEncodeError, OverflowError, ValueError) as exc:
-                raise _wrap(exc) from exc
+                raise wrap_error(exc) from exc
 
     def all(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
         """Run a query and fetch every row as a dict."""
@@ -204,7 +206,7 @@ class Connection:
             try:
                 return conn.execute(sql, params).fetchall()
             except (psycopg.Error, UnicodeEncodeError, OverflowError, ValueError) as exc:
-                raise _wrap(exc) from exc
+                raise wrap_error(exc) from exc
 
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> dict[str, Any] | None:
         """Run a query and fetch the first row."""
