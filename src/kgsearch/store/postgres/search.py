@@ -85,14 +85,19 @@ def build_vector_index(
         using = f"ivfflat ((vector::vector({dims})) vector_cosine_ops) WITH (lists = {lists})"
     else:
         using = (
-            f"hnsw ((vector::vector({dims})) vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+            f"hnsw ((vector::vector({dims})) vector_cosine_ops) "
+            "WITH (m = 24, ef_construction = 128)"
         )
     with db.session() as conn:
         conn.execute("SET maintenance_work_mem = '512MB'")
-        conn.execute(
-            f"CREATE INDEX IF NOT EXISTS {kind.table}_vector ON {kind.table} USING {using} "
-            f"WHERE dims = {int(dims)}"
-        )
+        try:
+            conn.execute(
+                f"CREATE INDEX IF NOT EXISTS {kind.table}_vector ON {kind.table} USING {using} "
+                f"WHERE dims = {int(dims)}"
+            )
+        finally:
+            if not db.in_transaction:  # a pooled connection goes back as it came
+                conn.execute("RESET maintenance_work_mem")
     return True
 
 
