@@ -1,9 +1,10 @@
 """The server store: PostgreSQL with pgvector, for teams that outgrow one file.
 
 ``postgresql://user:pass@host:5432/db?schema=kgsearch&vector_index=hnsw&pool_size=8``.
-The same Store protocol and the same conformance suite as the SQLite store; graph
-reads and the lifecycle live in ``graph.py`` and ``lifecycle.py``, search in
-``search.py``, all on one pooled :class:`Connection`.
+The same Store protocol and the same conformance suite as the SQLite store. Writes
+live in ``writes.py`` and API keys in ``keys.py`` (mixins of this class), graph reads
+in ``graph.py``, the lifecycle in ``lifecycle.py`` and search in ``search.py``, all on
+one pooled :class:`Connection`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -22,9 +23,7 @@ from kgsearch.errors import (
     DimensionMismatch,
     InvalidRequest,
     MigrationError,
-    NotFound,
 )
-from kgsearch.keys import ApiKey
 from kgsearch.model import (
     Chunk,
     Filters,
@@ -43,16 +42,16 @@ from kgsearch.store.base import (
     EmbeddingResult,
     Endpoint,
     Neighbor,
-    ObjectRow,
-    RelationshipRow,
     StoreInfo,
     TextUpdate,
 )
 from kgsearch.store.migrations import pending
 from kgsearch.store.postgres import graph, lifecycle, search
-from kgsearch.store.postgres.connection import Connection, parse_url, wrap_error
+from kgsearch.store.postgres.connection import Connection, parse_url
+from kgsearch.store.postgres.keys import ApiKeys
 from kgsearch.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from kgsearch.store.postgres.sql import filter_sql
+from kgsearch.store.postgres.writes import GraphWrites, clean
 from kgsearch.store.rows import (
     CHUNK_COLUMNS,
     OBJECT_COLUMNS,
@@ -64,41 +63,17 @@ from kgsearch.store.rows import (
     to_relationship,
     to_source,
 )
-from kgsearch.store.values import dumps
 
 __all__ = ["PostgresStore"]
 
 RowKind = Literal["object", "relationship", "chunk", "source"]
 _META_TTL_SECONDS = 2.0
-_OBJECT_COLUMNS = (
-    "id, project, type, key, tags, properties, labels, created_at, updated_at, text, "
-    "text_hash, text_version"
-)
-_RELATIONSHIP_COLUMNS = (
-    "id, project, type, source_id, target_id, label, properties, weight, valid_from, "
-    "valid_to, description, source_chunks, created_at, updated_at, text, text_hash, "
-    "text_version"
-)
 _TABLES: dict[str, tuple[str, str, Any]] = {
     "object": ("objects", OBJECT_COLUMNS, to_object),
     "relationship": ("relationships", RELATIONSHIP_COLUMNS, to_relationship),
     "chunk": ("chunks", CHUNK_COLUMNS, to_chunk),
     "source": ("sources", SOURCE_COLUMNS, to_source),
 }
-
-# The same lifecycle rules on conflict as the SQLite store (see its module).
-_STATE_ON_CONFLICT = """
-    status = CASE
-        WHEN excluded.text_hash = {t}.text_hash AND {t}.deleted_at IS NULL THEN {t}.status
-        WHEN excluded.text_hash = {t}.embedded_hash AND {t}.vector IS NOT NULL THEN 'embedded'
-        ELSE 'pending' END,
-    attempts = CASE WHEN excluded.text_hash = {t}.text_hash THEN {t}.attempts ELSE 0 END,
-    last_error = CASE WHEN excluded.text_hash = {t}.text_hash THEN {t}.last_error ELSE NULL END,
-    next_attempt_at = CASE WHEN excluded.text_hash = {t}.text_hash
-        THEN {t}.next_attempt_at ELSE 0 END,
-    text = excluded.text, text_hash = excluded.text_hash, text_version = excluded.text_version,
-    deleted_at = NULL
-"""
 
 
 def _table(kind: str) -> tuple[str, str, Any]:
@@ -110,20 +85,7 @@ def _table(kind: str) -> tuple[str, str, Any]:
         ) from None
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value
-
-
-def _clean(value: Any) -> Any:
-    """Text for PostgreSQL, which refuses NUL characters in ``text`` and ``json``."""
-    if isinstance(value, str) and "\x00" in value:
-        raise InvalidRequest("text must not contain NUL (\\x00) characters")
-    return value
-
-
-class PostgresStore:
+class PostgresStore(GraphWrites, ApiKeys):
     """The PostgreSQL + pgvector store.
 
     Args:
@@ -237,7 +199,7 @@ class PostgresStore:
         self.db.execute(
             "INSERT INTO meta (key, value) VALUES (%s, %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, _clean(value)),
+            (key, clean(value)),
         )
 
     def _dims(self) -> int | None:
@@ -306,253 +268,6 @@ class PostgresStore:
     # writes --------------------------------------------------------------
     def _touched(self) -> None:
         self.lexical.clear()
-
-    def _write(self, sql: str, columns: str, key: str, params: list[tuple[Any, ...]]) -> None:
-        """Run an ``INSERT … VALUES … ON CONFLICT`` for every row: pipelined, or in bulk
-        mode through COPY into a staging table (deduplicated on ``key``, last wins)."""
-        if not (self._bulk and self.db.in_transaction and len(params) > 1):
-            self.db.executemany(sql, params)
-            return
-        table = sql.split()[2]
-        stage = f"_stage_{table}"
-        head, conflict = sql.split(" VALUES ", 1)[0], sql.split(" ON CONFLICT ", 1)[1]
-        with self.db.session() as conn:
-            try:
-                conn.execute(
-                    f"CREATE TEMP TABLE IF NOT EXISTS {stage} ON COMMIT DROP AS "
-                    f"SELECT {columns}, 0::bigint AS _ord FROM {table} WITH NO DATA"
-                )
-                conn.execute(f"TRUNCATE {stage}")
-                with conn.cursor().copy(f"COPY {stage} ({columns}, _ord) FROM STDIN") as copy:
-                    for ordinal, row in enumerate(params):
-                        copy.write_row((*row, ordinal))
-                conn.execute(
-                    f"{head} SELECT DISTINCT ON ({key}) {columns} FROM {stage} "
-                    f"ORDER BY {key}, _ord DESC ON CONFLICT {conflict}"
-                )
-            except Exception as exc:
-                raise wrap_error(exc) from exc
-
-    def upsert_objects(
-        self, project: str, rows: Sequence[ObjectRow], *, return_ids: bool = True
-    ) -> list[str]:
-        """Insert or update by (project, type, key); return the stored ids in order."""
-        if not rows:
-            return []
-        now = datetime.now(UTC)
-        sql = (
-            f"INSERT INTO objects AS objects ({_OBJECT_COLUMNS}) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
-            "ON CONFLICT (project, type, key) DO UPDATE SET "
-            "tags = excluded.tags, properties = excluded.properties, labels = excluded.labels, "
-            "updated_at = CASE WHEN objects.deleted_at IS NULL "
-            "AND objects.tags::text = excluded.tags::text "
-            "AND objects.properties::text = excluded.properties::text "
-            "AND objects.labels::text = excluded.labels::text "
-            "THEN objects.updated_at ELSE excluded.updated_at END, "
-            + _STATE_ON_CONFLICT.format(t="objects")
-        )
-        params = [
-            (
-                r.id,
-                project,
-                _clean(r.type),
-                _clean(r.key),
-                dumps(list(r.tags)),
-                dumps(r.properties),
-                dumps(list(r.labels)),
-                _utc(r.created_at) or now,
-                _utc(r.updated_at) or now,
-                _clean(r.text),
-                r.text_hash,
-                r.text_version,
-            )
-            for r in rows
-        ]
-        with self.db.transaction():
-            self._write(sql, _OBJECT_COLUMNS, "project, type, key", params)
-            self._touched()
-            if not return_ids:
-                return []
-            resolved = self.resolve(project, [ObjectRef(type=r.type, key=r.key) for r in rows])
-        return [resolved[ObjectRef(type=r.type, key=r.key)].id for r in rows]
-
-    def upsert_relationships(
-        self, project: str, rows: Sequence[RelationshipRow], *, endpoints_checked: bool = False
-    ) -> list[str]:
-        """Insert or update by id; endpoints must be live objects of the project."""
-        if not rows:
-            return []
-        now = datetime.now(UTC)
-        sql = (
-            f"INSERT INTO relationships AS relationships ({_RELATIONSHIP_COLUMNS}) VALUES "
-            "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
-            "ON CONFLICT (project, id) DO UPDATE SET type = excluded.type, "
-            "source_id = excluded.source_id, target_id = excluded.target_id, "
-            "label = excluded.label, properties = excluded.properties, weight = excluded.weight, "
-            "valid_from = excluded.valid_from, valid_to = excluded.valid_to, "
-            "description = excluded.description, source_chunks = excluded.source_chunks, "
-            "updated_at = excluded.updated_at, " + _STATE_ON_CONFLICT.format(t="relationships")
-        )
-        params = [
-            (
-                r.id,
-                project,
-                _clean(r.type),
-                r.source_id,
-                r.target_id,
-                _clean(r.label),
-                dumps(r.properties),
-                r.weight,
-                _utc(r.valid_from),
-                _utc(r.valid_to),
-                _clean(r.description),
-                dumps(list(r.source_chunks)),
-                _utc(r.created_at) or now,
-                _utc(r.updated_at) or now,
-                _clean(r.text),
-                r.text_hash,
-                r.text_version,
-            )
-            for r in rows
-        ]
-        with self.db.transaction():
-            if not endpoints_checked:
-                wanted = sorted({i for r in rows for i in (r.source_id, r.target_id)})
-                live = {
-                    r["id"]
-                    for r in self.db.all(
-                        "SELECT id FROM objects WHERE project = %s AND deleted_at IS NULL "
-                        "AND id = ANY(%s)",
-                        (project, wanted),
-                    )
-                }
-                absent = [i for i in wanted if i not in live]
-                if absent:
-                    raise NotFound(
-                        f"relationship endpoint(s) are not live objects of project {project!r}: "
-                        f"{', '.join(absent[:10])}",
-                        details={"missing": absent},
-                    )
-            self._write(sql, _RELATIONSHIP_COLUMNS, "project, id", params)
-            self._touched()
-        return [r.id for r in rows]
-
-    def upsert_sources(self, project: str, sources: Sequence[Source]) -> None:
-        """Insert or update sources by id."""
-        self.db.executemany(
-            "INSERT INTO sources (id, project, title, uri, metadata, created_at) "
-            "VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (project, id) DO UPDATE SET "
-            "title = excluded.title, uri = excluded.uri, metadata = excluded.metadata, "
-            "deleted_at = NULL",
-            [
-                (
-                    s.id,
-                    project,
-                    _clean(s.title),
-                    _clean(s.uri),
-                    dumps(s.metadata),
-                    _utc(s.created_at) or datetime.now(UTC),
-                )
-                for s in sources
-            ],
-        )
-
-    def upsert_chunks(self, project: str, rows: Sequence[tuple[Chunk, str, str, int]]) -> None:
-        """Insert or update chunks by id with (chunk, text, text_hash, text_version)."""
-        now = datetime.now(UTC)
-        with self.db.transaction():
-            self.db.executemany(
-                "INSERT INTO chunks AS chunks (id, project, source_id, body, position, metadata, "
-                "created_at, updated_at, text, text_hash, text_version) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (project, id) DO UPDATE "
-                "SET source_id = excluded.source_id, body = excluded.body, "
-                "position = excluded.position, metadata = excluded.metadata, "
-                "updated_at = excluded.updated_at, " + _STATE_ON_CONFLICT.format(t="chunks"),
-                [
-                    (
-                        c.id,
-                        project,
-                        c.source_id,
-                        _clean(c.text),
-                        c.position,
-                        dumps(c.metadata),
-                        _utc(c.created_at) or now,
-                        _utc(c.updated_at) or now,
-                        _clean(text),
-                        text_hash,
-                        version,
-                    )
-                    for c, text, text_hash, version in rows
-                ],
-            )
-            self._touched()
-
-    def add_mentions(self, project: str, mentions: Sequence[Mention]) -> None:
-        """Add mention links (duplicates ignored)."""
-        self.db.executemany(
-            "INSERT INTO mentions (project, source_id, chunk_id, object_id, relationship_id) "
-            "VALUES (%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
-            [
-                (
-                    project,
-                    m.source_id or "",
-                    m.chunk_id or "",
-                    m.object_id or "",
-                    m.relationship_id or "",
-                )
-                for m in mentions
-            ],
-        )
-
-    def delete(self, project: str, kind: RowKind, ids: Sequence[str]) -> int:
-        """Soft-delete rows; deleting an object also deletes its relationships."""
-        table = _table(kind)[0]
-        now = datetime.now(UTC)
-        wanted = list(ids)
-        with self.db.transaction():
-            count = self.db.execute(
-                f"UPDATE {table} SET deleted_at = %s WHERE project = %s AND id = ANY(%s) "
-                "AND deleted_at IS NULL",
-                (now, project, wanted),
-            )
-            if kind == "object":
-                self.db.execute(
-                    "UPDATE relationships SET deleted_at = %s WHERE project = %s "
-                    "AND deleted_at IS NULL AND (source_id = ANY(%s) OR target_id = ANY(%s))",
-                    (now, project, wanted, wanted),
-                )
-            self._touched()
-        return count
-
-    def purge(self, project: str) -> int:
-        """Remove soft-deleted rows for good, with their mentions and dangling edges."""
-        removed = 0
-        with self.db.transaction():
-            self.db.execute(
-                "UPDATE relationships r SET deleted_at = %s WHERE r.project = %s "
-                "AND r.deleted_at IS NULL AND (r.source_id NOT IN (SELECT id FROM objects "
-                "WHERE project = %s AND deleted_at IS NULL) OR r.target_id NOT IN (SELECT id "
-                "FROM objects WHERE project = %s AND deleted_at IS NULL))",
-                (datetime.now(UTC), project, project, project),
-            )
-            for table, column in (
-                ("objects", "object_id"),
-                ("relationships", "relationship_id"),
-                ("chunks", "chunk_id"),
-                ("sources", "source_id"),
-            ):
-                self.db.execute(
-                    f"DELETE FROM mentions WHERE project = %s AND {column} IN "
-                    f"(SELECT id FROM {table} WHERE project = %s AND deleted_at IS NOT NULL)",
-                    (project, project),
-                )
-                removed += self.db.execute(
-                    f"DELETE FROM {table} WHERE project = %s AND deleted_at IS NOT NULL",
-                    (project,),
-                )
-            self._touched()
-        return removed
 
     # reads ---------------------------------------------------------------
     def resolve(self, project: str, refs: Sequence[ObjectRef]) -> dict[ObjectRef, Endpoint]:
@@ -754,7 +469,7 @@ class PostgresStore:
     def set_texts(self, project: str, kind: Kind, updates: Sequence[TextUpdate]) -> int:
         """Store recomputed texts; rows whose hash changed become pending."""
         for update in updates:
-            _clean(update.text)
+            clean(update.text)
         with self.db.transaction():
             changed = lifecycle.set_texts(self.db, project, kind, updates)
             self._touched()
@@ -897,52 +612,3 @@ class PostgresStore:
     ) -> dict[str, npt.NDArray[np.float32]]:
         """Stored vectors of the given embedded rows."""
         return search.stored_vectors(self.db, project, kind, ids)
-
-    # api keys --------------------------------------------------------------
-    def create_api_key(self, key: ApiKey, key_hash: str) -> None:
-        """Store a new API key record with the digest of its secret."""
-        self.db.execute(
-            "INSERT INTO api_keys (id, project, name, scopes, created_at, revoked_at, key_hash) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s)",
-            (
-                key.id,
-                key.project,
-                _clean(key.name),
-                dumps(list(key.scopes)),
-                _utc(key.created_at),
-                _utc(key.revoked_at),
-                key_hash,
-            ),
-        )
-
-    def api_keys(self, project: str | None = None) -> list[ApiKey]:
-        """API key records (never secrets), of one project or all, oldest first."""
-        scope, params = ("WHERE project = %s", [project]) if project is not None else ("", [])
-        rows = self.db.all(
-            f"SELECT id, project, name, scopes, created_at, revoked_at FROM api_keys {scope} "
-            "ORDER BY created_at, id",
-            params,
-        )
-        return [ApiKey(**r) for r in rows]
-
-    def find_api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
-        """The key record with this id and its stored digest (None when unknown)."""
-        row = self.db.one(
-            "SELECT id, project, name, scopes, created_at, revoked_at, key_hash FROM api_keys "
-            "WHERE id = %s",
-            (key_id,),
-        )
-        if row is None:
-            return None
-        digest = row.pop("key_hash")
-        return ApiKey(**row), str(digest)
-
-    def revoke_api_key(self, key_id: str) -> bool:
-        """Revoke a key; False when no active key has this id."""
-        return (
-            self.db.execute(
-                "UPDATE api_keys SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL",
-                (key_id,),
-            )
-            > 0
-        )

@@ -1,0 +1,326 @@
+"""Graph writes of the PostgreSQL store: upserts, mentions, soft delete and purge.
+
+A mixin of :class:`~kgsearch.store.postgres.store.PostgresStore`, which provides the
+connection, the bulk-load flag, ``_touched`` (cache invalidation) and ``resolve``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from kgsearch.errors import InvalidRequest, NotFound
+from kgsearch.model import Chunk, Mention, ObjectRef, Source
+from kgsearch.store.base import Endpoint, ObjectRow, RelationshipRow
+from kgsearch.store.postgres.connection import Connection, wrap_error
+from kgsearch.store.values import dumps
+
+__all__ = ["GraphWrites", "clean", "utc"]
+
+RowKind = Literal["object", "relationship", "chunk", "source"]
+_TABLES = {
+    "object": "objects",
+    "relationship": "relationships",
+    "chunk": "chunks",
+    "source": "sources",
+}
+
+_OBJECT_COLUMNS = (
+    "id, project, type, key, tags, properties, labels, created_at, updated_at, text, "
+    "text_hash, text_version"
+)
+_RELATIONSHIP_COLUMNS = (
+    "id, project, type, source_id, target_id, label, properties, weight, valid_from, "
+    "valid_to, description, source_chunks, created_at, updated_at, text, text_hash, "
+    "text_version"
+)
+# The same lifecycle rules on conflict as the SQLite store (see its module).
+_STATE_ON_CONFLICT = """
+    status = CASE
+        WHEN excluded.text_hash = {t}.text_hash AND {t}.deleted_at IS NULL THEN {t}.status
+        WHEN excluded.text_hash = {t}.embedded_hash AND {t}.vector IS NOT NULL THEN 'embedded'
+        ELSE 'pending' END,
+    attempts = CASE WHEN excluded.text_hash = {t}.text_hash THEN {t}.attempts ELSE 0 END,
+    last_error = CASE WHEN excluded.text_hash = {t}.text_hash THEN {t}.last_error ELSE NULL END,
+    next_attempt_at = CASE WHEN excluded.text_hash = {t}.text_hash
+        THEN {t}.next_attempt_at ELSE 0 END,
+    text = excluded.text, text_hash = excluded.text_hash, text_version = excluded.text_version,
+    deleted_at = NULL
+"""
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """A datetime with a time zone (naive values are taken as UTC)."""
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def clean(value: Any) -> Any:
+    """Text for PostgreSQL, which refuses NUL characters in ``text`` and ``json``."""
+    if isinstance(value, str) and "\x00" in value:
+        raise InvalidRequest("text must not contain NUL (\\x00) characters")
+    return value
+
+
+class GraphWrites:
+    """The Store protocol's write methods over PostgreSQL."""
+
+    db: Connection
+    _bulk: bool
+
+    def _touched(self) -> None:
+        raise NotImplementedError
+
+    def resolve(self, project: str, refs: Sequence[ObjectRef]) -> dict[ObjectRef, Endpoint]:
+        raise NotImplementedError
+
+    def _write(self, sql: str, columns: str, key: str, params: list[tuple[Any, ...]]) -> None:
+        """Run an ``INSERT … VALUES … ON CONFLICT`` for every row: pipelined, or in bulk
+        mode through COPY into a staging table (deduplicated on ``key``, last wins)."""
+        if not (self._bulk and self.db.in_transaction and len(params) > 1):
+            self.db.executemany(sql, params)
+            return
+        table = sql.split()[2]
+        stage = f"_stage_{table}"
+        head, conflict = sql.split(" VALUES ", 1)[0], sql.split(" ON CONFLICT ", 1)[1]
+        with self.db.session() as conn:
+            try:
+                conn.execute(
+                    f"CREATE TEMP TABLE IF NOT EXISTS {stage} ON COMMIT DROP AS "
+                    f"SELECT {columns}, 0::bigint AS _ord FROM {table} WITH NO DATA"
+                )
+                conn.execute(f"TRUNCATE {stage}")
+                with conn.cursor().copy(f"COPY {stage} ({columns}, _ord) FROM STDIN") as copy:
+                    for ordinal, row in enumerate(params):
+                        copy.write_row((*row, ordinal))
+                conn.execute(
+                    f"{head} SELECT DISTINCT ON ({key}) {columns} FROM {stage} "
+                    f"ORDER BY {key}, _ord DESC ON CONFLICT {conflict}"
+                )
+            except Exception as exc:
+                raise wrap_error(exc) from exc
+
+    def upsert_objects(
+        self, project: str, rows: Sequence[ObjectRow], *, return_ids: bool = True
+    ) -> list[str]:
+        """Insert or update by (project, type, key); return the stored ids in order."""
+        if not rows:
+            return []
+        now = datetime.now(UTC)
+        sql = (
+            f"INSERT INTO objects AS objects ({_OBJECT_COLUMNS}) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
+            "ON CONFLICT (project, type, key) DO UPDATE SET "
+            "tags = excluded.tags, properties = excluded.properties, labels = excluded.labels, "
+            "updated_at = CASE WHEN objects.deleted_at IS NULL "
+            "AND objects.tags::text = excluded.tags::text "
+            "AND objects.properties::text = excluded.properties::text "
+            "AND objects.labels::text = excluded.labels::text "
+            "THEN objects.updated_at ELSE excluded.updated_at END, "
+            + _STATE_ON_CONFLICT.format(t="objects")
+        )
+        params = [
+            (
+                r.id,
+                project,
+                clean(r.type),
+                clean(r.key),
+                dumps(list(r.tags)),
+                dumps(r.properties),
+                dumps(list(r.labels)),
+                utc(r.created_at) or now,
+                utc(r.updated_at) or now,
+                clean(r.text),
+                r.text_hash,
+                r.text_version,
+            )
+            for r in rows
+        ]
+        with self.db.transaction():
+            self._write(sql, _OBJECT_COLUMNS, "project, type, key", params)
+            self._touched()
+            if not return_ids:
+                return []
+            resolved = self.resolve(project, [ObjectRef(type=r.type, key=r.key) for r in rows])
+        return [resolved[ObjectRef(type=r.type, key=r.key)].id for r in rows]
+
+    def upsert_relationships(
+        self, project: str, rows: Sequence[RelationshipRow], *, endpoints_checked: bool = False
+    ) -> list[str]:
+        """Insert or update by id; endpoints must be live objects of the project."""
+        if not rows:
+            return []
+        now = datetime.now(UTC)
+        sql = (
+            f"INSERT INTO relationships AS relationships ({_RELATIONSHIP_COLUMNS}) VALUES "
+            "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
+            "ON CONFLICT (project, id) DO UPDATE SET type = excluded.type, "
+            "source_id = excluded.source_id, target_id = excluded.target_id, "
+            "label = excluded.label, properties = excluded.properties, weight = excluded.weight, "
+            "valid_from = excluded.valid_from, valid_to = excluded.valid_to, "
+            "description = excluded.description, source_chunks = excluded.source_chunks, "
+            "updated_at = excluded.updated_at, " + _STATE_ON_CONFLICT.format(t="relationships")
+        )
+        params = [
+            (
+                r.id,
+                project,
+                clean(r.type),
+                r.source_id,
+                r.target_id,
+                clean(r.label),
+                dumps(r.properties),
+                r.weight,
+                utc(r.valid_from),
+                utc(r.valid_to),
+                clean(r.description),
+                dumps(list(r.source_chunks)),
+                utc(r.created_at) or now,
+                utc(r.updated_at) or now,
+                clean(r.text),
+                r.text_hash,
+                r.text_version,
+            )
+            for r in rows
+        ]
+        with self.db.transaction():
+            if not endpoints_checked:
+                wanted = sorted({i for r in rows for i in (r.source_id, r.target_id)})
+                live = {
+                    r["id"]
+                    for r in self.db.all(
+                        "SELECT id FROM objects WHERE project = %s AND deleted_at IS NULL "
+                        "AND id = ANY(%s)",
+                        (project, wanted),
+                    )
+                }
+                absent = [i for i in wanted if i not in live]
+                if absent:
+                    raise NotFound(
+                        f"relationship endpoint(s) are not live objects of project {project!r}: "
+                        f"{', '.join(absent[:10])}",
+                        details={"missing": absent},
+                    )
+            self._write(sql, _RELATIONSHIP_COLUMNS, "project, id", params)
+            self._touched()
+        return [r.id for r in rows]
+
+    def upsert_sources(self, project: str, sources: Sequence[Source]) -> None:
+        """Insert or update sources by id."""
+        self.db.executemany(
+            "INSERT INTO sources (id, project, title, uri, metadata, created_at) "
+            "VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (project, id) DO UPDATE SET "
+            "title = excluded.title, uri = excluded.uri, metadata = excluded.metadata, "
+            "deleted_at = NULL",
+            [
+                (
+                    s.id,
+                    project,
+                    clean(s.title),
+                    clean(s.uri),
+                    dumps(s.metadata),
+                    utc(s.created_at) or datetime.now(UTC),
+                )
+                for s in sources
+            ],
+        )
+
+    def upsert_chunks(self, project: str, rows: Sequence[tuple[Chunk, str, str, int]]) -> None:
+        """Insert or update chunks by id with (chunk, text, text_hash, text_version)."""
+        now = datetime.now(UTC)
+        with self.db.transaction():
+            self.db.executemany(
+                "INSERT INTO chunks AS chunks (id, project, source_id, body, position, metadata, "
+                "created_at, updated_at, text, text_hash, text_version) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (project, id) DO UPDATE "
+                "SET source_id = excluded.source_id, body = excluded.body, "
+                "position = excluded.position, metadata = excluded.metadata, "
+                "updated_at = excluded.updated_at, " + _STATE_ON_CONFLICT.format(t="chunks"),
+                [
+                    (
+                        c.id,
+                        project,
+                        c.source_id,
+                        clean(c.text),
+                        c.position,
+                        dumps(c.metadata),
+                        utc(c.created_at) or now,
+                        utc(c.updated_at) or now,
+                        clean(text),
+                        text_hash,
+                        version,
+                    )
+                    for c, text, text_hash, version in rows
+                ],
+            )
+            self._touched()
+
+    def add_mentions(self, project: str, mentions: Sequence[Mention]) -> None:
+        """Add mention links (duplicates ignored)."""
+        self.db.executemany(
+            "INSERT INTO mentions (project, source_id, chunk_id, object_id, relationship_id) "
+            "VALUES (%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
+            [
+                (
+                    project,
+                    m.source_id or "",
+                    m.chunk_id or "",
+                    m.object_id or "",
+                    m.relationship_id or "",
+                )
+                for m in mentions
+            ],
+        )
+
+    def delete(self, project: str, kind: RowKind, ids: Sequence[str]) -> int:
+        """Soft-delete rows; deleting an object also deletes its relationships."""
+        table = _TABLES.get(kind)
+        if table is None:
+            raise InvalidRequest(f"unknown kind {kind!r}; expected one of {', '.join(_TABLES)}")
+        now = datetime.now(UTC)
+        wanted = list(ids)
+        with self.db.transaction():
+            count = self.db.execute(
+                f"UPDATE {table} SET deleted_at = %s WHERE project = %s AND id = ANY(%s) "
+                "AND deleted_at IS NULL",
+                (now, project, wanted),
+            )
+            if kind == "object":
+                self.db.execute(
+                    "UPDATE relationships SET deleted_at = %s WHERE project = %s "
+                    "AND deleted_at IS NULL AND (source_id = ANY(%s) OR target_id = ANY(%s))",
+                    (now, project, wanted, wanted),
+                )
+            self._touched()
+        return count
+
+    def purge(self, project: str) -> int:
+        """Remove soft-deleted rows for good, with their mentions and dangling edges."""
+        removed = 0
+        with self.db.transaction():
+            self.db.execute(
+                "UPDATE relationships r SET deleted_at = %s WHERE r.project = %s "
+                "AND r.deleted_at IS NULL AND (r.source_id NOT IN (SELECT id FROM objects "
+                "WHERE project = %s AND deleted_at IS NULL) OR r.target_id NOT IN (SELECT id "
+                "FROM objects WHERE project = %s AND deleted_at IS NULL))",
+                (datetime.now(UTC), project, project, project),
+            )
+            for table, column in (
+                ("objects", "object_id"),
+                ("relationships", "relationship_id"),
+                ("chunks", "chunk_id"),
+                ("sources", "source_id"),
+            ):
+                self.db.execute(
+                    f"DELETE FROM mentions WHERE project = %s AND {column} IN "
+                    f"(SELECT id FROM {table} WHERE project = %s AND deleted_at IS NOT NULL)",
+                    (project, project),
+                )
+                removed += self.db.execute(
+                    f"DELETE FROM {table} WHERE project = %s AND deleted_at IS NOT NULL",
+                    (project,),
+                )
+            self._touched()
+        return removed
