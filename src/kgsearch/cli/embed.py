@@ -239,7 +239,7 @@ def worker(
     a lease on its batch, which expires after 30 s and makes those rows claimable by
     the others. Ctrl-C or SIGTERM stops the worker after its current batch.
 
-    Example: kgsearch --store postgresql://kg@db/kg embed worker --batch-size 256
+    Example: kgsearch --db postgresql://kg@db/kg embed worker --batch-size 256
     """
     stop = threading.Event()
 
