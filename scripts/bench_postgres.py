@@ -117,7 +117,7 @@ def run_import(url: str, runs: int) -> str:
         + ", ".join(f"{k} **{statistics.median(v):,.0f}**" for k, v in rates.items())
         + ".\n\nThe same importer on both: two streaming passes over the JSONL in one "
         "transaction, text built for every row, nothing embedded. On PostgreSQL each "
-        "batch is COPied into a staging table and upserted with one `INSERT … SELECT … "
+        "batch is copied (COPY) into a staging table and upserted with one `INSERT … SELECT … "
         "ON CONFLICT`; the generated `tsvector` column and its GIN index are maintained "
         "as rows arrive (dropping indexes during a load would lock out readers). SQLite "
         "rebuilds its FTS5 index once at the end.\n"
