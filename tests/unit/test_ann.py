@@ -30,8 +30,12 @@ def test_int8_scan_returns_the_exact_top_k_with_float32_scores() -> None:
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_int8_scan_in_parallel_parts_is_still_exact(threads: int) -> None:
+def test_int8_scan_in_parallel_parts_is_still_exact(
+    threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ann, "_PART_MIN_ROWS", 50_000)
     matrix = _unit(120_000, 32, seed=5)
+    assert len(ann._parts(120_000, threads)) == threads
     _assert_exact(Int8Scan(matrix), matrix, _unit(10, 32, seed=6), threads=threads)
 
 
@@ -68,3 +72,10 @@ def test_hnsw_finds_most_of_the_exact_top_10_on_random_vectors() -> None:
         expected = set(np.argsort(-(matrix @ query))[:10].tolist())
         found += len(expected & set(positions.tolist()))
     assert found / (10 * len(queries)) >= 0.9
+
+
+def test_hnsw_beam_can_be_changed() -> None:
+    index = AnnIndex(_unit(100, 8, seed=10), background=False, expansion_search=64)
+    assert index.expansion_search == 64
+    index.expansion_search = 512
+    assert index.expansion_search == 512

@@ -2,14 +2,18 @@
 
 Two accelerations, both measured by ``scripts/bench_latency.py``:
 
-* :class:`Int8Scan` — an exact scan over an int8 copy of the matrix with usearch's SIMD
+* :class:`Int8Scan` — a scan over an int8 copy of the matrix with numkong's SIMD
   kernels (a quarter of the memory traffic of float32), then the best candidates are
-  re-scored in float32. On the MetaQA relationships (129k × 384) this is about 3×
+  re-scored in float32. On the MetaQA relationships (129k × 384) this is several times
   faster than numpy's float32 product and returned the exact top 10 in every test query.
 * :class:`AnnIndex` — HNSW for very large collections, built in a background thread
   (searches use the scan until it is ready). On graph texts that are near-duplicates of
   each other ("X starred actors Y" × 30,000) HNSW recall against real questions stayed
   near 0.93, which is why it only starts at :data:`ANN_MIN_ROWS`.
+
+An IVF partition (k-means lists, scan the few nearest the query) was measured and not
+adopted: questions are far from the triplet texts they match, so the right rows sit in
+lists far from the query (recall in docs/benchmarks.md, section latency-metaqa).
 """
 
 from __future__ import annotations
@@ -49,14 +53,16 @@ ANN_MIN_ROWS = 400_000
 _RESCORE = 100
 # Parallel parts of the int8 scan: at most this many threads, each at least this many rows.
 _MAX_THREADS = 2
-_PART_MIN_ROWS = 50_000
+_PART_MIN_ROWS = 250_000
 # _largest() takes its threshold from every this-many-th score.
 _SAMPLE_STRIDE = 16
 _CONNECTIVITY = 16
 _EXPANSION_ADD = 128
-# Graph texts are often near-duplicates ("X starred actors Y" × thousands); a wide
-# search beam keeps recall ≥ 0.95 there at well under a millisecond per query.
-_EXPANSION_SEARCH = 256
+# Graph texts are often near-duplicates ("X starred actors Y" × thousands): on 1M
+# relationships made of perturbed copies of the MetaQA vectors (bench_latency.py, part
+# scale), real questions reached recall@10 0.93 at a beam of 256 and 0.98 at 1024
+# (about 7 ms p50 per query), so the wide beam.
+_EXPANSION_SEARCH = 1024
 
 
 class AnnIndex:
@@ -94,6 +100,15 @@ class AnnIndex:
     def _build(self, matrix: npt.NDArray[np.float32]) -> None:
         self._index.add(np.arange(matrix.shape[0], dtype=np.uint64), matrix, threads=0)
         self._ready.set()
+
+    @property
+    def expansion_search(self) -> int:
+        """The search beam (ef): wider is slower and finds more of the true neighbours."""
+        return int(self._index.expansion_search)
+
+    @expansion_search.setter
+    def expansion_search(self, value: int) -> None:
+        self._index.expansion_search = value  # type: ignore[misc]  # settable; stub says not
 
     @property
     def ready(self) -> bool:
