@@ -8,8 +8,10 @@ given origins or from the other legs' top hits ("land and expand").
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -82,6 +84,19 @@ def candidates(request: SearchRequest, kind: Kind) -> int:
 
 Job = tuple[str, Kind, Callable[[], list[tuple[str, float]]]]
 
+# Whether BM25 legs run in a worker thread beside the vector legs (see scope_legs).
+_PARALLEL_LEGS = True
+_LEG_POOL: ThreadPoolExecutor | None = None
+_LEG_POOL_LOCK = threading.Lock()
+
+
+def _leg_pool() -> ThreadPoolExecutor:
+    global _LEG_POOL
+    with _LEG_POOL_LOCK:
+        if _LEG_POOL is None:
+            _LEG_POOL = ThreadPoolExecutor(4, thread_name_prefix="kgsearch-legs")
+        return _LEG_POOL
+
 
 def _run(jobs: Sequence[Job]) -> list[tuple[str, list[tuple[str, float]], float]]:
     out = []
@@ -152,9 +167,13 @@ def scope_legs(
                         ),
                     )
                 )
-    # Running BM25 beside the vector scan was measured slower on 2 cores (the scan
-    # already uses both), so the legs run one after the other.
-    results = _run(vector_jobs) + _run(lexical_jobs)
+    # The BM25 legs run in a worker thread beside the vector legs: SQLite and the int8
+    # scan both release the GIL, so on 2 cores a scan overlaps a BM25 query.
+    if vector_jobs and lexical_jobs and _PARALLEL_LEGS:
+        lexical = _leg_pool().submit(_run, lexical_jobs)
+        results = _run(vector_jobs) + lexical.result()
+    else:
+        results = _run(vector_jobs) + _run(lexical_jobs)
     # Legs keep the order they always had (per scope: vector, hinted, bm25), so
     # fusion's found_by lists do not depend on which thread finished first.
     order = {
