@@ -168,7 +168,9 @@ def scope_legs(
                     )
                 )
     # The BM25 legs run in a worker thread beside the vector legs: SQLite and the int8
-    # scan both release the GIL, so on 2 cores a scan overlaps a BM25 query.
+    # scan both release the GIL, so on 2 cores a scan overlaps a BM25 query (a small
+    # gain in interleaved A/B runs, mostly at p95; the scan itself is single-threaded
+    # below 2 × 250k rows, see ann.py).
     if vector_jobs and lexical_jobs and _PARALLEL_LEGS:
         lexical = _leg_pool().submit(_run, lexical_jobs)
         results = _run(vector_jobs) + lexical.result()
