@@ -18,11 +18,11 @@ import pytest
 from kgsearch.engine import Engine
 from kgsearch.errors import DimensionMismatch
 from kgsearch.jobs import RetryPolicy
-from kgsearch.model import ChunkIn, ObjectIn, ObjectRef, RelationshipIn
+from kgsearch.model import ChunkIn, Kind, ObjectIn, ObjectRef, RelationshipIn
 from kgsearch.store import connect
-from kgsearch.store.base import Store
+from kgsearch.store.base import EmbeddingResult, Store
 from kgsearch.testing import FailingEmbedder, FakeEmbedder, FlakyEmbedder
-from kgsearch.text import EnrichmentConfig, TypeRule
+from kgsearch.text import TEXT_VERSION, EnrichmentConfig, TypeRule
 
 POLICY = RetryPolicy(max_attempts=3, backoff_seconds=0)
 SRC = Path(__file__).parents[2] / "src"
@@ -106,6 +106,37 @@ def test_flaky_embedder_ends_with_every_row_embedded(store: Store) -> None:
         "embedded"
     }
     assert engine.embedding_status()["embedded"] == 71
+
+
+def test_a_late_failure_never_downgrades_a_row_embedded_meanwhile(store: Store) -> None:
+    embedder = FakeEmbedder(32)
+    engine = engine_with(store, embedder)
+    engine.add_objects(people(1))
+    store.set_embedding_model(embedder.model_id, embedder.dims)
+    first = store.claim(Kind.OBJECT, project=None, limit=10, now=1000.0, lease_seconds=30.0)
+    # the first runner stalls past its lease; a second one claims and embeds the row
+    second = store.claim(Kind.OBJECT, project=None, limit=10, now=1031.0, lease_seconds=30.0)
+    assert [c.id for c in second] == [c.id for c in first] != []
+    results = [
+        EmbeddingResult(c.project, c.id, c.text, c.text_hash, v)
+        for c, v in zip(second, embedder.embed_documents([c.text for c in second]), strict=True)
+    ]
+    done = store.complete(
+        Kind.OBJECT,
+        results,
+        model=embedder.model_id,
+        dims=embedder.dims,
+        text_version=TEXT_VERSION,
+        elapsed_ms=1.0,
+    )
+    assert done == 1
+
+    store.fail(Kind.OBJECT, first, "timed out", now=1040.0, max_attempts=1, backoff_seconds=0)
+
+    [row] = engine.list_rows("object").items
+    assert (row.embedding.status, row.embedding.last_error) == ("embedded", None)
+    hits = store.vector_search("default", Kind.OBJECT, results[0].vector, limit=5)
+    assert [i for i, _ in hits] == [row.id]
 
 
 def test_writes_succeed_while_the_embedder_fails(store: Store) -> None:

@@ -129,7 +129,10 @@ def fail(
     max_attempts: int,
     backoff_seconds: float,
 ) -> None:
-    """Count a failed attempt: exponential backoff, then ``dead`` after ``max_attempts``."""
+    """Count a failed attempt: exponential backoff, then ``dead`` after ``max_attempts``.
+
+    Only pending and failed rows are touched: a runner whose lease expired must not
+    downgrade a row that another runner has embedded meanwhile."""
     message = error[:2000]
     for item in claims:
         attempts = item.attempts + 1
@@ -138,7 +141,7 @@ def fail(
         db.execute(
             f"UPDATE {kind.table} SET status = ?, attempts = ?, last_error = ?, "
             "next_attempt_at = ?, claimed_until = 0 "
-            "WHERE project = ? AND id = ? AND text_hash = ?",
+            "WHERE project = ? AND id = ? AND text_hash = ? AND status IN ('pending', 'failed')",
             (status.value, attempts, message, due, item.project, item.id, item.text_hash),
         )
 
