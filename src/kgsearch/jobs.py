@@ -13,13 +13,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from kgsearch.embed.base import Embedder
-from kgsearch.errors import DimensionMismatch, KgsearchError
+from kgsearch.errors import DimensionMismatch, KgsearchError, StoreError
 from kgsearch.model import Kind
 from kgsearch.store.base import Claim, EmbeddingResult, Store
 from kgsearch.text import TEXT_VERSION
 
 __all__ = ["EmbedReport", "RetryPolicy", "run_embedding", "run_worker", "status_report"]
+
+# Distinct error messages a report keeps (a long-lived worker would grow without bound).
+MAX_ERRORS = 10
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,7 @@ class EmbedReport:
             "skipped_changed": self.skipped_changed,
             "batches": self.batches,
             "seconds": round(self.seconds, 3),
-            "errors": self.errors[:10],
+            "errors": self.errors[:MAX_ERRORS],
         }
 
 
@@ -77,34 +82,38 @@ def _embed_batch(
         vectors = embedder.embed_documents([c.text for c in claims])
         if len(vectors) != len(claims):
             raise KgsearchError(f"embedder returned {len(vectors)} vectors for {len(claims)}")
-        for vector in vectors:
-            if vector.shape[-1] != embedder.dims:
-                raise DimensionMismatch(
-                    f"embedder {embedder.model_id} returned {vector.shape[-1]}-d vectors, "
-                    f"declared {embedder.dims}"
-                )
+        if claims and all(np.shape(v)[-1:] != (embedder.dims,) for v in vectors):
+            raise DimensionMismatch(
+                f"embedder {embedder.model_id} returned vectors of shape "
+                f"{np.shape(vectors[0])}, declared {embedder.dims} dims"
+            )
     except DimensionMismatch:
         raise
     except Exception as exc:  # any provider failure is recorded on the rows, never raised
-        message = f"{type(exc).__name__}: {exc}"
-        store.fail(
-            kind,
-            claims,
-            message,
-            now=time.time(),
-            max_attempts=policy.max_attempts,
-            backoff_seconds=policy.backoff_seconds,
-        )
-        report.failed += len(claims)
-        report.dead += sum(1 for c in claims if c.attempts + 1 >= policy.max_attempts)
-        if message not in report.errors:
-            report.errors.append(message)
+        _fail(store, kind, claims, f"{type(exc).__name__}: {exc}", policy, report)
         return
     elapsed_ms = (time.perf_counter() - started) * 1000
-    results = [
-        EmbeddingResult(c.project, c.id, c.text, c.text_hash, v)
-        for c, v in zip(claims, vectors, strict=True)
-    ]
+    # One bad vector (NaN, Inf, wrong length) fails its own row, never the batch: a
+    # store may reject it (PostgreSQL refuses NaN), and search would rank it wrongly.
+    results: list[EmbeddingResult] = []
+    rejected: dict[str, list[Claim]] = {}
+    for claim, vector in zip(claims, vectors, strict=True):
+        array = np.asarray(vector, dtype=np.float32)
+        if array.shape != (embedder.dims,):
+            message = (
+                f"embedder returned a vector of shape {array.shape}, expected ({embedder.dims},)"
+            )
+            rejected.setdefault(message, []).append(claim)
+        elif not np.isfinite(array).all():
+            rejected.setdefault("embedder returned a non-finite vector", []).append(claim)
+        else:
+            results.append(
+                EmbeddingResult(claim.project, claim.id, claim.text, claim.text_hash, array)
+            )
+    for message, bad in rejected.items():
+        _fail(store, kind, bad, message, policy, report)
+    if not results:
+        return
     done = store.complete(
         kind,
         results,
@@ -114,7 +123,35 @@ def _embed_batch(
         elapsed_ms=elapsed_ms,
     )
     report.embedded += done
-    report.skipped_changed += len(claims) - done
+    report.skipped_changed += len(results) - done
+
+
+def _fail(
+    store: Store,
+    kind: Kind,
+    claims: Sequence[Claim],
+    message: str,
+    policy: RetryPolicy,
+    report: EmbedReport,
+) -> None:
+    """Record a failed attempt on ``claims`` and count it in ``report``."""
+    store.fail(
+        kind,
+        claims,
+        message,
+        now=time.time(),
+        max_attempts=policy.max_attempts,
+        backoff_seconds=policy.backoff_seconds,
+    )
+    report.failed += len(claims)
+    report.dead += sum(1 for c in claims if c.attempts + 1 >= policy.max_attempts)
+    _note(report, message)
+
+
+def _note(report: EmbedReport, message: str) -> None:
+    """Keep the first ``MAX_ERRORS`` distinct error messages of a run."""
+    if len(report.errors) < MAX_ERRORS and message not in report.errors:
+        report.errors.append(message)
 
 
 def run_embedding(
@@ -153,9 +190,40 @@ def run_embedding(
         DimensionMismatch: The embedder's dims differ from the store's.
         ConfigError: The store was embedded with another model.
     """
-    policy = policy or RetryPolicy()
-    store.set_embedding_model(embedder.model_id, embedder.dims)
     report = EmbedReport()
+    _run_embedding(
+        store,
+        embedder,
+        report,
+        kinds=kinds,
+        project=project,
+        batch_size=batch_size,
+        delay_ms=delay_ms,
+        policy=policy or RetryPolicy(),
+        progress=progress,
+        limit=limit,
+        wait_for_retries=wait_for_retries,
+    )
+    return report
+
+
+def _run_embedding(
+    store: Store,
+    embedder: Embedder,
+    report: EmbedReport,
+    *,
+    kinds: Sequence[Kind],
+    project: str | None,
+    batch_size: int,
+    delay_ms: int,
+    policy: RetryPolicy,
+    progress: Progress | None,
+    limit: int | None,
+    wait_for_retries: bool,
+) -> None:
+    """The body of :func:`run_embedding`, counting into ``report`` as it goes (so a
+    caller that catches an error still has the counts of the batches done before it)."""
+    store.set_embedding_model(embedder.model_id, embedder.dims)
     started = time.perf_counter()
     for kind in kinds:
         while limit is None or report.processed < limit:
@@ -180,7 +248,6 @@ def run_embedding(
     report.seconds = time.perf_counter() - started
     if report.embedded:
         store.build_indexes()
-    return report
 
 
 def run_worker(
@@ -202,41 +269,74 @@ def run_worker(
     atomically (``FOR UPDATE SKIP LOCKED`` on PostgreSQL, one writer at a time on
     SQLite), so no row is embedded twice, and rows claimed by a worker that died are
     claimable again once its lease ends. ``should_stop`` is checked between batches,
-    so a stop request never abandons a batch half-written.
+    so a stop request never abandons a batch half-written. A store error (the
+    database restarting, say) is recorded in the report's errors and the worker
+    tries again after ``poll_seconds``; rows of a batch it could not record are
+    claimable again once their lease ends.
 
     Args:
-        poll_seconds: Sleep this long when nothing is due, then look again.
-        until_idle: Return as soon as nothing is due instead of polling.
+        poll_seconds: Sleep this long when nothing is due, or after a store error,
+            then look again.
+        until_idle: Return as soon as nothing is due instead of polling; a store
+            error is raised instead of retried.
         should_stop: Return True to end the loop after the current batch.
         on_batch: Called with the running totals after each batch.
+
+    Raises:
+        StoreError: Only with ``until_idle``.
     """
+    policy = policy or RetryPolicy()
     total = EmbedReport()
     started = time.perf_counter()
     while not should_stop():
-        step = run_embedding(
-            store,
-            embedder,
-            kinds=kinds,
-            project=project,
-            batch_size=batch_size,
-            policy=policy,
-            limit=batch_size,
-            wait_for_retries=False,
-        )
-        for name in ("processed", "embedded", "failed", "dead", "skipped_changed", "batches"):
-            setattr(total, name, getattr(total, name) + getattr(step, name))
-        total.errors.extend(step.errors)
+        step = EmbedReport()
+        try:
+            _run_embedding(
+                store,
+                embedder,
+                step,
+                kinds=kinds,
+                project=project,
+                batch_size=batch_size,
+                delay_ms=0,
+                policy=policy,
+                progress=None,
+                limit=batch_size,
+                wait_for_retries=False,
+            )
+        except StoreError as exc:
+            _add(total, step)
+            if until_idle:
+                total.seconds = time.perf_counter() - started
+                raise
+            _note(total, f"{type(exc).__name__}: {exc}")
+            _sleep(poll_seconds, should_stop)
+            continue
+        _add(total, step)
         if step.processed:
             if on_batch is not None:
                 on_batch(total)
             continue
         if until_idle:
             break
-        deadline = time.monotonic() + poll_seconds
-        while not should_stop() and time.monotonic() < deadline:
-            time.sleep(min(0.2, poll_seconds))
+        _sleep(poll_seconds, should_stop)
     total.seconds = time.perf_counter() - started
     return total
+
+
+def _add(total: EmbedReport, step: EmbedReport) -> None:
+    """Add the counts and errors of ``step`` to ``total``."""
+    for name in ("processed", "embedded", "failed", "dead", "skipped_changed", "batches"):
+        setattr(total, name, getattr(total, name) + getattr(step, name))
+    for message in step.errors:
+        _note(total, message)
+
+
+def _sleep(seconds: float, should_stop: Callable[[], bool]) -> None:
+    """Sleep ``seconds``, waking early once ``should_stop`` returns True."""
+    deadline = time.monotonic() + seconds
+    while not should_stop() and time.monotonic() < deadline:
+        time.sleep(max(0.0, min(0.2, seconds, deadline - time.monotonic())))
 
 
 def _wait_for_retry(store: Store, kind: Kind, project: str | None, policy: RetryPolicy) -> bool:

@@ -10,9 +10,12 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from kgsearch.engine import Engine
@@ -106,6 +109,46 @@ def test_flaky_embedder_ends_with_every_row_embedded(store: Store) -> None:
         "embedded"
     }
     assert engine.embedding_status()["embedded"] == 71
+
+
+class BadVectors(FakeEmbedder):
+    """The fake embedder, but NaN for Person 1, Inf for Person 2, too long for Person 3."""
+
+    def embed_documents(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        vectors = super().embed_documents(texts)
+        for i, text in enumerate(texts):
+            if "Person 1" in text:
+                vectors[i] = np.full(self.dims, np.nan, dtype=np.float32)
+            elif "Person 2" in text:
+                vectors[i] = np.full(self.dims, np.inf, dtype=np.float32)
+            elif "Person 3" in text:
+                vectors[i] = np.ones(self.dims + 1, dtype=np.float32)
+        return vectors
+
+
+def test_non_finite_or_misshapen_vectors_fail_only_their_rows(store: Store) -> None:
+    engine = engine_with(store, BadVectors(32))
+    engine.add_objects(people(6))
+
+    report = engine.embed_pending()
+
+    assert (report.embedded, report.dead) == (3, 3)
+    assert "embedder returned a non-finite vector" in report.errors
+    rows = {o.properties["name"]: o.embedding for o in engine.list_rows("object").items}
+    assert {n: e.status for n, e in rows.items()} == {
+        "Person 0": "embedded",
+        "Person 1": "dead",
+        "Person 2": "dead",
+        "Person 3": "dead",
+        "Person 4": "embedded",
+        "Person 5": "embedded",
+    }
+    assert rows["Person 1"].last_error == "embedder returned a non-finite vector"
+    assert rows["Person 2"].last_error == "embedder returned a non-finite vector"
+    assert rows["Person 3"].last_error == (
+        "embedder returned a vector of shape (33,), expected (32,)"
+    )
+    assert len(store.vector_search("default", Kind.OBJECT, np.ones(32), limit=10)) == 3
 
 
 def test_a_late_failure_never_downgrades_a_row_embedded_meanwhile(store: Store) -> None:

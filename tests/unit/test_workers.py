@@ -25,6 +25,7 @@ from click.testing import CliRunner
 
 from kgsearch.cli import cli
 from kgsearch.engine import Engine
+from kgsearch.errors import StoreError
 from kgsearch.jobs import RetryPolicy, run_worker
 from kgsearch.model import Kind, ObjectIn
 from kgsearch.store.base import Store
@@ -165,3 +166,69 @@ def test_cli_worker_until_idle_embeds_everything(
     assert report["embedded"] == 250
     assert report["batches"] == 3
     assert Engine(setup, embedder=FakeEmbedder(32)).embedding_status()["pending"] == 0
+
+
+class RestartingStore:
+    """A store whose first ``failures`` claims raise StoreError (a database restart)."""
+
+    def __init__(self, store: Store, failures: int) -> None:
+        self._store = store
+        self.failures = failures
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def claim(self, *args: Any, **kwargs: Any) -> Any:
+        if self.failures:
+            self.failures -= 1
+            raise StoreError(f"server closed the connection ({self.failures} left)")
+        return self._store.claim(*args, **kwargs)
+
+
+def test_a_worker_survives_store_errors_and_keeps_its_totals(store: Store) -> None:
+    Engine(store, embedder=FakeEmbedder(32)).add_objects(objects(250))
+    flaky = RestartingStore(store, failures=1)
+    seen: list[int] = []
+
+    def done() -> bool:
+        return bool(seen) and seen[-1] == 250
+
+    report = run_worker(
+        flaky,  # type: ignore[arg-type]
+        FakeEmbedder(32),
+        kinds=[Kind.OBJECT],
+        batch_size=100,
+        poll_seconds=0.05,
+        should_stop=done,
+        on_batch=lambda total: seen.append(total.embedded),
+    )
+
+    assert report.embedded == 250
+    assert report.errors == ["StoreError: server closed the connection (0 left)"]
+    assert Engine(store, embedder=FakeEmbedder(32)).embedding_status()["embedded"] == 250
+
+
+def test_a_worker_keeps_only_the_first_ten_errors(store: Store) -> None:
+    Engine(store, embedder=FakeEmbedder(32)).add_objects(objects(10))
+    flaky = RestartingStore(store, failures=25)
+    report = run_worker(
+        flaky,  # type: ignore[arg-type]
+        FakeEmbedder(32),
+        kinds=[Kind.OBJECT],
+        poll_seconds=0.001,
+        should_stop=lambda: store.embedding_counts(None)[0].by_status.get("embedded", 0) == 10,
+    )
+    assert report.embedded == 10
+    assert report.errors == [
+        f"StoreError: server closed the connection ({n} left)" for n in range(24, 14, -1)
+    ]
+
+
+def test_a_worker_until_idle_raises_store_errors(store: Store) -> None:
+    Engine(store, embedder=FakeEmbedder(32)).add_objects(objects(10))
+    with pytest.raises(StoreError, match="server closed"):
+        run_worker(
+            RestartingStore(store, failures=1),  # type: ignore[arg-type]
+            FakeEmbedder(32),
+            until_idle=True,
+        )
