@@ -232,3 +232,30 @@ def test_a_worker_until_idle_raises_store_errors(store: Store) -> None:
             FakeEmbedder(32),
             until_idle=True,
         )
+
+
+def test_cli_worker_stops_after_the_batch_on_ctrl_c(
+    store_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not store_factory.persistent:
+        pytest.skip("the CLI opens the store by URL")
+    monkeypatch.setenv("KGSEARCH_EMBED__MODEL", "fake:32")
+    setup = store_factory()
+    Engine(setup, embedder=FakeEmbedder(32)).add_objects(objects(250))
+    embed_documents = FakeEmbedder.embed_documents
+
+    def interrupted(self: FakeEmbedder, texts: list[str]) -> list[npt.NDArray[np.float32]]:
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the first batch is embedded
+        return embed_documents(self, texts)
+
+    monkeypatch.setattr(FakeEmbedder, "embed_documents", interrupted)
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    result = CliRunner().invoke(
+        cli,
+        ["--db", setup.url, "--json", "embed", "worker", "--batch-size", "100"],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert (report["embedded"], report["batches"], report["errors"]) == (100, 1, [])
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before

@@ -237,16 +237,19 @@ def worker(
     Each batch is claimed atomically (on PostgreSQL with FOR UPDATE SKIP LOCKED), so
     concurrent workers never embed the same row. A worker that is killed leaves only
     a lease on its batch, which expires after 30 s and makes those rows claimable by
-    the others. Ctrl-C or SIGTERM stops the worker after its current batch.
+    the others. Ctrl-C or SIGTERM stops the worker after its current batch (a second
+    Ctrl-C interrupts the batch).
 
     Example: kgsearch --db postgresql://kg@db/kg embed worker --batch-size 256
     """
     stop = threading.Event()
 
     def request_stop(signum: int, frame: object) -> None:
+        if signum == signal.SIGINT and stop.is_set():
+            raise KeyboardInterrupt
         stop.set()
 
-    previous = signal.signal(signal.SIGTERM, request_stop)
+    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         with engine_from(state) as engine:
             engine.refresh_texts()
@@ -274,7 +277,8 @@ def worker(
             except KeyboardInterrupt:
                 report = EmbedReport(errors=["interrupted"])
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     emit(state, report.as_dict(), _report)
 
 
