@@ -5,8 +5,10 @@ bulk-load transaction, so a failure leaves the target as it was. Ids are kept, s
 relationships, mentions and chunks still point at the right rows, and a second run
 over the same source is a no-op. Current embeddings are copied with their vectors
 and never re-embedded; rows whose text changed since they were embedded (stale),
-and failed or dead rows, arrive pending and are embedded by the next run. The
-copy is verified by comparing per-kind counts and embedded counts on both sides.
+and failed or dead rows, arrive pending and are embedded by the next run. API keys
+of the copied projects come along (also of projects that hold no rows). The copy
+is verified inside the transaction by comparing per-kind counts, embedded counts
+and API keys on both sides; a difference rolls it back.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgsearch.errors import Conflict, NotFound
+from kgsearch.errors import Conflict, NotFound, StoreError
 from kgsearch.model import Chunk, GraphObject, Kind, Relationship
 from kgsearch.store.base import EmbeddingResult, ObjectRow, RelationshipRow, Store
 
@@ -207,17 +209,24 @@ def migrate_store(
     Args:
         source: The store to read.
         target: The store to write; normally empty, or an earlier copy of ``source``.
-        projects: Only these projects (default: all that hold rows).
+        projects: Only these projects (default: all that hold rows or API keys).
         progress: Called with (kind, rows) after each page written.
+
+    Returns:
+        What was copied; ``verified`` is always True (a mismatch raises).
 
     Raises:
         DimensionMismatch, ConfigError: The target holds vectors of another model.
         Conflict: The target holds other objects under the same type and key.
         NotFound: A named project does not exist in the source.
-        StoreError: Any store failure; the target is left unchanged.
+        StoreError: Any store failure, or the copy does not match the source (the
+            mismatches are in ``details``); the target is left unchanged.
     """
-    wanted = list(projects) if projects is not None else source.projects()
-    missing = [p for p in wanted if p not in source.projects()]
+    # A project may hold nothing but API keys; it is still a project to copy.
+    keys = source.api_keys()
+    known = list(dict.fromkeys([*source.projects(), *(k.project for k in keys)]))
+    wanted = list(projects) if projects is not None else known
+    missing = [p for p in wanted if p not in known]
     if missing:
         raise NotFound(f"the source store has no project {missing[0]!r}")
     info = source.info()
@@ -231,20 +240,27 @@ def migrate_store(
                 target.set_meta(name, value)
         for project in wanted:
             report.vectors[project] = _copy_project(source, target, project, progress)
-        for api_key in source.api_keys():
+        for api_key in keys:
             if api_key.project in wanted and target.find_api_key(api_key.id) is None:
                 found = source.find_api_key(api_key.id)
                 if found is not None:
                     target.create_api_key(found[0], found[1])
                     report.api_keys += 1
+        # Verified inside the transaction, so a copy that does not match rolls back.
+        _verify(source, target, wanted, report)
+        if report.mismatches:
+            raise StoreError(
+                "the copy does not match the source: " + "; ".join(report.mismatches),
+                details={"mismatches": report.mismatches},
+            )
     target.build_indexes()
-    _verify(source, target, wanted, report)
     return report
 
 
 def _verify(source: Store, target: Store, projects: list[str], report: MigrationReport) -> None:
-    """Live rows per kind, and embedded rows per kind, must be equal on both sides (a
-    row is only ever ``embedded`` from its current text, so every one was copied)."""
+    """Live rows per kind, embedded rows per kind and API keys must be equal on both
+    sides (a row is only ever ``embedded`` from its current text, so every one was
+    copied)."""
 
     def embedded(store: Store, project: str) -> dict[str, int]:
         return {
@@ -252,6 +268,9 @@ def _verify(source: Store, target: Store, projects: list[str], report: Migration
         }
 
     for project in projects:
+        keys, copied = len(source.api_keys(project)), len(target.api_keys(project))
+        if keys != copied:
+            report.mismatches.append(f"{project}: api keys source {keys}, target {copied}")
         ours, theirs = source.counts(project), target.counts(project)
         report.projects[project] = theirs
         for kind, count in ours.items():

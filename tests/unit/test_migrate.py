@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from click.testing import CliRunner
 
 from kgsearch.cli import cli
 from kgsearch.engine import Engine
-from kgsearch.errors import Conflict
+from kgsearch.errors import Conflict, StoreError
 from kgsearch.migrate import migrate_store
 from kgsearch.model import ChunkIn, Kind, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
 from kgsearch.store import connect
@@ -170,3 +171,76 @@ def test_cli_migrate_of_a_missing_project_fails_cleanly(tmp_path: Path, pg_facto
     assert result.exit_code == 1
     assert "no project 'x'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_api_keys_of_a_project_without_rows_are_copied(tmp_path: Path, store: Store) -> None:
+    source = connect(f"sqlite:///{tmp_path / 'a.db'}")
+    try:
+        build(source)
+        Engine(source, embedder=FakeEmbedder(32)).create_api_key("keys-only", "read")
+        assert "keys-only" not in source.projects()
+
+        report = migrate_store(source, store)
+
+        assert report.verified, report.mismatches
+        assert report.api_keys == 2
+        assert [k.id for k in store.api_keys("keys-only")] == [
+            k.id for k in source.api_keys("keys-only")
+        ]
+        assert migrate_store(source, store, projects=["keys-only"]).api_keys == 0
+    finally:
+        source.close()
+
+
+class DroppingStore:
+    """A target that silently loses every mention written to it."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def add_mentions(self, project: str, mentions: Any) -> None:
+        return None
+
+
+def test_a_copy_that_does_not_match_rolls_back(tmp_path: Path, store: Store) -> None:
+    source = connect(f"sqlite:///{tmp_path / 'a.db'}")
+    try:
+        build(source)
+        before = snapshot(store)
+
+        with pytest.raises(StoreError, match="default: mentions source 1, target 0") as caught:
+            migrate_store(source, DroppingStore(store))  # type: ignore[arg-type]
+
+        assert caught.value.details["mismatches"] == ["default: mentions source 1, target 0"]
+        assert snapshot(store) == before
+        assert store.counts("default") == {k: 0 for k in source.counts("default")}
+        assert store.api_keys() == []
+    finally:
+        source.close()
+
+
+def test_cli_migrate_of_a_copy_that_does_not_match_exits_1_and_rolls_back(
+    tmp_path: Path, pg_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "a.db"
+    source = connect(f"sqlite:///{path}")
+    build(source)
+    source.close()
+    url = pg_factory.postgres_store_url()
+
+    def opened(target: str) -> Any:
+        store = pg_factory.track(connect(target))
+        return store if target == str(path) else DroppingStore(store)
+
+    monkeypatch.setattr(sys.modules["kgsearch.cli.migrate"], "connect", opened)
+    result = CliRunner().invoke(cli, ["--json", "migrate", "--from", str(path), "--to", url])
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "store_error"
+    assert error["details"]["mismatches"] == ["default: mentions source 1, target 0"]
+    target = pg_factory.track(connect(url))
+    assert target.counts("default") == {k: 0 for k in target.counts("default")}
+    assert target.api_keys() == []
