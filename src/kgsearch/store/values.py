@@ -7,7 +7,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["dumps", "iso", "now_iso", "parse_dt", "query_terms"]
+__all__ = ["dumps", "iso", "now_iso", "parse_dt", "query_terms", "words"]
 
 # Words that match most rows and add nothing to BM25 ranking; dropping them keeps an
 # OR query over a large index fast.
@@ -97,3 +97,10 @@ def query_terms(query: str) -> list[str]:
     if not terms and words:
         terms = list(dict.fromkeys(words))[:_MAX_QUERY_TERMS]
     return terms
+
+
+def words(text: str, limit: int = 200_000) -> str:
+    """The text's ``\\w`` runs joined by spaces (at most ``limit`` characters): what a
+    lexical index that splits words like :func:`query_terms` should see, so "3.12",
+    "docs.python.org" or "guido@python.org" are found by their parts."""
+    return " ".join(_WORD.findall(text[: limit * 2]))[:limit]

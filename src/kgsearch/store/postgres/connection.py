@@ -62,7 +62,7 @@ def parse_url(url: str) -> tuple[str, StoreOptions]:
     ours = {k: v for k, v in params if k in {"schema", "vector_index", "pool_size", "ef_search"}}
     rest = [(k, v) for k, v in params if k not in ours]
     schema = ours.get("schema", "public")
-    if not schema or set(schema) - _IDENT_CHARS or schema[0].isdigit():
+    if not schema or set(schema) - _IDENT_CHARS or schema[0].isdigit() or len(schema) > 63:
         raise ConfigError(
             f"invalid schema {schema!r} in store URL: use lowercase letters, digits and _"
         )
@@ -87,8 +87,38 @@ def parse_url(url: str) -> tuple[str, StoreOptions]:
     return libpq, StoreOptions(schema, index, pool_size, ef_search)
 
 
+# Serialises first-time set-up (schema, extension) among processes opening one database.
+_PREPARE_LOCK = 0x6B6773_0001
+
+
+def _prepare(conn: psycopg.Connection[Any], schema: str) -> str:
+    """Create the schema and the pgvector extension if missing; return the schema the
+    extension lives in. Nothing is created (no CREATE privilege needed) when both exist."""
+    find = (
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+        "WHERE e.extname = 'vector'"
+    )
+    have_schema = conn.execute(
+        "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)
+    ).fetchone()
+    found = conn.execute(find).fetchone()
+    if have_schema is None or found is None:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_PREPARE_LOCK,))
+        try:
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_PREPARE_LOCK,))
+        found = conn.execute(find).fetchone()
+    if found is None:  # pragma: no cover - CREATE EXTENSION raised otherwise
+        raise StoreError("the pgvector extension is not installed")
+    return str(found[0])
+
+
 def wrap_error(exc: Exception) -> Exception:
     """The kgsearch error for a driver error."""
+    if isinstance(exc, pg_errors.DeadlockDetected | pg_errors.SerializationFailure):
+        return Conflict(f"a concurrent write conflicted with this one; retry it: {exc}")
     if isinstance(exc, pg_errors.UniqueViolation | pg_errors.IntegrityError):
         return Conflict(f"write conflicts with existing data: {exc}")
     if isinstance(exc, pg_errors.NumericValueOutOfRange):
@@ -119,11 +149,9 @@ class Connection:
         self.url = url
         self.schema = schema
         self._local = threading.local()
-        self._vector_ready = False
         try:
             with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                self.vector_schema = _prepare(conn, schema)
         except psycopg.Error as exc:
             raise StoreError(f"cannot open PostgreSQL store: {exc}") from exc
         self.pool = ConnectionPool(
@@ -141,7 +169,8 @@ class Connection:
             raise StoreError(f"cannot open PostgreSQL connection pool: {exc}") from exc
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
-        conn.execute(f"SET search_path TO \"{self.schema}\", public; SET TIME ZONE 'UTC'")
+        path = ", ".join(f'"{s}"' for s in dict.fromkeys([self.schema, self.vector_schema]))
+        conn.execute(f"SET search_path TO {path}, public; SET TIME ZONE 'UTC'")
         register_vector(conn)
 
     def close(self) -> None:
@@ -154,8 +183,18 @@ class Connection:
         if current is not None:
             yield current
             return
-        with self.pool.connection() as conn:
+        try:
+            pooled = self.pool.connection()
+            conn = pooled.__enter__()
+        except psycopg.Error as exc:  # e.g. PoolTimeout: every connection busy or down
+            raise wrap_error(exc) from exc
+        try:
             yield conn
+        except BaseException as exc:
+            if not pooled.__exit__(type(exc), exc, exc.__traceback__):
+                raise
+        else:
+            pooled.__exit__(None, None, None)
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:

@@ -16,6 +16,7 @@ import numpy as np
 from kgsearch.model import EmbeddingStatus, Kind
 from kgsearch.store.base import Claim, EmbeddingCounts, EmbeddingResult, TextUpdate
 from kgsearch.store.postgres.connection import Connection
+from kgsearch.store.values import words
 
 __all__ = [
     "claim",
@@ -41,9 +42,10 @@ def set_texts(db: Connection, project: str, kind: Kind, updates: Sequence[TextUp
             status = CASE WHEN u.text_hash = t.embedded_hash AND t.vector IS NOT NULL
                 THEN 'embedded' ELSE 'pending' END,
             attempts = 0, last_error = NULL, next_attempt_at = 0,
-            text = u.text, text_hash = u.text_hash, text_version = u.text_version
-        FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[])
-            AS u(id, text, text_hash, text_version)
+            text = u.text, text_hash = u.text_hash, text_version = u.text_version,
+            words = u.words
+        FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::text[])
+            AS u(id, text, text_hash, text_version, words)
         WHERE t.project = %s AND t.id = u.id AND t.deleted_at IS NULL
             AND t.text_hash != u.text_hash
         RETURNING t.id""",
@@ -52,6 +54,7 @@ def set_texts(db: Connection, project: str, kind: Kind, updates: Sequence[TextUp
             [u.text for u in updates],
             [u.text_hash for u in updates],
             [u.text_version for u in updates],
+            [words(u.text) for u in updates],
             project,
         ),
     )
@@ -140,7 +143,7 @@ def fail(
     """Count a failed attempt: exponential backoff, then ``dead`` after ``max_attempts``."""
     if not claims:
         return
-    message = error[:2000].replace("\x00", "")
+    message = error[:2000].replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
     statuses, attempts, due = [], [], []
     for item in claims:
         count = item.attempts + 1
@@ -154,7 +157,8 @@ def fail(
             last_error = %s, next_attempt_at = u.due, claimed_until = 0
         FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::int[], %s::float8[])
             AS u(project, id, text_hash, status, attempts, due)
-        WHERE t.project = u.project AND t.id = u.id AND t.text_hash = u.text_hash""",
+        WHERE t.project = u.project AND t.id = u.id AND t.text_hash = u.text_hash
+            AND t.status IN ('pending', 'failed')""",
         (
             message,
             [c.project for c in claims],

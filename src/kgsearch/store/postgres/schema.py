@@ -6,7 +6,10 @@ pgvector ``vector`` column without fixed dimensions (the HNSW index casts to the
 store's dims), and a generated ``tsvector`` column under the ``kgsearch`` text-search
 configuration: English stemming with no stopword list, since the query side drops
 stopwords itself (as with SQLite's porter tokenizer, "not" or "the" stay searchable
-when they are all a query has).
+when they are all a query has). The ``tsvector`` is built from ``words``, the text's
+``\\w`` runs written by the store (``values.words``), so words split exactly as query
+words are and as SQLite's unicode61 tokenizer splits them: PostgreSQL's own parser
+would keep "3.12", host names, e-mail addresses and paths whole.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ _EMBEDDING_COLUMNS = """
     dims INTEGER,
     embedded_at TIMESTAMPTZ,
     vector vector,
-    tsv tsvector GENERATED ALWAYS AS (to_tsvector('kgsearch', text)) STORED
+    words TEXT NOT NULL DEFAULT '',
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('kgsearch', words)) STORED
 """
 
 

@@ -88,16 +88,19 @@ def build_vector_index(
             f"hnsw ((vector::vector({dims})) vector_cosine_ops) "
             "WITH (m = 24, ef_construction = 128)"
         )
-    with db.session() as conn:
-        conn.execute("SET maintenance_work_mem = '512MB'")
-        try:
-            conn.execute(
-                f"CREATE INDEX IF NOT EXISTS {kind.table}_vector ON {kind.table} USING {using} "
-                f"WHERE dims = {int(dims)}"
-            )
-        finally:
-            if not db.in_transaction:  # a pooled connection goes back as it came
-                conn.execute("RESET maintenance_work_mem")
+    with db.transaction() as conn:
+        # One builder at a time across processes; the others go on without waiting.
+        lock = conn.execute(
+            "SELECT pg_try_advisory_xact_lock(hashtext(%s)) AS ok",
+            (f"{db.schema}.{kind.table}_vector",),
+        ).fetchone()
+        if not lock or not lock["ok"] or vector_index_exists(db, kind):
+            return False
+        conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+        conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {kind.table}_vector ON {kind.table} USING {using} "
+            f"WHERE dims = {int(dims)}"
+        )
     return True
 
 
@@ -138,15 +141,15 @@ def vector_search(
             conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(ef_search, limit))}")
             conn.execute("SET LOCAL ivfflat.probes = 10")
             rows = conn.execute(
-                f"SELECT t.id, 1 - (t.vector::vector({int(dims)}) <=> %s::vector({int(dims)})) "
-                f"AS score {base} ORDER BY t.vector::vector({int(dims)}) <=> "
-                f"%s::vector({int(dims)}) LIMIT %s",
+                f"SELECT t.id, coalesce(1 - (t.vector::vector({int(dims)}) <=> "
+                f"%s::vector({int(dims)})), 0) AS score {base} "
+                f"ORDER BY t.vector::vector({int(dims)}) <=> %s::vector({int(dims)}) LIMIT %s",
                 (query, project, *params, query, limit),
             ).fetchall()
         if len(rows) == limit:
             return [(r["id"], float(r["score"])) for r in rows]
     rows = db.all(
-        f"SELECT t.id, 1 - (t.vector <=> %s) AS score {base} "
+        f"SELECT t.id, coalesce(1 - (t.vector <=> %s), 0) AS score {base} "
         f"ORDER BY t.vector <=> %s, t.seq LIMIT %s",
         (query, project, *params, query, limit),
     )
@@ -162,6 +165,7 @@ class LexicalStats:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self.lock = self._lock
         self._tables: dict[tuple[str, Kind], tuple[float, int, float]] = {}
         self._df: dict[tuple[str, Kind, str, bool], tuple[float, int]] = {}
         self.stems: dict[str, tuple[str, ...]] = {}
@@ -213,18 +217,21 @@ class LexicalStats:
 def _lexemes(db: Connection, stats: LexicalStats, terms: list[str]) -> list[str]:
     """The query terms as the index's lexemes, in query order (stemming never changes,
     so each term's lexemes are remembered)."""
-    missing = [t for t in terms if t not in stats.stems]
+    known = {t: stems for t in terms if (stems := stats.stems.get(t)) is not None}
+    missing = [t for t in terms if t not in known]
     if missing:
         rows = db.all(
             "SELECT w.term, array(SELECT lexeme FROM unnest(to_tsvector('kgsearch', w.term)) "
             "ORDER BY positions[1]) AS lexemes FROM unnest(%s::text[]) AS w(term)",
             (missing,),
         )
-        if len(stats.stems) > 100_000:
-            stats.stems.clear()
-        for row in rows:
-            stats.stems[row["term"]] = tuple(row["lexemes"] or ())
-    return list(dict.fromkeys(x for t in terms for x in stats.stems.get(t, ())))
+        found = {row["term"]: tuple(row["lexemes"] or ()) for row in rows}
+        known.update(found)
+        with stats.lock:
+            if len(stats.stems) > 100_000:
+                stats.stems.clear()
+            stats.stems.update(found)
+    return list(dict.fromkeys(x for t in terms for x in known.get(t, ())))
 
 
 def text_search(
@@ -248,15 +255,17 @@ def text_search(
     lexemes = _lexemes(db, stats, terms)
     if not lexemes:
         return []
-    prefixed = {lexemes[-1]} if prefix else set()
+    last = _lexemes(db, stats, terms[-1:]) if prefix else []
+    prefixed = set(last[-1:])
     n, avgdl = stats.table(db, project, kind)
     if n == 0:
         return []
     dfs = {x: stats.df(db, project, kind, x, x in prefixed) for x in lexemes}
     threshold = max(_FREQUENT_FLOOR, int(n * _FREQUENT_SHARE))
+    all_rare = sorted((x for x in lexemes if 0 < dfs[x] <= threshold), key=dfs.__getitem__)
     rare: list[str] = []
     budget = 0
-    for x in sorted((x for x in lexemes if 0 < dfs[x] <= threshold), key=dfs.__getitem__):
+    for x in all_rare:
         # the rarest words, up to about _CANDIDATE_BUDGET matching rows to score
         if rare and budget + dfs[x] > _CANDIDATE_BUDGET:
             break
@@ -271,6 +280,29 @@ def text_search(
         match = tsquery(present, prefix=prefixed, conjunction=True)
     else:
         match = tsquery(present, prefix=prefixed)
+    hits = _bm25(db, project, kind, present, dfs, n, avgdl, prefixed, match, filters, limit)
+    if len(hits) < limit and len(rare) < len(all_rare):
+        # short: rows holding only the rare words left out may be missing, so ask again
+        # requiring any rare word, as the SQLite store does
+        match = tsquery(all_rare, prefix=prefixed)
+        hits = _bm25(db, project, kind, present, dfs, n, avgdl, prefixed, match, filters, limit)
+    return hits
+
+
+def _bm25(
+    db: Connection,
+    project: str,
+    kind: Kind,
+    present: list[str],
+    dfs: dict[str, int],
+    n: int,
+    avgdl: float,
+    prefixed: set[str],
+    match: str,
+    filters: Filters | None,
+    limit: int,
+) -> list[tuple[str, float]]:
+    """Score every row matching ``match`` by BM25 over the ``present`` lexemes."""
     idf = [math.log((n - dfs[x] + 0.5) / (dfs[x] + 0.5) + 1.0) for x in present]
     where, params = filter_sql(kind, filters)
     sql = f"""

@@ -68,6 +68,7 @@ __all__ = ["PostgresStore"]
 
 RowKind = Literal["object", "relationship", "chunk", "source"]
 _META_TTL_SECONDS = 2.0
+_INDEX_TTL_SECONDS = 60.0
 _TABLES: dict[str, tuple[str, str, Any]] = {
     "object": ("objects", OBJECT_COLUMNS, to_object),
     "relationship": ("relationships", RELATIONSHIP_COLUMNS, to_relationship),
@@ -104,7 +105,7 @@ class PostgresStore(GraphWrites, ApiKeys):
         self.index_min_rows = index_min_rows
         self.db = Connection(libpq, options.schema, options.pool_size)
         self.lexical = search.LexicalStats()
-        self._indexed: dict[Kind, bool] = {}
+        self._indexed: dict[Kind, tuple[float, bool]] = {}
         self._meta_cache: dict[str, tuple[float, str | None]] = {}
         self._bulk = False
         if migrate:
@@ -112,7 +113,17 @@ class PostgresStore(GraphWrites, ApiKeys):
 
     # lifecycle -----------------------------------------------------------
     def migrate(self) -> list[str]:
-        """Apply pending named migrations under an advisory lock; return their names."""
+        """Apply pending named migrations under an advisory lock; return their names.
+
+        When none is pending nothing is locked or created, so a role with only read
+        and write grants can open an existing store.
+        """
+        table = self.db.one("SELECT to_regclass(%s) AS t", (f'"{self.db.schema}".migrations',))
+        if table is not None and table["t"] is not None:
+            applied = {r["name"] for r in self.db.all("SELECT name FROM migrations")}
+            self._check_known(applied)
+            if not pending(MIGRATIONS, applied):
+                return []
         done: list[str] = []
         with self.db.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.db.schema,))
@@ -121,12 +132,7 @@ class PostgresStore(GraphWrites, ApiKeys):
                 "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
             )
             applied = {r["name"] for r in self.db.all("SELECT name FROM migrations")}
-            unknown = applied - {m.name for m in MIGRATIONS}
-            if unknown:
-                raise MigrationError(
-                    f"schema {self.db.schema!r} was written by a newer kgsearch "
-                    f"(unknown migrations {sorted(unknown)}); upgrade kgsearch"
-                )
+            self._check_known(applied)
             for migration in pending(MIGRATIONS, applied):
                 try:
                     migration.apply(self._exec)
@@ -135,6 +141,14 @@ class PostgresStore(GraphWrites, ApiKeys):
                     raise MigrationError(f"migration {migration.name} failed: {exc}") from exc
                 done.append(migration.name)
         return done
+
+    def _check_known(self, applied: set[str]) -> None:
+        unknown = applied - {m.name for m in MIGRATIONS}
+        if unknown:
+            raise MigrationError(
+                f"schema {self.db.schema!r} was written by a newer kgsearch "
+                f"(unknown migrations {sorted(unknown)}); upgrade kgsearch"
+            )
 
     def _exec(self, sql: str) -> None:
         self.db.execute(sql)
@@ -562,11 +576,16 @@ class PostgresStore(GraphWrites, ApiKeys):
 
     # search primitives ---------------------------------------------------
     def _has_index(self, kind: Kind) -> bool:
+        """Whether the kind has its vector index (looked up again every minute, so an
+        index another process builds is used)."""
         if self.options.vector_index == "none":  # exact search only, even if one exists
             return False
-        if kind not in self._indexed:
-            self._indexed[kind] = search.vector_index_exists(self.db, kind)
-        return self._indexed[kind]
+        now = time.monotonic()
+        cached = self._indexed.get(kind)
+        if cached is None or now - cached[0] > _INDEX_TTL_SECONDS:
+            cached = (now, search.vector_index_exists(self.db, kind))
+            self._indexed[kind] = cached
+        return cached[1]
 
     def vector_search(
         self,

@@ -6,6 +6,7 @@ connection, the bulk-load flag, ``_touched`` (cache invalidation) and ``resolve`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -14,11 +15,13 @@ from kgsearch.errors import InvalidRequest, NotFound
 from kgsearch.model import Chunk, Mention, ObjectRef, Source
 from kgsearch.store.base import Endpoint, ObjectRow, RelationshipRow
 from kgsearch.store.postgres.connection import Connection, wrap_error
-from kgsearch.store.values import dumps
+from kgsearch.store.values import dumps, words
 
 __all__ = ["GraphWrites", "clean", "utc"]
 
 RowKind = Literal["object", "relationship", "chunk", "source"]
+# \u0000 in JSON text, not preceded by an escaped backslash
+_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 _TABLES = {
     "object": "objects",
     "relationship": "relationships",
@@ -28,12 +31,12 @@ _TABLES = {
 
 _OBJECT_COLUMNS = (
     "id, project, type, key, tags, properties, labels, created_at, updated_at, text, "
-    "text_hash, text_version"
+    "text_hash, text_version, words"
 )
 _RELATIONSHIP_COLUMNS = (
     "id, project, type, source_id, target_id, label, properties, weight, valid_from, "
     "valid_to, description, source_chunks, created_at, updated_at, text, text_hash, "
-    "text_version"
+    "text_version, words"
 )
 # The same lifecycle rules on conflict as the SQLite store (see its module).
 _STATE_ON_CONFLICT = """
@@ -46,7 +49,7 @@ _STATE_ON_CONFLICT = """
     next_attempt_at = CASE WHEN excluded.text_hash = {t}.text_hash
         THEN {t}.next_attempt_at ELSE 0 END,
     text = excluded.text, text_hash = excluded.text_hash, text_version = excluded.text_version,
-    deleted_at = NULL
+    words = excluded.words, deleted_at = NULL
 """
 
 
@@ -55,6 +58,14 @@ def utc(value: datetime | None) -> datetime | None:
     if value is not None and value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value
+
+
+def json_text(value: Any) -> str:
+    """Stored JSON; NUL (``\\u0000``) is refused, as ``jsonb`` (used by filters) refuses it."""
+    text = dumps(value)
+    if "u0000" in text and _JSON_NUL.search(text):
+        raise InvalidRequest("JSON values must not contain NUL (\\u0000) characters")
+    return text
 
 
 def clean(value: Any) -> Any:
@@ -111,7 +122,7 @@ class GraphWrites:
         now = datetime.now(UTC)
         sql = (
             f"INSERT INTO objects AS objects ({_OBJECT_COLUMNS}) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
             "ON CONFLICT (project, type, key) DO UPDATE SET "
             "tags = excluded.tags, properties = excluded.properties, labels = excluded.labels, "
             "updated_at = CASE WHEN objects.deleted_at IS NULL "
@@ -127,14 +138,15 @@ class GraphWrites:
                 project,
                 clean(r.type),
                 clean(r.key),
-                dumps(list(r.tags)),
-                dumps(r.properties),
-                dumps(list(r.labels)),
+                json_text(list(r.tags)),
+                json_text(r.properties),
+                json_text(list(r.labels)),
                 utc(r.created_at) or now,
                 utc(r.updated_at) or now,
                 clean(r.text),
                 r.text_hash,
                 r.text_version,
+                words(r.text),
             )
             for r in rows
         ]
@@ -155,7 +167,7 @@ class GraphWrites:
         now = datetime.now(UTC)
         sql = (
             f"INSERT INTO relationships AS relationships ({_RELATIONSHIP_COLUMNS}) VALUES "
-            "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
+            "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
             "ON CONFLICT (project, id) DO UPDATE SET type = excluded.type, "
             "source_id = excluded.source_id, target_id = excluded.target_id, "
             "label = excluded.label, properties = excluded.properties, weight = excluded.weight, "
@@ -171,17 +183,18 @@ class GraphWrites:
                 r.source_id,
                 r.target_id,
                 clean(r.label),
-                dumps(r.properties),
+                json_text(r.properties),
                 r.weight,
                 utc(r.valid_from),
                 utc(r.valid_to),
                 clean(r.description),
-                dumps(list(r.source_chunks)),
+                json_text(list(r.source_chunks)),
                 utc(r.created_at) or now,
                 utc(r.updated_at) or now,
                 clean(r.text),
                 r.text_hash,
                 r.text_version,
+                words(r.text),
             )
             for r in rows
         ]
@@ -191,8 +204,10 @@ class GraphWrites:
                 live = {
                     r["id"]
                     for r in self.db.all(
+                        # FOR SHARE: no other transaction can delete an endpoint
+                        # before this one commits its relationships
                         "SELECT id FROM objects WHERE project = %s AND deleted_at IS NULL "
-                        "AND id = ANY(%s)",
+                        "AND id = ANY(%s) ORDER BY id FOR SHARE",
                         (project, wanted),
                     )
                 }
@@ -220,7 +235,7 @@ class GraphWrites:
                     project,
                     clean(s.title),
                     clean(s.uri),
-                    dumps(s.metadata),
+                    json_text(s.metadata),
                     utc(s.created_at) or datetime.now(UTC),
                 )
                 for s in sources
@@ -233,8 +248,8 @@ class GraphWrites:
         with self.db.transaction():
             self.db.executemany(
                 "INSERT INTO chunks AS chunks (id, project, source_id, body, position, metadata, "
-                "created_at, updated_at, text, text_hash, text_version) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (project, id) DO UPDATE "
+                "created_at, updated_at, text, text_hash, text_version, words) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (project, id) DO UPDATE "
                 "SET source_id = excluded.source_id, body = excluded.body, "
                 "position = excluded.position, metadata = excluded.metadata, "
                 "updated_at = excluded.updated_at, " + _STATE_ON_CONFLICT.format(t="chunks"),
@@ -245,12 +260,13 @@ class GraphWrites:
                         c.source_id,
                         clean(c.text),
                         c.position,
-                        dumps(c.metadata),
+                        json_text(c.metadata),
                         utc(c.created_at) or now,
                         utc(c.updated_at) or now,
                         clean(text),
                         text_hash,
                         version,
+                        words(text),
                     )
                     for c, text, text_hash, version in rows
                 ],
