@@ -60,7 +60,7 @@ _CONNECTIVITY = 16
 _EXPANSION_ADD = 128
 # Graph texts are often near-duplicates ("X starred actors Y" × thousands): on 1M
 # relationships made of perturbed copies of the MetaQA vectors (bench_latency.py, part
-# scale), real questions reached recall@10 0.93 at a beam of 256 and 0.98 at 1024, so
+# scale), real questions reached recall@10 0.93–0.95 at a beam of 256, 0.98 at 1024, so
 # the wide beam (a few ms per query at that size).
 _EXPANSION_SEARCH = 1024
 
