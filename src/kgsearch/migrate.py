@@ -13,17 +13,17 @@ and API keys on both sides; a difference rolls it back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kgsearch.errors import Conflict, NotFound, StoreError
 from kgsearch.model import Chunk, GraphObject, Kind, Relationship
 from kgsearch.store.base import EmbeddingResult, ObjectRow, RelationshipRow, Store
+from kgsearch.store.common import batched
 
 __all__ = ["MigrationReport", "migrate_store"]
 
-_PAGE = 1000
 _META_KEYS = ("texts",)
 
 Progress = Callable[[str, int], None]
@@ -48,17 +48,6 @@ class MigrationReport:
             "verified": self.verified,
             "mismatches": self.mismatches,
         }
-
-
-def _pages(items: Iterator[Any]) -> Iterator[list[Any]]:
-    page: list[Any] = []
-    for item in items:
-        page.append(item)
-        if len(page) >= _PAGE:
-            yield page
-            page = []
-    if page:
-        yield page
 
 
 def _state(row: GraphObject | Relationship | Chunk) -> tuple[str, str, int]:
@@ -152,7 +141,7 @@ def _copy_project(
         if progress is not None:
             progress(kind, n)
 
-    for page in _pages(source.iter_rows(project, "object")):
+    for page in batched(source.iter_rows(project, "object")):
         ids = target.upsert_objects(project, [_object_row(o) for o in page])
         moved = [i for i, o in zip(ids, page, strict=True) if i != o.id]
         if moved:
@@ -165,16 +154,16 @@ def _copy_project(
             source, target, project, Kind.OBJECT, page, model, dims
         )
         tick("objects", len(page))
-    for page in _pages(source.iter_rows(project, "relationship")):
+    for page in batched(source.iter_rows(project, "relationship")):
         target.upsert_relationships(project, [_relationship_row(r) for r in page])
         copied["relationship"] = copied.get("relationship", 0) + _copy_vectors(
             source, target, project, Kind.RELATIONSHIP, page, model, dims
         )
         tick("relationships", len(page))
-    for page in _pages(source.iter_rows(project, "source")):
+    for page in batched(source.iter_rows(project, "source")):
         target.upsert_sources(project, page)
         tick("sources", len(page))
-    for page in _pages(source.iter_rows(project, "chunk")):
+    for page in batched(source.iter_rows(project, "chunk")):
         target.upsert_chunks(
             project,
             [
@@ -191,7 +180,7 @@ def _copy_project(
             source, target, project, Kind.CHUNK, page, model, dims
         )
         tick("chunks", len(page))
-    for page in _pages(source.iter_rows(project, "mention")):
+    for page in batched(source.iter_rows(project, "mention")):
         target.add_mentions(project, page)
         tick("mentions", len(page))
     return copied

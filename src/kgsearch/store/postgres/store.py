@@ -19,8 +19,6 @@ import numpy as np
 import numpy.typing as npt
 
 from kgsearch.errors import (
-    ConfigError,
-    DimensionMismatch,
     InvalidRequest,
     MigrationError,
 )
@@ -45,6 +43,7 @@ from kgsearch.store.base import (
     StoreInfo,
     TextUpdate,
 )
+from kgsearch.store.common import batched, check_embedding_model, every_page
 from kgsearch.store.migrations import pending
 from kgsearch.store.postgres import graph, lifecycle, search
 from kgsearch.store.postgres.connection import Connection, parse_url
@@ -242,21 +241,8 @@ class PostgresStore(GraphWrites, ApiKeys):
         with self.db.transaction() as conn:
             conn.execute("LOCK TABLE meta IN SHARE ROW EXCLUSIVE MODE")
             current_model, current_dims = self.get_meta("embedding_model"), self._dims()
-            if current_model and not replace:
-                if current_dims and current_dims != dims:
-                    raise DimensionMismatch(
-                        f"store {self.url} holds {current_dims}-d vectors of "
-                        f"{current_model}; the embedder {model} makes {dims}-d vectors. "
-                        "Re-embed with `kgsearch embed generate --model ... --force`.",
-                        details={"store_dims": current_dims, "embedder_dims": dims},
-                    )
-                if current_model != model:
-                    raise ConfigError(
-                        f"store {self.url} was embedded with {current_model}, not {model}. "
-                        "Switch models explicitly with `kgsearch embed generate --model "
-                        f"{model} --force`, which re-embeds every row.",
-                        details={"store_model": current_model, "embedder_model": model},
-                    )
+            if not replace:
+                check_embedding_model(self.url, current_model, current_dims, model, dims)
             self.set_meta("embedding_model", model)
             self.set_meta("dims", str(dims))
             if replace and current_model and current_model != model:
@@ -458,15 +444,7 @@ class PostgresStore(GraphWrites, ApiKeys):
                     return
                 last = rows[-1]["seq"]
                 yield from (to_mention(r) for r in rows)
-        cursor: str | None = None
-        while True:
-            page = self.list_rows(
-                project, kind, limit=1000, cursor=cursor, filters=Filters(as_of=None)
-            )
-            yield from page.items
-            if page.next_cursor is None:
-                return
-            cursor = page.next_cursor
+        yield from every_page(self.list_rows, project, kind)
 
     def object_types(self, project: str) -> list[str]:
         """Distinct types of the project's live objects."""
@@ -550,14 +528,7 @@ class PostgresStore(GraphWrites, ApiKeys):
 
     def iter_text_rows(self, project: str, kind: Kind) -> Iterator[list[Any]]:
         """Batches of live rows of a kind (decoded models), to recompute their texts."""
-        batch: list[Any] = []
-        for item in self.iter_rows(project, kind.value):
-            batch.append(item)
-            if len(batch) >= 1000:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+        yield from batched(self.iter_rows(project, kind.value))
 
     def build_indexes(self) -> list[str]:
         """Build each kind's vector index once it holds enough vectors (after a bulk load

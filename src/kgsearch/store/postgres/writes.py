@@ -14,20 +14,14 @@ from typing import Any, Literal
 from kgsearch.errors import InvalidRequest, NotFound
 from kgsearch.model import Chunk, Mention, ObjectRef, Source
 from kgsearch.store.base import Endpoint, ObjectRow, RelationshipRow
+from kgsearch.store.common import on_conflict
 from kgsearch.store.postgres.connection import Connection, wrap_error
 from kgsearch.store.values import dumps, words
 
 __all__ = ["GraphWrites", "clean", "utc"]
 
 RowKind = Literal["object", "relationship", "chunk", "source"]
-# \u0000 in JSON text, not preceded by an escaped backslash
-_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
-_TABLES = {
-    "object": "objects",
-    "relationship": "relationships",
-    "chunk": "chunks",
-    "source": "sources",
-}
+_WORDS = ", words = excluded.words"
 
 _OBJECT_COLUMNS = (
     "id, project, type, key, tags, properties, labels, created_at, updated_at, text, "
@@ -38,19 +32,14 @@ _RELATIONSHIP_COLUMNS = (
     "valid_to, description, source_chunks, created_at, updated_at, text, text_hash, "
     "text_version, words"
 )
-# The same lifecycle rules on conflict as the SQLite store (see its module).
-_STATE_ON_CONFLICT = """
-    status = CASE
-        WHEN excluded.text_hash = {t}.text_hash AND {t}.deleted_at IS NULL THEN {t}.status
-        WHEN excluded.text_hash = {t}.embedded_hash AND {t}.vector IS NOT NULL THEN 'embedded'
-        ELSE 'pending' END,
-    attempts = CASE WHEN excluded.text_hash = {t}.text_hash THEN {t}.attempts ELSE 0 END,
-    last_error = CASE WHEN excluded.text_hash = {t}.text_hash THEN {t}.last_error ELSE NULL END,
-    next_attempt_at = CASE WHEN excluded.text_hash = {t}.text_hash
-        THEN {t}.next_attempt_at ELSE 0 END,
-    text = excluded.text, text_hash = excluded.text_hash, text_version = excluded.text_version,
-    words = excluded.words, deleted_at = NULL
-"""
+# \u0000 in JSON text, not preceded by an escaped backslash
+_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+_TABLES = {
+    "object": "objects",
+    "relationship": "relationships",
+    "chunk": "chunks",
+    "source": "sources",
+}
 
 
 def utc(value: datetime | None) -> datetime | None:
@@ -130,7 +119,7 @@ class GraphWrites:
             "AND objects.properties::text = excluded.properties::text "
             "AND objects.labels::text = excluded.labels::text "
             "THEN objects.updated_at ELSE excluded.updated_at END, "
-            + _STATE_ON_CONFLICT.format(t="objects")
+            + on_conflict("objects", _WORDS)
         )
         params = [
             (
@@ -173,7 +162,7 @@ class GraphWrites:
             "label = excluded.label, properties = excluded.properties, weight = excluded.weight, "
             "valid_from = excluded.valid_from, valid_to = excluded.valid_to, "
             "description = excluded.description, source_chunks = excluded.source_chunks, "
-            "updated_at = excluded.updated_at, " + _STATE_ON_CONFLICT.format(t="relationships")
+            "updated_at = excluded.updated_at, " + on_conflict("relationships", _WORDS)
         )
         params = [
             (
@@ -252,7 +241,7 @@ class GraphWrites:
                 "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (project, id) DO UPDATE "
                 "SET source_id = excluded.source_id, body = excluded.body, "
                 "position = excluded.position, metadata = excluded.metadata, "
-                "updated_at = excluded.updated_at, " + _STATE_ON_CONFLICT.format(t="chunks"),
+                "updated_at = excluded.updated_at, " + on_conflict("chunks", _WORDS),
                 [
                     (
                         c.id,

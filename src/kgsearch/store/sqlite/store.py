@@ -16,8 +16,6 @@ import numpy as np
 import numpy.typing as npt
 
 from kgsearch.errors import (
-    ConfigError,
-    DimensionMismatch,
     InvalidRequest,
     MigrationError,
     NotFound,
@@ -47,6 +45,7 @@ from kgsearch.store.base import (
     StoreInfo,
     TextUpdate,
 )
+from kgsearch.store.common import batched, check_embedding_model, every_page, on_conflict
 from kgsearch.store.migrations import pending
 from kgsearch.store.rows import (
     CHUNK_COLUMNS,
@@ -86,21 +85,6 @@ _TABLES: dict[str, str] = {
     "chunk": "chunks",
     "source": "sources",
 }
-
-# A text change resets the lifecycle; an unchanged text keeps it; a text that returns
-# to what was embedded before is embedded again without calling the embedder.
-_STATE_ON_CONFLICT = """
-    status = CASE
-        WHEN excluded.text_hash = {t}.text_hash AND {t}.deleted_at IS NULL THEN {t}.status
-        WHEN excluded.text_hash = {t}.embedded_hash AND {t}.vector IS NOT NULL THEN 'embedded'
-        ELSE 'pending' END,
-    attempts = CASE WHEN excluded.text_hash = {t}.text_hash THEN {t}.attempts ELSE 0 END,
-    last_error = CASE WHEN excluded.text_hash = {t}.text_hash THEN {t}.last_error ELSE NULL END,
-    next_attempt_at = CASE WHEN excluded.text_hash = {t}.text_hash
-        THEN {t}.next_attempt_at ELSE 0 END,
-    text = excluded.text, text_hash = excluded.text_hash, text_version = excluded.text_version,
-    deleted_at = NULL
-"""
 
 
 def _table(kind: str) -> str:
@@ -249,21 +233,10 @@ class SQLiteStore:
         """
         with self.db.transaction():
             current_model, current_dims = self._meta("embedding_model"), self._meta("dims")
-            if current_model and not replace:
-                if current_dims and int(current_dims) != dims:
-                    raise DimensionMismatch(
-                        f"store {self.url} holds {current_dims}-d vectors of "
-                        f"{current_model}; the embedder {model} makes {dims}-d vectors. "
-                        "Re-embed with `kgsearch embed generate --model ... --force`.",
-                        details={"store_dims": int(current_dims), "embedder_dims": dims},
-                    )
-                if current_model != model:
-                    raise ConfigError(
-                        f"store {self.url} was embedded with {current_model}, not {model}. "
-                        "Switch models explicitly with `kgsearch embed generate --model "
-                        f"{model} --force`, which re-embeds every row.",
-                        details={"store_model": current_model, "embedder_model": model},
-                    )
+            if not replace:
+                check_embedding_model(
+                    self.url, current_model, int(current_dims or 0) or None, model, dims
+                )
             self._set_meta("embedding_model", model)
             self._set_meta("dims", str(dims))
             if replace and current_model and current_model != model:
@@ -302,8 +275,7 @@ class SQLiteStore:
             "tags = excluded.tags, properties = excluded.properties, labels = excluded.labels, "
             "updated_at = CASE WHEN objects.deleted_at IS NULL AND objects.tags = excluded.tags "
             "AND objects.properties = excluded.properties AND objects.labels = excluded.labels "
-            "THEN objects.updated_at ELSE excluded.updated_at END, "
-            + _STATE_ON_CONFLICT.format(t="objects")
+            "THEN objects.updated_at ELSE excluded.updated_at END, " + on_conflict("objects")
         )
         params = [
             (
@@ -347,7 +319,7 @@ class SQLiteStore:
             "label = excluded.label, properties = excluded.properties, weight = excluded.weight, "
             "valid_from = excluded.valid_from, valid_to = excluded.valid_to, "
             "description = excluded.description, source_chunks = excluded.source_chunks, "
-            "updated_at = excluded.updated_at, " + _STATE_ON_CONFLICT.format(t="relationships")
+            "updated_at = excluded.updated_at, " + on_conflict("relationships")
         )
         params = [
             (
@@ -409,7 +381,7 @@ class SQLiteStore:
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(project, id) DO UPDATE SET "
                 "source_id = excluded.source_id, body = excluded.body, "
                 "position = excluded.position, metadata = excluded.metadata, "
-                "updated_at = excluded.updated_at, " + _STATE_ON_CONFLICT.format(t="chunks"),
+                "updated_at = excluded.updated_at, " + on_conflict("chunks"),
                 [
                     (
                         c.id,
@@ -719,15 +691,7 @@ class SQLiteStore:
                     return
                 last = rows[-1]["_rowid"]
                 yield from (to_mention(r) for r in rows)
-        cursor: str | None = None
-        while True:
-            page = self.list_rows(
-                project, kind, limit=1000, cursor=cursor, filters=Filters(as_of=None)
-            )
-            yield from page.items
-            if page.next_cursor is None:
-                return
-            cursor = page.next_cursor
+        yield from every_page(self.list_rows, project, kind)
 
     # embedding lifecycle -------------------------------------------------
     def set_texts(self, project: str, kind: Kind, updates: Sequence[TextUpdate]) -> int:
@@ -803,14 +767,7 @@ class SQLiteStore:
 
     def iter_text_rows(self, project: str, kind: Kind) -> Iterator[list[Any]]:
         """Batches of live rows of a kind (decoded models), to recompute their texts."""
-        batch: list[Any] = []
-        for item in self.iter_rows(project, kind.value):
-            batch.append(item)
-            if len(batch) >= 1000:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+        yield from batched(self.iter_rows(project, kind.value))
 
     def build_indexes(self) -> list[str]:
         """Nothing to build: this store's vector indexes live in memory and are built
