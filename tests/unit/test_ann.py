@@ -79,3 +79,58 @@ def test_hnsw_beam_can_be_changed() -> None:
     assert index.expansion_search == 64
     index.expansion_search = 512
     assert index.expansion_search == 512
+
+
+def test_hnsw_scores_are_float32_products_best_first() -> None:
+    matrix = _unit(2_000, 16, seed=11)
+    index = AnnIndex(matrix, background=False)
+    for query in _unit(10, 16, seed=12):
+        positions, scores = index.search(query, 10)
+        np.testing.assert_allclose(scores, matrix[positions] @ query, rtol=1e-6)
+        assert scores.tolist() == sorted(scores.tolist(), reverse=True)
+
+
+def test_a_saved_index_is_loaded_for_the_same_vectors(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    matrix = _unit(3_000, 16, seed=13)
+    path = tmp_path / "idx" / "rel.usearch"
+    first = AnnIndex(matrix, background=False, saved=path)
+    assert not first.loaded
+    assert path.exists() and path.with_suffix(".json").exists()
+    second = AnnIndex(matrix.copy(), background=False, saved=path)
+    assert second.loaded
+    for query in _unit(5, 16, seed=14):
+        a, b = first.search(query, 10), second.search(query, 10)
+        assert a[0].tolist() == b[0].tolist()
+
+
+def test_a_saved_index_of_other_vectors_is_rebuilt_and_replaced(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "rel.usearch"
+    AnnIndex(_unit(3_000, 16, seed=15), background=False, saved=path)
+    changed = _unit(3_000, 16, seed=16)
+    rebuilt = AnnIndex(changed, background=False, saved=path)
+    assert not rebuilt.loaded
+    again = AnnIndex(changed, background=False, saved=path)
+    assert again.loaded
+    query = changed[7]
+    assert again.search(query, 1)[0].tolist() == [7]
+
+
+def test_a_corrupt_saved_index_is_rebuilt(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    matrix = _unit(1_000, 16, seed=17)
+    path = tmp_path / "rel.usearch"
+    AnnIndex(matrix, background=False, saved=path)
+    path.write_bytes(b"not an index")
+    index = AnnIndex(matrix, background=False, saved=path)
+    assert not index.loaded
+    assert index.search(matrix[3], 1)[0].tolist() == [3]
+    assert AnnIndex(matrix, background=False, saved=path).loaded
+
+
+def test_an_index_that_cannot_be_saved_still_answers(tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where a folder should be")
+    matrix = _unit(500, 8, seed=18)
+    index = AnnIndex(matrix, background=False, saved=blocker / "rel.usearch")
+    assert index.ready
+    assert index.search(matrix[5], 1)[0].tolist() == [5]
+    assert "could not save the vector index" in caplog.text

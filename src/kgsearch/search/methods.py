@@ -172,8 +172,9 @@ def scope_legs(
     # gain in interleaved A/B runs, mostly at p95; the scan itself is single-threaded
     # below 2 × 250k rows, see ann.py).
     if vector_jobs and lexical_jobs and _PARALLEL_LEGS:
-        lexical = _leg_pool().submit(_run, lexical_jobs)
-        results = _run(vector_jobs) + lexical.result()
+        pool = _leg_pool()
+        lexical = [pool.submit(_run, [job]) for job in lexical_jobs]
+        results = _run(vector_jobs) + [r for f in lexical for r in f.result()]
     else:
         results = _run(vector_jobs) + _run(lexical_jobs)
     # Legs keep the order they always had (per scope: vector, hinted, bm25), so

@@ -9,7 +9,10 @@ Two accelerations, both measured by ``scripts/bench_latency.py``:
 * :class:`AnnIndex` — HNSW for very large collections, built in a background thread
   (searches use the scan until it is ready). On graph texts that are near-duplicates of
   each other ("X starred actors Y" × 30,000) HNSW recall against real questions stayed
-  near 0.93, which is why it only starts at :data:`ANN_MIN_ROWS`.
+  near 0.93, which is why it only starts at :data:`ANN_MIN_ROWS`. The graph holds int8
+  codes (a quarter of float32's memory, twice as fast to build and search at 1M rows)
+  and its candidates are re-scored in float32. A built index can be saved to a file and
+  is loaded instead of rebuilt when the vectors are the same (checked by a digest).
 
 An IVF partition (k-means lists, scan the few nearest the query) was measured and not
 adopted: questions are far from the triplet texts they match, so the right rows sit in
@@ -18,10 +21,15 @@ lists far from the query (recall in docs/benchmarks.md, section latency-metaqa).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import itertools
+import json
+import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,6 +51,8 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["ANN_MIN_ROWS", "INT8_MIN_ROWS", "AnnIndex", "Int8Scan"]
 
+_log = logging.getLogger(__name__)
+
 Positions = npt.NDArray[np.int64]
 
 # From this many rows an int8 scan beats numpy's float32 product.
@@ -60,17 +70,24 @@ _CONNECTIVITY = 16
 _EXPANSION_ADD = 128
 # Graph texts are often near-duplicates ("X starred actors Y" × thousands): on 1M
 # relationships made of perturbed copies of the MetaQA vectors (bench_latency.py, part
-# scale), real questions reached recall@10 0.93–0.95 at a beam of 256, 0.98 at 1024, so
-# the wide beam (a few ms per query at that size).
+# scale), real questions reached recall@10 0.94 at a beam of 256, 0.97 at 512 and 0.98
+# at 1024 (int8 graph, 30 candidates re-scored), 2–6 ms per query at 1024.
 _EXPANSION_SEARCH = 1024
+# The int8 graph returns at least this many candidates for float32 re-scoring.
+_ANN_RESCORE = 30
+# Version of the saved-index layout; a file of another version is rebuilt.
+_SAVED_FORMAT = 1
 
 
 class AnnIndex:
-    """HNSW over the rows of ``matrix`` (keys are row positions).
+    """HNSW over the rows of ``matrix`` (keys are row positions), int8 inside.
 
     Args:
-        matrix: Unit-length float32 vectors, one per row.
+        matrix: Unit-length float32 vectors, one per row (kept by reference to re-score
+            candidates).
         background: Build in a daemon thread (True) or now (False).
+        saved: A file to load the index from when it was built from the same vectors,
+            and to save it to after a build (None: never saved).
     """
 
     def __init__(
@@ -79,27 +96,83 @@ class AnnIndex:
         *,
         background: bool = True,
         expansion_search: int = _EXPANSION_SEARCH,
+        saved: Path | None = None,
     ) -> None:
         self.rows = matrix.shape[0]
-        self._index = Index(
-            ndim=matrix.shape[1],
-            metric="ip",
-            dtype="f32",
-            connectivity=_CONNECTIVITY,
-            expansion_add=_EXPANSION_ADD,
-            expansion_search=expansion_search,
-        )
+        self._matrix = matrix
+        self._saved = saved
+        self.loaded = False
+        self._expansion_search = expansion_search
+        self._index = self._new_index()
         self._ready = threading.Event()
         if background:
-            threading.Thread(
-                target=self._build, args=(matrix,), daemon=True, name="kgsearch-ann-build"
-            ).start()
+            threading.Thread(target=self._build, daemon=True, name="kgsearch-ann-build").start()
         else:
-            self._build(matrix)
+            self._build()
 
-    def _build(self, matrix: npt.NDArray[np.float32]) -> None:
-        self._index.add(np.arange(matrix.shape[0], dtype=np.uint64), matrix, threads=0)
+    def _new_index(self) -> Index:
+        return Index(
+            ndim=self._matrix.shape[1],
+            metric="ip",
+            dtype="i8",
+            connectivity=_CONNECTIVITY,
+            expansion_add=_EXPANSION_ADD,
+            expansion_search=self._expansion_search,
+        )
+
+    def _build(self) -> None:
+        digest = _digest(self._matrix) if self._saved is not None else ""
+        if self._saved is not None and self._load(self._saved, digest):
+            self.loaded = True
+        else:
+            self._index.add(
+                np.arange(self.rows, dtype=np.uint64), self._matrix, threads=0, log=False
+            )
+            if self._saved is not None:
+                self._save(self._saved, digest)
         self._ready.set()
+
+    def _meta(self, digest: str) -> dict[str, Any]:
+        return {
+            "format": _SAVED_FORMAT,
+            "rows": self.rows,
+            "dims": int(self._matrix.shape[1]),
+            "connectivity": _CONNECTIVITY,
+            "expansion_add": _EXPANSION_ADD,
+            "digest": digest,
+        }
+
+    def _load(self, path: Path, digest: str) -> bool:
+        """Load a saved index built from these very vectors; False when there is none."""
+        try:
+            meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+            if meta != self._meta(digest):
+                return False
+            self._index.load(str(path))
+        except (OSError, ValueError, RuntimeError):
+            self._index = self._new_index()
+            return False
+        if len(self._index) != self.rows:
+            self._index = self._new_index()
+            return False
+        return True
+
+    def _save(self, path: Path, digest: str) -> None:
+        """Write the index and its description (atomically; a failure only logs)."""
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._index.save(str(tmp))
+            os.replace(tmp, path)
+            meta = path.with_suffix(".json")
+            meta_tmp = tmp.with_suffix(".json")
+            meta_tmp.write_text(json.dumps(self._meta(digest)), encoding="utf-8")
+            os.replace(meta_tmp, meta)
+        except (OSError, RuntimeError) as exc:
+            _log.warning("could not save the vector index to %s: %s", path, exc)
+            for leftover in (tmp, tmp.with_suffix(".json")):
+                with contextlib.suppress(OSError):
+                    leftover.unlink(missing_ok=True)
 
     @property
     def expansion_search(self) -> int:
@@ -122,11 +195,22 @@ class AnnIndex:
     def search(
         self, query: npt.NDArray[np.float32], k: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """(row positions, inner-product scores) of the approximate top ``k``."""
-        matches = self._index.search(query, count=min(k, self.rows))
+        """(row positions, float32 inner products) of the approximate top ``k``, best
+        first (ties by position)."""
+        count = min(self.rows, max(3 * k, _ANN_RESCORE))
+        matches = self._index.search(query, count=count)
         keys = np.asarray(matches.keys, dtype=np.int64)
-        scores = 1.0 - np.asarray(matches.distances, dtype=np.float32)
-        return keys, scores
+        scores = self._matrix[keys] @ query
+        order = np.lexsort((keys, -scores))[:k]
+        return keys[order], scores[order].astype(np.float32)
+
+
+def _digest(matrix: npt.NDArray[np.float32]) -> str:
+    """A digest of the vectors, to tell whether a saved index was built from them."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(str(matrix.shape).encode())
+    h.update(np.ascontiguousarray(matrix).data)
+    return h.hexdigest()
 
 
 class Int8Scan:

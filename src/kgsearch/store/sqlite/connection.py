@@ -1,4 +1,10 @@
-"""One SQLite connection with a lock, nested transactions and wrapped driver errors."""
+"""One SQLite connection with a lock, nested transactions and wrapped driver errors.
+
+Searches read through :meth:`Connection.reader`: each thread gets its own connection
+to a database file, so a BM25 query in one thread runs beside a vector-leg lookup or
+another request's query in another (SQLite releases the GIL and WAL lets readers run
+concurrently), instead of queueing behind the one lock of the writing connection.
+"""
 
 from __future__ import annotations
 
@@ -22,9 +28,11 @@ class Connection:
 
     Args:
         path: Database file, or ``:memory:``.
+        readers: Whether :meth:`reader` opens per-thread connections (file databases
+            only; an in-memory database has just this one connection).
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, readers: bool = True) -> None:
         self.path = path
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -35,8 +43,16 @@ class Connection:
         self._db.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         self._depth = 0
+        self._owner: int | None = None
+        self._local = threading.local()
+        # Helpers that create TEMP tables on a connection note them here (per connection).
+        self.temp_tables: set[str] = set()
+        # (thread, its reader); readers of threads that ended are closed on the next open
+        self._readers: list[tuple[threading.Thread, Connection]] | None = (
+            [] if readers and path != ":memory:" else None
+        )
         for pragma in (
-            "PRAGMA journal_mode=WAL",
+            *(("PRAGMA journal_mode=WAL",) if readers else ()),
             "PRAGMA synchronous=NORMAL",
             "PRAGMA foreign_keys=OFF",
             "PRAGMA busy_timeout=10000",
@@ -46,9 +62,34 @@ class Connection:
             self._db.execute(pragma)
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection and every reader opened from it."""
         with self._lock:
+            for _, reader in self._readers or ():
+                reader.close()
+            if self._readers is not None:
+                self._readers.clear()
             self._db.close()
+
+    def reader(self) -> Connection:
+        """The connection for read-only statements in the calling thread.
+
+        For a database file this is a connection of the thread's own, opened on first
+        use (a fresh snapshot per statement: it sees every committed write). This one
+        is returned for an in-memory database, and inside a transaction the calling
+        thread holds here, so that the transaction's own writes are seen.
+        """
+        if self._readers is None or (self._depth and self._owner == threading.get_ident()):
+            return self
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = Connection(self.path, readers=False)
+            self._local.conn = conn
+            with self._lock:
+                for thread, old in [r for r in self._readers if not r[0].is_alive()]:
+                    old.close()
+                    self._readers.remove((thread, old))
+                self._readers.append((threading.current_thread(), conn))
+        return conn
 
     @contextmanager
     def transaction(self, *, immediate: bool = True) -> Iterator[None]:
@@ -63,13 +104,14 @@ class Connection:
                 return
             self._run("BEGIN IMMEDIATE" if immediate else "BEGIN", ())
             self._depth = 1
+            self._owner = threading.get_ident()
             try:
                 yield
             except BaseException:
-                self._depth = 0
+                self._depth, self._owner = 0, None
                 self._db.execute("ROLLBACK")
                 raise
-            self._depth = 0
+            self._depth, self._owner = 0, None
             self._run("COMMIT", ())
 
     def _run(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:

@@ -33,7 +33,6 @@ class LexicalStats:
         self._rows: dict[str, int] = {}
         self._loaded: set[str] = set()
         self._stem_cache: dict[str, tuple[str, ...]] = {}
-        self._ready = False
         self._lock = threading.Lock()
 
     def clear(self) -> None:
@@ -44,7 +43,8 @@ class LexicalStats:
             self._loaded.clear()
 
     def _setup(self, db: Connection) -> None:
-        if self._ready:
+        """Create the TEMP helper tables on this connection (once per connection)."""
+        if "kg_terms" in db.temp_tables:
             return
         db.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.kg_terms USING fts5(text, "
@@ -59,7 +59,7 @@ class LexicalStats:
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{kind.table}_fts_v USING "
                 f"fts5vocab(main, {kind.table}_fts, row)"
             )
-        self._ready = True
+        db.temp_tables.add("kg_terms")
 
     def split(self, db: Connection, kind: Kind, terms: list[str]) -> tuple[list[str], bool]:
         """(rare terms, all_frequent): the selective subset of ``terms`` for ``kind``."""

@@ -9,9 +9,11 @@ Exact search is one matrix product; large collections also get an HNSW index
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,12 +49,17 @@ class VectorCache:
     Args:
         ann_min_rows: Collections at least this large also get an HNSW index
             (None disables every acceleration: each query is a float32 product).
+        index_dir: Where HNSW indexes are saved once built and loaded from on the next
+            open while the vectors are unchanged (None: built in every process).
     """
 
-    def __init__(self, ann_min_rows: int | None = ANN_MIN_ROWS) -> None:
+    def __init__(
+        self, ann_min_rows: int | None = ANN_MIN_ROWS, index_dir: Path | None = None
+    ) -> None:
         self._entries: dict[tuple[str, Kind], _Entry] = {}
         self._lock = threading.Lock()
         self.ann_min_rows = ann_min_rows
+        self.index_dir = index_dir
 
     def clear(self) -> None:
         """Drop every cached matrix."""
@@ -80,10 +87,16 @@ class VectorCache:
         if self.ann_min_rows is not None and len(entry.ids) >= INT8_MIN_ROWS:
             entry.scan = Int8Scan(entry.matrix)
         if self.ann_min_rows is not None and len(entry.ids) >= self.ann_min_rows:
-            entry.ann = AnnIndex(entry.matrix)
+            entry.ann = AnnIndex(entry.matrix, saved=self._saved_path(project, kind))
         with self._lock:
             self._entries[(project, kind)] = entry
         return entry
+
+    def _saved_path(self, project: str, kind: Kind) -> Path | None:
+        if self.index_dir is None:
+            return None
+        name = hashlib.blake2b(project.encode(), digest_size=8).hexdigest()
+        return self.index_dir / f"{name}-{kind.value}.usearch"
 
 
 def _load(db: Connection, project: str, kind: Kind, epoch: str) -> _Entry:
@@ -175,8 +188,7 @@ def vector_search(
     mask = _allowed_rows(db, project, kind, entry, filters, ids)
     if mask is None and entry.ann is not None and entry.ann.ready:
         keys, scores = entry.ann.search(query, limit)
-        order = np.lexsort((keys, -scores))
-        return [(entry.ids[int(keys[i])], float(scores[i])) for i in order]
+        return [(entry.ids[int(k)], float(s)) for k, s in zip(keys, scores, strict=True)]
     if mask is None and entry.scan is not None:
         keys, scores = entry.scan.search(query, limit)
         return [(entry.ids[int(k)], float(s)) for k, s in zip(keys, scores, strict=True)]

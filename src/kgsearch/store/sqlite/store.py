@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -102,7 +103,9 @@ class SQLiteStore:
     Args:
         path: Where the database lives; parent folders are created.
         migrate: Apply pending migrations on open (default True).
-        ann_min_rows: Collections this large get an HNSW index (None: always exact).
+        ann_min_rows: Collections this large get an HNSW index (None: always exact);
+            it is saved in the folder ``<path>.ann`` and reused while the vectors
+            are unchanged.
     """
 
     def __init__(
@@ -111,7 +114,9 @@ class SQLiteStore:
         self.path = path
         self.url = "sqlite:///" + path if path != ":memory:" else "sqlite:///:memory:"
         self.db = Connection(path)
-        self.vectors_cache = search.VectorCache(ann_min_rows)
+        self.vectors_cache = search.VectorCache(
+            ann_min_rows, None if path == ":memory:" else Path(path + ".ann")
+        )
         self.lexical = LexicalStats()
         self._types: dict[str, tuple[str, list[str]]] = {}
         if migrate:
@@ -787,7 +792,7 @@ class SQLiteStore:
     ) -> list[tuple[str, float]]:
         """Top-``limit`` embedded rows by cosine similarity, filters applied inside."""
         return search.vector_search(
-            self.db,
+            self.db.reader(),
             self.vectors_cache,
             project,
             kind,
@@ -809,7 +814,7 @@ class SQLiteStore:
     ) -> list[tuple[str, float]]:
         """Top-``limit`` rows by BM25 over their text; any query string is safe."""
         return search.text_search(
-            self.db,
+            self.db.reader(),
             project,
             kind,
             query,
