@@ -86,3 +86,85 @@ def test_fast_bm25_skips_expired_relationships(engine: Engine) -> None:
     )
     assert [i for i, _ in hits] == [r["id"] for r in expected]
     assert len(hits) == 2
+
+
+@pytest.fixture
+def movies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SQLiteStore:
+    """Rows where "directed" and "genre" are frequent and the titles are rare."""
+    from kgsearch.store.sqlite import lexical
+
+    monkeypatch.setattr(lexical, "_FREQUENT_FLOOR", 5)
+    monkeypatch.setattr(lexical, "_FREQUENT_SHARE", 0.05)
+    engine = Engine(SQLiteStore(str(tmp_path / "kg.db")))
+    names = [f"title{i} " + ("extra words " * (i % 3)) for i in range(60)]
+    suffixes = {"f": "", "d": " directed", "g": " genre drama"}
+    engine.add_objects(
+        [
+            ObjectIn(type="Film", key=f"{k}{i}", properties={"name": n + suffix})
+            for k, suffix in suffixes.items()
+            for i, n in enumerate(names)
+        ]
+    )
+    store = engine.store
+    assert isinstance(store, SQLiteStore)
+    return store
+
+
+def _plain_or(store: SQLiteStore, terms: list[str]) -> dict[str, float]:
+    """FTS5's own BM25 for an OR of the terms, each once (the oracle)."""
+    match = " OR ".join(f'"{t}"' for t in terms)
+    rows = store.db.all(
+        "SELECT t.id, -bm25(objects_fts) FROM objects_fts JOIN objects t "
+        "ON t.rowid = objects_fts.rowid WHERE objects_fts MATCH ?",
+        (match,),
+    )
+    return {r[0]: r[1] for r in rows}
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["directed title7", "title12 genre", "title4 extra directed genre", "title5 extra words"],
+)
+def test_frequent_words_are_scored_as_fts5_would(movies: SQLiteStore, query: str) -> None:
+    terms = query.split()
+    plan = movies.lexical.plan(movies.db, Kind.OBJECT, terms)
+    assert plan.rescore  # candidates are scored again with every word
+    assert all(t not in plan.match for t in ("directed", "genre"))
+    hits = movies.text_search("default", Kind.OBJECT, query, limit=5)
+    oracle = _plain_or(movies, terms)
+    assert hits
+    for id, score in hits:
+        assert score == pytest.approx(oracle[id], rel=1e-9)
+    # the row holding the rare word and the frequent one comes first
+    best = max((i for i in oracle if i in dict(hits)), key=oracle.__getitem__)
+    assert hits[0][0] == best
+
+
+def test_a_query_of_frequent_words_only_needs_all_of_them(movies: SQLiteStore) -> None:
+    hits = movies.text_search("default", Kind.OBJECT, "genre drama", limit=100)
+    assert len(hits) == 60
+    plan = movies.lexical.plan(movies.db, Kind.OBJECT, ["genre", "drama"])
+    assert " AND " in plan.match and not plan.rescore
+
+
+def test_a_prefix_query_is_scored_by_fts5(movies: SQLiteStore) -> None:
+    hits = movies.text_search("default", Kind.OBJECT, "title3 direct", limit=5, prefix=True)
+    (best,) = movies.get_objects("default", [hits[0][0]])
+    assert best.key == "d3"
+
+
+def test_words_matched_in_pairs_fall_back_to_any_of_them(
+    movies: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kgsearch.store.sqlite import lexical
+
+    monkeypatch.setattr(lexical, "_ALONE_BUDGET", 2)  # each title word (3 rows) is paired
+    plan = movies.lexical.plan(movies.db, Kind.OBJECT, ["title4", "title5", "directed"])
+    assert plan.match == '("title4" AND "title5")'
+    hits = movies.text_search("default", Kind.OBJECT, "title4 title5 directed", limit=5)
+    oracle = _plain_or(movies, ["title4", "title5", "directed"])
+    assert len(hits) == 5  # no row holds both titles: never silently short
+    keys = {o.key for o in movies.get_objects("default", [i for i, _ in hits])}
+    assert {"d4", "d5"} <= keys
+    for id, score in hits:
+        assert score == pytest.approx(oracle[id], rel=1e-9)

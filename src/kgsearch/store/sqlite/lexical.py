@@ -1,21 +1,46 @@
-"""Keeping BM25 fast on large tables: pick the selective terms of a query.
+"""Keeping BM25 fast on large tables without changing what it ranks first.
 
-FTS5 scores every row that matches, so an OR query with a word found in 15,000 rows
-("directed", "movie") costs 100–300 ms even when a rare word ("Kismet") decides the
-answer. Here each query word is stemmed with the index's own tokenizer (through a
-tiny temporary FTS5 table), its document frequency is read from an ``fts5vocab``
-table and cached, and the MATCH expression then requires one of the rare words while
-still scoring with all of them. Queries made only of frequent words become an AND.
+FTS5's ``bm25()`` reads the whole posting list of every word in the MATCH expression
+to count its documents, and scores every row that matches, so a query holding a word
+found in 100,000 rows ("directed", "year") costs tens of milliseconds even when a rare
+word ("Kismet") decides the answer. Each query word is therefore stemmed with the
+index's own tokenizer (through a tiny temporary FTS5 table) and its document frequency
+read from an ``fts5vocab`` table (cached), and a :class:`Plan` picks the candidates:
+
+* **frequent** words (in over 1 % of the rows, and over 1,000) are left out of the
+  MATCH;
+* of the others, the rarest are matched alone while their rows add up to about 3,000,
+  and the next few only in pairs (``"big" AND "city"``), which few rows hold, or
+  beside a rarer word (so that they count in FTS5's ranking of those rows).
+
+FTS5 ranks the rows that match (when they are fewer than asked, the rows holding any
+of the non-frequent words), and the best few (4 × the limit, at least 100) are
+scored again with every word of the query by BM25's own formula and constants
+(:meth:`LexicalStats.rescore`): occurrences are counted in the row's text stemmed by
+the same tokenizer, the row length comes from FTS5's ``docsize`` table and the average
+length from FTS5's totals, so each returned score is the one FTS5 gives for an OR of
+all the words. Frequent words still decide between rows holding the same rare words
+("who directed Kismet": the ``directed_by`` triple, not the genre). A query made only
+of frequent words is matched with AND and scored by FTS5 alone.
+
+An earlier form matched ``(rare…) AND (all words…)``; FTS5 scores every phrase of the
+expression, so rare words counted twice and frequent ones barely mattered.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from kgsearch.model import Kind
 from kgsearch.store.sqlite.connection import Connection
+from kgsearch.store.sqlite.sql import fts_query, placeholders
 
-__all__ = ["LexicalStats"]
+__all__ = ["LexicalStats", "Plan"]
 
 # A word is "frequent" above this share of the table's rows (and this absolute floor).
 _FREQUENT_SHARE = 0.01
@@ -23,6 +48,37 @@ _FREQUENT_FLOOR = 1000
 _TOKENIZER = "porter unicode61"
 # Distinct query words whose stems are remembered (the cache restarts when full).
 _STEM_CACHE_SIZE = 100_000
+# The rarest words are matched alone while their rows add up to this many; the next
+# (at most _MAX_PAIRED) are matched in pairs, which few rows hold.
+_ALONE_BUDGET = 3000
+_MAX_PAIRED = 6
+# FTS5's bm25() constants.
+_K1 = 1.2
+_B = 0.75
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How to run one BM25 query: the FTS5 MATCH expression that picks candidates and,
+    when FTS5's own score is not the BM25 of an OR of all the words, those words (index
+    tokens, inverse document frequency) to score the best candidates with instead."""
+
+    match: str
+    rescore: tuple[tuple[tuple[str, ...], float], ...] = ()
+    # When ``match`` finds fewer rows than asked: an OR of every selective word.
+    fallback: str | None = None
+
+
+def _varints(blob: bytes) -> list[int]:
+    """The SQLite varints in an FTS5 record (``docsize`` sizes, the averages row)."""
+    out: list[int] = []
+    value = 0
+    for byte in blob:
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            out.append(value)
+            value = 0
+    return out
 
 
 class LexicalStats:
@@ -30,7 +86,7 @@ class LexicalStats:
 
     def __init__(self) -> None:
         self._df: dict[tuple[str, str], int] = {}
-        self._rows: dict[str, int] = {}
+        self._averages: dict[str, tuple[int, float]] = {}
         self._loaded: set[str] = set()
         self._stem_cache: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
@@ -39,7 +95,7 @@ class LexicalStats:
         """Forget cached frequencies (after writes that may change them a lot)."""
         with self._lock:
             self._df.clear()
-            self._rows.clear()
+            self._averages.clear()
             self._loaded.clear()
 
     def _setup(self, db: Connection) -> None:
@@ -61,18 +117,90 @@ class LexicalStats:
             )
         db.temp_tables.add("kg_terms")
 
-    def split(self, db: Connection, kind: Kind, terms: list[str]) -> tuple[list[str], bool]:
-        """(rare terms, all_frequent): the selective subset of ``terms`` for ``kind``."""
+    def plan(self, db: Connection, kind: Kind, terms: list[str]) -> Plan:
+        """How to run a BM25 query of several words (see the module docstring)."""
         self._setup(db)
         stems = self._stems(db, terms)
-        rows = self._table_rows(db, kind)
-        threshold = max(_FREQUENT_FLOOR, int(rows * _FREQUENT_SHARE))
-        rare = []
-        for term in terms:
-            parts = stems[term]
-            if parts and min(self._frequency(db, kind, p) for p in parts) <= threshold:
-                rare.append(term)
-        return rare, not rare
+        n_rows, _ = self.averages(db, kind)
+        threshold = max(_FREQUENT_FLOOR, int(n_rows * _FREQUENT_SHARE))
+        dfs = {t: min((self._frequency(db, kind, p) for p in stems[t]), default=0) for t in terms}
+        selective = sorted((t for t in terms if dfs[t] <= threshold), key=dfs.__getitem__)
+        if not selective:
+            return Plan(fts_query(terms, conjunction=True) or "")
+        alone: list[str] = []
+        budget = 0
+        for term in selective:
+            if budget + dfs[term] > _ALONE_BUDGET:
+                break
+            alone.append(term)
+            budget += dfs[term]
+        paired = selective[len(alone) : len(alone) + _MAX_PAIRED]
+        if len(paired) == 1 and not alone:
+            alone, paired = paired, []
+        if len(alone) == len(terms):
+            return Plan(fts_query(terms) or "")  # an OR of every word: FTS5's score is exact
+        anyalone = " OR ".join(f'"{t}"' for t in alone)
+        match = (
+            [f'"{t}"' for t in alone]
+            + [f'("{a}" AND "{b}")' for a, b in itertools.combinations(paired, 2)]
+            # adds the paired word's weight to FTS5's ranking of rows already matched
+            + ([f'("{t}" AND ({anyalone}))' for t in paired] if alone else [])
+        )
+        return Plan(
+            " OR ".join(match),
+            tuple((stems[t], _idf(n_rows, dfs[t])) for t in terms if stems[t]),
+            fts_query(selective) if paired or len(alone) < len(selective) else None,
+        )
+
+    def rescore(
+        self,
+        db: Connection,
+        kind: Kind,
+        ranked: Sequence[tuple[int, str, float]],
+        words: Sequence[tuple[tuple[str, ...], float]],
+    ) -> list[tuple[int, str, float]]:
+        """(rowid, id, score) best first, each score recomputed as FTS5's BM25 of an OR
+        of ``words`` (index tokens, idf): occurrences counted in the row's text stemmed
+        by the index's tokenizer, length from FTS5's ``docsize`` table."""
+        if not ranked or not words:
+            return list(ranked)
+        rowids = [r[0] for r in ranked]
+        rows = db.all(
+            f"SELECT t.rowid, t.text, d.sz FROM {kind.table} t JOIN {kind.table}_fts_docsize d "
+            f"ON d.id = t.rowid WHERE t.rowid IN ({placeholders(len(rowids))})",
+            rowids,
+        )
+        texts = {int(r[0]): str(r[1]).lower().split() for r in rows}
+        sizes = {int(r[0]): (_varints(r[2]) or [0])[0] for r in rows}
+        stems = self._stems(db, list({w for ws in texts.values() for w in ws}))
+        _, avgdl = self.averages(db, kind)
+        scores: dict[int, float] = {}
+        for rowid, ws in texts.items():
+            counts = Counter(t for w in ws for t in stems[w])
+            norm = _K1 * (1 - _B + _B * sizes.get(rowid, avgdl) / avgdl)
+            score = 0.0
+            for parts, idf in words:
+                tf = min(counts[p] for p in parts)
+                if tf:
+                    score += idf * tf * (_K1 + 1) / (tf + norm)
+            scores[rowid] = score
+        ids = {r[0]: r[1] for r in ranked}
+        order = sorted(scores, key=lambda r: (-scores[r], r))
+        return [(r, ids[r], scores[r]) for r in order]
+
+    def averages(self, db: Connection, kind: Kind) -> tuple[int, float]:
+        """(rows, average row length in tokens) of the FTS5 index, as bm25() sees them."""
+        with self._lock:
+            cached = self._averages.get(kind.table)
+        if cached is None:
+            row = db.one(f"SELECT block FROM {kind.table}_fts_data WHERE id = 1")
+            values = _varints(bytes(row[0])) if row and row[0] else []
+            n_rows = values[0] if values else 0
+            total = sum(values[1:])
+            cached = (n_rows, total / n_rows if n_rows and total else 1.0)
+            with self._lock:
+                self._averages[kind.table] = cached
+        return cached
 
     def _stems(self, db: Connection, terms: list[str]) -> dict[str, tuple[str, ...]]:
         """The index tokens of each term (stemming never changes, so they are cached)."""
@@ -96,16 +224,6 @@ class LexicalStats:
                 found[term] = self._stem_cache[term] = tuple(stems.get(index, ()))
         return found
 
-    def _table_rows(self, db: Connection, kind: Kind) -> int:
-        with self._lock:
-            cached = self._rows.get(kind.table)
-        if cached is None:
-            row = db.one(f"SELECT count(*) FROM {kind.table}")
-            cached = int(row[0]) if row else 0
-            with self._lock:
-                self._rows[kind.table] = cached
-        return cached
-
     def _frequency(self, db: Connection, kind: Kind, stem: str) -> int:
         """Document frequency of a stem. The whole vocabulary of a table is read once
         (one pass over the index, cheaper than many cold single-term lookups); stems
@@ -123,3 +241,9 @@ class LexicalStats:
                 self._loaded.add(kind.table)
         with self._lock:
             return self._df.get((kind.table, stem), 0)
+
+
+def _idf(n_rows: int, df: int) -> float:
+    """FTS5's inverse document frequency (never below 1e-6)."""
+    value = math.log((n_rows - df + 0.5) / (df + 0.5)) if n_rows else 0.0
+    return value if value > 0 else 1e-6

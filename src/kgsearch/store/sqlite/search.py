@@ -23,12 +23,15 @@ from kgsearch.errors import DimensionMismatch, InvalidRequest
 from kgsearch.model import Filters, Kind
 from kgsearch.store.ann import ANN_MIN_ROWS, INT8_MIN_ROWS, AnnIndex, Int8Scan
 from kgsearch.store.sqlite.connection import Connection
-from kgsearch.store.sqlite.lexical import LexicalStats
+from kgsearch.store.sqlite.lexical import LexicalStats, Plan
 from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, placeholders, query_terms
 
 __all__ = ["VectorCache", "stored_vectors", "text_search", "vector_search"]
 
 _MAX_LIMIT = 1000
+# Candidates ranked before frequent words are added to their scores (at least).
+_RESCORE_POOL = 100
+_RESCORE_FACTOR = 4
 
 
 @dataclass
@@ -219,21 +222,32 @@ def text_search(
 ) -> list[tuple[str, float]]:
     """BM25 over the rows' text via FTS5; the score is ``-bm25`` (higher is better).
 
-    With ``lexical`` stats, the match is restricted to rows holding one of the query's
-    selective words (all words still score); see ``lexical.py``.
+    With ``lexical`` stats, a query of several words matches only rows holding its
+    selective words and scores the best of them with every word (see ``lexical.py``).
     """
     if not 1 <= limit <= _MAX_LIMIT:
         raise InvalidRequest(f"limit must be between 1 and {_MAX_LIMIT}")
     terms = query_terms(query)
     if not terms:
         return []
-    match = fts_query(terms, prefix=prefix)
-    if lexical is not None and len(terms) > 1:
-        rare, all_frequent = lexical.split(db, kind, terms)
-        if all_frequent:
-            match = fts_query(terms, prefix=prefix, conjunction=True)
-        elif len(rare) < len(terms):
-            match = fts_query(terms, prefix=prefix, required=rare)
+    if lexical is None or len(terms) == 1 or prefix:
+        plan = Plan(fts_query(terms, prefix=prefix) or "")
+    else:
+        plan = lexical.plan(db, kind, terms)
+    # Scores recomputed afterwards can reorder candidates: rank a wider pool first.
+    wanted = min(_MAX_LIMIT, max(_RESCORE_FACTOR * limit, _RESCORE_POOL)) if plan.rescore else limit
+    ranked = _ranked(db, project, kind, plan.match, wanted, filters)
+    if len(ranked) < limit and plan.fallback is not None:
+        ranked = _ranked(db, project, kind, plan.fallback, wanted, filters)
+    if plan.rescore and lexical is not None:
+        ranked = lexical.rescore(db, kind, ranked, plan.rescore)
+    return [(id, score) for _, id, score in ranked[:limit]]
+
+
+def _ranked(
+    db: Connection, project: str, kind: Kind, match: str, limit: int, filters: Filters | None
+) -> list[tuple[int, str, float]]:
+    """(rowid, id, -bm25) of the best ``limit`` live rows matching ``match``."""
     where, params = filter_sql(kind, filters)
     fts = f"{kind.table}_fts"
     if not filter_sql(kind, filters, current_only=False)[0]:
@@ -242,21 +256,21 @@ def text_search(
         # the vectors). When all of those pass the checks they are the answer; otherwise
         # (few matches, other projects' or expired rows among them) the full query decides.
         rows = db.all(
-            f"SELECT t.id, -f.score AS score FROM (SELECT rowid AS r, bm25({fts}) AS score "
-            f"FROM {fts} WHERE {fts} MATCH ? ORDER BY score, rowid LIMIT ?) f "
+            f"SELECT f.r, t.id, -f.score AS score FROM (SELECT rowid AS r, bm25({fts}) AS "
+            f"score FROM {fts} WHERE {fts} MATCH ? ORDER BY score, rowid LIMIT ?) f "
             f"JOIN {kind.table} t ON t.rowid = f.r WHERE t.project = ? "
             f"AND t.deleted_at IS NULL{where} ORDER BY f.score, f.r",
             (match, limit, project, *params),
         )
         if len(rows) == limit:
-            return [(r["id"], float(r["score"])) for r in rows]
+            return [(int(r[0]), str(r[1]), float(r[2])) for r in rows]
     rows = db.all(
-        f"SELECT t.id, -bm25({fts}) AS score FROM {fts} JOIN {kind.table} t "
+        f"SELECT t.rowid, t.id, -bm25({fts}) AS score FROM {fts} JOIN {kind.table} t "
         f"ON t.rowid = {fts}.rowid WHERE {fts} MATCH ? AND t.project = ? "
         f"AND t.deleted_at IS NULL{where} ORDER BY bm25({fts}), t.rowid LIMIT ?",
         (match, project, *params, limit),
     )
-    return [(r["id"], float(r["score"])) for r in rows]
+    return [(int(r[0]), str(r[1]), float(r[2])) for r in rows]
 
 
 def stored_vectors(
