@@ -150,6 +150,22 @@ class Connection:
         with self._lock:
             return self._run(sql, params).fetchall()
 
+    def batches(
+        self, sql: str, params: Sequence[Any] = (), size: int = 65_536
+    ) -> Iterator[list[sqlite3.Row]]:
+        """Run a query and yield its rows in lists of at most ``size`` (the connection
+        stays locked until the last one)."""
+        with self._lock:
+            cursor = self._run(sql, params)
+            while True:
+                try:
+                    rows = cursor.fetchmany(size)
+                except sqlite3.Error as exc:
+                    raise StoreError(f"SQLite error: {exc}") from exc
+                if not rows:
+                    return
+                yield rows
+
     def one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
         """Run a query and fetch the first row."""
         with self._lock:

@@ -103,18 +103,28 @@ class VectorCache:
 
 
 def _load(db: Connection, project: str, kind: Kind, epoch: str) -> _Entry:
-    rows = db.all(
-        f"SELECT rowid, id, vector FROM {kind.table} WHERE project = ? AND deleted_at IS NULL "
-        "AND status = 'embedded' AND vector IS NOT NULL ORDER BY rowid",
-        (project,),
+    """The embedded rows' ids and vectors, read in batches straight into one matrix
+    (peak memory about the matrix itself, not the rows' blobs two more times)."""
+    where = (
+        f"FROM {kind.table} WHERE project = ? AND deleted_at IS NULL "
+        "AND status = 'embedded' AND vector IS NOT NULL"
     )
-    rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    ids = [r[1] for r in rows]
-    if rows:
-        blob = b"".join(r[2] for r in rows)
-        matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1).copy()
-    else:
+    ids: list[str] = []
+    with db.transaction(immediate=False):  # one snapshot for the count and the rows
+        found = db.one(f"SELECT count(*) {where}", (project,))
+        count = int(found[0]) if found else 0
+        rowids = np.zeros(count, dtype=np.int64)
         matrix = np.zeros((0, 0), dtype=np.float32)
+        done = 0
+        for batch in db.batches(f"SELECT rowid, id, vector {where} ORDER BY rowid", (project,)):
+            if done == 0:
+                matrix = np.empty((count, len(batch[0][2]) // 4), dtype=np.float32)
+            stop = done + len(batch)
+            flat = np.frombuffer(b"".join(r[2] for r in batch), dtype=np.float32)
+            matrix[done:stop] = flat.reshape(len(batch), matrix.shape[1])
+            rowids[done:stop] = [r[0] for r in batch]
+            ids.extend(r[1] for r in batch)
+            done = stop
     has_validity = False
     if kind is Kind.RELATIONSHIP:
         flag = db.one(
