@@ -134,3 +134,12 @@ def test_an_index_that_cannot_be_saved_still_answers(tmp_path, caplog) -> None: 
     assert index.ready
     assert index.search(matrix[5], 1)[0].tolist() == [5]
     assert "could not save the vector index" in caplog.text
+
+
+def test_int8_codes_do_not_depend_on_the_block_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    matrix = _unit(1_000, 16, seed=19)
+    whole = Int8Scan(matrix)
+    monkeypatch.setattr(ann, "_QUANTIZE_ROWS", 64)
+    blocks = Int8Scan(matrix)
+    assert np.array_equal(whole._codes, blocks._codes)
+    _assert_exact(blocks, matrix, _unit(5, 16, seed=20))

@@ -64,6 +64,8 @@ _RESCORE = 100
 # Parallel parts of the int8 scan: at most this many threads, each at least this many rows.
 _MAX_THREADS = 2
 _PART_MIN_ROWS = 250_000
+# Rows quantized to int8 at a time (bounds the temporary memory).
+_QUANTIZE_ROWS = 65_536
 # _largest() takes its threshold from every this-many-th score.
 _SAMPLE_STRIDE = 16
 _CONNECTIVITY = 16
@@ -229,7 +231,13 @@ class Int8Scan:
         self._matrix = matrix
         peak = float(np.abs(matrix).max()) if matrix.size else 1.0
         self._scale = 127.0 / (peak or 1.0)
-        self._codes = np.clip(np.rint(matrix * self._scale), -127, 127).astype(np.int8)
+        # quantized a block at a time: whole-matrix temporaries would triple the peak
+        self._codes: npt.NDArray[np.int8] = np.empty(matrix.shape, dtype=np.int8)
+        for start in range(0, matrix.shape[0], _QUANTIZE_ROWS):
+            block = matrix[start : start + _QUANTIZE_ROWS] * self._scale
+            np.rint(block, out=block)
+            np.clip(block, -127, 127, out=block)
+            self._codes[start : start + _QUANTIZE_ROWS] = block
 
     def search(
         self, query: npt.NDArray[np.float32], k: int, *, threads: int = 0
