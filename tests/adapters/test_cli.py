@@ -376,6 +376,7 @@ def test_search_explain_json_has_legs_and_fused(run: Cli) -> None:
         "chunks:bm25",
         "chunks:vector",
         "objects:bm25",
+        "objects:name",
         "objects:vector",
         "relationships:bm25",
         "relationships:vector",

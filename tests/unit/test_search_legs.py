@@ -421,6 +421,7 @@ def test_explain_returns_each_legs_ranked_hits_and_the_fused_order(engine: Engin
             {"key": f"object:{ids[k]}", "rank": rank, "score": scores[ids[k]]}
             for rank, k in enumerate(["three", "two", "one"], 1)
         ],
+        "objects:name": [],  # no key is "zeta"
         "graph:bfs": [{"key": f"object:{ids['three']}", "rank": 1, "score": 1.0}],
     }
     assert [(f["type"], f["id"], f["score"]) for f in explained["fused"]] == [

@@ -202,6 +202,7 @@ def test_metadata_counts_results_per_type(engine: Engine) -> None:
             "chunks:bm25",
             "chunks:vector",
             "objects:bm25",
+            "objects:name",
             "objects:vector",
             "relationships:bm25",
             "relationships:vector",
@@ -309,7 +310,12 @@ def test_embedder_failure_degrades_to_lexical_legs_with_a_warning(store: Store) 
     small_graph(Engine(store, embedder=FakeEmbedder(32)))
     failing = Engine(store, embedder=FailingEmbedder(32))
     response = failing.search("Ada Lovelace")
-    assert response.metadata["legs"] == ["chunks:bm25", "objects:bm25", "relationships:bm25"]
+    assert response.metadata["legs"] == [
+        "chunks:bm25",
+        "objects:bm25",
+        "objects:name",
+        "relationships:bm25",
+    ]
     assert response.metadata["warnings"] == [
         "embedder failed (ProviderError: failing embedder: every call fails); "
         "vector legs skipped, results are lexical/graph only"

@@ -147,6 +147,17 @@ def scope_legs(
                     partial(store.text_search, project, kind, query, limit=n, filters=filters),
                 )
             )
+        name = request.query.strip()
+        if kind is Kind.OBJECT and "bm25" in config.methods and _nameable(name):
+            # an object whose key is the whole query ("Benji", "1984") is what a name
+            # lookup wants, even when longer names or richer texts score higher
+            lexical_jobs.append(
+                (
+                    "objects:name",
+                    kind,
+                    partial(store.objects_named, project, name, limit=n, filters=filters),
+                )
+            )
         if kind is Kind.OBJECT and request.type_hint:
             hinted = _hinted_filters(store, project, request)
             if hinted is not None and "vector" in config.methods and vec is not None:
@@ -165,6 +176,14 @@ def scope_legs(
                         partial(
                             store.text_search, project, kind, request.query, limit=n, filters=hinted
                         ),
+                    )
+                )
+            if hinted is not None and "bm25" in config.methods and _nameable(name):
+                lexical_jobs.append(
+                    (
+                        "objects:name:hinted",
+                        kind,
+                        partial(store.objects_named, project, name, limit=n, filters=hinted),
                     )
                 )
     # The BM25 legs run in a worker thread beside the vector legs: SQLite and the int8
@@ -188,7 +207,20 @@ def scope_legs(
         legs.ms[name] = ms
 
 
-_LEG_ORDER = ["vector", "vector:hinted", "bm25:hinted", "bm25"]
+_LEG_ORDER = ["vector", "vector:hinted", "bm25:hinted", "bm25", "name:hinted", "name"]
+# Longest query that is tried as an object name.
+_MAX_NAME_CHARS = 200
+
+
+def _nameable(name: str) -> bool:
+    """Whether a query can be looked up as a key: short, no NUL, valid Unicode."""
+    if not 0 < len(name) <= _MAX_NAME_CHARS or "\x00" in name:
+        return False
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _hinted_filters(store: Store, project: str, request: SearchRequest) -> Filters | None:

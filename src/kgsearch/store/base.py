@@ -299,6 +299,13 @@ class Store(Protocol):
         """Live relationships with either endpoint in ``object_ids``."""
         ...
 
+    def objects_named(
+        self, project: str, name: str, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[str, float]]:
+        """Live objects whose key equals ``name`` ignoring case (ASCII case on SQLite),
+        filters applied, ordered by type then id; each with score 1.0."""
+        ...
+
     def object_types(self, project: str) -> list[str]:
         """Distinct types of the project's live objects."""
         ...

@@ -126,5 +126,13 @@ def m001_create_graph(execute: Execute) -> None:
     execute("CREATE INDEX api_keys_project ON api_keys (project)")
 
 
-MIGRATIONS = [Migration("m001_create_graph", m001_create_graph)]
+def m002_index_object_names(execute: Execute) -> None:
+    """Index object keys without case, for the exact-name search leg."""
+    execute("CREATE INDEX IF NOT EXISTS objects_name ON objects (project, lower(key))")
+
+
+MIGRATIONS = [
+    Migration("m001_create_graph", m001_create_graph),
+    Migration("m002_index_object_names", m002_index_object_names),
+]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -446,6 +446,20 @@ class PostgresStore(GraphWrites, ApiKeys):
                 yield from (to_mention(r) for r in rows)
         yield from every_page(self.list_rows, project, kind)
 
+    def objects_named(
+        self, project: str, name: str, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[str, float]]:
+        """Live objects whose key equals ``name`` ignoring case."""
+        if "\x00" in name:
+            return []  # no stored key holds NUL
+        where, params = filter_sql(Kind.OBJECT, filters)
+        rows = self.db.all(
+            "SELECT t.id FROM objects t WHERE t.project = %s AND lower(t.key) = lower(%s) "
+            f"AND t.deleted_at IS NULL{where} ORDER BY t.type, t.id LIMIT %s",
+            (project, name, *params, limit),
+        )
+        return [(r["id"], 1.0) for r in rows]
+
     def object_types(self, project: str) -> list[str]:
         """Distinct types of the project's live objects."""
         return [

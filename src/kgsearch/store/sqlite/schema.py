@@ -9,7 +9,11 @@ __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SECONDARY_INDEXES", "fts_triggers"]
 # Indexes a bulk load may drop and rebuild (sorting once beats random inserts);
 # the last one of each table is its due-for-embedding index.
 SECONDARY_INDEXES: dict[str, list[str]] = {
-    "objects": ["CREATE INDEX IF NOT EXISTS objects_due ON objects (status, next_attempt_at)"],
+    "objects": [
+        "CREATE INDEX IF NOT EXISTS objects_name ON objects (project, key COLLATE NOCASE)",
+        # m001 creates the last index of each list
+        "CREATE INDEX IF NOT EXISTS objects_due ON objects (status, next_attempt_at)",
+    ],
     "relationships": [
         "CREATE INDEX IF NOT EXISTS relationships_source ON relationships (project, source_id)",
         "CREATE INDEX IF NOT EXISTS relationships_target ON relationships (project, target_id)",
@@ -147,9 +151,15 @@ def m003_index_project_rowid(execute: Execute) -> None:
         execute(f"CREATE INDEX IF NOT EXISTS {table}_project ON {table} (project)")
 
 
+def m004_index_object_names(execute: Execute) -> None:
+    """Index object keys without case, for the exact-name search leg."""
+    execute(SECONDARY_INDEXES["objects"][0])
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_create_api_keys", m002_create_api_keys),
     Migration("m003_index_project_rowid", m003_index_project_rowid),
+    Migration("m004_index_object_names", m004_index_object_names),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

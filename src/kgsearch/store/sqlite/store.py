@@ -824,6 +824,18 @@ class SQLiteStore:
             lexical=self.lexical,
         )
 
+    def objects_named(
+        self, project: str, name: str, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[str, float]]:
+        """Live objects whose key equals ``name`` ignoring (ASCII) case."""
+        where, params = filter_sql(Kind.OBJECT, filters)
+        rows = self.db.reader().all(
+            "SELECT t.id FROM objects t WHERE t.project = ? AND t.key = ? COLLATE NOCASE "
+            f"AND t.deleted_at IS NULL{where} ORDER BY t.type, t.id LIMIT ?",
+            (project, name, *params, limit),
+        )
+        return [(r[0], 1.0) for r in rows]
+
     def object_types(self, project: str) -> list[str]:
         """Distinct types of the project's live objects (cached until objects change)."""
         row = self.db.one("SELECT value FROM meta WHERE key = 'epoch:object'")

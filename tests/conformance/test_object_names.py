@@ -1,0 +1,79 @@
+"""Exact-name lookup of objects (the ``objects:name`` search leg), on every store."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgsearch.engine import Engine
+from kgsearch.model import Filters, ObjectIn
+from kgsearch.search.request import ScopeConfig, SearchRequest
+from kgsearch.store.base import Store
+from kgsearch.testing import FakeEmbedder
+
+
+@pytest.fixture
+def named(store: Store) -> dict[str, str]:
+    engine = Engine(store, embedder=FakeEmbedder(32))
+    objects = engine.add_objects(
+        [
+            ObjectIn(type="Movie", key="Benji"),
+            ObjectIn(type="Person", key="Benji"),
+            ObjectIn(type="Movie", key="For the Love of Benji"),
+            ObjectIn(type="Movie", key="Gone"),
+        ]
+    )
+    engine.add_objects([ObjectIn(type="Movie", key="Benji")], project="other")
+    return {f"{o.type}:{o.key}": o.id for o in objects}
+
+
+def test_keys_equal_to_the_name_ignoring_case(store: Store, named: dict[str, str]) -> None:
+    expected = [(named["Movie:Benji"], 1.0), (named["Person:Benji"], 1.0)]
+    assert store.objects_named("default", "Benji", limit=10) == expected
+    assert store.objects_named("default", "bENJI", limit=10) == expected
+    assert store.objects_named("default", "benj", limit=10) == []
+    assert store.objects_named("default", "Benji", limit=1) == expected[:1]
+
+
+def test_filters_deleted_rows_and_projects_apply(store: Store, named: dict[str, str]) -> None:
+    people = Filters(object_types=["Person"])
+    assert store.objects_named("default", "benji", limit=10, filters=people) == [
+        (named["Person:Benji"], 1.0)
+    ]
+    store.delete("default", "object", [named["Movie:Benji"]])
+    assert store.objects_named("default", "benji", limit=10) == [(named["Person:Benji"], 1.0)]
+    (other,) = store.objects_named("other", "benji", limit=10)
+    assert other[0] not in named.values()
+
+
+@pytest.mark.parametrize("name", ["", "x\x00y", "'; DROP TABLE objects; --", "名前 😀", "é" * 300])
+def test_any_name_is_safe(store: Store, named: dict[str, str], name: str) -> None:
+    engine = Engine(store, embedder=FakeEmbedder(32))
+    response = engine.search(SearchRequest(query=name or "?", limit=5))
+    assert response.metadata["totalResults"] >= 0
+
+
+def test_the_exact_name_ranks_first_among_longer_names(store: Store, named: dict[str, str]) -> None:
+    engine = Engine(store, embedder=FakeEmbedder(32))
+    request = SearchRequest(
+        query="Benji",
+        limit=3,
+        relationships=None,
+        chunks=None,
+        objects=ScopeConfig(methods=["bm25"]),
+        type_hint="movie",
+    )
+    top = engine.search(request).results[0]
+    assert (top.id, [f.leg for f in top.found_by][-1]) == (named["Movie:Benji"], "objects:name")
+
+
+@pytest.mark.parametrize(
+    ("hint", "expected"), [("movie", "Movie:Benji"), ("person", "Person:Benji")]
+)
+def test_the_hint_picks_between_same_name_objects(
+    store: Store, named: dict[str, str], hint: str, expected: str
+) -> None:
+    engine = Engine(store, embedder=FakeEmbedder(32))
+    request = SearchRequest(query="benji", limit=3, relationships=None, chunks=None, type_hint=hint)
+    response = engine.search(request)
+    assert response.results[0].id == named[expected]
+    assert "objects:name:hinted" in {f.leg for f in response.results[0].found_by}
