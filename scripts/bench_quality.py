@@ -223,7 +223,9 @@ def run_typed() -> str:
         "sample that name objects of two types (e.g. Jesse James: Movie and Person). "
         "Query = the bare name; success = the top object hit is that name with the hinted "
         "type. A hint embeds the query as `[Type: #hint] name` and adds legs that rank "
-        "only objects of the hinted type (fused by RRF: a boost, not a filter).\n\n"
+        "only objects of the hinted type (fused by RRF: a boost, not a filter). With "
+        "`bm25`, the exact-name legs run too (`objects:name`, and `objects:name:hinted` "
+        "with a hint: objects whose key is the whole query).\n\n"
         + table(["object text", "object legs", "type_hint", "correct", "top-1 accuracy"], rows)
         + "\n\nWithout a hint, both objects of a pair are the same query, so at most "
         "half can be right: 0.5 is the ceiling there."

@@ -829,12 +829,14 @@ class SQLiteStore:
     ) -> list[tuple[str, float]]:
         """Live objects whose key equals ``name`` ignoring (ASCII) case."""
         where, params = filter_sql(Kind.OBJECT, filters)
+        # sorted here: an ORDER BY type makes SQLite walk the (project, type, key) index
+        # over the whole project instead of looking the key up
         rows = self.db.reader().all(
-            "SELECT t.id FROM objects t WHERE t.project = ? AND t.key = ? COLLATE NOCASE "
-            f"AND t.deleted_at IS NULL{where} ORDER BY t.type, t.id LIMIT ?",
-            (project, name, *params, limit),
+            "SELECT t.type, t.id FROM objects t WHERE t.project = ? "
+            f"AND t.key = ? COLLATE NOCASE AND t.deleted_at IS NULL{where}",
+            (project, name, *params),
         )
-        return [(r[0], 1.0) for r in rows]
+        return [(r[1], 1.0) for r in sorted((r[0], r[1]) for r in rows)[:limit]]
 
     def object_types(self, project: str) -> list[str]:
         """Distinct types of the project's live objects (cached until objects change)."""
