@@ -117,6 +117,7 @@ def scope_legs(
     """Run the vector and BM25 legs of every requested scope."""
     vector_jobs: list[Job] = []
     lexical_jobs: list[Job] = []
+    lookup_jobs: list[Job] = []  # index lookups, microseconds each: run inline
     filters = request.filters
     for kind in scopes(request):
         config = {
@@ -151,7 +152,7 @@ def scope_legs(
         if kind is Kind.OBJECT and "bm25" in config.methods and _nameable(name):
             # an object whose key is the whole query ("Benji", "1984") is what a name
             # lookup wants, even when longer names or richer texts score higher
-            lexical_jobs.append(
+            lookup_jobs.append(
                 (
                     "objects:name",
                     kind,
@@ -179,28 +180,28 @@ def scope_legs(
                     )
                 )
             if hinted is not None and "bm25" in config.methods and _nameable(name):
-                lexical_jobs.append(
+                lookup_jobs.append(
                     (
                         "objects:name:hinted",
                         kind,
                         partial(store.objects_named, project, name, limit=n, filters=hinted),
                     )
                 )
-    # The BM25 legs run in a worker thread beside the vector legs: SQLite and the int8
-    # scan both release the GIL, so on 2 cores a scan overlaps a BM25 query (a small
-    # gain in interleaved A/B runs, mostly at p95; the scan itself is single-threaded
-    # below 2 × 250k rows, see ann.py).
+    # Each BM25 leg runs in a worker thread of its own beside the vector legs: SQLite
+    # (through a connection per thread) and the int8 scan both release the GIL, so on 2
+    # cores scans overlap BM25 queries (the scan itself is single-threaded below
+    # 2 × 250k rows, see ann.py). Name lookups are index probes and run inline.
     if vector_jobs and lexical_jobs and _PARALLEL_LEGS:
         pool = _leg_pool()
         lexical = [pool.submit(_run, [job]) for job in lexical_jobs]
-        results = _run(vector_jobs) + [r for f in lexical for r in f.result()]
+        results = _run(lookup_jobs + vector_jobs) + [r for f in lexical for r in f.result()]
     else:
-        results = _run(vector_jobs) + _run(lexical_jobs)
+        results = _run(lookup_jobs + vector_jobs) + _run(lexical_jobs)
     # Legs keep the order they always had (per scope: vector, hinted, bm25), so
     # fusion's found_by lists do not depend on which thread finished first.
     order = {
         job[0]: (list(Kind).index(job[1]), _LEG_ORDER.index(job[0].split(":", 1)[1]))
-        for job in vector_jobs + lexical_jobs
+        for job in lookup_jobs + vector_jobs + lexical_jobs
     }
     for name, ranked, ms in sorted(results, key=lambda r: order[r[0]]):
         legs.lists[name] = ranked

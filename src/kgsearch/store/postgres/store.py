@@ -453,12 +453,14 @@ class PostgresStore(GraphWrites, ApiKeys):
         if "\x00" in name:
             return []  # no stored key holds NUL
         where, params = filter_sql(Kind.OBJECT, filters)
+        # sorted here, so that no plan walks an index in (type, id) order instead of
+        # looking the key up
         rows = self.db.all(
-            "SELECT t.id FROM objects t WHERE t.project = %s AND lower(t.key) = lower(%s) "
-            f"AND t.deleted_at IS NULL{where} ORDER BY t.type, t.id LIMIT %s",
-            (project, name, *params, limit),
+            "SELECT t.type, t.id FROM objects t WHERE t.project = %s "
+            f"AND lower(t.key) = lower(%s) AND t.deleted_at IS NULL{where}",
+            (project, name, *params),
         )
-        return [(r["id"], 1.0) for r in rows]
+        return [(i, 1.0) for _, i in sorted((r["type"], r["id"]) for r in rows)[:limit]]
 
     def object_types(self, project: str) -> list[str]:
         """Distinct types of the project's live objects."""
