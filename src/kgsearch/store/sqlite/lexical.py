@@ -173,14 +173,17 @@ class LexicalStats:
         texts = {int(r[0]): str(r[1]).lower().split() for r in rows}
         sizes = {int(r[0]): (_varints(r[2]) or [0])[0] for r in rows}
         stems = self._stems(db, list({w for ws in texts.values() for w in ws}))
+        wanted = {p for parts, _ in words for p in parts}
+        # per distinct word, only the query's tokens it yields (most words yield none)
+        useful = {w: [t for t in ts if t in wanted] for w, ts in stems.items()}
         _, avgdl = self.averages(db, kind)
         scores: dict[int, float] = {}
         for rowid, ws in texts.items():
-            counts = Counter(t for w in ws for t in stems[w])
+            counts = Counter([t for w in ws for t in useful[w]])
             norm = _K1 * (1 - _B + _B * sizes.get(rowid, avgdl) / avgdl)
             score = 0.0
             for parts, idf in words:
-                tf = min(counts[p] for p in parts)
+                tf = counts[parts[0]] if len(parts) == 1 else min(counts[p] for p in parts)
                 if tf:
                     score += idf * tf * (_K1 + 1) / (tf + norm)
             scores[rowid] = score
