@@ -95,7 +95,7 @@ def test_a_saved_index_is_loaded_for_the_same_vectors(tmp_path) -> None:  # type
     path = tmp_path / "idx" / "rel.usearch"
     first = AnnIndex(matrix, background=False, saved=path)
     assert not first.loaded
-    assert path.exists() and path.with_suffix(".json").exists()
+    assert len(list(path.parent.glob("rel-*.usearch"))) == 1
     second = AnnIndex(matrix.copy(), background=False, saved=path)
     assert second.loaded
     for query in _unit(5, 16, seed=14):
@@ -111,6 +111,7 @@ def test_a_saved_index_of_other_vectors_is_rebuilt_and_replaced(tmp_path) -> Non
     assert not rebuilt.loaded
     again = AnnIndex(changed, background=False, saved=path)
     assert again.loaded
+    assert len(list(tmp_path.glob("rel-*.usearch"))) == 1  # the older vectors' file is gone
     query = changed[7]
     assert again.search(query, 1)[0].tolist() == [7]
 
@@ -119,7 +120,8 @@ def test_a_corrupt_saved_index_is_rebuilt(tmp_path) -> None:  # type: ignore[no-
     matrix = _unit(1_000, 16, seed=17)
     path = tmp_path / "rel.usearch"
     AnnIndex(matrix, background=False, saved=path)
-    path.write_bytes(b"not an index")
+    (saved,) = tmp_path.glob("rel-*.usearch")
+    saved.write_bytes(b"not an index")
     index = AnnIndex(matrix, background=False, saved=path)
     assert not index.loaded
     assert index.search(matrix[3], 1)[0].tolist() == [3]
@@ -143,3 +145,14 @@ def test_int8_codes_do_not_depend_on_the_block_size(monkeypatch: pytest.MonkeyPa
     blocks = Int8Scan(matrix)
     assert np.array_equal(whole._codes, blocks._codes)
     _assert_exact(blocks, matrix, _unit(5, 16, seed=20))
+
+
+def test_a_build_never_deletes_an_index_saved_after_it_began(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "rel.usearch"
+    AnnIndex(_unit(2_000, 16, seed=22), background=False, saved=path)  # newer vectors
+    (newer,) = tmp_path.glob("rel-*.usearch")
+    late = AnnIndex(_unit(2_000, 16, seed=21), background=False)  # began before it
+    late._save(late._file(path), started=newer.stat().st_mtime - 10)
+    assert newer.exists()
+    assert len(list(tmp_path.glob("rel-*.usearch"))) == 2
+    assert not list(tmp_path.glob(".*.tmp"))

@@ -94,7 +94,7 @@ def test_a_large_collection_saves_its_index_and_the_next_open_loads_it(tmp_path:
     assert store.wait_for_index("default", Kind.OBJECT, 60)
     entry = store.vectors_cache.entry(store.db, "default", Kind.OBJECT)
     assert entry.ann is not None and not entry.ann.loaded
-    assert list((tmp_path / "kg.db.ann").glob("*-object.usearch"))
+    assert list((tmp_path / "kg.db.ann").glob("*-object-*.usearch"))
     query = FakeEmbedder(16).embed_query("thing 7")
     before = store.vector_search("default", Kind.OBJECT, query, limit=5)
     engine.close()

@@ -168,3 +168,25 @@ def test_words_matched_in_pairs_fall_back_to_any_of_them(
     assert {"d4", "d5"} <= keys
     for id, score in hits:
         assert score == pytest.approx(oracle[id], rel=1e-9)
+
+
+@pytest.mark.parametrize("added", [10, 300])
+def test_scores_follow_rows_written_after_the_first_search(movies: SQLiteStore, added: int) -> None:
+    """A few new rows (the vocabulary is not read again: the new word is looked up
+    alone) or many (read again): scores stay FTS5's own."""
+    query = "title3 novel directed"
+    movies.text_search("default", Kind.OBJECT, query, limit=5)  # caches the vocabulary
+    engine = Engine(movies)
+    engine.add_objects(
+        [ObjectIn(type="Book", key=f"n{i}", properties={"name": "novel"}) for i in range(added)]
+    )
+    hits = movies.text_search("default", Kind.OBJECT, query, limit=5)
+    oracle = _plain_or(movies, query.split())
+    assert hits
+    for id, score in hits:
+        assert score == pytest.approx(oracle[id], rel=1e-9)
+
+
+def test_a_word_the_index_splits_is_scored_by_fts5(movies: SQLiteStore) -> None:
+    plan = movies.lexical.plan(movies.db, Kind.OBJECT, ["title3", "directed_by"])
+    assert not plan.rescore and '"directed_by"' in plan.match

@@ -24,10 +24,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
-import json
 import logging
 import os
 import threading
+import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -88,8 +89,9 @@ class AnnIndex:
         matrix: Unit-length float32 vectors, one per row (kept by reference to re-score
             candidates).
         background: Build in a daemon thread (True) or now (False).
-        saved: A file to load the index from when it was built from the same vectors,
-            and to save it to after a build (None: never saved).
+        saved: Where to keep the index between processes: the file used is this path
+            with a digest of the vectors and parameters added to its name; it is loaded
+            when present and written after a build (None: never saved).
     """
 
     def __init__(
@@ -123,33 +125,32 @@ class AnnIndex:
         )
 
     def _build(self) -> None:
-        digest = _digest(self._matrix) if self._saved is not None else ""
-        if self._saved is not None and self._load(self._saved, digest):
+        started = time.time()
+        path = self._file(self._saved) if self._saved is not None else None
+        if path is not None and self._load(path):
             self.loaded = True
         else:
             self._index.add(
                 np.arange(self.rows, dtype=np.uint64), self._matrix, threads=0, log=False
             )
-            if self._saved is not None:
-                self._save(self._saved, digest)
+            if path is not None:
+                self._save(path, started)
         self._ready.set()
 
-    def _meta(self, digest: str) -> dict[str, Any]:
-        return {
-            "format": _SAVED_FORMAT,
-            "rows": self.rows,
-            "dims": int(self._matrix.shape[1]),
-            "connectivity": _CONNECTIVITY,
-            "expansion_add": _EXPANSION_ADD,
-            "digest": digest,
-        }
+    def _file(self, base: Path) -> Path:
+        """The file for these vectors and parameters: ``<base stem>-<tag>.usearch``, the
+        tag a digest of both, so a file is only ever read for the vectors it was built
+        from and never needs a separate description."""
+        h = hashlib.blake2b(digest_size=12)
+        h.update(f"{_SAVED_FORMAT}:{_CONNECTIVITY}:{_EXPANSION_ADD}:".encode())
+        h.update(_digest(self._matrix).encode())
+        return base.with_name(f"{base.stem}-{h.hexdigest()}{base.suffix}")
 
-    def _load(self, path: Path, digest: str) -> bool:
-        """Load a saved index built from these very vectors; False when there is none."""
+    def _load(self, path: Path) -> bool:
+        """Load the saved index of these very vectors; False when there is none."""
+        if not path.exists():
+            return False
         try:
-            meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
-            if meta != self._meta(digest):
-                return False
             self._index.load(str(path))
         except (OSError, ValueError, RuntimeError):
             self._index = self._new_index()
@@ -159,22 +160,24 @@ class AnnIndex:
             return False
         return True
 
-    def _save(self, path: Path, digest: str) -> None:
-        """Write the index and its description (atomically; a failure only logs)."""
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    def _save(self, path: Path, started: float) -> None:
+        """Write the index atomically (a temporary file renamed), then delete the files
+        of other vectors saved before this build began (a failure only logs)."""
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._index.save(str(tmp))
             os.replace(tmp, path)
-            meta = path.with_suffix(".json")
-            meta_tmp = tmp.with_suffix(".json")
-            meta_tmp.write_text(json.dumps(self._meta(digest)), encoding="utf-8")
-            os.replace(meta_tmp, meta)
         except (OSError, RuntimeError) as exc:
             _log.warning("could not save the vector index to %s: %s", path, exc)
-            for leftover in (tmp, tmp.with_suffix(".json")):
-                with contextlib.suppress(OSError):
-                    leftover.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            return
+        stem = path.stem.rsplit("-", 1)[0]
+        for old in path.parent.glob(f"{stem}-*{path.suffix}"):
+            with contextlib.suppress(OSError):
+                if old != path and old.stat().st_mtime < started:
+                    old.unlink()
 
     @property
     def expansion_search(self) -> int:

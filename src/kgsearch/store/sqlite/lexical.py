@@ -19,7 +19,10 @@ scored again with every word of the query by BM25's own formula and constants
 (:meth:`LexicalStats.rescore`): occurrences are counted in the row's text stemmed by
 the same tokenizer, the row length comes from FTS5's ``docsize`` table and the average
 length from FTS5's totals, so each returned score is the one FTS5 gives for an OR of
-all the words. Frequent words still decide between rows holding the same rare words
+all the words (document frequencies are cached, and read again once the table's row
+count moves by a tenth: in between, a word's frequency can lag by that much). A query
+holding a word the index splits ("directed_by", a phrase to FTS5) is scored by FTS5
+alone. Frequent words still decide between rows holding the same rare words
 ("who directed Kismet": the ``directed_by`` triple, not the genre). A query made only
 of frequent words is matched with AND and scored by FTS5 alone.
 
@@ -52,6 +55,8 @@ _STEM_CACHE_SIZE = 100_000
 # (at most _MAX_PAIRED) are matched in pairs, which few rows hold.
 _ALONE_BUDGET = 3000
 _MAX_PAIRED = 6
+# The vocabulary is read again when the row count moved by more than this share.
+_RELOAD_DRIFT = 0.1
 # FTS5's bm25() constants.
 _K1 = 1.2
 _B = 0.75
@@ -86,8 +91,10 @@ class LexicalStats:
 
     def __init__(self) -> None:
         self._df: dict[tuple[str, str], int] = {}
-        self._averages: dict[str, tuple[int, float]] = {}
-        self._loaded: set[str] = set()
+        # per table, the FTS5 row count when its vocabulary was read
+        self._loaded: dict[str, int] = {}
+        # stems missing from the vocabulary read: (document count, row count then)
+        self._looked: dict[tuple[str, str], tuple[int, int]] = {}
         self._stem_cache: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
 
@@ -95,8 +102,8 @@ class LexicalStats:
         """Forget cached frequencies (after writes that may change them a lot)."""
         with self._lock:
             self._df.clear()
-            self._averages.clear()
             self._loaded.clear()
+            self._looked.clear()
 
     def _setup(self, db: Connection) -> None:
         """Create the TEMP helper tables on this connection (once per connection)."""
@@ -121,9 +128,16 @@ class LexicalStats:
         """How to run a BM25 query of several words (see the module docstring)."""
         self._setup(db)
         stems = self._stems(db, terms)
+        if any(len(stems[t]) != 1 for t in terms):
+            # a word the index splits ("directed_by") is a phrase to FTS5, with its own
+            # document count: let FTS5 score the OR of every word itself
+            return Plan(fts_query(terms) or "")
         n_rows, _ = self.averages(db, kind)
         threshold = max(_FREQUENT_FLOOR, int(n_rows * _FREQUENT_SHARE))
-        dfs = {t: min((self._frequency(db, kind, p) for p in stems[t]), default=0) for t in terms}
+        dfs = {
+            t: min((self._frequency(db, kind, p, n_rows) for p in stems[t]), default=0)
+            for t in terms
+        }
         selective = sorted((t for t in terms if dfs[t] <= threshold), key=dfs.__getitem__)
         if not selective:
             return Plan(fts_query(terms, conjunction=True) or "")
@@ -192,18 +206,13 @@ class LexicalStats:
         return [(r, ids[r], scores[r]) for r in order]
 
     def averages(self, db: Connection, kind: Kind) -> tuple[int, float]:
-        """(rows, average row length in tokens) of the FTS5 index, as bm25() sees them."""
-        with self._lock:
-            cached = self._averages.get(kind.table)
-        if cached is None:
-            row = db.one(f"SELECT block FROM {kind.table}_fts_data WHERE id = 1")
-            values = _varints(bytes(row[0])) if row and row[0] else []
-            n_rows = values[0] if values else 0
-            total = sum(values[1:])
-            cached = (n_rows, total / n_rows if n_rows and total else 1.0)
-            with self._lock:
-                self._averages[kind.table] = cached
-        return cached
+        """(rows, average row length in tokens) of the FTS5 index, as bm25() sees them
+        (read each time: one small record)."""
+        row = db.one(f"SELECT block FROM {kind.table}_fts_data WHERE id = 1")
+        values = _varints(bytes(row[0])) if row and row[0] else []
+        n_rows = values[0] if values else 0
+        total = sum(values[1:])
+        return n_rows, total / n_rows if n_rows and total else 1.0
 
     def _stems(self, db: Connection, terms: list[str]) -> dict[str, tuple[str, ...]]:
         """The index tokens of each term (stemming never changes, so they are cached)."""
@@ -227,23 +236,37 @@ class LexicalStats:
                 found[term] = self._stem_cache[term] = tuple(stems.get(index, ()))
         return found
 
-    def _frequency(self, db: Connection, kind: Kind, stem: str) -> int:
-        """Document frequency of a stem. The whole vocabulary of a table is read once
-        (one pass over the index, cheaper than many cold single-term lookups); stems
-        added since then count as rare, and ``clear()`` reloads after bulk writes."""
+    def _frequency(self, db: Connection, kind: Kind, stem: str, n_rows: int) -> int:
+        """Document frequency of a stem. The whole vocabulary of a table is read at once
+        (one pass over the index, cheaper than many cold single-term lookups) and read
+        again once the table's row count has moved by more than a tenth since; a stem
+        missing from it (new since) is looked up alone, again whenever the row count
+        changes."""
+        table = kind.table
         with self._lock:
-            loaded = kind.table in self._loaded
-        if not loaded:
+            loaded = self._loaded.get(table)
+        if loaded is None or abs(n_rows - loaded) > _RELOAD_DRIFT * max(loaded, 1):
             counts = {
-                str(r[0]): int(r[1])
-                for r in db.all(f"SELECT term, doc FROM temp.{kind.table}_fts_v")
+                str(r[0]): int(r[1]) for r in db.all(f"SELECT term, doc FROM temp.{table}_fts_v")
             }
             with self._lock:
-                for term, doc in counts.items():
-                    self._df[(kind.table, term)] = doc
-                self._loaded.add(kind.table)
+                self._df = {k: v for k, v in self._df.items() if k[0] != table}
+                self._df.update(((table, term), doc) for term, doc in counts.items())
+                self._loaded[table] = n_rows
         with self._lock:
-            return self._df.get((kind.table, stem), 0)
+            found = self._df.get((table, stem))
+            looked = self._looked.get((table, stem))
+        if found is not None:
+            return found
+        if looked is not None and looked[1] == n_rows:
+            return looked[0]
+        row = db.one(f"SELECT doc FROM temp.{table}_fts_v WHERE term = ?", (stem,))
+        count = int(row[0]) if row else 0
+        with self._lock:
+            if len(self._looked) > _STEM_CACHE_SIZE:
+                self._looked.clear()
+            self._looked[(table, stem)] = (count, n_rows)
+        return count
 
 
 def _idf(n_rows: int, df: int) -> float:

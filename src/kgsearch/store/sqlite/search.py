@@ -61,6 +61,9 @@ class VectorCache:
     ) -> None:
         self._entries: dict[tuple[str, Kind], _Entry] = {}
         self._lock = threading.Lock()
+        # one loader per (project, kind): concurrent cold searches wait for it rather
+        # than each loading a copy of the matrix and building an index of their own
+        self._loading: dict[tuple[str, Kind], threading.Lock] = {}
         self.ann_min_rows = ann_min_rows
         self.index_dir = index_dir
 
@@ -86,14 +89,20 @@ class VectorCache:
             entry = self._entries.get((project, kind))
             if entry is not None and entry.epoch == epoch:
                 return entry
-        entry = _load(db, project, kind, epoch)
-        if self.ann_min_rows is not None and len(entry.ids) >= INT8_MIN_ROWS:
-            entry.scan = Int8Scan(entry.matrix)
-        if self.ann_min_rows is not None and len(entry.ids) >= self.ann_min_rows:
-            entry.ann = AnnIndex(entry.matrix, saved=self._saved_path(project, kind))
-        with self._lock:
-            self._entries[(project, kind)] = entry
-        return entry
+            loading = self._loading.setdefault((project, kind), threading.Lock())
+        with loading:
+            with self._lock:
+                entry = self._entries.get((project, kind))
+            if entry is not None and entry.epoch == epoch:
+                return entry  # another thread loaded it meanwhile
+            entry = _load(db, project, kind, epoch)
+            if self.ann_min_rows is not None and len(entry.ids) >= INT8_MIN_ROWS:
+                entry.scan = Int8Scan(entry.matrix)
+            if self.ann_min_rows is not None and len(entry.ids) >= self.ann_min_rows:
+                entry.ann = AnnIndex(entry.matrix, saved=self._saved_path(project, kind))
+            with self._lock:
+                self._entries[(project, kind)] = entry
+            return entry
 
     def _saved_path(self, project: str, kind: Kind) -> Path | None:
         if self.index_dir is None:
