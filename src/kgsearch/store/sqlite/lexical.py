@@ -14,7 +14,7 @@ read from an ``fts5vocab`` table (cached), and a :class:`Plan` picks the candida
   beside a rarer word (so that they count in FTS5's ranking of those rows).
 
 FTS5 ranks the rows that match (when they are fewer than asked, the rows holding any
-of the non-frequent words), and the best few (4 × the limit, at least 100) are
+of the non-frequent words), and the best few (3 × the limit, at least 90) are
 scored again with every word of the query by BM25's own formula and constants
 (:meth:`LexicalStats.rescore`): occurrences are counted in the row's text stemmed by
 the same tokenizer, the row length comes from FTS5's ``docsize`` table and the average

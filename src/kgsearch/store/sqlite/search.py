@@ -30,8 +30,8 @@ __all__ = ["VectorCache", "stored_vectors", "text_search", "vector_search"]
 
 _MAX_LIMIT = 1000
 # Candidates ranked before frequent words are added to their scores (at least).
-_RESCORE_POOL = 100
-_RESCORE_FACTOR = 4
+_RESCORE_POOL = 90
+_RESCORE_FACTOR = 3
 
 
 @dataclass
