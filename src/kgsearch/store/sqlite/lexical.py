@@ -72,6 +72,8 @@ class Plan:
     rescore: tuple[tuple[tuple[str, ...], float], ...] = ()
     # When ``match`` finds fewer rows than asked: an OR of every selective word.
     fallback: str | None = None
+    # FTS5's average row length when the plan was made (re-scoring needs it too).
+    avgdl: float = 1.0
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -132,7 +134,7 @@ class LexicalStats:
             # a word the index splits ("directed_by") is a phrase to FTS5, with its own
             # document count: let FTS5 score the OR of every word itself
             return Plan(fts_query(terms) or "")
-        n_rows, _ = self.averages(db, kind)
+        n_rows, avgdl = self.averages(db, kind)
         threshold = max(_FREQUENT_FLOOR, int(n_rows * _FREQUENT_SHARE))
         dfs = {
             t: min((self._frequency(db, kind, p, n_rows) for p in stems[t]), default=0)
@@ -164,6 +166,7 @@ class LexicalStats:
             " OR ".join(match),
             tuple((stems[t], _idf(n_rows, dfs[t])) for t in terms if stems[t]),
             fts_query(selective) if paired or len(alone) < len(selective) else None,
+            avgdl,
         )
 
     def rescore(
@@ -171,11 +174,12 @@ class LexicalStats:
         db: Connection,
         kind: Kind,
         ranked: Sequence[tuple[int, str, float]],
-        words: Sequence[tuple[tuple[str, ...], float]],
+        plan: Plan,
     ) -> list[tuple[int, str, float]]:
         """(rowid, id, score) best first, each score recomputed as FTS5's BM25 of an OR
-        of ``words`` (index tokens, idf): occurrences counted in the row's text stemmed
+        of the plan's words (index tokens, idf): occurrences counted in the row's text stemmed
         by the index's tokenizer, length from FTS5's ``docsize`` table."""
+        words, avgdl = plan.rescore, plan.avgdl
         if not ranked or not words:
             return list(ranked)
         rowids = [r[0] for r in ranked]
@@ -190,7 +194,6 @@ class LexicalStats:
         wanted = {p for parts, _ in words for p in parts}
         # per distinct word, only the query's tokens it yields (most words yield none)
         useful = {w: [t for t in ts if t in wanted] for w, ts in stems.items()}
-        _, avgdl = self.averages(db, kind)
         scores: dict[int, float] = {}
         for rowid, ws in texts.items():
             counts = Counter([t for w in ws for t in useful[w]])

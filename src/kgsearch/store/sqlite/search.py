@@ -259,7 +259,7 @@ def text_search(
     if len(ranked) < limit and plan.fallback is not None:
         ranked = _ranked(db, project, kind, plan.fallback, wanted, filters)
     if plan.rescore and lexical is not None:
-        ranked = lexical.rescore(db, kind, ranked, plan.rescore)
+        ranked = lexical.rescore(db, kind, ranked, plan)
     return [(id, score) for _, id, score in ranked[:limit]]
 
 
