@@ -73,8 +73,8 @@ _CONNECTIVITY = 16
 _EXPANSION_ADD = 128
 # Graph texts are often near-duplicates ("X starred actors Y" × thousands): on 1M
 # relationships made of perturbed copies of the MetaQA vectors (bench_latency.py, part
-# scale), real questions reached recall@10 0.94 at a beam of 256, 0.97 at 512 and 0.98
-# at 1024 (int8 graph, 30 candidates re-scored), 2–6 ms per query at 1024.
+# scale), real questions reached recall@10 0.94 at a beam of 256 and 0.98 at 1024
+# (int8 graph, candidates re-scored in float32).
 _EXPANSION_SEARCH = 1024
 # The int8 graph returns at least this many candidates for float32 re-scoring.
 _ANN_RESCORE = 30
