@@ -132,6 +132,13 @@ def test_text_beyond_max_tokens_is_ignored(embedder: BundledEmbedder) -> None:
     )
 
 
+def test_pool_threads_stop_spinning_when_a_run_returns(embedder: BundledEmbedder) -> None:
+    # a spinning pool would take a core from the search legs that follow a query
+    embedder.embed_query("warm up")
+    options = embedder._get_session().get_session_options()
+    assert options.get_session_config_entry("session.force_spinning_stop") == "1"
+
+
 def test_concurrent_first_use_from_threads_gives_sequential_results() -> None:
     texts = ["Ada works for Acme", "The recipe needs two eggs", "Rivers flood", ""]
     shared = BundledEmbedder()

@@ -160,7 +160,9 @@ def _collect(lists: RankedLists) -> dict[str, list[LegHit]]:
             if key in seen:
                 continue
             seen.add(key)
-            hits.setdefault(key, []).append(LegHit(leg=leg, rank=len(seen), score=score))
+            # built without validation: leg, rank and score are already a str, int and float
+            hit = LegHit.model_construct(leg=leg, rank=len(seen), score=float(score))
+            hits.setdefault(key, []).append(hit)
     return hits
 
 

@@ -341,8 +341,13 @@ class OnnxCrossEncoder:
             raise ConfigError(f"batch_size must be >= 1 (got {batch_size})")
         try:
             self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+            options = onnxruntime.SessionOptions()
+            # no busy-waiting once a run returns: the next request needs the cores
+            options.add_session_config_entry("session.force_spinning_stop", "1")
             self._session = onnxruntime.InferenceSession(
-                str(model_dir / "model.onnx"), providers=["CPUExecutionProvider"]
+                str(model_dir / "model.onnx"),
+                sess_options=options,
+                providers=["CPUExecutionProvider"],
             )
         except Exception as exc:
             raise ConfigError(f"cannot load cross-encoder from {str(model_dir)!r}: {exc}") from exc

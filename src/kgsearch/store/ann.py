@@ -64,6 +64,7 @@ ANN_MIN_ROWS = 400_000
 _RESCORE = 100
 # Parallel parts of the int8 scan: at most this many threads, each at least this many rows.
 _MAX_THREADS = 2
+_CPUS = os.cpu_count() or 1
 _PART_MIN_ROWS = 250_000
 # Rows quantized to int8 at a time (bounds the temporary memory).
 _QUANTIZE_ROWS = 65_536
@@ -279,7 +280,7 @@ class Int8Scan:
 
 def _parts(rows: int, threads: int) -> list[tuple[int, int]]:
     """Row ranges scanned in parallel: one per thread, none under :data:`_PART_MIN_ROWS`."""
-    wanted = threads or min(_MAX_THREADS, os.cpu_count() or 1)
+    wanted = threads or min(_MAX_THREADS, _CPUS)
     n = max(1, min(wanted, rows // _PART_MIN_ROWS))
     bounds = [rows * i // n for i in range(n + 1)]
     return list(itertools.pairwise(bounds))

@@ -16,10 +16,11 @@ read from an ``fts5vocab`` table (cached), and a :class:`Plan` picks the candida
 FTS5 ranks the rows that match (when they are fewer than asked, the rows holding any
 of the non-frequent words), and the best few (3 × the limit, at least 90) are
 scored again with every word of the query by BM25's own formula and constants
-(:meth:`LexicalStats.rescore`): occurrences are counted in the row's text stemmed by
-the same tokenizer, the row length comes from FTS5's ``docsize`` table and the average
-length from FTS5's totals, so each returned score is the one FTS5 gives for an OR of
-all the words (document frequencies are cached, and read again once the table's row
+(:meth:`LexicalStats.rescore`): the candidates' texts are indexed again in a small
+temporary FTS5 table with the same tokenizer, whose vocabulary counts each word's
+occurrences per row and whose ``docsize`` gives the row lengths, and the average
+length comes from FTS5's totals, so each returned score is the one FTS5 gives for an OR
+of all the words (document frequencies are cached, and read again once the table's row
 count moves by a tenth: in between, a word's frequency can lag by that much). A query
 holding a word the index splits ("directed_by", a phrase to FTS5) is scored by FTS5
 alone. Frequent words still decide between rows holding the same rare words
@@ -35,7 +36,6 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -119,6 +119,15 @@ class LexicalStats:
             "CREATE VIRTUAL TABLE IF NOT EXISTS temp.kg_terms_v USING "
             "fts5vocab(temp, kg_terms, instance)"
         )
+        # the candidates being re-scored, indexed again to count their words
+        db.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.kg_rows USING fts5(text, content='', "
+            f"tokenize='{_TOKENIZER}')"
+        )
+        db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.kg_rows_v USING "
+            "fts5vocab(temp, kg_rows, instance)"
+        )
         for kind in Kind:
             db.execute(
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{kind.table}_fts_v USING "
@@ -177,30 +186,47 @@ class LexicalStats:
         plan: Plan,
     ) -> list[tuple[int, str, float]]:
         """(rowid, id, score) best first, each score recomputed as FTS5's BM25 of an OR
-        of the plan's words (index tokens, idf): occurrences counted in the row's text stemmed
-        by the index's tokenizer, length from FTS5's ``docsize`` table."""
+        of the plan's words (index tokens, idf).
+
+        The candidates' texts are indexed again in a temporary contentless FTS5 table
+        with the same tokenizer, which yields the same tokens and row lengths as the
+        main index; its ``instance`` vocabulary counts each query token per row.
+        """
         words, avgdl = plan.rescore, plan.avgdl
         if not ranked or not words:
             return list(ranked)
+        self._setup(db)
         rowids = [r[0] for r in ranked]
-        rows = db.all(
-            f"SELECT t.rowid, t.text, d.sz FROM {kind.table} t JOIN {kind.table}_fts_docsize d "
-            f"ON d.id = t.rowid WHERE t.rowid IN ({placeholders(len(rowids))})",
-            rowids,
-        )
-        texts = {int(r[0]): str(r[1]).lower().split() for r in rows}
-        sizes = {int(r[0]): (_varints(r[2]) or [0])[0] for r in rows}
-        stems = self._stems(db, list({w for ws in texts.values() for w in ws}))
-        wanted = {p for parts, _ in words for p in parts}
-        # per distinct word, only the query's tokens it yields (most words yield none)
-        useful = {w: [t for t in ts if t in wanted] for w, ts in stems.items()}
+        wanted = sorted({p for parts, _ in words for p in parts})
+        counts: dict[int, dict[str, int]] = {}
+        with db.transaction(immediate=False):
+            db.execute("INSERT INTO temp.kg_rows(kg_rows) VALUES ('delete-all')")
+            db.execute(
+                f"INSERT INTO temp.kg_rows(rowid, text) SELECT rowid, text FROM main.{kind.table} "
+                f"WHERE rowid IN ({placeholders(len(rowids))})",
+                rowids,
+            )
+            for doc, term, n in db.all(
+                "SELECT doc, term, count(*) FROM temp.kg_rows_v "
+                f"WHERE term IN ({placeholders(len(wanted))}) GROUP BY doc, term",
+                wanted,
+            ):
+                counts.setdefault(int(doc), {})[str(term)] = int(n)
+            sizes = {
+                int(r[0]): (_varints(r[1]) or [0])[0]
+                for r in db.all("SELECT id, sz FROM temp.kg_rows_docsize")
+            }
         scores: dict[int, float] = {}
-        for rowid, ws in texts.items():
-            counts = Counter([t for w in ws for t in useful[w]])
+        for rowid in rowids:
+            found = counts.get(rowid, {})
             norm = _K1 * (1 - _B + _B * sizes.get(rowid, avgdl) / avgdl)
             score = 0.0
             for parts, idf in words:
-                tf = counts[parts[0]] if len(parts) == 1 else min(counts[p] for p in parts)
+                tf = (
+                    found.get(parts[0], 0)
+                    if len(parts) == 1
+                    else min(found.get(p, 0) for p in parts)
+                )
                 if tf:
                     score += idf * tf * (_K1 + 1) / (tf + norm)
             scores[rowid] = score

@@ -247,8 +247,8 @@ def text_search(
     if not 1 <= limit <= _MAX_LIMIT:
         raise InvalidRequest(f"limit must be between 1 and {_MAX_LIMIT}")
     terms = query_terms(query)
-    if not terms:
-        return []
+    if not terms or db.one(f"SELECT 1 FROM {kind.table}_fts_docsize LIMIT 1") is None:
+        return []  # nothing to match, or nothing indexed (a project without chunks)
     if lexical is None or len(terms) == 1 or prefix:
         plan = Plan(fts_query(terms, prefix=prefix) or "")
     else:
