@@ -71,3 +71,21 @@ def test_no_index_on_an_empty_store(pg_factory: Any) -> None:
     store.set_embedding_model("fake:32", 32)
     assert store.build_indexes() == []
     assert not vector_index_exists(store.db, Kind.OBJECT)
+
+
+def test_connections_search_with_the_configured_beam_and_widen_it_for_larger_limits(
+    pg_factory: Any,
+) -> None:
+    store = PostgresStore(pg_factory.postgres_store_url() + "&ef_search=10", index_min_rows=50)
+    pg_factory.track(store)
+    fill(store, 200)
+    assert vector_index_exists(store.db, Kind.OBJECT)
+    row = store.db.one("SHOW hnsw.ef_search")
+    assert row is not None and row["hnsw.ef_search"] == "10"
+    query = FakeEmbedder(32).embed_query("thing 7 alpha")
+    # a beam of 10 returns at most 10 rows from the index; a limit of 40 must widen it
+    # (or fall back to the exact scan), never come back short
+    hits = store.vector_search("default", Kind.OBJECT, query, limit=40)
+    assert len(hits) == 40
+    assert store.db.one("SHOW hnsw.ef_search") == row  # SET LOCAL did not leak
+    assert len(store.vector_search("default", Kind.OBJECT, query, limit=10)) == 10

@@ -143,11 +143,14 @@ class Connection:
         url: A libpq URL (kgsearch's own parameters already removed).
         schema: The schema every connection's ``search_path`` starts with.
         pool_size: Most connections kept open.
+        ef_search: Each connection's HNSW search beam (``hnsw.ef_search``), so a vector
+            query whose limit fits in it needs no ``SET LOCAL`` (and no transaction).
     """
 
-    def __init__(self, url: str, schema: str, pool_size: int) -> None:
+    def __init__(self, url: str, schema: str, pool_size: int, ef_search: int = 200) -> None:
         self.url = url
         self.schema = schema
+        self.ef_search = ef_search
         self._local = threading.local()
         try:
             with psycopg.connect(url, autocommit=True) as conn:
@@ -170,7 +173,10 @@ class Connection:
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         path = ", ".join(f'"{s}"' for s in dict.fromkeys([self.schema, self.vector_schema]))
-        conn.execute(f"SET search_path TO {path}, public; SET TIME ZONE 'UTC'")
+        conn.execute(
+            f"SET search_path TO {path}, public; SET TIME ZONE 'UTC'; "
+            f"SET hnsw.ef_search = {int(self.ef_search)}; SET ivfflat.probes = 10"
+        )
         register_vector(conn)
 
     def close(self) -> None:

@@ -115,9 +115,9 @@ def vector_search(
     indexed: bool,
     filters: Filters | None = None,
     ids: Sequence[str] | None = None,
-    ef_search: int = 200,
 ) -> list[tuple[str, float]]:
-    """Top-``limit`` embedded rows by cosine similarity (1 − cosine distance)."""
+    """Top-``limit`` embedded rows by cosine similarity (1 − cosine distance); the HNSW
+    beam is the connection's ``ef_search``, widened to the limit when that is larger."""
     if not 1 <= limit <= _MAX_LIMIT:
         raise InvalidRequest(f"limit must be between 1 and {_MAX_LIMIT}")
     query = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -137,15 +137,19 @@ def vector_search(
         base += " AND t.id = ANY(%s)"
         params = [*params, list(ids)]
     if indexed and ids is None:
-        with db.transaction() as conn:
-            conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(ef_search, limit))}")
-            conn.execute("SET LOCAL ivfflat.probes = 10")
-            rows = conn.execute(
-                f"SELECT t.id, coalesce(1 - (t.vector::vector({int(dims)}) <=> "
-                f"%s::vector({int(dims)})), 0) AS score {base} "
-                f"ORDER BY t.vector::vector({int(dims)}) <=> %s::vector({int(dims)}) LIMIT %s",
-                (query, project, *params, query, limit),
-            ).fetchall()
+        indexed_sql = (
+            f"SELECT t.id, coalesce(1 - (t.vector::vector({int(dims)}) <=> "
+            f"%s::vector({int(dims)})), 0) AS score {base} "
+            f"ORDER BY t.vector::vector({int(dims)}) <=> %s::vector({int(dims)}) LIMIT %s"
+        )
+        args = (query, project, *params, query, limit)
+        if limit <= db.ef_search:
+            # the connection's own beam (set when it was opened) is wide enough
+            rows = db.all(indexed_sql, args)
+        else:
+            with db.transaction() as conn:
+                conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, limit)}")
+                rows = conn.execute(indexed_sql, args).fetchall()
         if len(rows) == limit:
             return [(r["id"], float(r["score"])) for r in rows]
     rows = db.all(

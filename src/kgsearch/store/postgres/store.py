@@ -102,7 +102,7 @@ class PostgresStore(GraphWrites, ApiKeys):
         self.url = url
         self.options = options
         self.index_min_rows = index_min_rows
-        self.db = Connection(libpq, options.schema, options.pool_size)
+        self.db = Connection(libpq, options.schema, options.pool_size, options.ef_search)
         self.lexical = search.LexicalStats()
         self._indexed: dict[Kind, tuple[float, bool]] = {}
         self._meta_cache: dict[str, tuple[float, str | None]] = {}
@@ -595,7 +595,6 @@ class PostgresStore(GraphWrites, ApiKeys):
             indexed=self._has_index(kind),
             filters=filters,
             ids=ids,
-            ef_search=self.options.ef_search,
         )
 
     def text_search(
