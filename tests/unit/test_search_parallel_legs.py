@@ -1,9 +1,11 @@
-"""BM25 legs in a worker thread beside the vector legs: same response as one by one."""
+"""Legs in worker threads (BM25 always; vector legs where the store asks for it): the
+same response as one leg after another, on every store."""
 
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
+import threading
+from typing import Any
 
 import pytest
 
@@ -11,16 +13,14 @@ from kgsearch.engine import Engine
 from kgsearch.model import ObjectIn, RelationshipIn
 from kgsearch.search import methods
 from kgsearch.search.request import SearchRequest
-from kgsearch.store.sqlite import SQLiteStore
+from kgsearch.store.base import Store
 from kgsearch.testing import FakeEmbedder
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
 
 
-def test_parallel_and_serial_legs_give_the_same_response(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    engine = Engine(SQLiteStore(str(tmp_path / "kg.db")), embedder=FakeEmbedder(16))
+def filled(store: Store) -> Engine:
+    engine = Engine(store, embedder=FakeEmbedder(16))
     objects = engine.add_objects(
         [
             ObjectIn(type="Thing", key=f"k{i}", properties={"name": f"{w} {WORDS[i % 3]}"})
@@ -34,6 +34,13 @@ def test_parallel_and_serial_legs_give_the_same_response(
         ]
     )
     engine.embed_pending()
+    return engine
+
+
+def test_parallel_and_serial_legs_give_the_same_response(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = filled(store)
     for query in ("alpha bravo", "charlie near delta", "golf"):
         request = SearchRequest(query=query, limit=5, include_debug=True)
         monkeypatch.setattr(methods, "_PARALLEL_LEGS", True)
@@ -43,3 +50,24 @@ def test_parallel_and_serial_legs_give_the_same_response(
         assert parallel.results == serial.results
         assert parallel.metadata["legs"] == serial.metadata["legs"]
         assert parallel.debug == serial.debug
+
+
+def test_vector_legs_leave_the_calling_thread_only_where_the_store_asks(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = filled(store)
+    threads: list[str] = []
+    search = store.vector_search
+
+    def recording(*args: Any, **kwargs: Any) -> list[tuple[str, float]]:
+        threads.append(threading.current_thread().name)
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(store, "vector_search", recording)
+    engine.search(SearchRequest(query="alpha bravo", limit=5))
+    assert len(threads) == 3  # objects, relationships, chunks
+    caller = threading.current_thread().name
+    if store.parallel_vector_legs:
+        assert all(name.startswith("kgsearch-legs") for name in threads)
+    else:
+        assert threads == [caller] * 3

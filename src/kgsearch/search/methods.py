@@ -94,7 +94,7 @@ def _leg_pool() -> ThreadPoolExecutor:
     global _LEG_POOL
     with _LEG_POOL_LOCK:
         if _LEG_POOL is None:
-            _LEG_POOL = ThreadPoolExecutor(4, thread_name_prefix="kgsearch-legs")
+            _LEG_POOL = ThreadPoolExecutor(8, thread_name_prefix="kgsearch-legs")
         return _LEG_POOL
 
 
@@ -190,11 +190,15 @@ def scope_legs(
     # Each BM25 leg runs in a worker thread of its own beside the vector legs: SQLite
     # (through a connection per thread) and the int8 scan both release the GIL, so on 2
     # cores scans overlap BM25 queries (the scan itself is single-threaded below
-    # 2 × 250k rows, see ann.py). Name lookups are index probes and run inline.
+    # 2 × 250k rows, see ann.py). Vector legs run side by side too where the store
+    # says they are server queries (PostgreSQL); in-process scans run one after the
+    # other in the calling thread. Name lookups are index probes and run inline.
     if vector_jobs and lexical_jobs and _PARALLEL_LEGS:
         pool = _leg_pool()
-        lexical = [pool.submit(_run, [job]) for job in lexical_jobs]
-        results = _run(lookup_jobs + vector_jobs) + [r for f in lexical for r in f.result()]
+        inline = lookup_jobs if store.parallel_vector_legs else lookup_jobs + vector_jobs
+        pooled = lexical_jobs + (vector_jobs if store.parallel_vector_legs else [])
+        futures = [pool.submit(_run, [job]) for job in pooled]
+        results = _run(inline) + [r for f in futures for r in f.result()]
     else:
         results = _run(lookup_jobs + vector_jobs) + _run(lexical_jobs)
     # Legs keep the order they always had (per scope: vector, hinted, bm25), so

@@ -181,6 +181,11 @@ class Store(Protocol):
     """
 
     url: str
+    # Whether one search's vector legs should run side by side. True where each leg is
+    # a query to a database server (on a connection of its own, so the server works on
+    # them at once); False for an in-process scan, which is bound by memory bandwidth
+    # and the GIL, so that running two at once only adds contention on a small machine.
+    parallel_vector_legs: bool
 
     # lifecycle -----------------------------------------------------------
     def migrate(self) -> list[str]:

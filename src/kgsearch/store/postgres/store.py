@@ -95,6 +95,9 @@ class PostgresStore(GraphWrites, ApiKeys):
         index_min_rows: Build the vector index once a kind holds this many vectors.
     """
 
+    # each vector leg is a query on a pooled connection: see Store.parallel_vector_legs
+    parallel_vector_legs = True
+
     def __init__(
         self, url: str, *, migrate: bool = True, index_min_rows: int = search.INDEX_MIN_ROWS
     ) -> None:

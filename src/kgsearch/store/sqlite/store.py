@@ -108,6 +108,9 @@ class SQLiteStore:
             are unchanged.
     """
 
+    # vector legs are in-process scans: see Store.parallel_vector_legs
+    parallel_vector_legs = False
+
     def __init__(
         self, path: str, *, migrate: bool = True, ann_min_rows: int | None = ANN_MIN_ROWS
     ) -> None:
