@@ -226,7 +226,10 @@ def run_search(url: str, n: int) -> str:
         f"{len(requests)} MetaQA questions as unified searches (objects + relationships, "
         "vector + BM25 each, RRF), limit 10, after warm-up, on the full MetaQA graph "
         "(43k objects, 129k relationships) embedded with the bundled model; the exact-scan "
-        "row uses the first 50 questions. Times exclude query embedding.\n\n"
+        "row uses the first 50 questions. Times exclude query embedding. The per-scope "
+        "rows add up each leg's own time; legs run side by side (the BM25 legs on both "
+        "stores, and on PostgreSQL the vector legs too), so they can sum to more than the "
+        "total.\n\n"
         + table(["store", "timing", "p50 ms", "p95 ms"], rows)
         + f"\n\nHNSW indexes (m = 24, ef_construction = 128; built in {build_seconds:.0f} s "
         "for both kinds; the searches above use the "
