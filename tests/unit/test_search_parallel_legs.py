@@ -71,3 +71,24 @@ def test_vector_legs_leave_the_calling_thread_only_where_the_store_asks(
         assert all(name.startswith("kgsearch-legs") for name in threads)
     else:
         assert threads == [caller] * 3
+
+
+def test_a_search_inside_a_write_transaction_sees_its_rows_and_never_hangs(
+    store: Store,
+) -> None:
+    # Legs in worker threads would neither see the uncommitted row nor, on an in-memory
+    # SQLite store (one connection, held by the transaction), get a connection at all.
+    engine = filled(store)
+    found: list[list[str]] = []
+
+    def search_in_transaction() -> None:
+        with store.transaction():
+            engine.add_objects([ObjectIn(type="Thing", key="new", properties={"name": "zulu"})])
+            response = engine.search(SearchRequest(query="zulu", limit=10))
+            found.append([getattr(r, "key", "") for r in response.results])
+
+    worker = threading.Thread(target=search_in_transaction, daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "the search deadlocked inside the transaction"
+    assert found and "new" in found[0]

@@ -192,8 +192,11 @@ def scope_legs(
     # cores scans overlap BM25 queries (the scan itself is single-threaded below
     # 2 × 250k rows, see ann.py). Vector legs run side by side too where the store
     # says they are server queries (PostgreSQL); in-process scans run one after the
-    # other in the calling thread. Name lookups are index probes and run inline.
-    if vector_jobs and lexical_jobs and _PARALLEL_LEGS:
+    # other in the calling thread. Name lookups are index probes and run inline. Inside
+    # the caller's own write transaction every leg runs in the calling thread: only it
+    # sees the transaction's writes (and an in-memory SQLite store has one connection,
+    # which the transaction holds).
+    if vector_jobs and lexical_jobs and _PARALLEL_LEGS and not store.in_transaction:
         pool = _leg_pool()
         inline = lookup_jobs if store.parallel_vector_legs else lookup_jobs + vector_jobs
         pooled = lexical_jobs + (vector_jobs if store.parallel_vector_legs else [])

@@ -200,6 +200,12 @@ class Store(Protocol):
         """A write transaction; nested calls join the outer one."""
         ...
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the calling thread is inside :meth:`transaction` (its reads then see
+        its own uncommitted writes, which other threads cannot)."""
+        ...
+
     def bulk_load(self) -> AbstractContextManager[None]:
         """A write transaction tuned for loading many rows (indexes rebuilt at the end)."""
         ...

@@ -163,6 +163,11 @@ class PostgresStore(GraphWrites, ApiKeys):
         """A write transaction; nested calls join the outer one."""
         return self.db.transaction()
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the calling thread is inside :meth:`transaction`."""
+        return self.db.in_transaction
+
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """One transaction for a large load; statistics and indexes refreshed after it.

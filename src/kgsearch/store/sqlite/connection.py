@@ -78,7 +78,7 @@ class Connection:
         is returned for an in-memory database, and inside a transaction the calling
         thread holds here, so that the transaction's own writes are seen.
         """
-        if self._readers is None or (self._depth and self._owner == threading.get_ident()):
+        if self._readers is None or self.held_here:
             return self
         conn: Connection | None = getattr(self._local, "conn", None)
         if conn is None:
@@ -90,6 +90,11 @@ class Connection:
                     self._readers.remove((thread, old))
                 self._readers.append((threading.current_thread(), conn))
         return conn
+
+    @property
+    def held_here(self) -> bool:
+        """Whether the calling thread is inside a :meth:`transaction` of this connection."""
+        return bool(self._depth) and self._owner == threading.get_ident()
 
     @contextmanager
     def transaction(self, *, immediate: bool = True) -> Iterator[None]:

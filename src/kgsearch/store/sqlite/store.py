@@ -164,6 +164,11 @@ class SQLiteStore:
         """A write transaction; nested calls join the outer one."""
         return self.db.transaction()
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the calling thread is inside :meth:`transaction`."""
+        return self.db.held_here
+
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """A write transaction tuned for loading many rows at once.
