@@ -374,6 +374,8 @@ def main() -> None:
         help="times the MetaQA questions are searched (one pass is noisy on a shared machine)",
     )
     args = parser.parse_args()
+    if args.passes < 1:
+        parser.error("--passes must be at least 1")
     if args.part in ("metaqa", "all"):
         body = run_metaqa(args.queries, args.passes)
         print(body)

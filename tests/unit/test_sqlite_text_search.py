@@ -190,3 +190,39 @@ def test_scores_follow_rows_written_after_the_first_search(movies: SQLiteStore, 
 def test_a_word_the_index_splits_is_scored_by_fts5(movies: SQLiteStore) -> None:
     plan = movies.lexical.plan(movies.db, Kind.OBJECT, ["title3", "directed_by"])
     assert not plan.rescore and '"directed_by"' in plan.match
+
+
+def test_rescoring_inside_a_rolled_back_transaction_keeps_working_after(
+    movies: SQLiteStore,
+) -> None:
+    # the first search on this connection creates the TEMP helper tables inside the
+    # transaction; the rollback drops them, and later searches must create them again
+    fresh = SQLiteStore(movies.path)
+    query = "directed title7"
+    with pytest.raises(RuntimeError), fresh.transaction():
+        assert fresh.text_search("default", Kind.OBJECT, query, limit=5)
+        raise RuntimeError("roll back")
+    with fresh.transaction():  # on the same connection again (outside one, a reader's)
+        hits = fresh.text_search("default", Kind.OBJECT, query, limit=5)
+    oracle = _plain_or(fresh, query.split())
+    assert hits and all(score == pytest.approx(oracle[id], rel=1e-9) for id, score in hits)
+    fresh.close()
+
+
+def test_a_row_deleted_between_ranking_and_rescoring_is_not_returned(
+    movies: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kgsearch.store.sqlite import search
+
+    query = "directed title7"
+    first = movies.text_search("default", Kind.OBJECT, query, limit=5)[0][0]
+    ranked = search._ranked
+
+    def then_delete(*args: object, **kwargs: object) -> list[tuple[int, str, float]]:
+        rows = ranked(*args, **kwargs)  # type: ignore[arg-type]
+        Engine(movies).delete("object", [first])
+        return rows
+
+    monkeypatch.setattr(search, "_ranked", then_delete)
+    hits = movies.text_search("default", Kind.OBJECT, query, limit=5)
+    assert hits and first not in [i for i, _ in hits]

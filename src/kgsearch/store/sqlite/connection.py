@@ -92,6 +92,11 @@ class Connection:
         return conn
 
     @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open on this connection (in any thread)."""
+        return self._db.in_transaction
+
+    @property
     def held_here(self) -> bool:
         """Whether the calling thread is inside a :meth:`transaction` of this connection."""
         return bool(self._depth) and self._owner == threading.get_ident()

@@ -133,7 +133,10 @@ class LexicalStats:
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{kind.table}_fts_v USING "
                 f"fts5vocab(main, {kind.table}_fts, row)"
             )
-        db.temp_tables.add("kg_terms")
+        if not db.in_transaction:
+            # tables created inside a transaction vanish if it rolls back: only those
+            # created outside one are known to stay (until then, each call re-checks)
+            db.temp_tables.add("kg_terms")
 
     def plan(self, db: Connection, kind: Kind, terms: list[str]) -> Plan:
         """How to run a BM25 query of several words (see the module docstring)."""
@@ -203,7 +206,7 @@ class LexicalStats:
             db.execute("INSERT INTO temp.kg_rows(kg_rows) VALUES ('delete-all')")
             db.execute(
                 f"INSERT INTO temp.kg_rows(rowid, text) SELECT rowid, text FROM main.{kind.table} "
-                f"WHERE rowid IN ({placeholders(len(rowids))})",
+                f"WHERE rowid IN ({placeholders(len(rowids))}) AND deleted_at IS NULL",
                 rowids,
             )
             for doc, term, n in db.all(
@@ -218,8 +221,10 @@ class LexicalStats:
             }
         scores: dict[int, float] = {}
         for rowid in rowids:
+            if rowid not in sizes:
+                continue  # deleted since it was ranked
             found = counts.get(rowid, {})
-            norm = _K1 * (1 - _B + _B * sizes.get(rowid, avgdl) / avgdl)
+            norm = _K1 * (1 - _B + _B * sizes[rowid] / avgdl)
             score = 0.0
             for parts, idf in words:
                 tf = (
