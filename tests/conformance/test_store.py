@@ -591,6 +591,27 @@ def test_text_search_follows_relationship_and_chunk_updates(engine: Engine) -> N
     assert ids(search("default", Kind.CHUNK, "narwhal", limit=5)) == ["c1"]
 
 
+def test_text_search_ranks_by_every_word_and_matches_a_prefix_only_when_asked(
+    engine: Engine,
+) -> None:
+    chunks = engine.add_chunks(
+        [
+            ChunkIn(id="both", text="walrus tusks"),
+            ChunkIn(id="one", text="walrus flippers"),
+            ChunkIn(id="other", text="narwhal tusks tusks"),
+            ChunkIn(id="none", text="penguin"),
+        ]
+    )
+    assert len(chunks) == 4
+    search = engine.store.text_search
+    ranked = ids(search("default", Kind.CHUNK, "walrus tusks", limit=5))
+    assert ranked[0] == "both" and set(ranked) == {"both", "one", "other"}
+    assert search("default", Kind.CHUNK, "walr", limit=5) == []
+    assert set(ids(search("default", Kind.CHUNK, "walr", limit=5, prefix=True))) == {"both", "one"}
+    prefixed = ids(search("default", Kind.CHUNK, "tusks walr", limit=5, prefix=True))
+    assert prefixed[0] == "both" and set(prefixed) == {"both", "one", "other"}
+
+
 def test_text_search_finds_revived_rows_again(engine: Engine) -> None:
     [ada] = engine.add_objects([person("ada", "Zebulon")])
     engine.delete("object", [ada.id])
