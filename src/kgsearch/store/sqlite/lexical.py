@@ -109,24 +109,17 @@ class LexicalStats:
 
     def _setup(self, db: Connection) -> None:
         """Create the TEMP helper tables on this connection (once per connection)."""
-        if "kg_terms" in db.temp_tables:
+        if "kg_scratch" in db.temp_tables:
             return
+        # a scratch index with the main indexes' tokenizer: query words are stemmed in
+        # it, and the candidates being re-scored are indexed in it to count their words
         db.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.kg_terms USING fts5(text, "
-            f"tokenize='{_TOKENIZER}')"
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.kg_scratch USING fts5(text, "
+            f"content='', tokenize='{_TOKENIZER}')"
         )
         db.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.kg_terms_v USING "
-            "fts5vocab(temp, kg_terms, instance)"
-        )
-        # the candidates being re-scored, indexed again to count their words
-        db.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.kg_rows USING fts5(text, content='', "
-            f"tokenize='{_TOKENIZER}')"
-        )
-        db.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.kg_rows_v USING "
-            "fts5vocab(temp, kg_rows, instance)"
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.kg_scratch_v USING "
+            "fts5vocab(temp, kg_scratch, instance)"
         )
         for kind in Kind:
             db.execute(
@@ -136,7 +129,7 @@ class LexicalStats:
         if not db.in_transaction:
             # tables created inside a transaction vanish if it rolls back: only those
             # created outside one are known to stay (until then, each call re-checks)
-            db.temp_tables.add("kg_terms")
+            db.temp_tables.add("kg_scratch")
 
     def plan(self, db: Connection, kind: Kind, terms: list[str]) -> Plan:
         """How to run a BM25 query of several words (see the module docstring)."""
@@ -191,9 +184,9 @@ class LexicalStats:
         """(rowid, id, score) best first, each score recomputed as FTS5's BM25 of an OR
         of the plan's words (index tokens, idf).
 
-        The candidates' texts are indexed again in a temporary contentless FTS5 table
-        with the same tokenizer, which yields the same tokens and row lengths as the
-        main index; its ``instance`` vocabulary counts each query token per row.
+        The candidates' texts are indexed again in the scratch index (same tokenizer,
+        so the same tokens and row lengths as the main index); its ``instance``
+        vocabulary counts each query token per row.
         """
         words, avgdl = plan.rescore, plan.avgdl
         if not ranked or not words:
@@ -203,21 +196,22 @@ class LexicalStats:
         wanted = sorted({p for parts, _ in words for p in parts})
         counts: dict[int, dict[str, int]] = {}
         with db.transaction(immediate=False):
-            db.execute("INSERT INTO temp.kg_rows(kg_rows) VALUES ('delete-all')")
+            self._clear_scratch(db)
             db.execute(
-                f"INSERT INTO temp.kg_rows(rowid, text) SELECT rowid, text FROM main.{kind.table} "
-                f"WHERE rowid IN ({placeholders(len(rowids))}) AND deleted_at IS NULL",
+                "INSERT INTO temp.kg_scratch(rowid, text) SELECT rowid, text "
+                f"FROM main.{kind.table} WHERE rowid IN ({placeholders(len(rowids))}) "
+                "AND deleted_at IS NULL",
                 rowids,
             )
             for doc, term, n in db.all(
-                "SELECT doc, term, count(*) FROM temp.kg_rows_v "
+                "SELECT doc, term, count(*) FROM temp.kg_scratch_v "
                 f"WHERE term IN ({placeholders(len(wanted))}) GROUP BY doc, term",
                 wanted,
             ):
                 counts.setdefault(int(doc), {})[str(term)] = int(n)
             sizes = {
                 int(r[0]): (_varints(r[1]) or [0])[0]
-                for r in db.all("SELECT id, sz FROM temp.kg_rows_docsize")
+                for r in db.all("SELECT id, sz FROM temp.kg_scratch_docsize")
             }
         scores: dict[int, float] = {}
         for rowid in rowids:
@@ -257,11 +251,11 @@ class LexicalStats:
             return found
         stems: dict[int, list[str]] = {}
         with db.transaction(immediate=False):
-            db.execute("DELETE FROM temp.kg_terms")
+            self._clear_scratch(db)
             db.executemany(
-                "INSERT INTO temp.kg_terms(rowid, text) VALUES (?, ?)", list(enumerate(missing))
+                "INSERT INTO temp.kg_scratch(rowid, text) VALUES (?, ?)", list(enumerate(missing))
             )
-            for row in db.all("SELECT doc, term FROM temp.kg_terms_v"):
+            for row in db.all("SELECT doc, term FROM temp.kg_scratch_v"):
                 stems.setdefault(int(row[0]), []).append(str(row[1]))
         with self._lock:
             if len(self._stem_cache) > _STEM_CACHE_SIZE:
@@ -269,6 +263,10 @@ class LexicalStats:
             for index, term in enumerate(missing):
                 found[term] = self._stem_cache[term] = tuple(stems.get(index, ()))
         return found
+
+    @staticmethod
+    def _clear_scratch(db: Connection) -> None:
+        db.execute("INSERT INTO temp.kg_scratch(kg_scratch) VALUES ('delete-all')")
 
     def _frequency(self, db: Connection, kind: Kind, stem: str, n_rows: int) -> int:
         """Document frequency of a stem. The whole vocabulary of a table is read at once
