@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from kgsearch.embed.base import Embedder, Vector, batched, unit_vectors
 from kgsearch.embed.bundled import BundledEmbedder
+from kgsearch.embed.fake import FakeEmbedder
 from kgsearch.embed.fastembed import FastEmbedEmbedder
 from kgsearch.embed.openai import OpenAIEmbedder
 from kgsearch.embed.sentence_transformers import SentenceTransformersEmbedder
@@ -127,10 +128,6 @@ def _fastembed(model: str, /, **options: Any) -> Embedder:
 
 
 def _fake(model: str, /, **options: Any) -> Embedder:
-    # kgsearch.testing imports kgsearch.embed.base, so importing it at the top of this
-    # package would be circular whenever kgsearch.testing is imported first.
-    from kgsearch.testing import FakeEmbedder
-
     if model and not (model.isdigit() and int(model) > 0):
         raise ConfigError(
             f"fake embedder dims must be a positive integer, not {model!r}.",

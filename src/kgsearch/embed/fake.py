@@ -1,4 +1,4 @@
-"""Deterministic fakes for tests, importable by kgsearch's own tests and by plugin authors.
+"""Deterministic fake embedders: the ``fake:<dims>`` provider and the fakes tests use.
 
 ``FakeEmbedder`` is a hashed bag of words: no model, no network, identical output on
 every machine. Texts that share words score higher than texts that do not, so ranking
