@@ -17,7 +17,7 @@ from typing import Any
 from kgsearch.errors import DimensionMismatch, InvalidRequest
 from kgsearch.model import Chunk, GraphObject, Kind, Mention, Relationship
 from kgsearch.search.fusion import Fused, rrf, weighted
-from kgsearch.search.methods import Legs, Vector, graph_legs, scope_legs, scopes, split_key
+from kgsearch.search.legs import Legs, Vector, graph_legs, scope_legs, scopes, split_key
 from kgsearch.search.request import (
     GraphResult,
     RelationshipResult,
@@ -65,7 +65,7 @@ def _query_vectors(
     kinds = [
         k
         for k in scopes(request)
-        if "vector" in (_scope(request, k).methods if _scope(request, k) else [])
+        if (config := request.scope(k)) is not None and "vector" in config.methods
     ]
     vectors: dict[Kind, Vector | None] = {}
     if not kinds or ctx.embed_query is None:
@@ -87,14 +87,6 @@ def _query_vectors(
         )
         vectors = {}
     return vectors, (time.perf_counter() - started) * 1000
-
-
-def _scope(request: SearchRequest, kind: Kind) -> Any:
-    return {
-        Kind.OBJECT: request.objects,
-        Kind.RELATIONSHIP: request.relationships,
-        Kind.CHUNK: request.chunks,
-    }[kind]
 
 
 def _fuse(request: SearchRequest, lists: Mapping[str, Sequence[tuple[str, float]]]) -> list[Fused]:

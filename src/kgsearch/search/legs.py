@@ -1,4 +1,4 @@
-"""Search methods: each turns (store, request) into ranked ``(key, score)`` lists.
+"""Search legs: each turns (store, request) into ranked ``(key, score)`` lists.
 
 Keys are ``kind:id`` strings so one fusion can mix objects, relationships and chunks.
 Vector and BM25 legs call the store's primitives with the request's filters, so the
@@ -62,21 +62,12 @@ def scopes(request: SearchRequest) -> list[Kind]:
         "graph": (Kind.OBJECT, Kind.RELATIONSHIP),
         "text": (Kind.CHUNK,),
     }[request.result_types]
-    config = {
-        Kind.OBJECT: request.objects,
-        Kind.RELATIONSHIP: request.relationships,
-        Kind.CHUNK: request.chunks,
-    }
-    return [k for k in wanted if config[k] is not None and config[k].methods]  # type: ignore[union-attr]
+    return [k for k in wanted if (config := request.scope(k)) is not None and config.methods]
 
 
 def candidates(request: SearchRequest, kind: Kind) -> int:
     """Per-leg candidate count."""
-    config = {
-        Kind.OBJECT: request.objects,
-        Kind.RELATIONSHIP: request.relationships,
-        Kind.CHUNK: request.chunks,
-    }[kind]
+    config = request.scope(kind)
     if config is not None and config.candidates:
         return config.candidates
     return max(30, 3 * request.limit)
@@ -120,11 +111,7 @@ def scope_legs(
     lookup_jobs: list[Job] = []  # index lookups, microseconds each: run inline
     filters = request.filters
     for kind in scopes(request):
-        config = {
-            Kind.OBJECT: request.objects,
-            Kind.RELATIONSHIP: request.relationships,
-            Kind.CHUNK: request.chunks,
-        }[kind]
+        config = request.scope(kind)
         assert config is not None
         n = candidates(request, kind)
         vec = vectors.get(kind)
