@@ -1,32 +1,32 @@
-"""Search legs: each turns (store, request) into ranked ``(key, score)`` lists.
+"""Search legs: each turns (store, plan) into ranked ``(key, score)`` lists.
 
 Keys are ``kind:id`` strings so one fusion can mix objects, relationships and chunks.
-Vector and BM25 legs call the store's primitives with the request's filters, so the
-filters act inside each leg. Graph legs (BFS, personalized PageRank) start from
-given origins or from the other legs' top hits ("land and expand").
+Vector, BM25 and name legs call the store's primitives with the request's filters, so
+the filters act inside each leg. Graph legs (BFS, personalized PageRank) start from
+given origins or from the other legs' top hits ("land and expand"); the rows they read
+go into the search's :class:`~kgsearch.search.rows.Rows`, where the filters and later
+hydration find them without reading again.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
-import numpy as np
-import numpy.typing as npt
-
 from kgsearch.model import Filters, Kind
+from kgsearch.search.plan import Plan, Vector
 from kgsearch.search.ppr import personalized_pagerank
 from kgsearch.search.request import SearchRequest
+from kgsearch.search.rows import Rows
 from kgsearch.store.base import Store
 from kgsearch.text.fields import normalize_tag
 
 __all__ = ["Legs", "graph_legs", "key", "scope_legs", "split_key"]
 
-Vector = npt.NDArray[np.float32]
 _PPR_MAX_EDGES = 50_000
 
 
@@ -43,11 +43,10 @@ def split_key(value: str) -> tuple[Kind, str]:
 
 @dataclass
 class Legs:
-    """Ranked lists per leg name, with timings and counts for metadata/debug."""
+    """Ranked lists per leg name, with timings for metadata/debug."""
 
     lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     ms: dict[str, float] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
 
     def add(self, name: str, ranked: list[tuple[str, float]], started: float) -> None:
         """Record one leg's ranked list and how long it took."""
@@ -55,30 +54,98 @@ class Legs:
         self.ms[name] = (time.perf_counter() - started) * 1000
 
 
-def scopes(request: SearchRequest) -> list[Kind]:
-    """The scopes a request searches, after ``result_types`` (seed 000 semantics)."""
-    wanted = {
-        "both": (Kind.OBJECT, Kind.RELATIONSHIP, Kind.CHUNK),
-        "graph": (Kind.OBJECT, Kind.RELATIONSHIP),
-        "text": (Kind.CHUNK,),
-    }[request.result_types]
-    return [k for k in wanted if (config := request.scope(k)) is not None and config.methods]
-
-
-def candidates(request: SearchRequest, kind: Kind) -> int:
-    """Per-leg candidate count."""
-    config = request.scope(kind)
-    if config is not None and config.candidates:
-        return config.candidates
-    return max(30, 3 * request.limit)
-
-
 Job = tuple[str, Kind, Callable[[], list[tuple[str, float]]]]
 
-# Whether BM25 legs run in a worker thread beside the vector legs (see scope_legs).
+# Whether BM25 legs run in a worker thread beside the vector legs (see _run_jobs).
 _PARALLEL_LEGS = True
 _LEG_POOL: ThreadPoolExecutor | None = None
 _LEG_POOL_LOCK = threading.Lock()
+# The order legs are recorded in (per scope), whichever thread finished first.
+_LEG_ORDER = ["vector", "vector:hinted", "bm25:hinted", "bm25", "name:hinted", "name"]
+# Longest query that is tried as an object name.
+_MAX_NAME_CHARS = 200
+
+
+@dataclass
+class _Jobs:
+    """Legs to run, grouped by how they run (see :func:`_run_jobs`)."""
+
+    vector: list[Job] = field(default_factory=list)
+    lexical: list[Job] = field(default_factory=list)
+    lookup: list[Job] = field(default_factory=list)  # index probes, microseconds each
+
+    def extend(self, other: _Jobs) -> None:
+        """Add another group's jobs."""
+        self.vector += other.vector
+        self.lexical += other.lexical
+        self.lookup += other.lookup
+
+
+def scope_legs(
+    store: Store, project: str, plan: Plan, vectors: Mapping[Kind, Vector | None]
+) -> Legs:
+    """Run the vector, BM25 and name legs of every searched scope.
+
+    Args:
+        store: The store searched.
+        project: The project searched.
+        plan: The search plan (scopes, methods, candidate counts).
+        vectors: The query vector per scope; a scope without one skips its vector leg.
+
+    Returns:
+        The ranked list and timing of each leg.
+    """
+    filters = plan.request.filters
+    jobs = _Jobs()
+    for kind in plan.scopes:
+        jobs.extend(_scope_jobs(store, project, plan, kind, vectors.get(kind), filters))
+    hinted = _hinted_filters(store, project, plan)
+    if hinted is not None:
+        # The objects of the hinted type are ranked once more, so RRF lifts them above
+        # same-name objects of other types (the hint stays a boost, not a filter).
+        jobs.extend(
+            _scope_jobs(store, project, plan, Kind.OBJECT, vectors.get(Kind.OBJECT), hinted, True)
+        )
+    return _record(jobs, _run_jobs(store, jobs))
+
+
+def _scope_jobs(
+    store: Store,
+    project: str,
+    plan: Plan,
+    kind: Kind,
+    vector: Vector | None,
+    filters: Filters,
+    hinted: bool = False,
+) -> _Jobs:
+    """The legs of one scope under one set of filters (the hinted legs use the type's)."""
+    config = plan.request.scope(kind)
+    assert config is not None  # plan.scopes holds only scopes that are switched on
+    n, suffix, prefix = plan.candidates[kind], ":hinted" if hinted else "", f"{kind.value}s:"
+    jobs = _Jobs()
+    if "vector" in config.methods and vector is not None:
+        search = partial(store.vector_search, project, kind, vector, limit=n, filters=filters)
+        jobs.vector.append((f"{prefix}vector{suffix}", kind, search))
+    if "bm25" not in config.methods:
+        return jobs
+    query = _bm25_query(plan.request, kind, hinted)
+    search = partial(store.text_search, project, kind, query, limit=n, filters=filters)
+    jobs.lexical.append((f"{prefix}bm25{suffix}", kind, search))
+    name = plan.request.query.strip()
+    if kind is Kind.OBJECT and _nameable(name):
+        # an object whose key is the whole query ("Benji", "1984") is what a name
+        # lookup wants, even when longer names or richer texts score higher
+        search = partial(store.objects_named, project, name, limit=n, filters=filters)
+        jobs.lookup.append((f"objects:name{suffix}", kind, search))
+    return jobs
+
+
+def _bm25_query(request: SearchRequest, kind: Kind, hinted: bool) -> str:
+    """The BM25 query: stored object text carries "[Type: #person]", so outside the
+    hinted legs (which filter by type already) the hint word scores too."""
+    if kind is Kind.OBJECT and request.type_hint and not hinted:
+        return f"{request.query} {request.type_hint}"
+    return request.query
 
 
 def _leg_pool() -> ThreadPoolExecutor:
@@ -98,113 +165,40 @@ def _run(jobs: Sequence[Job]) -> list[tuple[str, list[tuple[str, float]], float]
     return out
 
 
-def scope_legs(
-    store: Store,
-    project: str,
-    request: SearchRequest,
-    vectors: dict[Kind, Vector | None],
-    legs: Legs,
-) -> None:
-    """Run the vector and BM25 legs of every requested scope."""
-    vector_jobs: list[Job] = []
-    lexical_jobs: list[Job] = []
-    lookup_jobs: list[Job] = []  # index lookups, microseconds each: run inline
-    filters = request.filters
-    for kind in scopes(request):
-        config = request.scope(kind)
-        assert config is not None
-        n = candidates(request, kind)
-        vec = vectors.get(kind)
-        if "vector" in config.methods and vec is not None:
-            vector_jobs.append(
-                (
-                    f"{kind.value}s:vector",
-                    kind,
-                    partial(store.vector_search, project, kind, vec, limit=n, filters=filters),
-                )
-            )
-        if "bm25" in config.methods:
-            query = request.query
-            if kind is Kind.OBJECT and request.type_hint:
-                # Stored object text carries "[Type: #person]": the hint word scores too.
-                query = f"{query} {request.type_hint}"
-            lexical_jobs.append(
-                (
-                    f"{kind.value}s:bm25",
-                    kind,
-                    partial(store.text_search, project, kind, query, limit=n, filters=filters),
-                )
-            )
-        name = request.query.strip()
-        if kind is Kind.OBJECT and "bm25" in config.methods and _nameable(name):
-            # an object whose key is the whole query ("Benji", "1984") is what a name
-            # lookup wants, even when longer names or richer texts score higher
-            lookup_jobs.append(
-                (
-                    "objects:name",
-                    kind,
-                    partial(store.objects_named, project, name, limit=n, filters=filters),
-                )
-            )
-        if kind is Kind.OBJECT and request.type_hint:
-            hinted = _hinted_filters(store, project, request)
-            if hinted is not None and "vector" in config.methods and vec is not None:
-                vector_jobs.append(
-                    (
-                        "objects:vector:hinted",
-                        kind,
-                        partial(store.vector_search, project, kind, vec, limit=n, filters=hinted),
-                    )
-                )
-            if hinted is not None and "bm25" in config.methods:
-                lexical_jobs.append(
-                    (
-                        "objects:bm25:hinted",
-                        kind,
-                        partial(
-                            store.text_search, project, kind, request.query, limit=n, filters=hinted
-                        ),
-                    )
-                )
-            if hinted is not None and "bm25" in config.methods and _nameable(name):
-                lookup_jobs.append(
-                    (
-                        "objects:name:hinted",
-                        kind,
-                        partial(store.objects_named, project, name, limit=n, filters=hinted),
-                    )
-                )
-    # Each BM25 leg runs in a worker thread of its own beside the vector legs: SQLite
-    # (through a connection per thread) and the int8 scan both release the GIL, so on 2
-    # cores scans overlap BM25 queries (the scan itself is single-threaded below
-    # 2 × 250k rows, see ann.py). Vector legs run side by side too where the store
-    # says they are server queries (PostgreSQL); in-process scans run one after the
-    # other in the calling thread. Name lookups are index probes and run inline. Inside
-    # the caller's own write transaction every leg runs in the calling thread: only it
-    # sees the transaction's writes (and an in-memory SQLite store has one connection,
-    # which the transaction holds).
-    if vector_jobs and lexical_jobs and _PARALLEL_LEGS and not store.in_transaction:
-        pool = _leg_pool()
-        inline = lookup_jobs if store.parallel_vector_legs else lookup_jobs + vector_jobs
-        pooled = lexical_jobs + (vector_jobs if store.parallel_vector_legs else [])
-        futures = [pool.submit(_run, [job]) for job in pooled]
-        results = _run(inline) + [r for f in futures for r in f.result()]
-    else:
-        results = _run(lookup_jobs + vector_jobs) + _run(lexical_jobs)
-    # Legs keep the order they always had (per scope: vector, hinted, bm25), so
-    # fusion's found_by lists do not depend on which thread finished first.
+def _run_jobs(store: Store, jobs: _Jobs) -> list[tuple[str, list[tuple[str, float]], float]]:
+    """Run the legs, side by side where that helps.
+
+    Each BM25 leg runs in a worker thread of its own beside the vector legs: SQLite
+    (through a connection per thread) and the int8 scan both release the GIL, so on 2
+    cores scans overlap BM25 queries (the scan itself is single-threaded below
+    2 × 250k rows, see ann.py). Vector legs run side by side too where the store says
+    they are server queries (PostgreSQL); in-process scans run one after the other in
+    the calling thread. Name lookups are index probes and run inline. Inside the
+    caller's own write transaction every leg runs in the calling thread: only it sees
+    the transaction's writes (and an in-memory SQLite store has one connection, which
+    the transaction holds).
+    """
+    if not (jobs.vector and jobs.lexical and _PARALLEL_LEGS and not store.in_transaction):
+        return _run(jobs.lookup + jobs.vector) + _run(jobs.lexical)
+    parallel_vectors = store.parallel_vector_legs
+    inline = jobs.lookup if parallel_vectors else jobs.lookup + jobs.vector
+    pooled = jobs.lexical + (jobs.vector if parallel_vectors else [])
+    futures = [_leg_pool().submit(_run, [job]) for job in pooled]
+    return _run(inline) + [r for f in futures for r in f.result()]
+
+
+def _record(jobs: _Jobs, results: Sequence[tuple[str, list[tuple[str, float]], float]]) -> Legs:
+    """Legs in the order they always had (per scope: vector, hinted, bm25, name), so
+    fusion's found_by lists do not depend on which thread finished first."""
     order = {
-        job[0]: (list(Kind).index(job[1]), _LEG_ORDER.index(job[0].split(":", 1)[1]))
-        for job in lookup_jobs + vector_jobs + lexical_jobs
+        name: (list(Kind).index(kind), _LEG_ORDER.index(name.split(":", 1)[1]))
+        for name, kind, _ in jobs.lookup + jobs.vector + jobs.lexical
     }
+    legs = Legs()
     for name, ranked, ms in sorted(results, key=lambda r: order[r[0]]):
         legs.lists[name] = ranked
         legs.ms[name] = ms
-
-
-_LEG_ORDER = ["vector", "vector:hinted", "bm25:hinted", "bm25", "name:hinted", "name"]
-# Longest query that is tried as an object name.
-_MAX_NAME_CHARS = 200
+    return legs
 
 
 def _nameable(name: str) -> bool:
@@ -218,11 +212,13 @@ def _nameable(name: str) -> bool:
     return True
 
 
-def _hinted_filters(store: Store, project: str, request: SearchRequest) -> Filters | None:
-    """Filters restricted to the hinted type(s): with a type hint, the objects of that
-    type are ranked once more, so RRF lifts them above same-name objects of other types
-    (the hint stays a boost, not a filter). None when no type matches the hint."""
-    wanted = normalize_tag(request.type_hint or "")
+def _hinted_filters(store: Store, project: str, plan: Plan) -> Filters | None:
+    """Filters restricted to the hinted type(s); None without a hint for a searched object
+    scope, or when no type matches the hint."""
+    request = plan.request
+    if not request.type_hint or Kind.OBJECT not in plan.scopes:
+        return None
+    wanted = normalize_tag(request.type_hint)
     types = [t for t in store.object_types(project) if normalize_tag(t) == wanted]
     if request.filters.object_types is not None:
         types = [t for t in types if t in request.filters.object_types]
@@ -231,101 +227,97 @@ def _hinted_filters(store: Store, project: str, request: SearchRequest) -> Filte
     return request.filters.model_copy(update={"object_types": types})
 
 
-def seed_objects(
-    store: Store, project: str, ranked: Sequence[tuple[str, float]], top: int
-) -> dict[str, float]:
+def _seeds(plan: Plan, rows: Rows, ranked: Sequence[tuple[str, float]]) -> dict[str, float]:
     """Object ids touched by the top hits (an object itself, a relationship's endpoints),
     each weighted by the best hit score that reached it."""
     seeds: dict[str, float] = {}
     rel_ids: list[tuple[str, float]] = []
-    for value, score in ranked[:top]:
+    for value, score in ranked[: plan.seed_top]:
         kind, id = split_key(value)
         if kind is Kind.OBJECT:
             seeds[id] = max(seeds.get(id, 0.0), score)
         elif kind is Kind.RELATIONSHIP:
             rel_ids.append((id, score))
-    if rel_ids:
-        rels = {r.id: r for r in store.get_relationships(project, [i for i, _ in rel_ids])}
-        for id, score in rel_ids:
-            rel = rels.get(id)
-            if rel is not None:
-                for end in (rel.source_id, rel.target_id):
-                    seeds[end] = max(seeds.get(end, 0.0), score)
+    if Kind.RELATIONSHIP not in plan.scopes:
+        return seeds
+    # read even when no relationship made the top: one call whatever the ranking
+    rels = rows.relationships(i for i, _ in rel_ids)
+    for id, score in rel_ids:
+        rel = rels.get(id)
+        if rel is not None:
+            for end in (rel.source_id, rel.target_id):
+                seeds[end] = max(seeds.get(end, 0.0), score)
     return seeds
 
 
 def graph_legs(
     store: Store,
-    project: str,
-    request: SearchRequest,
+    plan: Plan,
     first_round: Sequence[tuple[str, float]],
     legs: Legs,
-    include_relationships: bool,
-    include_objects: bool = True,
+    rows: Rows,
 ) -> None:
-    """BFS expansion or personalized PageRank from origins or the first round's hits."""
-    if request.graph == "none":
-        return
+    """BFS expansion or personalized PageRank from origins or the first round's hits.
+
+    Args:
+        store: The store searched.
+        plan: The search plan (graph kind, depth, seeds, filters, scopes).
+        first_round: The other legs' hits, fused, best first.
+        legs: Where the graph legs are recorded.
+        rows: The search's rows; rows read here are kept for hydration.
+    """
+    request = plan.request
     started = time.perf_counter()
     if request.bfs_origins:
-        live = store.endpoints(project, request.bfs_origins)
+        live = rows.objects(request.bfs_origins)
         seeds = {i: 1.0 for i in request.bfs_origins if i in live}
     else:
-        seeds = seed_objects(store, project, first_round, top=max(5, request.limit // 2))
+        seeds = _seeds(plan, rows, first_round)
     if not seeds:
         legs.add("graph:" + request.graph, [], started)
         return
-    scope = (include_objects, include_relationships)
     if request.graph == "bfs":
-        _bfs(store, project, request, seeds, legs, started, scope)
+        _bfs(store, plan, seeds, legs, started, rows)
     else:
-        _ppr(store, project, request, seeds, legs, started, scope)
+        _ppr(store, plan, seeds, legs, started, rows)
 
 
 def _bfs(
-    store: Store,
-    project: str,
-    request: SearchRequest,
-    seeds: dict[str, float],
-    legs: Legs,
-    started: float,
-    scope: tuple[bool, bool],
+    store: Store, plan: Plan, seeds: dict[str, float], legs: Legs, started: float, rows: Rows
 ) -> None:
+    request = plan.request
     found = store.neighbors(
-        project,
+        rows.project,
         list(seeds),
         depth=request.graph_depth,
         relationship_types=request.filters.relationship_types,
         as_of=request.filters.as_of,
     )
-    allowed = _allowed_objects(store, project, request, [n.id for n in found])
-    if scope[0]:
+    allowed = _allowed_objects(rows, request, [n.id for n in found])
+    if plan.graph_objects:
         objects = [(key(Kind.OBJECT, n.id), 1.0 / n.depth) for n in found if n.id in allowed]
         legs.add("graph:bfs", objects, started)
-    if scope[1]:
-        keep = _allowed_relationships(store, project, request, [n.via for n in found])
+    if plan.graph_relationships:
+        keep = _allowed_relationships(rows, request, [n.via for n in found])
         rels = [(key(Kind.RELATIONSHIP, n.via), 1.0 / n.depth) for n in found if n.via in keep]
         legs.add("graph:bfs:relationships", list(dict.fromkeys(rels)), started)
 
 
-def _allowed_objects(
-    store: Store, project: str, request: SearchRequest, ids: Sequence[str]
-) -> set[str]:
+def _allowed_objects(rows: Rows, request: SearchRequest, ids: Sequence[str]) -> set[str]:
+    """Object ids passing the type, label and property filters (read through ``rows``)."""
     f = request.filters
     if not (f.object_types or f.labels or f.properties):
         return set(ids)
     return {
         o.id
-        for o in store.get_objects(project, ids)
+        for o in rows.objects(ids).values()
         if (not f.object_types or o.type in f.object_types)
         and (not f.labels or set(f.labels) & set(o.labels))
         and (not f.properties or all(o.properties.get(k) == v for k, v in f.properties.items()))
     }
 
 
-def _allowed_relationships(
-    store: Store, project: str, request: SearchRequest, ids: Sequence[str]
-) -> set[str]:
+def _allowed_relationships(rows: Rows, request: SearchRequest, ids: Sequence[str]) -> set[str]:
     """Relationship ids passing the property filter (types and validity are applied by
     the traversal itself)."""
     wanted = request.filters.properties
@@ -333,26 +325,21 @@ def _allowed_relationships(
         return set(ids)
     return {
         r.id
-        for r in store.get_relationships(project, ids)
+        for r in rows.relationships(ids).values()
         if all(r.properties.get(k) == v for k, v in wanted.items())
     }
 
 
 def _ppr(
-    store: Store,
-    project: str,
-    request: SearchRequest,
-    seeds: dict[str, float],
-    legs: Legs,
-    started: float,
-    scope: tuple[bool, bool],
+    store: Store, plan: Plan, seeds: dict[str, float], legs: Legs, started: float, rows: Rows
 ) -> None:
     """HippoRAG-style propagation over the seeds' neighbourhood (bounded subgraph)."""
+    request = plan.request
     frontier = set(seeds)
     edges: dict[str, tuple[str, str, float]] = {}
     for _ in range(request.graph_depth):
         batch = store.edges_among(
-            project,
+            rows.project,
             sorted(frontier),
             relationship_types=request.filters.relationship_types,
             as_of=request.filters.as_of,
@@ -366,18 +353,18 @@ def _ppr(
         if len(edges) > _PPR_MAX_EDGES or not frontier:
             break
     scores = personalized_pagerank(edges.values(), seeds)
-    allowed = _allowed_objects(store, project, request, list(scores))
+    allowed = _allowed_objects(rows, request, list(scores))
     ranked = sorted(
         ((i, s) for i, s in scores.items() if i in allowed), key=lambda x: (-x[1], x[0])
     )[:500]
-    if scope[0]:
+    if plan.graph_objects:
         legs.add("graph:ppr", [(key(Kind.OBJECT, i), s) for i, s in ranked], started)
-    if scope[1]:
+    if plan.graph_relationships:
         rel_scores = sorted(
             ((rid, scores.get(s, 0.0) + scores.get(t, 0.0)) for rid, (s, t, _) in edges.items()),
             key=lambda x: (-x[1], x[0]),
         )[:500]
-        keep = _allowed_relationships(store, project, request, [r for r, _ in rel_scores])
+        keep = _allowed_relationships(rows, request, [r for r, _ in rel_scores])
         legs.add(
             "graph:ppr:relationships",
             [(key(Kind.RELATIONSHIP, r), s) for r, s in rel_scores if s > 0 and r in keep],
