@@ -48,12 +48,13 @@ from kgsearch.patching import (
     patched_relationship,
 )
 from kgsearch.search.context import format_context
-from kgsearch.search.lookups import mentioned_by, sources_mentioning
+from kgsearch.search.lookups import mentioned_by, neighborhood, sources_mentioning
 from kgsearch.search.pipeline import SearchContext, run_search
 from kgsearch.search.request import SearchRequest, SearchResponse, validate_request
 from kgsearch.search.rerank import CrossEncoder
+from kgsearch.search.response import explain
 from kgsearch.store import connect
-from kgsearch.store.base import Neighbor, Store, TextUpdate
+from kgsearch.store.base import Neighbor, Store, StoreInfo, TextUpdate
 from kgsearch.text import (
     TEXT_VERSION,
     EnrichmentConfig,
@@ -116,6 +117,7 @@ class Engine:
             graph_aware = bool(stored.get("graph_aware", True))
         self.graph_aware = graph_aware
         self._rules: TextRules | None = None
+        self._store_info: StoreInfo | None = None  # read on first search, see _info()
 
     @classmethod
     def from_settings(
@@ -532,6 +534,7 @@ class Engine:
         self.store.set_embedding_model(embedder.model_id, embedder.dims, replace=True)
         self._embedder = embedder
         self._rules = None
+        self._store_info = None
 
     def set_graph_aware(self, graph_aware: bool) -> None:
         """Switch between graph-aware and plain object text (rows re-embed as needed)."""
@@ -548,13 +551,22 @@ class Engine:
         return status_report(self.store, project)
 
     # search ------------------------------------------------------------------
+    def _info(self) -> StoreInfo:
+        """The store's info, read once per engine rather than per search. It is read
+        again while nothing is embedded (the first embedding run records the model)
+        and after :meth:`switch_model`."""
+        info = self._store_info
+        if info is None or info.embedding_model is None:
+            info = self._store_info = self.store.info()
+        return info
+
     def _search_context(self, project: str | None) -> SearchContext:
         embed_query: Callable[[str], Vector] | None
-        if self.store.info().embedding_model is None:
+        info = self._info()
+        if info.embedding_model is None:
             embed_query = None  # nothing embedded yet: vector legs have nothing to find
         else:
             embedder = self.embedder
-            info = self.store.info()
             if info.embedding_model != embedder.model_id:
                 raise ConfigError(
                     f"the store was embedded with {info.embedding_model}, but the engine "
@@ -584,21 +596,7 @@ class Engine:
     ) -> dict[str, Any]:
         """Show a search's work: each leg's ranked hits and scores, and the fused order."""
         req = _request(request, options).model_copy(update={"include_debug": True})
-        response = run_search(self._search_context(project), req)
-        return {
-            "request": req.model_dump(mode="json", by_alias=True),
-            "legs": (response.debug or {}).get("fusion_details", {}).get("legs", {}),
-            "fused": [
-                {
-                    "type": r.type,
-                    "id": r.id,
-                    "score": r.score,
-                    "found_by": [f.model_dump() for f in r.found_by],
-                }
-                for r in response.results
-            ],
-            "metadata": response.metadata,
-        }
+        return explain(req, run_search(self._search_context(project), req))
 
     def context(
         self,
@@ -783,20 +781,14 @@ class Engine:
         Raises:
             NotFound: No live object has this id.
         """
-        p = self._p(project)
-        self.get_object(id, project=p)
-        found = self.neighbors(
-            [id], project=p, depth=depth, direction=direction, relationship_types=relationship_types
+        return neighborhood(
+            self.store,
+            self._p(project),
+            id,
+            depth=depth,
+            direction=direction,
+            relationship_types=relationship_types,
         )
-        objects = {o.id: o for o in self.store.get_objects(p, [n.id for n in found])}
-        return {
-            "id": id,
-            "neighbors": [
-                {"id": n.id, "depth": n.depth, "via": n.via, "object": objects[n.id]}
-                for n in found
-                if n.id in objects
-            ],
-        }
 
     def add_text(
         self,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -59,8 +60,8 @@ def approx(expected: list[tuple[str, float]]) -> list[tuple[str, Any]]:
 def test_every_reranker_satisfies_the_protocol() -> None:
     rerankers: list[object] = [
         MMRReranker(vec(1, 0)),
-        NodeDistanceReranker("c", lambda ids: {}),
-        MentionCountReranker(lambda keys: {}),
+        NodeDistanceReranker(),
+        MentionCountReranker(),
         CrossEncoderReranker(OverlapEncoder()),
     ]
     assert all(isinstance(r, Reranker) for r in rerankers)
@@ -89,8 +90,8 @@ def test_apply_min_score_rejects_nan() -> None:
     "reranker",
     [
         MMRReranker(vec(1, 0)),
-        NodeDistanceReranker("c", lambda ids: {}),
-        MentionCountReranker(lambda keys: {}),
+        NodeDistanceReranker(),
+        MentionCountReranker(),
     ],
     ids=["mmr", "node_distance", "mentions"],
 )
@@ -103,8 +104,8 @@ def test_rerankers_reject_limit_below_one(reranker: Reranker) -> None:
     "reranker",
     [
         MMRReranker(vec(1, 0)),
-        NodeDistanceReranker("c", lambda ids: {}),
-        MentionCountReranker(lambda keys: {}),
+        NodeDistanceReranker(),
+        MentionCountReranker(),
         CrossEncoderReranker(OverlapEncoder()),
     ],
     ids=["mmr", "node_distance", "mentions", "cross_encoder"],
@@ -246,20 +247,17 @@ def chain_graph() -> nx.Graph:
     return graph
 
 
-class BfsDistance:
-    """Oracle distance function: networkx BFS from the centre; records its calls."""
-
-    def __init__(self, graph: nx.Graph, center: str) -> None:
-        self.lengths: dict[str, int] = nx.single_source_shortest_path_length(graph, center)
-        self.calls: list[list[str]] = []
-
-    def __call__(self, ids: Sequence[str]) -> Mapping[str, int]:
-        self.calls.append(list(ids))
-        return {i: self.lengths[i] for i in ids if i in self.lengths}
+def with_hops(graph: nx.Graph, center: str, hits: Sequence[Candidate]) -> list[Candidate]:
+    """Oracle hydration: each hit's smallest networkx BFS distance from the centre."""
+    lengths: dict[str, int] = nx.single_source_shortest_path_length(graph, center)
+    out = []
+    for hit in hits:
+        known = [lengths[i] for i in hit.object_ids if i in lengths]
+        out.append(replace(hit, hops=min(known) if known else None))
+    return out
 
 
 def test_node_distance_ranks_multi_hop_chain() -> None:
-    distance = BfsDistance(chain_graph(), "center")
     hits = [
         Candidate("object:c", 0.9, object_ids=("c",)),
         Candidate("chunk:x", 0.8, object_ids=("island", "nowhere")),
@@ -267,7 +265,8 @@ def test_node_distance_ranks_multi_hop_chain() -> None:
         Candidate("object:a", 0.6, object_ids=("a",)),
         Candidate("object:center", 0.1, object_ids=("center",)),
     ]
-    result = NodeDistanceReranker("center", distance).rerank("q", hits, limit=10)
+    hits = with_hops(chain_graph(), "center", hits)
+    result = NodeDistanceReranker().rerank("q", hits, limit=10)
     assert keyed(result) == [
         ("object:center", 1.0),
         ("object:a", 1 / 2),
@@ -275,69 +274,58 @@ def test_node_distance_ranks_multi_hop_chain() -> None:
         ("object:c", 1 / 4),
         ("chunk:x", 0.0),
     ]
-    assert distance.calls == [["c", "island", "nowhere", "b", "a", "center"]]
 
 
 def test_node_distance_unreachable_keep_incoming_order_after_reachable() -> None:
-    distance = BfsDistance(chain_graph(), "center")
     hits = [
         Candidate("u1", 0.1, object_ids=("island",)),
         Candidate("none", 0.5),
         Candidate("u2", 0.9, object_ids=("ghost",)),
         Candidate("far", 0.0, object_ids=("c",)),
     ]
-    result = NodeDistanceReranker("center", distance).rerank("q", hits, limit=10)
+    hits = with_hops(chain_graph(), "center", hits)
+    result = NodeDistanceReranker().rerank("q", hits, limit=10)
     assert keyed(result) == [("far", 0.25), ("u1", 0.0), ("none", 0.0), ("u2", 0.0)]
 
 
 def test_node_distance_ties_break_by_incoming_score() -> None:
-    distance = BfsDistance(chain_graph(), "center")
     hits = [
         Candidate("low", 0.2, object_ids=("b",)),
         Candidate("high", 0.8, object_ids=("b",)),
         Candidate("same_low", 0.2, object_ids=("b",)),
     ]
-    result = NodeDistanceReranker("center", distance).rerank("q", hits, limit=2)
+    hits = with_hops(chain_graph(), "center", hits)
+    result = NodeDistanceReranker().rerank("q", hits, limit=2)
     assert [c.key for c in result] == ["high", "low"]
 
 
-def test_node_distance_does_not_call_distance_without_object_ids() -> None:
-    distance = BfsDistance(chain_graph(), "center")
-    result = NodeDistanceReranker("center", distance).rerank("q", [Candidate("a", 1.0)], limit=1)
+def test_node_distance_scores_a_candidate_without_hops_zero() -> None:
+    result = NodeDistanceReranker().rerank("q", [Candidate("a", 1.0)], limit=1)
     assert keyed(result) == [("a", 0.0)]
-    assert distance.calls == []
 
 
 def test_node_distance_rejects_negative_hops() -> None:
-    reranker = NodeDistanceReranker("center", lambda ids: {"a": -1})
     with pytest.raises(InvalidRequest, match="negative hop count"):
-        reranker.rerank("q", [Candidate("k", 1.0, object_ids=("a",))], limit=1)
+        NodeDistanceReranker().rerank("q", [Candidate("k", 1.0, hops=-1)], limit=1)
 
 
 # --- mention count ------------------------------------------------------------------------
 
 
 def test_mention_count_most_mentioned_first_ties_by_incoming_score() -> None:
-    seen: list[list[str]] = []
-
-    def counts(keys: Sequence[str]) -> Mapping[str, int]:
-        seen.append(list(keys))
-        return {"a": 3, "b": 1, "c": 3}
-
     hits = [
-        Candidate("a", 0.1),
-        Candidate("b", 0.9),
-        Candidate("c", 0.5),
+        Candidate("a", 0.1, sources=3),
+        Candidate("b", 0.9, sources=1),
+        Candidate("c", 0.5, sources=3),
         Candidate("d", 0.7),
     ]
-    result = MentionCountReranker(counts).rerank("q", hits, limit=10)
+    result = MentionCountReranker().rerank("q", hits, limit=10)
     assert keyed(result) == [("c", 3.0), ("a", 3.0), ("b", 1.0), ("d", 0.0)]
-    assert seen == [["a", "b", "c", "d"]]
 
 
 def test_mention_count_respects_limit() -> None:
-    hits = [Candidate("a", 0.1), Candidate("b", 0.9)]
-    result = MentionCountReranker(lambda keys: {"a": 2}).rerank("q", hits, limit=1)
+    hits = [Candidate("a", 0.1, sources=2), Candidate("b", 0.9)]
+    result = MentionCountReranker().rerank("q", hits, limit=1)
     assert keyed(result) == [("a", 2.0)]
 
 

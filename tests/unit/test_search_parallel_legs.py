@@ -11,7 +11,7 @@ import pytest
 
 from kgsearch.engine import Engine
 from kgsearch.model import ObjectIn, RelationshipIn
-from kgsearch.search import methods
+from kgsearch.search import legs
 from kgsearch.search.request import SearchRequest
 from kgsearch.store.base import Store
 from kgsearch.testing import FakeEmbedder
@@ -43,9 +43,9 @@ def test_parallel_and_serial_legs_give_the_same_response(
     engine = filled(store)
     for query in ("alpha bravo", "charlie near delta", "golf"):
         request = SearchRequest(query=query, limit=5, include_debug=True)
-        monkeypatch.setattr(methods, "_PARALLEL_LEGS", True)
+        monkeypatch.setattr(legs, "_PARALLEL_LEGS", True)
         parallel = engine.search(request)
-        monkeypatch.setattr(methods, "_PARALLEL_LEGS", False)
+        monkeypatch.setattr(legs, "_PARALLEL_LEGS", False)
         serial = engine.search(request)
         assert parallel.results == serial.results
         assert parallel.metadata["legs"] == serial.metadata["legs"]

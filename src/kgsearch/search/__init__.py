@@ -1,5 +1,8 @@
-"""Search: retrieval legs, N-ary fusion, rerankers and graph propagation.
+"""Search: a one-way pipeline from a request to ranked, typed results.
 
-The modules here are pure functions and small classes over ranked ``(key, score)``
-lists and candidate values; none of them touches a store directly.
+``pipeline.run_search`` runs the stages in order: ``plan`` (request → Plan, query
+vectors), ``legs`` (vector, BM25, name and graph legs), ``fusion`` (pure N-ary RRF or
+weighted), ``hydrate`` (one batched read for the fused pool), ``rerank`` (pure
+rerankers over candidates that carry their data) and ``response``. ``lookups`` and
+``context`` serve the engine's mention lookups, neighbourhoods and RAG context.
 """

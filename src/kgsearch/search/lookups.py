@@ -1,13 +1,15 @@
-"""Lookups (seed 002): what a source mentions, and which sources mention something."""
+"""Lookups (seed 002): what a source mentions, which sources mention something, and an
+object's neighbourhood."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
+from kgsearch.errors import NotFound
 from kgsearch.store.base import Store
 
-__all__ = ["mentioned_by", "sources_mentioning"]
+__all__ = ["mentioned_by", "neighborhood", "sources_mentioning"]
 
 
 def mentioned_by(
@@ -53,3 +55,45 @@ def sources_mentioning(
     sources = {s.id: s for s in store.get_sources(p, list(counts))}
     ranked = sorted(counts.items(), key=lambda x: (-x[1], x[0]))
     return [{"source": sources[s], "mentions": n} for s, n in ranked if s in sources]
+
+
+def neighborhood(
+    store: Store,
+    p: str,
+    id: str,
+    *,
+    depth: int = 1,
+    direction: Literal["out", "in", "both"] = "both",
+    relationship_types: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """An object's neighbours within ``depth`` hops: each with its hop count, the
+    relationship that reached it and the object itself.
+
+    Args:
+        store: The store to read.
+        p: The project.
+        id: The object at the centre.
+        depth: How many hops to follow.
+        direction: Follow outgoing, incoming or both kinds of relationship.
+        relationship_types: Only follow these relationship types (all when None).
+
+    Returns:
+        ``{"id": id, "neighbors": [{"id", "depth", "via", "object"}, ...]}``.
+
+    Raises:
+        NotFound: No live object has this id.
+    """
+    if not store.get_objects(p, [id]):
+        raise NotFound(f"object {id!r} not found in project {p!r}")
+    found = store.neighbors(
+        p, [id], depth=depth, direction=direction, relationship_types=relationship_types
+    )
+    objects = {o.id: o for o in store.get_objects(p, [n.id for n in found])}
+    return {
+        "id": id,
+        "neighbors": [
+            {"id": n.id, "depth": n.depth, "via": n.via, "object": objects[n.id]}
+            for n in found
+            if n.id in objects
+        ],
+    }

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kgsearch.errors import InvalidRequest
-from kgsearch.model import Filters, LegHit
+from kgsearch.model import Filters, Kind, LegHit
 
 __all__ = [
     "RECIPES",
@@ -84,6 +84,21 @@ class SearchRequest(_Model):
         if self.reranker == "node_distance" and not self.center_id:
             raise ValueError("reranker node_distance needs center_id")
         return self
+
+    def scope(self, kind: Kind) -> ScopeConfig | None:
+        """The settings of one scope.
+
+        Args:
+            kind: Which scope: objects, relationships or chunks.
+
+        Returns:
+            Its :class:`ScopeConfig`, or None when the request switched it off.
+        """
+        if kind is Kind.OBJECT:
+            return self.objects
+        if kind is Kind.RELATIONSHIP:
+            return self.relationships
+        return self.chunks
 
 
 RECIPES: dict[str, dict[str, Any]] = {

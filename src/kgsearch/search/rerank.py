@@ -2,16 +2,18 @@
 
 Every reranker satisfies the small :class:`Reranker` protocol and works on a single
 list that fusion already produced; it never sees the individual legs. Anything a
-reranker needs from the store (hop distances, mention counts) is passed in as a
-function, so this module imports no store. Each reranker returns new
-:class:`Candidate` values whose ``score`` is the reranker's own score (higher is
-better), sorted best first, with ``found_by`` passed through untouched.
+reranker needs from the store (vectors, hop distances, source counts) already rides on
+each :class:`Candidate`, read for the whole pool in one batch by
+:mod:`kgsearch.search.hydrate`, so rerankers are pure and this module imports no store.
+Each reranker returns new :class:`Candidate` values whose ``score`` is the reranker's
+own score (higher is better), sorted best first, with ``found_by`` passed through
+untouched.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -48,8 +50,14 @@ class Candidate:
         text: The hit's text, if known (used by cross-encoders).
         object_ids: The graph objects this hit touches: an object hit → its own
             id; a relationship → ``(source_id, target_id)``; a chunk → the
-            objects it mentions.
+            objects it mentions (hydration reads those only for node distance,
+            the one reranker that uses them).
         found_by: The legs that found the hit, passed through unchanged.
+        hops: The smallest hop count from the node-distance centre to any of
+            ``object_ids`` (0 for the centre itself); None when none is reachable
+            or no centre was asked for.
+        sources: How many distinct live sources mention the hit (used by the
+            mentions reranker).
     """
 
     key: str
@@ -58,6 +66,8 @@ class Candidate:
     text: str | None = None
     object_ids: tuple[str, ...] = ()
     found_by: tuple[LegHit, ...] = ()
+    hops: int | None = None
+    sources: int = 0
 
 
 @runtime_checkable
@@ -187,40 +197,27 @@ class MMRReranker:
 class NodeDistanceReranker:
     """Ranks candidates by true shortest-path distance from a centre object.
 
-    ``score = 1 / (1 + h)`` where ``h`` is the smallest hop count from the centre
-    to any of the candidate's ``object_ids`` (the centre itself scores 1.0).
-    Candidates that cannot be reached score 0 and follow all reachable ones in
-    their incoming order. Ties among reachable candidates go to the higher
-    incoming score, then incoming order.
-
-    Args:
-        center_id: The object to measure from.
-        distance: Called once per rerank with every object id the candidates
-            touch; returns ``{object_id: hops}`` for the reachable ones (a full
-            shortest-path search, not just direct neighbours). Missing ids are
-            unreachable.
+    ``score = 1 / (1 + h)`` where ``h`` is the candidate's ``hops``: the smallest
+    hop count from the centre to any of its ``object_ids`` (the centre itself
+    scores 1.0), measured beforehand by a full shortest-path search, not just
+    direct neighbours. Candidates that cannot be reached (``hops`` is None) score
+    0 and follow all reachable ones in their incoming order. Ties among reachable
+    candidates go to the higher incoming score, then incoming order.
     """
 
-    def __init__(
-        self, center_id: str, distance: Callable[[Sequence[str]], Mapping[str, int]]
-    ) -> None:
-        self.center_id = center_id
-        self.distance = distance
-
     def rerank(self, query: str, hits: Sequence[Candidate], *, limit: int) -> list[Candidate]:
-        """Reorder ``hits`` by hop distance from the centre; see the class docstring."""
+        """Reorder ``hits`` by hop distance from the centre; see the class docstring.
+
+        Raises:
+            InvalidRequest: If ``limit`` is below 1 or a hop count is negative.
+        """
         _check_limit(limit)
-        ids = list(dict.fromkeys(oid for hit in hits for oid in hit.object_ids))
-        hops = self.distance(ids) if ids else {}
         scored: list[tuple[tuple[float, float, int], Candidate]] = []
         for position, hit in enumerate(hits):
-            known = [hops[oid] for oid in hit.object_ids if oid in hops]
-            if any(h < 0 for h in known):
-                raise InvalidRequest(
-                    f"distance function returned a negative hop count for {hit.key!r}"
-                )
-            if known:
-                score = 1.0 / (1.0 + min(known))
+            if hit.hops is not None and hit.hops < 0:
+                raise InvalidRequest(f"negative hop count for {hit.key!r}")
+            if hit.hops is not None:
+                score = 1.0 / (1.0 + hit.hops)
                 sort_key = (-score, -hit.score, position)
             else:
                 score = 0.0
@@ -231,30 +228,19 @@ class NodeDistanceReranker:
 
 
 class MentionCountReranker:
-    """Ranks candidates by how many sources mention them, most-mentioned first.
+    """Ranks candidates by how many sources mention them (``sources``), most first.
 
-    ``score = count``; ties go to the higher incoming score, then incoming order.
+    ``score = sources``; ties go to the higher incoming score, then incoming order.
     (Graphiti sorted episode mentions ascending; this sorts descending.)
-
-    Args:
-        counts: Called once per rerank with the candidate keys; returns
-            ``{key: number of sources mentioning it}``. Missing keys count 0.
     """
 
-    def __init__(self, counts: Callable[[Sequence[str]], Mapping[str, int]]) -> None:
-        self.counts = counts
-
     def rerank(self, query: str, hits: Sequence[Candidate], *, limit: int) -> list[Candidate]:
-        """Reorder ``hits`` by mention count; see the class docstring."""
+        """Reorder ``hits`` by source count; see the class docstring."""
         _check_limit(limit)
         if not hits:
             return []
-        counts = self.counts([hit.key for hit in hits])
-        order = sorted(
-            range(len(hits)),
-            key=lambda i: (-counts.get(hits[i].key, 0), -hits[i].score, i),
-        )
-        return [replace(hits[i], score=float(counts.get(hits[i].key, 0))) for i in order[:limit]]
+        order = sorted(range(len(hits)), key=lambda i: (-hits[i].sources, -hits[i].score, i))
+        return [replace(hits[i], score=float(hits[i].sources)) for i in order[:limit]]
 
 
 class CrossEncoderReranker:

@@ -1,0 +1,372 @@
+"""Search legs: each turns (store, plan) into ranked ``(key, score)`` lists.
+
+Keys are ``kind:id`` strings so one fusion can mix objects, relationships and chunks.
+Vector, BM25 and name legs call the store's primitives with the request's filters, so
+the filters act inside each leg. Graph legs (BFS, personalized PageRank) start from
+given origins or from the other legs' top hits ("land and expand"); the rows they read
+go into the search's :class:`~kgsearch.search.rows.Rows`, where the filters and later
+hydration find them without reading again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+
+from kgsearch.model import Filters, Kind
+from kgsearch.search.plan import Plan, Vector
+from kgsearch.search.ppr import personalized_pagerank
+from kgsearch.search.request import SearchRequest
+from kgsearch.search.rows import Rows
+from kgsearch.store.base import Store
+from kgsearch.text.fields import normalize_tag
+
+__all__ = ["Legs", "graph_legs", "key", "scope_legs", "split_key"]
+
+_PPR_MAX_EDGES = 50_000
+
+
+def key(kind: Kind, id: str) -> str:
+    """The fusion key of a row."""
+    return f"{kind.value}:{id}"
+
+
+def split_key(value: str) -> tuple[Kind, str]:
+    """Inverse of :func:`key`."""
+    kind, _, id = value.partition(":")
+    return Kind(kind), id
+
+
+@dataclass
+class Legs:
+    """Ranked lists per leg name, with timings for metadata/debug."""
+
+    lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    ms: dict[str, float] = field(default_factory=dict)
+
+    def add(self, name: str, ranked: list[tuple[str, float]], started: float) -> None:
+        """Record one leg's ranked list and how long it took."""
+        self.lists[name] = ranked
+        self.ms[name] = (time.perf_counter() - started) * 1000
+
+
+Job = tuple[str, Kind, Callable[[], list[tuple[str, float]]]]
+
+# Whether BM25 legs run in a worker thread beside the vector legs (see _run_jobs).
+_PARALLEL_LEGS = True
+_LEG_POOL: ThreadPoolExecutor | None = None
+_LEG_POOL_LOCK = threading.Lock()
+# The order legs are recorded in (per scope), whichever thread finished first.
+_LEG_ORDER = ["vector", "vector:hinted", "bm25:hinted", "bm25", "name:hinted", "name"]
+# Longest query that is tried as an object name.
+_MAX_NAME_CHARS = 200
+
+
+@dataclass
+class _Jobs:
+    """Legs to run, grouped by how they run (see :func:`_run_jobs`)."""
+
+    vector: list[Job] = field(default_factory=list)
+    lexical: list[Job] = field(default_factory=list)
+    lookup: list[Job] = field(default_factory=list)  # index probes, microseconds each
+
+    def extend(self, other: _Jobs) -> None:
+        """Add another group's jobs."""
+        self.vector += other.vector
+        self.lexical += other.lexical
+        self.lookup += other.lookup
+
+
+def scope_legs(
+    store: Store, project: str, plan: Plan, vectors: Mapping[Kind, Vector | None]
+) -> Legs:
+    """Run the vector, BM25 and name legs of every searched scope.
+
+    Args:
+        store: The store searched.
+        project: The project searched.
+        plan: The search plan (scopes, methods, candidate counts).
+        vectors: The query vector per scope; a scope without one skips its vector leg.
+
+    Returns:
+        The ranked list and timing of each leg.
+    """
+    filters = plan.request.filters
+    jobs = _Jobs()
+    for kind in plan.scopes:
+        jobs.extend(_scope_jobs(store, project, plan, kind, vectors.get(kind), filters))
+    hinted = _hinted_filters(store, project, plan)
+    if hinted is not None:
+        # The objects of the hinted type are ranked once more, so RRF lifts them above
+        # same-name objects of other types (the hint stays a boost, not a filter).
+        jobs.extend(
+            _scope_jobs(store, project, plan, Kind.OBJECT, vectors.get(Kind.OBJECT), hinted, True)
+        )
+    return _record(jobs, _run_jobs(store, jobs))
+
+
+def _scope_jobs(
+    store: Store,
+    project: str,
+    plan: Plan,
+    kind: Kind,
+    vector: Vector | None,
+    filters: Filters,
+    hinted: bool = False,
+) -> _Jobs:
+    """The legs of one scope under one set of filters (the hinted legs use the type's)."""
+    config = plan.request.scope(kind)
+    assert config is not None  # plan.scopes holds only scopes that are switched on
+    n, suffix, prefix = plan.candidates[kind], ":hinted" if hinted else "", f"{kind.value}s:"
+    jobs = _Jobs()
+    if "vector" in config.methods and vector is not None:
+        search = partial(store.vector_search, project, kind, vector, limit=n, filters=filters)
+        jobs.vector.append((f"{prefix}vector{suffix}", kind, search))
+    if "bm25" not in config.methods:
+        return jobs
+    query = _bm25_query(plan.request, kind, hinted)
+    search = partial(store.text_search, project, kind, query, limit=n, filters=filters)
+    jobs.lexical.append((f"{prefix}bm25{suffix}", kind, search))
+    name = plan.request.query.strip()
+    if kind is Kind.OBJECT and _nameable(name):
+        # an object whose key is the whole query ("Benji", "1984") is what a name
+        # lookup wants, even when longer names or richer texts score higher
+        search = partial(store.objects_named, project, name, limit=n, filters=filters)
+        jobs.lookup.append((f"objects:name{suffix}", kind, search))
+    return jobs
+
+
+def _bm25_query(request: SearchRequest, kind: Kind, hinted: bool) -> str:
+    """The BM25 query: stored object text carries "[Type: #person]", so outside the
+    hinted legs (which filter by type already) the hint word scores too."""
+    if kind is Kind.OBJECT and request.type_hint and not hinted:
+        return f"{request.query} {request.type_hint}"
+    return request.query
+
+
+def _leg_pool() -> ThreadPoolExecutor:
+    global _LEG_POOL
+    with _LEG_POOL_LOCK:
+        if _LEG_POOL is None:
+            _LEG_POOL = ThreadPoolExecutor(8, thread_name_prefix="kgsearch-legs")
+        return _LEG_POOL
+
+
+def _run(jobs: Sequence[Job]) -> list[tuple[str, list[tuple[str, float]], float]]:
+    out = []
+    for name, kind, job in jobs:
+        started = time.perf_counter()
+        ranked = [(key(kind, i), s) for i, s in job()]
+        out.append((name, ranked, (time.perf_counter() - started) * 1000))
+    return out
+
+
+def _run_jobs(store: Store, jobs: _Jobs) -> list[tuple[str, list[tuple[str, float]], float]]:
+    """Run the legs, side by side where that helps.
+
+    Each BM25 leg runs in a worker thread of its own beside the vector legs: SQLite
+    (through a connection per thread) and the int8 scan both release the GIL, so on 2
+    cores scans overlap BM25 queries (the scan itself is single-threaded below
+    2 × 250k rows, see ann.py). Vector legs run side by side too where the store says
+    they are server queries (PostgreSQL); in-process scans run one after the other in
+    the calling thread. Name lookups are index probes and run inline. Inside the
+    caller's own write transaction every leg runs in the calling thread: only it sees
+    the transaction's writes (and an in-memory SQLite store has one connection, which
+    the transaction holds).
+    """
+    if not (jobs.vector and jobs.lexical and _PARALLEL_LEGS and not store.in_transaction):
+        return _run(jobs.lookup + jobs.vector) + _run(jobs.lexical)
+    parallel_vectors = store.parallel_vector_legs
+    inline = jobs.lookup if parallel_vectors else jobs.lookup + jobs.vector
+    pooled = jobs.lexical + (jobs.vector if parallel_vectors else [])
+    futures = [_leg_pool().submit(_run, [job]) for job in pooled]
+    return _run(inline) + [r for f in futures for r in f.result()]
+
+
+def _record(jobs: _Jobs, results: Sequence[tuple[str, list[tuple[str, float]], float]]) -> Legs:
+    """Legs in the order they always had (per scope: vector, hinted, bm25, name), so
+    fusion's found_by lists do not depend on which thread finished first."""
+    order = {
+        name: (list(Kind).index(kind), _LEG_ORDER.index(name.split(":", 1)[1]))
+        for name, kind, _ in jobs.lookup + jobs.vector + jobs.lexical
+    }
+    legs = Legs()
+    for name, ranked, ms in sorted(results, key=lambda r: order[r[0]]):
+        legs.lists[name] = ranked
+        legs.ms[name] = ms
+    return legs
+
+
+def _nameable(name: str) -> bool:
+    """Whether a query can be looked up as a key: short, no NUL, valid Unicode."""
+    if not 0 < len(name) <= _MAX_NAME_CHARS or "\x00" in name:
+        return False
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _hinted_filters(store: Store, project: str, plan: Plan) -> Filters | None:
+    """Filters restricted to the hinted type(s); None without a hint for a searched object
+    scope, or when no type matches the hint."""
+    request = plan.request
+    if not request.type_hint or Kind.OBJECT not in plan.scopes:
+        return None
+    wanted = normalize_tag(request.type_hint)
+    types = [t for t in store.object_types(project) if normalize_tag(t) == wanted]
+    if request.filters.object_types is not None:
+        types = [t for t in types if t in request.filters.object_types]
+    if not types:
+        return None
+    return request.filters.model_copy(update={"object_types": types})
+
+
+def _seeds(plan: Plan, rows: Rows, ranked: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """Object ids touched by the top hits (an object itself, a relationship's endpoints),
+    each weighted by the best hit score that reached it."""
+    seeds: dict[str, float] = {}
+    rel_ids: list[tuple[str, float]] = []
+    for value, score in ranked[: plan.seed_top]:
+        kind, id = split_key(value)
+        if kind is Kind.OBJECT:
+            seeds[id] = max(seeds.get(id, 0.0), score)
+        elif kind is Kind.RELATIONSHIP:
+            rel_ids.append((id, score))
+    if Kind.RELATIONSHIP not in plan.scopes:
+        return seeds
+    # read even when no relationship made the top: one call whatever the ranking
+    rels = rows.relationships(i for i, _ in rel_ids)
+    for id, score in rel_ids:
+        rel = rels.get(id)
+        if rel is not None:
+            for end in (rel.source_id, rel.target_id):
+                seeds[end] = max(seeds.get(end, 0.0), score)
+    return seeds
+
+
+def graph_legs(
+    store: Store,
+    plan: Plan,
+    first_round: Sequence[tuple[str, float]],
+    legs: Legs,
+    rows: Rows,
+) -> None:
+    """BFS expansion or personalized PageRank from origins or the first round's hits.
+
+    Args:
+        store: The store searched.
+        plan: The search plan (graph kind, depth, seeds, filters, scopes).
+        first_round: The other legs' hits, fused, best first.
+        legs: Where the graph legs are recorded.
+        rows: The search's rows; rows read here are kept for hydration.
+    """
+    request = plan.request
+    started = time.perf_counter()
+    if request.bfs_origins:
+        live = rows.objects(request.bfs_origins)
+        seeds = {i: 1.0 for i in request.bfs_origins if i in live}
+    else:
+        seeds = _seeds(plan, rows, first_round)
+    if not seeds:
+        legs.add("graph:" + request.graph, [], started)
+        return
+    if request.graph == "bfs":
+        _bfs(store, plan, seeds, legs, started, rows)
+    else:
+        _ppr(store, plan, seeds, legs, started, rows)
+
+
+def _bfs(
+    store: Store, plan: Plan, seeds: dict[str, float], legs: Legs, started: float, rows: Rows
+) -> None:
+    request = plan.request
+    found = store.neighbors(
+        rows.project,
+        list(seeds),
+        depth=request.graph_depth,
+        relationship_types=request.filters.relationship_types,
+        as_of=request.filters.as_of,
+    )
+    allowed = _allowed_objects(rows, request, [n.id for n in found])
+    if plan.graph_objects:
+        objects = [(key(Kind.OBJECT, n.id), 1.0 / n.depth) for n in found if n.id in allowed]
+        legs.add("graph:bfs", objects, started)
+    if plan.graph_relationships:
+        keep = _allowed_relationships(rows, request, [n.via for n in found])
+        rels = [(key(Kind.RELATIONSHIP, n.via), 1.0 / n.depth) for n in found if n.via in keep]
+        legs.add("graph:bfs:relationships", list(dict.fromkeys(rels)), started)
+
+
+def _allowed_objects(rows: Rows, request: SearchRequest, ids: Sequence[str]) -> set[str]:
+    """Object ids passing the type, label and property filters (read through ``rows``)."""
+    f = request.filters
+    if not (f.object_types or f.labels or f.properties):
+        return set(ids)
+    return {
+        o.id
+        for o in rows.objects(ids).values()
+        if (not f.object_types or o.type in f.object_types)
+        and (not f.labels or set(f.labels) & set(o.labels))
+        and (not f.properties or all(o.properties.get(k) == v for k, v in f.properties.items()))
+    }
+
+
+def _allowed_relationships(rows: Rows, request: SearchRequest, ids: Sequence[str]) -> set[str]:
+    """Relationship ids passing the property filter (types and validity are applied by
+    the traversal itself)."""
+    wanted = request.filters.properties
+    if not wanted:
+        return set(ids)
+    return {
+        r.id
+        for r in rows.relationships(ids).values()
+        if all(r.properties.get(k) == v for k, v in wanted.items())
+    }
+
+
+def _ppr(
+    store: Store, plan: Plan, seeds: dict[str, float], legs: Legs, started: float, rows: Rows
+) -> None:
+    """HippoRAG-style propagation over the seeds' neighbourhood (bounded subgraph)."""
+    request = plan.request
+    frontier = set(seeds)
+    edges: dict[str, tuple[str, str, float]] = {}
+    for _ in range(request.graph_depth):
+        batch = store.edges_among(
+            rows.project,
+            sorted(frontier),
+            relationship_types=request.filters.relationship_types,
+            as_of=request.filters.as_of,
+        )
+        new: set[str] = set()
+        for rid, src, tgt, weight in batch:
+            if rid not in edges:
+                edges[rid] = (src, tgt, weight)
+                new.update((src, tgt))
+        frontier = new - frontier
+        if len(edges) > _PPR_MAX_EDGES or not frontier:
+            break
+    scores = personalized_pagerank(edges.values(), seeds)
+    allowed = _allowed_objects(rows, request, list(scores))
+    ranked = sorted(
+        ((i, s) for i, s in scores.items() if i in allowed), key=lambda x: (-x[1], x[0])
+    )[:500]
+    if plan.graph_objects:
+        legs.add("graph:ppr", [(key(Kind.OBJECT, i), s) for i, s in ranked], started)
+    if plan.graph_relationships:
+        rel_scores = sorted(
+            ((rid, scores.get(s, 0.0) + scores.get(t, 0.0)) for rid, (s, t, _) in edges.items()),
+            key=lambda x: (-x[1], x[0]),
+        )[:500]
+        keep = _allowed_relationships(rows, request, [r for r, _ in rel_scores])
+        legs.add(
+            "graph:ppr:relationships",
+            [(key(Kind.RELATIONSHIP, r), s) for r, s in rel_scores if s > 0 and r in keep],
+            started,
+        )

@@ -1,0 +1,213 @@
+"""Search planning: a request becomes a :class:`Plan`, then the query becomes vectors.
+
+``make_plan`` is the only place that interprets ``result_types``, recipes, per-leg
+candidate counts, the graph stage and the size of the pool handed to reranking; the
+later stages read the plan and never the raw request settings. ``embed_query`` embeds
+the query once (twice with a type hint) and degrades to a warning when the embedder
+fails, so a search still runs on its lexical and graph legs. ``choose_reranker`` turns
+the plan's reranker name into a reranker once the query vector is known.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from kgsearch.errors import DimensionMismatch, InvalidRequest
+from kgsearch.model import Kind
+from kgsearch.search.request import SearchRequest, apply_recipe
+from kgsearch.search.rerank import (
+    CrossEncoder,
+    CrossEncoderReranker,
+    MentionCountReranker,
+    MMRReranker,
+    NodeDistanceReranker,
+    Reranker,
+)
+from kgsearch.text import enrich_query
+
+__all__ = ["Plan", "QueryVectors", "Vector", "choose_reranker", "embed_query", "make_plan"]
+
+Vector = npt.NDArray[np.float32]
+
+_RESULT_SCOPES: dict[str, tuple[Kind, ...]] = {
+    "both": (Kind.OBJECT, Kind.RELATIONSHIP, Kind.CHUNK),
+    "graph": (Kind.OBJECT, Kind.RELATIONSHIP),
+    "text": (Kind.CHUNK,),
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one search will do, decided before any I/O.
+
+    Attributes:
+        request: The request with its recipe applied.
+        scopes: The scopes searched (after ``result_types``), in :class:`Kind` order.
+        candidates: Per-leg candidate count of each searched scope.
+        vector_kinds: The searched scopes that have a vector leg.
+        graph: Whether graph legs (BFS or PPR) expand the first round.
+        graph_objects: Whether graph legs rank objects.
+        graph_relationships: Whether graph legs rank relationships.
+        seed_top: How many first-round hits seed the graph legs.
+        pool_size: How many fused hits are hydrated and handed to reranking.
+        pool_kinds: The kinds of row the pool can hold (searched scopes and the kinds
+            graph legs rank), in :class:`Kind` order; hydration reads one batch of each.
+    """
+
+    request: SearchRequest
+    scopes: tuple[Kind, ...]
+    candidates: Mapping[Kind, int]
+    vector_kinds: tuple[Kind, ...]
+    graph: bool
+    graph_objects: bool
+    graph_relationships: bool
+    seed_top: int
+    pool_size: int
+    pool_kinds: tuple[Kind, ...]
+
+    @property
+    def reranker(self) -> str:
+        """The reranker name (``"none"`` for none)."""
+        return self.request.reranker
+
+
+@dataclass
+class QueryVectors:
+    """The query embedded per scope, with what went wrong on the way.
+
+    Attributes:
+        by_kind: The vector for each scope's vector leg (the object scope's carries
+            the type hint). Empty when nothing was embedded.
+        warnings: User-facing notes (no embedder, embedder failure).
+        ms: Time spent embedding.
+    """
+
+    by_kind: dict[Kind, Vector | None] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    ms: float = 0.0
+
+    @property
+    def first(self) -> Vector | None:
+        """The vector MMR measures relevance against: the first scope's, in scope order."""
+        return next((v for v in self.by_kind.values() if v is not None), None)
+
+
+def make_plan(request: SearchRequest) -> Plan:
+    """Apply the request's recipe and decide scopes, legs, candidate counts and pool size.
+
+    Args:
+        request: The validated request.
+
+    Returns:
+        The plan every later stage follows.
+
+    Raises:
+        InvalidRequest: The recipe is unknown or yields an invalid request.
+    """
+    request = apply_recipe(request)
+    scopes = tuple(k for k in _RESULT_SCOPES[request.result_types] if _methods(request, k))
+    graph = request.graph != "none" and request.result_types != "text"
+    graph_objects = request.objects is not None
+    graph_relationships = request.relationships is not None
+    ranked = {
+        *scopes,
+        *([Kind.OBJECT] if graph and graph_objects else []),
+        *([Kind.RELATIONSHIP] if graph and graph_relationships else []),
+    }
+    reranked = request.reranker != "none"
+    return Plan(
+        request=request,
+        scopes=scopes,
+        candidates={k: _candidates(request, k) for k in scopes},
+        vector_kinds=tuple(k for k in scopes if "vector" in _methods(request, k)),
+        graph=graph,
+        graph_objects=graph_objects,
+        graph_relationships=graph_relationships,
+        seed_top=max(5, request.limit // 2),
+        # rerankers get a deeper pool to choose from than plain fused order needs
+        pool_size=max(request.limit * 3, 30) if reranked else request.limit * 2,
+        pool_kinds=tuple(k for k in Kind if k in ranked),
+    )
+
+
+def _methods(request: SearchRequest, kind: Kind) -> list[str]:
+    config = request.scope(kind)
+    return list(config.methods) if config is not None else []
+
+
+def _candidates(request: SearchRequest, kind: Kind) -> int:
+    """Per-leg candidate count: the scope's own, or 3 x limit and at least 30."""
+    config = request.scope(kind)
+    if config is not None and config.candidates:
+        return config.candidates
+    return max(30, 3 * request.limit)
+
+
+def embed_query(plan: Plan, embed: Callable[[str], Vector] | None) -> QueryVectors:
+    """Embed the query once, and once more with the type hint for the object scope.
+
+    Args:
+        plan: The search plan.
+        embed: The query embedder, or None when the store has no vectors yet.
+
+    Returns:
+        The vectors per scope; empty, with a warning, when there is no embedder or
+        it failed.
+
+    Raises:
+        DimensionMismatch: The embedder does not match the stored vectors.
+    """
+    started = time.perf_counter()
+    out = QueryVectors()
+    kinds, request = plan.vector_kinds, plan.request
+    if not kinds or embed is None:
+        if kinds:
+            out.warnings.append("no embedder configured: vector legs skipped")
+        return out
+    try:
+        plain = embed(request.query)
+        for kind in kinds:
+            out.by_kind[kind] = plain
+        if request.type_hint and Kind.OBJECT in kinds:
+            out.by_kind[Kind.OBJECT] = embed(enrich_query(request.query, request.type_hint))
+    except DimensionMismatch:
+        raise
+    except Exception as exc:  # an embedder outage degrades search, never fails it
+        out.warnings.append(
+            f"embedder failed ({type(exc).__name__}: {exc}); "
+            "vector legs skipped, results are lexical/graph only"
+        )
+        out.by_kind = {}
+    out.ms = (time.perf_counter() - started) * 1000
+    return out
+
+
+def choose_reranker(
+    plan: Plan, query: QueryVectors, cross_encoder: CrossEncoder | None
+) -> Reranker | None:
+    """The reranker the plan asks for, or None (no reranker, or MMR without a query vector).
+
+    Raises:
+        InvalidRequest: ``cross_encoder`` was asked for but the engine has none.
+    """
+    name = plan.reranker
+    if name == "mmr":
+        vector = query.first
+        return None if vector is None else MMRReranker(vector, lambda_=plan.request.mmr_lambda)
+    if name == "node_distance":
+        return NodeDistanceReranker()
+    if name == "mentions":
+        return MentionCountReranker()
+    if name == "cross_encoder":
+        if cross_encoder is None:
+            raise InvalidRequest(
+                "reranker cross_encoder needs a cross-encoder: pass "
+                "Engine(cross_encoder=OnnxCrossEncoder(path))"
+            )
+        return CrossEncoderReranker(cross_encoder)
+    return None
