@@ -46,6 +46,8 @@ from kgsearch.model import (
     RelationshipIn,
     Source,
     SourceIn,
+    Stats,
+    TextAdded,
 )
 from kgsearch.search.request import (
     GraphResult,
@@ -96,8 +98,10 @@ __all__ = [
     "Settings",
     "Source",
     "SourceIn",
+    "Stats",
     "Store",
     "StoreError",
+    "TextAdded",
     "TextResult",
     "__version__",
     "connect",

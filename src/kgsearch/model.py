@@ -1,7 +1,9 @@
-"""Public value types: graph rows, their inputs, embedding state and search hits.
+"""Public value types: graph rows, their inputs, embedding state, search hits and the
+engine's reports (stats, stored text).
 
 All models are frozen pydantic v2 models that reject unknown fields, so the same
-classes serve as library return values, REST bodies and MCP tool schemas.
+classes serve as library return values, REST bodies and MCP tool schemas; their JSON
+(``model_dump(mode="json")``) is the wire format of every adapter.
 """
 
 from __future__ import annotations
@@ -11,7 +13,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+)
 
 __all__ = [
     "Chunk",
@@ -32,6 +39,8 @@ __all__ = [
     "RelationshipIn",
     "Source",
     "SourceIn",
+    "Stats",
+    "TextAdded",
     "display_name",
 ]
 
@@ -298,3 +307,32 @@ class Filters(_Frozen):
     properties: dict[str, str | int | float | bool] | None = None
     as_of: datetime | None = None
     embedded_only: bool = False
+
+
+class TextAdded(_Frozen):
+    """What :meth:`kgsearch.Engine.add_text` stored: the source and its chunks."""
+
+    source: Source
+    chunks: list[Chunk]
+
+
+class Stats(_Frozen):
+    """Row counts of a project and what the store was built with.
+
+    Attributes:
+        project: The project counted.
+        counts: Live rows per table (``objects``, ``relationships``, ``chunks``, …).
+        store: The store's URL.
+        schema_version: The store's schema version.
+        embedding_model: The model the store's vectors come from (None before any).
+        dims: Their dimensions.
+        projects: Every project in the store.
+    """
+
+    project: str
+    counts: dict[str, int]
+    store: str
+    schema_version: int
+    embedding_model: str | None
+    dims: int | None
+    projects: list[str]
