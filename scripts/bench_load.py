@@ -51,8 +51,8 @@ def ensure_db(path: Path) -> None:
             print("importing the sample graph …", file=sys.stderr)
             engine.import_files([SAMPLE])
         status = engine.embedding_status()
-        if status["pending"] or status["failed"]:
-            print(f"embedding {status['pending']} rows with the bundled model …", file=sys.stderr)
+        if status.pending or status.failed:
+            print(f"embedding {status.pending} rows with the bundled model …", file=sys.stderr)
             engine.embed_pending()
 
 

@@ -29,12 +29,16 @@ from kgsearch.errors import (
     ProviderError,
     StoreError,
 )
-from kgsearch.jobs import EmbedReport, RetryPolicy
+from kgsearch.lifecycle.runner import RetryPolicy
 from kgsearch.model import (
     Chunk,
     ChunkIn,
     EmbeddingState,
     EmbeddingStatus,
+    EmbeddingStatusReport,
+    EmbeddingStatusRow,
+    EmbeddingTodo,
+    EmbedReport,
     Filters,
     GraphObject,
     Kind,
@@ -42,6 +46,7 @@ from kgsearch.model import (
     ObjectIn,
     ObjectRef,
     Page,
+    Preview,
     Relationship,
     RelationshipIn,
     Source,
@@ -71,6 +76,9 @@ __all__ = [
     "Embedder",
     "EmbeddingState",
     "EmbeddingStatus",
+    "EmbeddingStatusReport",
+    "EmbeddingStatusRow",
+    "EmbeddingTodo",
     "Engine",
     "EnrichmentConfig",
     "Filters",
@@ -88,6 +96,7 @@ __all__ = [
     "ObjectIn",
     "ObjectRef",
     "Page",
+    "Preview",
     "ProviderError",
     "Relationship",
     "RelationshipIn",

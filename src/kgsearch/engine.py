@@ -11,10 +11,8 @@ into the module that owns the work: :mod:`kgsearch.writes` (writes),
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,21 +20,27 @@ from kgsearch import keys, reads
 from kgsearch.config import Settings
 from kgsearch.embed import create_embedder
 from kgsearch.embed.base import Embedder, Vector
-from kgsearch.errors import ConfigError, InvalidRequest, NotFound
+from kgsearch.errors import ConfigError, InvalidRequest
 from kgsearch.io.exporter import export
 from kgsearch.io.importer import ImportProgress, import_files
-from kgsearch.jobs import EmbedReport, Progress, RetryPolicy, run_embedding, status_report
 from kgsearch.keys import ApiKey
+from kgsearch.lifecycle import embedding
+from kgsearch.lifecycle.embedding import Progress
+from kgsearch.lifecycle.runner import RetryPolicy
 from kgsearch.model import (
     DEFAULT_PROJECT,
     Chunk,
     ChunkIn,
+    EmbeddingStatusReport,
+    EmbeddingTodo,
+    EmbedReport,
     Filters,
     GraphObject,
     Kind,
     MentionIn,
     ObjectIn,
     Page,
+    Preview,
     Relationship,
     RelationshipIn,
     Source,
@@ -50,21 +54,13 @@ from kgsearch.search.pipeline import SearchContext, run_search
 from kgsearch.search.request import SearchRequest, SearchResponse, validate_request
 from kgsearch.search.rerank import CrossEncoder
 from kgsearch.store import connect
-from kgsearch.store.base import Neighbor, Store, TextUpdate
-from kgsearch.text import (
-    TEXT_VERSION,
-    EnrichmentConfig,
-    config_fingerprint,
-    load_enrichment_config,
-    text_hash,
-)
+from kgsearch.store.base import Neighbor, Store
+from kgsearch.text import EnrichmentConfig, load_enrichment_config
 from kgsearch.writes import graph as graph_writes
 from kgsearch.writes import text as text_writes
-from kgsearch.writes.rows import TextRules, refresh_relationship_texts
+from kgsearch.writes.rows import TextRules
 
 __all__ = ["Engine"]
-
-_TEXTS_META = "texts"
 
 
 class Engine:
@@ -104,9 +100,8 @@ class Engine:
         self._embedder_factory = embedder_factory
         self._embedder_lock = threading.Lock()
         self.enrichment = enrichment or EnrichmentConfig()
-        stored = self._texts_meta()
         if graph_aware is None:
-            graph_aware = bool(stored.get("graph_aware", True))
+            graph_aware = embedding.recorded_graph_aware(store)
         self.graph_aware = graph_aware
         self._rules: TextRules | None = None
 
@@ -159,10 +154,7 @@ class Engine:
     def rules(self) -> TextRules:
         """How embedding texts are built right now."""
         if self._rules is None:
-            if not self._texts_meta() and not self.store.projects():
-                # A new store: its rows will all be written with these rules, so no
-                # later `embed generate` needs to rebuild their texts.
-                self.store.set_meta(_TEXTS_META, json.dumps(self._texts_wanted(), sort_keys=True))
+            embedding.record_texts_of_new_store(self.store, self._texts_wanted())
             embedder = self.embedder
             self._rules = TextRules(
                 self.enrichment, self.graph_aware, embedder.count_tokens, embedder.max_tokens
@@ -387,53 +379,9 @@ class Engine:
         return reads.stats(self.store, self._p(project))
 
     # texts and embedding -----------------------------------------------------
-    def preview(self, id: str, *, project: str | None = None) -> dict[str, Any]:
+    def preview(self, id: str, *, project: str | None = None) -> Preview:
         """The text that would be embedded for a row (object, relationship or chunk)."""
-        p = self._p(project)
-        objects = self.store.get_objects(p, [id])
-        if objects:
-            o = objects[0]
-            text = self.rules.object_text(o.type, o.key, dict(o.properties), o.tags)
-            return {
-                "kind": "object",
-                "id": id,
-                "text": text,
-                "graph_aware": self.graph_aware,
-                "status": o.embedding.status.value,
-            }
-        rels = self.store.get_relationships(p, [id])
-        if rels:
-            r = rels[0]
-            ends = self.store.endpoints(p, [r.source_id, r.target_id])
-            text = TextRules.relationship_text(
-                r.type, ends[r.source_id], ends[r.target_id], r.label, r.description
-            )
-            return {
-                "kind": "relationship",
-                "id": id,
-                "text": text,
-                "status": r.embedding.status.value,
-            }
-        chunks = self.store.get_chunks(p, [id])
-        if chunks:
-            return {
-                "kind": "chunk",
-                "id": id,
-                "text": chunks[0].embedding.text,
-                "status": chunks[0].embedding.status.value,
-            }
-        raise NotFound(f"no object, relationship or chunk {id!r} in project {p!r}")
-
-    def _texts_meta(self) -> dict[str, Any]:
-        raw = self.store.get_meta(_TEXTS_META)
-        return dict(json.loads(raw)) if raw else {}
-
-    def _texts_wanted(self) -> dict[str, Any]:
-        return {
-            "graph_aware": self.graph_aware,
-            "version": TEXT_VERSION,
-            "enrichment": config_fingerprint(self.enrichment),
-        }
+        return embedding.preview(self.store, self._text_rules, self._p(project), id)
 
     def refresh_texts(self, *, force: bool = False) -> int:
         """Rebuild stored texts when the rules changed (config, mode, template version).
@@ -441,29 +389,9 @@ class Engine:
         Rows whose text changes become pending; unchanged rows are untouched.
         Returns the number of rows whose text changed.
         """
-        wanted = self._texts_wanted()
-        if not force and self._texts_meta() == wanted:
-            return 0
-        changed = 0
-        for project in self.store.projects():
-            for batch in self.store.iter_text_rows(project, Kind.OBJECT):
-                updates = []
-                for o in batch:
-                    text = self.rules.object_text(o.type, o.key, dict(o.properties), o.tags)
-                    updates.append(TextUpdate(o.id, text, text_hash(text), TEXT_VERSION))
-                changed += self.store.set_texts(project, Kind.OBJECT, updates)
-            changed += self._refresh_all_relationships(project)
-        self.store.set_meta(_TEXTS_META, json.dumps(wanted, sort_keys=True))
-        return changed
-
-    def _refresh_all_relationships(self, project: str) -> int:
-        changed = 0
-        for batch in self.store.iter_text_rows(project, Kind.RELATIONSHIP):
-            changed += self._relationship_updates(project, batch)
-        return changed
-
-    def _relationship_updates(self, project: str, rels: Sequence[Relationship]) -> int:
-        return refresh_relationship_texts(self.store, project, rels)
+        return embedding.refresh_texts(
+            self.store, self._text_rules, self._texts_wanted(), force=force
+        )
 
     def embed_pending(
         self,
@@ -487,53 +415,20 @@ class Engine:
             progress: Called with (kind, rows) after each batch.
             limit: Stop after about this many rows.
         """
-        if batch_size < 1 or batch_size > 10_000:
-            raise InvalidRequest("batch size must be between 1 and 10000")
+        embedding.check_batch_size(batch_size)
         self.refresh_texts()
-        if force:
-            for kind in kinds:
-                self.store.requeue(kind, project=project, statuses=["embedded", "failed", "dead"])
-        return run_embedding(
+        return embedding.embed_pending(
             self.store,
             self.embedder,
+            self.retry,
             kinds=kinds,
             project=project,
             batch_size=batch_size,
             delay_ms=delay_ms,
-            policy=self.retry,
+            force=force,
             progress=progress,
             limit=limit,
         )
-
-    def switch_model(self, embedder: Embedder) -> None:
-        """Explicitly migrate to another embedding model: every vector is re-made."""
-        self.store.set_embedding_model(embedder.model_id, embedder.dims, replace=True)
-        self._embedder = embedder
-        self._rules = None
-
-    def set_graph_aware(self, graph_aware: bool) -> None:
-        """Switch between graph-aware and plain object text (rows re-embed as needed)."""
-        self.graph_aware = graph_aware
-        self._rules = None
-
-    def retry_failed(self, *, dead: bool = False, project: str | None = None) -> int:
-        """Re-queue failed rows now (and dead ones with ``dead=True``)."""
-        statuses = ["failed", "dead"] if dead else ["failed"]
-        return sum(self.store.requeue(k, project=project, statuses=statuses) for k in Kind)
-
-    def embedding_status(self, *, project: str | None = None) -> dict[str, Any]:
-        """Counts by status per project and kind, percent embedded, stale, failure rate."""
-        return status_report(self.store, project)
-
-    def embedding_todo(
-        self, *, project: str | None = None, kinds: Sequence[Kind] = tuple(Kind)
-    ) -> dict[str, int]:
-        """Rows due for embedding (pending or failed) per kind, of one project or all."""
-        todo = {k.value: 0 for k in kinds}
-        for c in self.store.embedding_counts(project):
-            if c.kind.value in todo and (project is None or c.project == project):
-                todo[c.kind.value] += c.by_status.get("pending", 0) + c.by_status.get("failed", 0)
-        return todo
 
     def embed_step(
         self,
@@ -551,26 +446,86 @@ class Engine:
             InvalidRequest: ``batch_size`` outside 1..10000.
             DimensionMismatch: The embedder does not match the stored vectors.
         """
-        if not 1 <= batch_size <= 10_000:
-            raise InvalidRequest("batch size must be between 1 and 10000")
+        embedding.check_batch_size(batch_size)
         self.refresh_texts()
-        policy = replace(self.retry, max_wait_seconds=0.0)
-        total = EmbedReport()
-        for kind in kinds:
-            report = run_embedding(
-                self.store,
-                self.embedder,
-                kinds=[kind],
-                project=project,
-                batch_size=batch_size,
-                policy=policy,
-                limit=batch_size,
-            )
-            for name in ("processed", "embedded", "failed", "dead", "skipped_changed", "batches"):
-                setattr(total, name, getattr(total, name) + getattr(report, name))
-            total.seconds += report.seconds
-            total.errors.extend(e for e in report.errors if e not in total.errors)
-        return total
+        return embedding.embed_step(
+            self.store,
+            self.embedder,
+            self.retry,
+            project=project,
+            kinds=kinds,
+            batch_size=batch_size,
+        )
+
+    def embed_worker(
+        self,
+        *,
+        kinds: Sequence[Kind] = tuple(Kind),
+        project: str | None = None,
+        batch_size: int = 512,
+        poll_seconds: float = 5.0,
+        until_idle: bool = False,
+        should_stop: Callable[[], bool] = lambda: False,
+        on_batch: Callable[[EmbedReport], None] | None = None,
+    ) -> EmbedReport:
+        """Run a long-lived embedding worker, one batch at a time, until stopped.
+
+        Any number of workers may share a store: claims are atomic, and rows claimed
+        by a worker that died are claimable again once its lease ends.
+
+        Args:
+            kinds: Row kinds to embed.
+            project: One project, or None for all.
+            batch_size: Rows claimed and embedded per batch.
+            poll_seconds: Sleep this long when nothing is due, or after a store error.
+            until_idle: Return once nothing is due; a store error is raised.
+            should_stop: Return True to end the loop after the current batch.
+            on_batch: Called with the running totals after each batch.
+
+        Raises:
+            StoreError: Only with ``until_idle``.
+        """
+        self.refresh_texts()
+        return embedding.run_embedding_worker(
+            self.store,
+            self.embedder,
+            kinds=kinds,
+            project=project,
+            batch_size=batch_size,
+            policy=self.retry,
+            poll_seconds=poll_seconds,
+            until_idle=until_idle,
+            should_stop=should_stop,
+            on_batch=on_batch,
+        )
+
+    def switch_model(self, embedder: Embedder) -> None:
+        """Explicitly migrate to another embedding model: every vector is re-made."""
+        self.store.set_embedding_model(embedder.model_id, embedder.dims, replace=True)
+        self._embedder = embedder
+        self._rules = None
+
+    def set_graph_aware(self, graph_aware: bool) -> None:
+        """Switch between graph-aware and plain object text (rows re-embed as needed)."""
+        self.graph_aware = graph_aware
+        self._rules = None
+
+    def retry_failed(self, *, dead: bool = False, project: str | None = None) -> int:
+        """Re-queue failed rows now (and dead ones with ``dead=True``)."""
+        return embedding.retry_failed(self.store, project, dead=dead)
+
+    def embedding_status(self, *, project: str | None = None) -> EmbeddingStatusReport:
+        """Counts by status per project and kind, percent embedded, stale, failure rate."""
+        return embedding.status_report(self.store, project)
+
+    def embedding_todo(
+        self, *, project: str | None = None, kinds: Sequence[Kind] = tuple(Kind)
+    ) -> EmbeddingTodo:
+        """Rows due for embedding (pending or failed) per kind, of one project or all."""
+        return embedding.embedding_todo(self.store, project, kinds)
+
+    def _texts_wanted(self) -> dict[str, Any]:
+        return embedding.texts_fingerprint(self.enrichment, self.graph_aware)
 
     # search ------------------------------------------------------------------
     def _search_context(self, project: str | None) -> SearchContext:

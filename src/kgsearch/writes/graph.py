@@ -31,7 +31,7 @@ from kgsearch.writes.patch import (
     patched_relationship,
 )
 from kgsearch.writes.rows import (
-    TextRules,
+    Rules,
     refresh_relationship_texts,
     require_endpoints,
     resolve_endpoints,
@@ -39,7 +39,6 @@ from kgsearch.writes.rows import (
 
 __all__ = [
     "AfterCommit",
-    "Rules",
     "add_mentions",
     "add_objects",
     "add_relationships",
@@ -51,10 +50,6 @@ __all__ = [
 
 AfterCommit = Callable[[], None] | None
 """Called after a write commits and before its rows are read back (None: nothing)."""
-
-Rules = Callable[[], TextRules]
-"""Returns the text rules. Called only once a row is built, so a write that fails
-validation never makes the engine load its embedder (the rules need its tokenizer)."""
 
 RowKind = Literal["object", "relationship", "chunk", "source"]
 

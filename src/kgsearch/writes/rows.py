@@ -25,6 +25,7 @@ from kgsearch.text import (
 from kgsearch.text.enrich import utf8
 
 __all__ = [
+    "Rules",
     "TextRules",
     "describe_ref",
     "object_id",
@@ -133,6 +134,11 @@ class TextRules:
         """(text, hash) of a chunk."""
         text = chunk_text(item.text, source_title)
         return text, text_hash(text)
+
+
+Rules = Callable[[], TextRules]
+"""Returns the text rules. Called only once a row is built, so a write that fails
+validation never makes the engine load its embedder (the rules need its tokenizer)."""
 
 
 def resolve_endpoints(
