@@ -47,12 +47,12 @@ def percentile(values: list[float], q: float) -> float:
 def ensure_db(path: Path) -> None:
     """Import and embed the sample graph with the bundled model unless already done."""
     with Engine(connect(str(path))) as engine:
-        if engine.stats()["counts"]["objects"] == 0:
+        if engine.stats().counts["objects"] == 0:
             print("importing the sample graph …", file=sys.stderr)
             engine.import_files([SAMPLE])
         status = engine.embedding_status()
-        if status["pending"] or status["failed"]:
-            print(f"embedding {status['pending']} rows with the bundled model …", file=sys.stderr)
+        if status.pending or status.failed:
+            print(f"embedding {status.pending} rows with the bundled model …", file=sys.stderr)
             engine.embed_pending()
 
 
@@ -60,7 +60,7 @@ def make_key(path: Path) -> tuple[str, dict[str, int]]:
     """A fresh read-only key of the default project, and the project's row counts."""
     with Engine(connect(str(path))) as engine:
         key, _ = engine.create_api_key("default", "read", name="bench_load")
-        return key, engine.stats()["counts"]
+        return key, engine.stats().counts
 
 
 def questions(n: int, seed: int = 7) -> list[str]:

@@ -56,7 +56,7 @@ def ensure_full_db() -> Path:
         kgsearch_cli("--db", str(FULL_DB), "import", str(ensure_full()))
     engine = Engine(connect(str(FULL_DB)))
     status = engine.embedding_status()
-    if status["pending"] or status["failed"]:
+    if status.pending or status.failed:
         engine.embed_pending(batch_size=128)
     engine.close()
     return FULL_DB

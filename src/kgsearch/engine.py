@@ -2,50 +2,51 @@
 
 It composes a store, an embedder (created lazily, so graph work never loads a model)
 and the text rules; writes commit rows as ``pending`` and never wait for the
-embedder; embedding runs outside any write transaction.
+embedder; embedding runs outside any write transaction. Each method makes one call
+into the module that owns the work: :mod:`kgsearch.writes` (writes),
+:mod:`kgsearch.reads` (lookups), :mod:`kgsearch.lifecycle` (texts and embedding),
+:mod:`kgsearch.search` (search), :mod:`kgsearch.io` (import/export) and
+:mod:`kgsearch.keys` (API keys).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from kgsearch import keys, reads
 from kgsearch.config import Settings
 from kgsearch.embed import create_embedder
 from kgsearch.embed.base import Embedder, Vector
-from kgsearch.errors import ConfigError, InvalidRequest, NotFound
+from kgsearch.errors import ConfigError, InvalidRequest
 from kgsearch.io.exporter import export
 from kgsearch.io.importer import ImportProgress, import_files
-from kgsearch.jobs import EmbedReport, Progress, RetryPolicy, run_embedding, status_report
-from kgsearch.keys import ApiKey, Unauthorized, generate_key, parse_key, parse_scopes, verify_secret
+from kgsearch.keys import ApiKey
+from kgsearch.lifecycle import embedding
+from kgsearch.lifecycle.embedding import Progress
+from kgsearch.lifecycle.runner import RetryPolicy
 from kgsearch.model import (
     DEFAULT_PROJECT,
     Chunk,
     ChunkIn,
+    EmbeddingStatusReport,
+    EmbeddingTodo,
+    EmbedReport,
     Filters,
     GraphObject,
     Kind,
-    Mention,
     MentionIn,
     ObjectIn,
-    ObjectRef,
     Page,
+    Preview,
     Relationship,
     RelationshipIn,
     Source,
     SourceIn,
-    display_name,
-)
-from kgsearch.patching import (
-    check_object_changes,
-    check_relationship_changes,
-    patched_object,
-    patched_relationship,
+    Stats,
+    TextAdded,
 )
 from kgsearch.search.context import format_context
 from kgsearch.search.lookups import mentioned_by, neighborhood, sources_mentioning
@@ -54,25 +55,13 @@ from kgsearch.search.request import SearchRequest, SearchResponse, validate_requ
 from kgsearch.search.rerank import CrossEncoder
 from kgsearch.search.response import explain
 from kgsearch.store import connect
-from kgsearch.store.base import Neighbor, Store, StoreInfo, TextUpdate
-from kgsearch.text import (
-    TEXT_VERSION,
-    EnrichmentConfig,
-    config_fingerprint,
-    load_enrichment_config,
-    text_hash,
-)
-from kgsearch.text.chunking import content_digest, split_text
-from kgsearch.writes import (
-    TextRules,
-    refresh_relationship_texts,
-    require_endpoints,
-    resolve_endpoints,
-)
+from kgsearch.store.base import Neighbor, Store, StoreInfo
+from kgsearch.text import EnrichmentConfig, load_enrichment_config
+from kgsearch.writes import graph as graph_writes
+from kgsearch.writes import text as text_writes
+from kgsearch.writes.rows import TextRules
 
 __all__ = ["Engine"]
-
-_TEXTS_META = "texts"
 
 
 class Engine:
@@ -112,9 +101,8 @@ class Engine:
         self._embedder_factory = embedder_factory
         self._embedder_lock = threading.Lock()
         self.enrichment = enrichment or EnrichmentConfig()
-        stored = self._texts_meta()
         if graph_aware is None:
-            graph_aware = bool(stored.get("graph_aware", True))
+            graph_aware = embedding.recorded_graph_aware(store)
         self.graph_aware = graph_aware
         self._rules: TextRules | None = None
         self._store_info: StoreInfo | None = None  # read on first search, see _info()
@@ -153,7 +141,7 @@ class Engine:
             ),
         )
 
-    # providers -------------------------------------------------------------
+    # build -----------------------------------------------------------------
     @property
     def embedder(self) -> Embedder:
         """The embedder, created on first use."""
@@ -168,10 +156,7 @@ class Engine:
     def rules(self) -> TextRules:
         """How embedding texts are built right now."""
         if self._rules is None:
-            if not self._texts_meta() and not self.store.projects():
-                # A new store: its rows will all be written with these rules, so no
-                # later `embed generate` needs to rebuild their texts.
-                self.store.set_meta(_TEXTS_META, json.dumps(self._texts_wanted(), sort_keys=True))
+            embedding.record_texts_of_new_store(self.store, self._texts_wanted())
             embedder = self.embedder
             self._rules = TextRules(
                 self.enrichment, self.graph_aware, embedder.count_tokens, embedder.max_tokens
@@ -203,22 +188,9 @@ class Engine:
         When an object's display name changes, its relationships' triplet texts are
         rebuilt too, so they become pending instead of silently stale.
         """
-        p = self._p(project)
-        rules = self.rules
-        rows = [rules.object_row(p, o) for o in objects]
-        with self.store.transaction():
-            before = self.store.resolve(p, [ObjectRef(type=o.type, key=o.key) for o in objects])
-            ids = self.store.upsert_objects(p, rows)
-            renamed = [
-                e.id
-                for ref, e in before.items()
-                if display_name(e.properties, e.key, e.id)
-                != display_name(_props_for(objects, ref), ref.key, e.id)
-            ]
-            if renamed:
-                self._refresh_relationships(p, renamed)
-        self._after_write()
-        return self.store.get_objects(p, ids)
+        return graph_writes.add_objects(
+            self.store, self._text_rules, self._p(project), objects, after_commit=self._after_write
+        )
 
     def add_relationships(
         self, relationships: Sequence[RelationshipIn], *, project: str | None = None
@@ -228,89 +200,95 @@ class Engine:
         Raises:
             NotFound: An endpoint is not a live object of the project.
         """
-        p = self._p(project)
-        with self.store.transaction():
-            found = require_endpoints(self.store, p, relationships)
-            rows = [
-                self.rules.relationship_row(p, r, found[r.source], found[r.target])
-                for r in relationships
-            ]
-            ids = self.store.upsert_relationships(p, rows)
-        self._after_write()
-        return self.store.get_relationships(p, ids)
+        return graph_writes.add_relationships(
+            self.store,
+            self._text_rules,
+            self._p(project),
+            relationships,
+            after_commit=self._after_write,
+        )
 
     def add_sources(
         self, sources: Sequence[SourceIn], *, project: str | None = None
     ) -> list[Source]:
         """Create or update sources (documents, episodes)."""
-        p = self._p(project)
-        now = _now()
-        self.store.upsert_sources(
-            p,
-            [
-                Source(
-                    id=s.id,
-                    project=p,
-                    title=s.title,
-                    uri=s.uri,
-                    metadata=s.metadata,
-                    created_at=now,
-                )
-                for s in sources
-            ],
-        )
-        return self.store.get_sources(p, [s.id for s in sources])
+        return text_writes.add_sources(self.store, self._p(project), sources)
 
     def add_chunks(self, chunks: Sequence[ChunkIn], *, project: str | None = None) -> list[Chunk]:
         """Create or update text chunks (embedded as their text, titled by their source)."""
-        p = self._p(project)
-        titles = {
-            s.id: s.title
-            for s in self.store.get_sources(p, [c.source_id for c in chunks if c.source_id])
-        }
-        now = _now()
-        rows = []
-        for c in chunks:
-            text, digest = TextRules.chunk_text(c, titles.get(c.source_id or ""))
-            chunk = Chunk(
-                id=c.id,
-                project=p,
-                text=c.text,
-                source_id=c.source_id,
-                position=c.position,
-                metadata=c.metadata,
-                created_at=now,
-                updated_at=now,
-            )
-            rows.append((chunk, text, digest, TEXT_VERSION))
-        self.store.upsert_chunks(p, rows)
-        self._after_write()
-        return self.store.get_chunks(p, [c.id for c in chunks])
+        return text_writes.add_chunks(
+            self.store, self._p(project), chunks, after_commit=self._after_write
+        )
 
     def add_mentions(self, mentions: Sequence[MentionIn], *, project: str | None = None) -> int:
         """Link sources/chunks to the objects and relationships they mention."""
-        p = self._p(project)
-        refs = [m.object for m in mentions if m.object is not None]
-        found, missing = resolve_endpoints(self.store, p, refs)
-        if missing:
-            raise NotFound(f"mentioned object(s) not found: {missing[:10]}")
-        rows = []
-        for m in mentions:
-            if not (m.source_id or m.chunk_id):
-                raise InvalidRequest("a mention needs source_id or chunk_id")
-            if m.object is None and m.relationship_id is None:
-                raise InvalidRequest("a mention needs an object or a relationship_id")
-            rows.append(
-                Mention(
-                    project=p,
-                    source_id=m.source_id,
-                    chunk_id=m.chunk_id,
-                    object_id=found[m.object].id if m.object is not None else None,
-                    relationship_id=m.relationship_id,
-                )
-            )
-        self.store.add_mentions(p, rows)
-        return len(rows)
+        return graph_writes.add_mentions(self.store, self._p(project), mentions)
+
+    def add_text(
+        self,
+        text: str,
+        *,
+        source_id: str | None = None,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        max_chars: int = 1000,
+        project: str | None = None,
+    ) -> TextAdded:
+        """Store free text as chunks of at most ``max_chars`` (split at paragraphs, then
+        sentences, then words) under one source. Ids are derived from the content, so
+        adding the same text again updates instead of duplicating.
+
+        Raises:
+            InvalidRequest: Blank text or ``max_chars`` outside 100..100000.
+        """
+        return text_writes.add_text(
+            self.store,
+            self._p(project),
+            text,
+            source_id=source_id,
+            title=title,
+            metadata=metadata,
+            max_chars=max_chars,
+            after_commit=self._after_write,
+        )
+
+    def update_object(
+        self, id: str, changes: Mapping[str, Any], *, project: str | None = None
+    ) -> GraphObject:
+        """Patch an object: ``tags``/``labels`` are replaced, ``properties`` are merged
+        (JSON merge patch: a None value removes the property). Type and key are fixed.
+
+        Raises:
+            NotFound: No live object has this id.
+            InvalidRequest: An unknown or invalid field.
+        """
+        return graph_writes.update_object(
+            self.store,
+            self._text_rules,
+            self._p(project),
+            id,
+            changes,
+            after_commit=self._after_write,
+        )
+
+    def update_relationship(
+        self, id: str, changes: Mapping[str, Any], *, project: str | None = None
+    ) -> Relationship:
+        """Patch a relationship; ``properties`` are merged, other fields replaced.
+        Type and endpoints are fixed (they define the relationship).
+
+        Raises:
+            NotFound: No live relationship has this id.
+            InvalidRequest: An unknown or invalid field.
+        """
+        return graph_writes.update_relationship(
+            self.store,
+            self._text_rules,
+            self._p(project),
+            id,
+            changes,
+            after_commit=self._after_write,
+        )
 
     def delete(
         self,
@@ -320,11 +298,14 @@ class Engine:
         project: str | None = None,
     ) -> int:
         """Soft-delete rows (an object takes its relationships); every read hides them."""
-        return self.store.delete(self._p(project), kind, ids)
+        return graph_writes.delete(self.store, self._p(project), kind, ids)
 
     def purge(self, *, project: str | None = None) -> int:
         """Remove soft-deleted rows for good."""
-        return self.store.purge(self._p(project))
+        return graph_writes.purge(self.store, self._p(project))
+
+    def _text_rules(self) -> TextRules:
+        return self.rules
 
     def _after_write(self) -> None:
         if self.embed_on_write:
@@ -337,27 +318,31 @@ class Engine:
         Raises:
             NotFound: No live object has this id in the project.
         """
-        found = self.store.get_objects(self._p(project), [id])
-        if not found:
-            raise NotFound(f"object {id!r} not found in project {self._p(project)!r}")
-        return found[0]
+        return reads.get_object(self.store, self._p(project), id)
 
     def get_object_by_key(self, type_: str, key: str, *, project: str | None = None) -> GraphObject:
         """One live object by type and key."""
-        p = self._p(project)
-        endpoint = self.store.resolve(p, [ObjectRef(type=type_, key=key)]).get(
-            ObjectRef(type=type_, key=key)
-        )
-        if endpoint is None:
-            raise NotFound(f"object {type_}/{key} not found in project {p!r}")
-        return self.get_object(endpoint.id, project=p)
+        return reads.get_object_by_key(self.store, self._p(project), type_, key)
 
     def get_relationship(self, id: str, *, project: str | None = None) -> Relationship:
         """One live relationship by id."""
-        found = self.store.get_relationships(self._p(project), [id])
-        if not found:
-            raise NotFound(f"relationship {id!r} not found in project {self._p(project)!r}")
-        return found[0]
+        return reads.get_relationship(self.store, self._p(project), id)
+
+    def get_chunk(self, id: str, *, project: str | None = None) -> Chunk:
+        """One live chunk by id.
+
+        Raises:
+            NotFound: No live chunk has this id in the project.
+        """
+        return reads.get_chunk(self.store, self._p(project), id)
+
+    def get_source(self, id: str, *, project: str | None = None) -> Source:
+        """One live source by id.
+
+        Raises:
+            NotFound: No live source has this id in the project.
+        """
+        return reads.get_source(self.store, self._p(project), id)
 
     def list_rows(
         self,
@@ -391,68 +376,14 @@ class Engine:
             relationship_types=relationship_types,
         )
 
-    def stats(self, *, project: str | None = None) -> dict[str, Any]:
+    def stats(self, *, project: str | None = None) -> Stats:
         """Row counts of a project and the store's metadata."""
-        p = self._p(project)
-        info = self.store.info()
-        return {
-            "project": p,
-            "counts": self.store.counts(p),
-            "store": info.url,
-            "schema_version": info.schema_version,
-            "embedding_model": info.embedding_model,
-            "dims": info.dims,
-            "projects": self.store.projects(),
-        }
+        return reads.stats(self.store, self._p(project))
 
     # texts and embedding -----------------------------------------------------
-    def preview(self, id: str, *, project: str | None = None) -> dict[str, Any]:
+    def preview(self, id: str, *, project: str | None = None) -> Preview:
         """The text that would be embedded for a row (object, relationship or chunk)."""
-        p = self._p(project)
-        objects = self.store.get_objects(p, [id])
-        if objects:
-            o = objects[0]
-            text = self.rules.object_text(o.type, o.key, dict(o.properties), o.tags)
-            return {
-                "kind": "object",
-                "id": id,
-                "text": text,
-                "graph_aware": self.graph_aware,
-                "status": o.embedding.status.value,
-            }
-        rels = self.store.get_relationships(p, [id])
-        if rels:
-            r = rels[0]
-            ends = self.store.endpoints(p, [r.source_id, r.target_id])
-            text = TextRules.relationship_text(
-                r.type, ends[r.source_id], ends[r.target_id], r.label, r.description
-            )
-            return {
-                "kind": "relationship",
-                "id": id,
-                "text": text,
-                "status": r.embedding.status.value,
-            }
-        chunks = self.store.get_chunks(p, [id])
-        if chunks:
-            return {
-                "kind": "chunk",
-                "id": id,
-                "text": chunks[0].embedding.text,
-                "status": chunks[0].embedding.status.value,
-            }
-        raise NotFound(f"no object, relationship or chunk {id!r} in project {p!r}")
-
-    def _texts_meta(self) -> dict[str, Any]:
-        raw = self.store.get_meta(_TEXTS_META)
-        return dict(json.loads(raw)) if raw else {}
-
-    def _texts_wanted(self) -> dict[str, Any]:
-        return {
-            "graph_aware": self.graph_aware,
-            "version": TEXT_VERSION,
-            "enrichment": config_fingerprint(self.enrichment),
-        }
+        return embedding.preview(self.store, self._text_rules, self._p(project), id)
 
     def refresh_texts(self, *, force: bool = False) -> int:
         """Rebuild stored texts when the rules changed (config, mode, template version).
@@ -460,34 +391,9 @@ class Engine:
         Rows whose text changes become pending; unchanged rows are untouched.
         Returns the number of rows whose text changed.
         """
-        wanted = self._texts_wanted()
-        if not force and self._texts_meta() == wanted:
-            return 0
-        changed = 0
-        for project in self.store.projects():
-            for batch in self.store.iter_text_rows(project, Kind.OBJECT):
-                updates = []
-                for o in batch:
-                    text = self.rules.object_text(o.type, o.key, dict(o.properties), o.tags)
-                    updates.append(TextUpdate(o.id, text, text_hash(text), TEXT_VERSION))
-                changed += self.store.set_texts(project, Kind.OBJECT, updates)
-            changed += self._refresh_all_relationships(project)
-        self.store.set_meta(_TEXTS_META, json.dumps(wanted, sort_keys=True))
-        return changed
-
-    def _refresh_all_relationships(self, project: str) -> int:
-        changed = 0
-        for batch in self.store.iter_text_rows(project, Kind.RELATIONSHIP):
-            changed += self._relationship_updates(project, batch)
-        return changed
-
-    def _refresh_relationships(self, project: str, object_ids: Sequence[str]) -> int:
-        return refresh_relationship_texts(
-            self.store, project, self.store.relationships_touching(project, object_ids)
+        return embedding.refresh_texts(
+            self.store, self._text_rules, self._texts_wanted(), force=force
         )
-
-    def _relationship_updates(self, project: str, rels: Sequence[Relationship]) -> int:
-        return refresh_relationship_texts(self.store, project, rels)
 
     def embed_pending(
         self,
@@ -511,22 +417,88 @@ class Engine:
             progress: Called with (kind, rows) after each batch.
             limit: Stop after about this many rows.
         """
-        if batch_size < 1 or batch_size > 10_000:
-            raise InvalidRequest("batch size must be between 1 and 10000")
+        embedding.check_batch_size(batch_size)
         self.refresh_texts()
-        if force:
-            for kind in kinds:
-                self.store.requeue(kind, project=project, statuses=["embedded", "failed", "dead"])
-        return run_embedding(
+        return embedding.embed_pending(
+            self.store,
+            self.embedder,
+            self.retry,
+            kinds=kinds,
+            project=project,
+            batch_size=batch_size,
+            delay_ms=delay_ms,
+            force=force,
+            progress=progress,
+            limit=limit,
+        )
+
+    def embed_step(
+        self,
+        *,
+        project: str | None = None,
+        kinds: Sequence[Kind] = tuple(Kind),
+        batch_size: int = 64,
+    ) -> EmbedReport:
+        """Embed at most one batch of due rows per kind and return at once.
+
+        Unlike :meth:`embed_pending` it never sleeps waiting for a failed row's
+        backoff, so a server's background loop can stop between steps.
+
+        Raises:
+            InvalidRequest: ``batch_size`` outside 1..10000.
+            DimensionMismatch: The embedder does not match the stored vectors.
+        """
+        embedding.check_batch_size(batch_size)
+        self.refresh_texts()
+        return embedding.embed_step(
+            self.store,
+            self.embedder,
+            self.retry,
+            project=project,
+            kinds=kinds,
+            batch_size=batch_size,
+        )
+
+    def embed_worker(
+        self,
+        *,
+        kinds: Sequence[Kind] = tuple(Kind),
+        project: str | None = None,
+        batch_size: int = 512,
+        poll_seconds: float = 5.0,
+        until_idle: bool = False,
+        should_stop: Callable[[], bool] = lambda: False,
+        on_batch: Callable[[EmbedReport], None] | None = None,
+    ) -> EmbedReport:
+        """Run a long-lived embedding worker, one batch at a time, until stopped.
+
+        Any number of workers may share a store: claims are atomic, and rows claimed
+        by a worker that died are claimable again once its lease ends.
+
+        Args:
+            kinds: Row kinds to embed.
+            project: One project, or None for all.
+            batch_size: Rows claimed and embedded per batch.
+            poll_seconds: Sleep this long when nothing is due, or after a store error.
+            until_idle: Return once nothing is due; a store error is raised.
+            should_stop: Return True to end the loop after the current batch.
+            on_batch: Called with the running totals after each batch.
+
+        Raises:
+            StoreError: Only with ``until_idle``.
+        """
+        self.refresh_texts()
+        return embedding.run_embedding_worker(
             self.store,
             self.embedder,
             kinds=kinds,
             project=project,
             batch_size=batch_size,
-            delay_ms=delay_ms,
             policy=self.retry,
-            progress=progress,
-            limit=limit,
+            poll_seconds=poll_seconds,
+            until_idle=until_idle,
+            should_stop=should_stop,
+            on_batch=on_batch,
         )
 
     def switch_model(self, embedder: Embedder) -> None:
@@ -543,12 +515,20 @@ class Engine:
 
     def retry_failed(self, *, dead: bool = False, project: str | None = None) -> int:
         """Re-queue failed rows now (and dead ones with ``dead=True``)."""
-        statuses = ["failed", "dead"] if dead else ["failed"]
-        return sum(self.store.requeue(k, project=project, statuses=statuses) for k in Kind)
+        return embedding.retry_failed(self.store, project, dead=dead)
 
-    def embedding_status(self, *, project: str | None = None) -> dict[str, Any]:
+    def embedding_status(self, *, project: str | None = None) -> EmbeddingStatusReport:
         """Counts by status per project and kind, percent embedded, stale, failure rate."""
-        return status_report(self.store, project)
+        return embedding.status_report(self.store, project)
+
+    def embedding_todo(
+        self, *, project: str | None = None, kinds: Sequence[Kind] = tuple(Kind)
+    ) -> EmbeddingTodo:
+        """Rows due for embedding (pending or failed) per kind, of one project or all."""
+        return embedding.embedding_todo(self.store, project, kinds)
+
+    def _texts_wanted(self) -> dict[str, Any]:
+        return embedding.texts_fingerprint(self.enrichment, self.graph_aware)
 
     # search ------------------------------------------------------------------
     def _info(self) -> StoreInfo:
@@ -646,126 +626,6 @@ class Engine:
             self.store, self._p(project), object_ids=object_ids, relationship_ids=relationship_ids
         )
 
-    # import / export ---------------------------------------------------------
-    def import_files(
-        self,
-        paths: Sequence[Path],
-        *,
-        project: str | None = None,
-        progress: ImportProgress | None = None,
-    ) -> dict[str, int]:
-        """Import JSONL, JSON graph or CSV files atomically (see :mod:`kgsearch.io`)."""
-        return import_files(
-            self.store, self.rules, paths, project=self._p(project), progress=progress
-        )
-
-    def export(
-        self, path: Path, *, project: str | None = None, fmt: Literal["jsonl", "json"] = "jsonl"
-    ) -> dict[str, int]:
-        """Write a project to a JSONL or JSON graph file that imports back identically."""
-        return export(self.store, path, project=self._p(project), fmt=fmt)
-
-    # --- used by the REST/MCP adapters ---------------------------------------
-    def create_api_key(
-        self, project: str, scopes: str | Sequence[str], *, name: str | None = None
-    ) -> tuple[str, ApiKey]:
-        """Make an API key bound to ``project``; returns (the key, shown once; its record).
-
-        Raises:
-            InvalidRequest: Unknown scope or blank project.
-        """
-        record = ApiKey(
-            id="",
-            project=self._p(project),
-            scopes=parse_scopes(scopes),
-            name=name,
-            created_at=_now(),
-        )
-        key, key_id, digest = generate_key()
-        record = record.model_copy(update={"id": key_id})
-        self.store.create_api_key(record, digest)
-        return key, record
-
-    def api_keys(self, *, project: str | None = None) -> list[ApiKey]:
-        """API key records (never secrets) of one project, or of all when None."""
-        return self.store.api_keys(project)
-
-    def revoke_api_key(self, key_id: str) -> None:
-        """Revoke a key at once; later requests with it get 401.
-
-        Raises:
-            NotFound: No active key has this id.
-        """
-        if not self.store.revoke_api_key(key_id):
-            raise NotFound(f"no active API key {key_id!r}; see `kgsearch keys list`")
-
-    def authenticate(self, key: str) -> ApiKey:
-        """The active key record matching a presented key.
-
-        Raises:
-            Unauthorized: Malformed, unknown or revoked key.
-        """
-        key_id, secret = parse_key(key)
-        found = self.store.find_api_key(key_id)
-        if found is None or not verify_secret(secret, found[1]):
-            raise Unauthorized("invalid API key")
-        if not found[0].active:
-            raise Unauthorized("this API key was revoked")
-        return found[0]
-
-    def update_object(
-        self, id: str, changes: Mapping[str, Any], *, project: str | None = None
-    ) -> GraphObject:
-        """Patch an object: ``tags``/``labels`` are replaced, ``properties`` are merged
-        (JSON merge patch: a None value removes the property). Type and key are fixed.
-
-        Raises:
-            NotFound: No live object has this id.
-            InvalidRequest: An unknown or invalid field.
-        """
-        p = self._p(project)
-        check_object_changes(changes)
-        return self.add_objects(
-            [patched_object(self.get_object(id, project=p), changes)], project=p
-        )[0]
-
-    def update_relationship(
-        self, id: str, changes: Mapping[str, Any], *, project: str | None = None
-    ) -> Relationship:
-        """Patch a relationship; ``properties`` are merged, other fields replaced.
-        Type and endpoints are fixed (they define the relationship).
-
-        Raises:
-            NotFound: No live relationship has this id.
-            InvalidRequest: An unknown or invalid field.
-        """
-        p = self._p(project)
-        check_relationship_changes(changes)
-        current = self.get_relationship(id, project=p)
-        return self.add_relationships([patched_relationship(current, changes)], project=p)[0]
-
-    def get_chunk(self, id: str, *, project: str | None = None) -> Chunk:
-        """One live chunk by id.
-
-        Raises:
-            NotFound: No live chunk has this id in the project.
-        """
-        found = self.store.get_chunks(self._p(project), [id])
-        if not found:
-            raise NotFound(f"chunk {id!r} not found in project {self._p(project)!r}")
-        return found[0]
-
-    def get_source(self, id: str, *, project: str | None = None) -> Source:
-        """One live source by id.
-
-        Raises:
-            NotFound: No live source has this id in the project.
-        """
-        found = self.store.get_sources(self._p(project), [id])
-        if not found:
-            raise NotFound(f"source {id!r} not found in project {self._p(project)!r}")
-        return found[0]
-
     def neighborhood(
         self,
         id: str,
@@ -790,106 +650,55 @@ class Engine:
             relationship_types=relationship_types,
         )
 
-    def add_text(
+    # import / export ---------------------------------------------------------
+    def import_files(
         self,
-        text: str,
+        paths: Sequence[Path],
         *,
-        source_id: str | None = None,
-        title: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        max_chars: int = 1000,
         project: str | None = None,
-    ) -> dict[str, Any]:
-        """Store free text as chunks of at most ``max_chars`` (split at paragraphs, then
-        sentences, then words) under one source. Ids are derived from the content, so
-        adding the same text again updates instead of duplicating.
-
-        Raises:
-            InvalidRequest: Blank text or ``max_chars`` outside 100..100000.
-        """
-        if not text.strip():
-            raise InvalidRequest("text must not be blank")
-        if not 100 <= max_chars <= 100_000:
-            raise InvalidRequest("max_chars must be between 100 and 100000")
-        p = self._p(project)
-        sid = source_id or "text-" + content_digest(text)[:16]
-        sources = self.store.get_sources(p, [sid])
-        if not sources or title is not None or metadata is not None:
-            old = sources[0] if sources else None
-            sources = self.add_sources(
-                [
-                    SourceIn(
-                        id=sid,
-                        title=title if title is not None else (old.title if old else None),
-                        uri=old.uri if old else None,
-                        metadata=dict(metadata)
-                        if metadata is not None
-                        else (dict(old.metadata) if old else {}),
-                    )
-                ],
-                project=p,
-            )
-        pieces = split_text(text, max_chars)
-        chunks = self.add_chunks(
-            [
-                ChunkIn(
-                    id=f"{sid}:{i}:{content_digest(piece)[:12]}",
-                    text=piece,
-                    source_id=sid,
-                    position=i,
-                )
-                for i, piece in enumerate(pieces)
-            ],
-            project=p,
-        )
-        return {"source": sources[0], "chunks": chunks}
-
-    def embedding_todo(
-        self, *, project: str | None = None, kinds: Sequence[Kind] = tuple(Kind)
+        progress: ImportProgress | None = None,
     ) -> dict[str, int]:
-        """Rows due for embedding (pending or failed) per kind, of one project or all."""
-        todo = {k.value: 0 for k in kinds}
-        for c in self.store.embedding_counts(project):
-            if c.kind.value in todo and (project is None or c.project == project):
-                todo[c.kind.value] += c.by_status.get("pending", 0) + c.by_status.get("failed", 0)
-        return todo
+        """Import JSONL, JSON graph or CSV files atomically (see :mod:`kgsearch.io`)."""
+        return import_files(
+            self.store, self.rules, paths, project=self._p(project), progress=progress
+        )
 
-    def embed_step(
-        self,
-        *,
-        project: str | None = None,
-        kinds: Sequence[Kind] = tuple(Kind),
-        batch_size: int = 64,
-    ) -> EmbedReport:
-        """Embed at most one batch of due rows per kind and return at once.
+    def export(
+        self, path: Path, *, project: str | None = None, fmt: Literal["jsonl", "json"] = "jsonl"
+    ) -> dict[str, int]:
+        """Write a project to a JSONL or JSON graph file that imports back identically."""
+        return export(self.store, path, project=self._p(project), fmt=fmt)
 
-        Unlike :meth:`embed_pending` it never sleeps waiting for a failed row's
-        backoff, so a server's background loop can stop between steps.
+    # keys (used by the REST/MCP adapters) --------------------------------------
+    def create_api_key(
+        self, project: str, scopes: str | Sequence[str], *, name: str | None = None
+    ) -> tuple[str, ApiKey]:
+        """Make an API key bound to ``project``; returns (the key, shown once; its record).
 
         Raises:
-            InvalidRequest: ``batch_size`` outside 1..10000.
-            DimensionMismatch: The embedder does not match the stored vectors.
+            InvalidRequest: Unknown scope or blank project.
         """
-        if not 1 <= batch_size <= 10_000:
-            raise InvalidRequest("batch size must be between 1 and 10000")
-        self.refresh_texts()
-        policy = replace(self.retry, max_wait_seconds=0.0)
-        total = EmbedReport()
-        for kind in kinds:
-            report = run_embedding(
-                self.store,
-                self.embedder,
-                kinds=[kind],
-                project=project,
-                batch_size=batch_size,
-                policy=policy,
-                limit=batch_size,
-            )
-            for name in ("processed", "embedded", "failed", "dead", "skipped_changed", "batches"):
-                setattr(total, name, getattr(total, name) + getattr(report, name))
-            total.seconds += report.seconds
-            total.errors.extend(e for e in report.errors if e not in total.errors)
-        return total
+        return keys.create_api_key(self.store, self._p(project), scopes, name=name)
+
+    def api_keys(self, *, project: str | None = None) -> list[ApiKey]:
+        """API key records (never secrets) of one project, or of all when None."""
+        return self.store.api_keys(project)
+
+    def revoke_api_key(self, key_id: str) -> None:
+        """Revoke a key at once; later requests with it get 401.
+
+        Raises:
+            NotFound: No active key has this id.
+        """
+        keys.revoke_api_key(self.store, key_id)
+
+    def authenticate(self, key: str) -> ApiKey:
+        """The active key record matching a presented key.
+
+        Raises:
+            Unauthorized: Malformed, unknown or revoked key.
+        """
+        return keys.authenticate(self.store, key)
 
 
 def _request(request: SearchRequest | str, options: dict[str, Any]) -> SearchRequest:
@@ -900,14 +709,3 @@ def _request(request: SearchRequest | str, options: dict[str, Any]) -> SearchReq
     else:
         fields = {"query": request, **options}
     return validate_request(fields)
-
-
-def _props_for(objects: Sequence[ObjectIn], ref: ObjectRef) -> dict[str, Any]:
-    for o in reversed(objects):
-        if o.type == ref.type and o.key == ref.key:
-            return dict(o.properties)
-    return {}
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

@@ -13,6 +13,9 @@ Each key is bound to exactly one project and carries scopes:
 * ``write`` — creates, updates, deletes, ingestion, backfill and retry;
 * ``debug`` — search debug output (``includeDebug``) and ``explain``.
 
+:func:`create_api_key`, :func:`authenticate` and :func:`revoke_api_key` work over any
+:class:`KeyRecords` (every store is one), so this module needs no store import.
+
 The errors raised here extend the one kgsearch tree::
 
     KgsearchError
@@ -28,26 +31,30 @@ import ipaddress
 import re
 import secrets
 from collections.abc import Iterable
-from datetime import datetime
-from typing import Literal, get_args
+from datetime import UTC, datetime
+from typing import Literal, Protocol, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kgsearch.errors import Forbidden, InvalidRequest, Unauthorized
+from kgsearch.errors import Forbidden, InvalidRequest, NotFound, Unauthorized
 
 __all__ = [
     "ALL_SCOPES",
     "ApiKey",
     "Forbidden",
+    "KeyRecords",
     "Scope",
     "Unauthorized",
+    "authenticate",
     "check_project",
     "check_scope",
+    "create_api_key",
     "generate_key",
     "hash_secret",
     "is_loopback",
     "parse_key",
     "parse_scopes",
+    "revoke_api_key",
     "verify_secret",
 ]
 
@@ -177,3 +184,74 @@ def is_loopback(host: str | None) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+class KeyRecords(Protocol):
+    """Where key records and secret digests are kept (the stores' key methods).
+
+    Declared here rather than imported from :mod:`kgsearch.store.base`, which imports
+    :class:`ApiKey` from this module.
+    """
+
+    def create_api_key(self, key: ApiKey, key_hash: str) -> None:
+        """Store a new key record with the digest of its secret."""
+        ...
+
+    def find_api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
+        """The record and secret digest of a key id (revoked ones included), or None."""
+        ...
+
+    def revoke_api_key(self, key_id: str) -> bool:
+        """Revoke an active key; False when no active key has this id."""
+        ...
+
+
+def create_api_key(
+    records: KeyRecords, project: str, scopes: str | Iterable[str], *, name: str | None = None
+) -> tuple[str, ApiKey]:
+    """Make and store a key bound to ``project``.
+
+    Args:
+        records: Where the key is stored.
+        project: The only project the key can reach.
+        scopes: ``"read,write"`` or an iterable of scopes.
+        name: A human label.
+
+    Returns:
+        The plaintext key (shown once, never stored) and its record.
+
+    Raises:
+        InvalidRequest: A scope is unknown or none is given.
+    """
+    record = ApiKey(
+        id="", project=project, scopes=parse_scopes(scopes), name=name, created_at=datetime.now(UTC)
+    )
+    key, key_id, digest = generate_key()
+    record = record.model_copy(update={"id": key_id})
+    records.create_api_key(record, digest)
+    return key, record
+
+
+def authenticate(records: KeyRecords, key: str) -> ApiKey:
+    """Return the active key record matching a presented key.
+
+    Raises:
+        Unauthorized: The key is malformed, unknown or revoked.
+    """
+    key_id, secret = parse_key(key)
+    found = records.find_api_key(key_id)
+    if found is None or not verify_secret(secret, found[1]):
+        raise Unauthorized("invalid API key")
+    if not found[0].active:
+        raise Unauthorized("this API key was revoked")
+    return found[0]
+
+
+def revoke_api_key(records: KeyRecords, key_id: str) -> None:
+    """Revoke a key at once; later requests with it get 401.
+
+    Raises:
+        NotFound: No active key has this id.
+    """
+    if not records.revoke_api_key(key_id):
+        raise NotFound(f"no active API key {key_id!r}; see `kgsearch keys list`")

@@ -1,7 +1,9 @@
-"""Public value types: graph rows, their inputs, embedding state and search hits.
+"""Public value types: graph rows, their inputs, embedding state, search hits and the
+engine's reports (stats, stored text, previews, embedding status and runs).
 
 All models are frozen pydantic v2 models that reject unknown fields, so the same
-classes serve as library return values, REST bodies and MCP tool schemas.
+classes serve as library return values, REST bodies and MCP tool schemas; their JSON
+(``model_dump(mode="json")``) is the wire format of every adapter.
 """
 
 from __future__ import annotations
@@ -11,13 +13,25 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    field_validator,
+    model_serializer,
+)
 
 __all__ = [
     "Chunk",
     "ChunkIn",
+    "EmbedReport",
     "EmbeddingState",
     "EmbeddingStatus",
+    "EmbeddingStatusReport",
+    "EmbeddingStatusRow",
+    "EmbeddingTodo",
     "Filters",
     "GraphObject",
     "Hit",
@@ -28,10 +42,13 @@ __all__ = [
     "ObjectIn",
     "ObjectRef",
     "Page",
+    "Preview",
     "Relationship",
     "RelationshipIn",
     "Source",
     "SourceIn",
+    "Stats",
+    "TextAdded",
     "display_name",
 ]
 
@@ -298,3 +315,130 @@ class Filters(_Frozen):
     properties: dict[str, str | int | float | bool] | None = None
     as_of: datetime | None = None
     embedded_only: bool = False
+
+
+class TextAdded(_Frozen):
+    """What :meth:`kgsearch.Engine.add_text` stored: the source and its chunks."""
+
+    source: Source
+    chunks: list[Chunk]
+
+
+class Stats(_Frozen):
+    """Row counts of a project and what the store was built with.
+
+    Attributes:
+        project: The project counted.
+        counts: Live rows per table (``objects``, ``relationships``, ``chunks``, …).
+        store: The store's URL.
+        schema_version: The store's schema version.
+        embedding_model: The model the store's vectors come from (None before any).
+        dims: Their dimensions.
+        projects: Every project in the store.
+    """
+
+    project: str
+    counts: dict[str, int]
+    store: str
+    schema_version: int
+    embedding_model: str | None
+    dims: int | None
+    projects: list[str]
+
+
+class Preview(_Frozen):
+    """The text that is (or would be) embedded for one row, and the row's status.
+
+    ``graph_aware`` is set for objects only (the other kinds' texts do not depend on
+    it) and left out of the JSON otherwise.
+    """
+
+    kind: Kind
+    id: str
+    text: str | None
+    graph_aware: bool | None = None
+    status: EmbeddingStatus
+
+    @model_serializer(mode="wrap")
+    def _omit_graph_aware(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.graph_aware is None:
+            del data["graph_aware"]
+        return data
+
+
+class EmbeddingStatusRow(_Frozen):
+    """Embedding counts of one project and row kind."""
+
+    project: str
+    kind: Kind
+    total: int
+    pending: int
+    embedded: int
+    failed: int
+    dead: int
+    stale: int
+    percent_embedded: float
+
+
+class EmbeddingStatusReport(_Frozen):
+    """How much is embedded: counts by status per project and kind, and overall.
+
+    Attributes:
+        model: The store's embedding model (None before the first embedding).
+        dims: Its dimensions.
+        rows: One row per project and kind.
+        stale: Rows embedded from a text that has changed since (pending again).
+        percent_embedded: Share of all rows embedded, in percent (100 when empty).
+        failure_rate: Share of rows failed or dead, 0..1.
+        mean_latency_ms_per_text: Mean embedder time per text, None before any.
+    """
+
+    model: str | None
+    dims: int | None
+    rows: list[EmbeddingStatusRow]
+    total: int
+    embedded: int
+    pending: int
+    failed: int
+    dead: int
+    stale: int
+    percent_embedded: float
+    failure_rate: float
+    mean_latency_ms_per_text: float | None
+
+
+class EmbeddingTodo(_Frozen):
+    """Rows due for embedding (pending or failed) per kind, and their total."""
+
+    by_kind: dict[str, int]
+    total: int
+
+
+class EmbedReport(_Frozen):
+    """What one embedding run did.
+
+    Attributes:
+        processed: Rows claimed and attempted.
+        embedded: Rows whose vector was written.
+        failed: Failed attempts recorded (a row may fail more than once per run).
+        dead: Rows that reached the attempt limit in this run.
+        skipped_changed: Rows embedded but not written because their text changed
+            meanwhile (they stay pending for the new text).
+        batches: Batches claimed.
+        seconds: Wall-clock duration (rounded to the millisecond in JSON).
+        errors: The first distinct error messages (at most ten).
+    """
+
+    processed: int = 0
+    embedded: int = 0
+    failed: int = 0
+    dead: int = 0
+    skipped_changed: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    errors: list[str] = Field(default_factory=list)
+
+    @field_serializer("seconds")
+    def _milliseconds(self, seconds: float) -> float:
+        return round(seconds, 3)

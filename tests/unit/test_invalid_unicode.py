@@ -20,5 +20,5 @@ def test_lone_surrogate_is_an_invalid_request_and_writes_nothing(item: ObjectIn)
     engine = Engine(connect(":memory:"), embedder=FakeEmbedder(8))
     with pytest.raises(InvalidRequest, match="not valid Unicode"):
         engine.add_objects([item])
-    assert engine.stats()["counts"]["objects"] == 0
+    assert engine.stats().counts["objects"] == 0
     engine.close()

@@ -20,7 +20,7 @@ import pytest
 
 from kgsearch.engine import Engine
 from kgsearch.errors import DimensionMismatch
-from kgsearch.jobs import RetryPolicy
+from kgsearch.lifecycle.runner import RetryPolicy
 from kgsearch.model import ChunkIn, Kind, ObjectIn, ObjectRef, RelationshipIn
 from kgsearch.store import connect
 from kgsearch.store.base import EmbeddingResult, Store
@@ -56,7 +56,7 @@ def test_always_failing_embedder_ends_every_row_dead(store: Store) -> None:
 
     report = engine.embed_pending()
 
-    assert {k: v for k, v in report.as_dict().items() if k != "seconds"} == {
+    assert report.model_dump(exclude={"seconds"}) == {
         "processed": 30,
         "embedded": 0,
         "failed": 30,
@@ -108,7 +108,7 @@ def test_flaky_embedder_ends_with_every_row_embedded(store: Store) -> None:
     assert {r.embedding.status for r in engine.list_rows("relationship", limit=100).items} == {
         "embedded"
     }
-    assert engine.embedding_status()["embedded"] == 71
+    assert engine.embedding_status().embedded == 71
 
 
 class BadVectors(FakeEmbedder):
@@ -279,13 +279,13 @@ def test_a_data_edit_makes_the_row_stale_then_embedded_again(store: Store) -> No
         "[Type: #person] Person 1",
     )
     status = engine.embedding_status()
-    assert (status["stale"], status["pending"], status["embedded"]) == (1, 1, 2)
+    assert (status.stale, status.pending, status.embedded) == (1, 1, 2)
     embedder.embedded_texts.clear()
     engine.embed_pending()
     assert embedder.embedded_texts == ["[Type: #person] Ed"]
     again = engine.get_object(edited.id).embedding
     assert (again.status, again.embedded_text) == ("embedded", "[Type: #person] Ed")
-    assert engine.embedding_status()["stale"] == 0
+    assert engine.embedding_status().stale == 0
 
 
 def test_reverting_an_edit_restores_the_embedding_without_the_embedder(store: Store) -> None:
@@ -366,9 +366,8 @@ def test_embedding_status_reports_percent_failure_rate_and_stale(store: Store) -
 
     status = engine.embedding_status()
 
-    assert status["mean_latency_ms_per_text"] is not None
-    del status["mean_latency_ms_per_text"]
-    assert status == {
+    assert status.mean_latency_ms_per_text is not None
+    assert status.model_dump(mode="json", exclude={"mean_latency_ms_per_text"}) == {
         "model": "fake:32",
         "dims": 32,
         "rows": [
@@ -433,7 +432,7 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     from kgsearch.engine import Engine
-    from kgsearch.jobs import RetryPolicy
+    from kgsearch.lifecycle.runner import RetryPolicy
     from kgsearch.store import connect
     from kgsearch.testing import FakeEmbedder
 

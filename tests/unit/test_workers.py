@@ -26,7 +26,8 @@ from click.testing import CliRunner
 from kgsearch.cli import cli
 from kgsearch.engine import Engine
 from kgsearch.errors import StoreError
-from kgsearch.jobs import RetryPolicy, run_worker
+from kgsearch.lifecycle.embedding import run_embedding_worker
+from kgsearch.lifecycle.runner import RetryPolicy
 from kgsearch.model import Kind, ObjectIn
 from kgsearch.store.base import Store
 from kgsearch.testing import FakeEmbedder
@@ -63,7 +64,9 @@ def test_two_concurrent_workers_embed_10000_rows_none_twice(store_factory: Any) 
     def work(store: Store) -> None:
         try:
             reports.append(
-                run_worker(store, embedder, kinds=[Kind.OBJECT], batch_size=100, until_idle=True)
+                run_embedding_worker(
+                    store, embedder, kinds=[Kind.OBJECT], batch_size=100, until_idle=True
+                )
             )
         except BaseException as exc:  # surfaced below
             errors.append(exc)
@@ -80,14 +83,14 @@ def test_two_concurrent_workers_embed_10000_rows_none_twice(store_factory: Any) 
     assert max(counts.values()) == 1, "a row was embedded twice"
     assert all(r.embedded > 0 for r in reports), "one worker did all the work"
     assert sum(r.embedded for r in reports) == 10_000
-    status = engine.embedding_status()
-    assert status["embedded"] == 10_000
+    assert engine.embedding_status().embedded == 10_000
 
 
 CHILD = textwrap.dedent(
     """
     import sys, time
-    from kgsearch.jobs import RetryPolicy, run_worker
+    from kgsearch.lifecycle.embedding import run_embedding_worker
+    from kgsearch.lifecycle.runner import RetryPolicy
     from kgsearch.store import connect
     from kgsearch.testing import FakeEmbedder
 
@@ -97,7 +100,7 @@ CHILD = textwrap.dedent(
             return super().embed_documents(texts)
 
     store = connect(sys.argv[1])
-    run_worker(store, Slow(32), batch_size=8, policy=RetryPolicy(lease_seconds=2.0),
+    run_embedding_worker(store, Slow(32), batch_size=8, policy=RetryPolicy(lease_seconds=2.0),
                until_idle=True)
     """
 )
@@ -118,7 +121,7 @@ def test_a_worker_killed_mid_batch_leaves_nothing_stuck(store_factory: Any) -> N
     try:
         deadline = time.monotonic() + 60
         while True:
-            done = engine.embedding_status()["embedded"]
+            done = engine.embedding_status().embedded
             if done >= 40:
                 break
             assert child.poll() is None, "the worker ended before it was killed"
@@ -129,11 +132,11 @@ def test_a_worker_killed_mid_batch_leaves_nothing_stuck(store_factory: Any) -> N
         child.kill()
         child.wait()
     assert child.returncode == -signal.SIGKILL
-    assert 40 <= engine.embedding_status()["embedded"] < 400
+    assert 40 <= engine.embedding_status().embedded < 400
 
     resumed = store_factory.reopen(setup)
     started = time.monotonic()
-    report = run_worker(
+    report = run_embedding_worker(
         resumed,
         FakeEmbedder(32),
         batch_size=64,
@@ -165,7 +168,7 @@ def test_cli_worker_until_idle_embeds_everything(
     report = json.loads(result.stdout)
     assert report["embedded"] == 250
     assert report["batches"] == 3
-    assert Engine(setup, embedder=FakeEmbedder(32)).embedding_status()["pending"] == 0
+    assert Engine(setup, embedder=FakeEmbedder(32)).embedding_status().pending == 0
 
 
 class RestartingStore:
@@ -193,7 +196,7 @@ def test_a_worker_survives_store_errors_and_keeps_its_totals(store: Store) -> No
     def done() -> bool:
         return bool(seen) and seen[-1] == 250
 
-    report = run_worker(
+    report = run_embedding_worker(
         flaky,  # type: ignore[arg-type]
         FakeEmbedder(32),
         kinds=[Kind.OBJECT],
@@ -205,13 +208,13 @@ def test_a_worker_survives_store_errors_and_keeps_its_totals(store: Store) -> No
 
     assert report.embedded == 250
     assert report.errors == ["StoreError: server closed the connection (0 left)"]
-    assert Engine(store, embedder=FakeEmbedder(32)).embedding_status()["embedded"] == 250
+    assert Engine(store, embedder=FakeEmbedder(32)).embedding_status().embedded == 250
 
 
 def test_a_worker_keeps_only_the_first_ten_errors(store: Store) -> None:
     Engine(store, embedder=FakeEmbedder(32)).add_objects(objects(10))
     flaky = RestartingStore(store, failures=25)
-    report = run_worker(
+    report = run_embedding_worker(
         flaky,  # type: ignore[arg-type]
         FakeEmbedder(32),
         kinds=[Kind.OBJECT],
@@ -227,7 +230,7 @@ def test_a_worker_keeps_only_the_first_ten_errors(store: Store) -> None:
 def test_a_worker_until_idle_raises_store_errors(store: Store) -> None:
     Engine(store, embedder=FakeEmbedder(32)).add_objects(objects(10))
     with pytest.raises(StoreError, match="server closed"):
-        run_worker(
+        run_embedding_worker(
             RestartingStore(store, failures=1),  # type: ignore[arg-type]
             FakeEmbedder(32),
             until_idle=True,

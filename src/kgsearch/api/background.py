@@ -137,7 +137,7 @@ class BackfillJobs:
                         details={"job_id": job.id},
                     )
             job = _Job(project, kinds, batch_size, delay_ms, limit)
-            job.total = sum(self.engine.embedding_todo(project=project, kinds=kinds).values())
+            job.total = self.engine.embedding_todo(project=project, kinds=kinds).total
             self._jobs[job.id] = job
             self._forget_old()
             job.thread = threading.Thread(

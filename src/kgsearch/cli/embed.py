@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Any
 
 import click
 from rich.progress import (
@@ -21,8 +20,7 @@ from rich.table import Table
 
 from kgsearch.cli.common import State, console, emit, engine_from, handle_errors, out, pass_state
 from kgsearch.engine import Engine
-from kgsearch.jobs import EmbedReport, run_worker
-from kgsearch.model import Kind
+from kgsearch.model import EmbeddingStatusReport, EmbedReport, Kind
 
 __all__ = ["embed"]
 
@@ -49,9 +47,9 @@ def _run(
 ) -> EmbedReport:
     status = engine.embedding_status(project=state.project)
     todo = {
-        r["kind"]: r["pending"] + r["failed"] + (r["embedded"] + r["dead"] if force else 0)
-        for r in status["rows"]
-        if state.project is None or r["project"] == state.project
+        r.kind.value: r.pending + r.failed + (r.embedded + r.dead if force else 0)
+        for r in status.rows
+        if state.project is None or r.project == state.project
     }
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -92,12 +90,12 @@ def _kinds(kind: tuple[str, ...]) -> list[Kind]:
     return [_KINDS[k] for k in kind] if kind else list(Kind)
 
 
-def _report(value: dict[str, Any]) -> None:
+def _report(report: EmbedReport) -> None:
     out.print(
-        f"processed {value['processed']}  embedded {value['embedded']}  "
-        f"failed {value['failed']}  (dead {value['dead']})  in {value['seconds']} s"
+        f"processed {report.processed}  embedded {report.embedded}  "
+        f"failed {report.failed}  (dead {report.dead})  in {round(report.seconds, 3)} s"
     )
-    for error in value["errors"]:
+    for error in report.errors:
         out.print(f"[red]error:[/] {error}")
 
 
@@ -161,7 +159,7 @@ def generate(
             force=force,
             limit=None,
         )
-    emit(state, report.as_dict(), _report)
+    emit(state, report, _report)
 
 
 @embed.command("backfill")
@@ -193,7 +191,7 @@ def backfill(
     with engine_from(state) as engine:
         if dry_run:
             status = engine.embedding_status(project=state.project)
-            todo = {r["kind"] + "s": r["pending"] + r["failed"] for r in status["rows"]}
+            todo = {r.kind.value + "s": r.pending + r.failed for r in status.rows}
             emit(
                 state,
                 {"dry_run": True, "would_embed": todo, "total": sum(todo.values())},
@@ -209,9 +207,8 @@ def backfill(
             force=False,
             limit=limit,
         )
-        total = engine.embedding_status(project=state.project)["total"]
-    value = {**report.as_dict(), "total": total}
-    emit(state, value, _report)
+        total = engine.embedding_status(project=state.project).total
+    emit(state, {**report.model_dump(mode="json"), "total": total}, lambda _: _report(report))
 
 
 @embed.command("worker")
@@ -252,7 +249,6 @@ def worker(
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         with engine_from(state) as engine:
-            engine.refresh_texts()
 
             def log(total: EmbedReport) -> None:
                 if not state.as_json:
@@ -262,13 +258,10 @@ def worker(
                     )
 
             try:
-                report = run_worker(
-                    engine.store,
-                    engine.embedder,
+                report = engine.embed_worker(
                     kinds=_kinds(kind),
                     project=state.project,
                     batch_size=batch_size,
-                    policy=engine.retry,
                     poll_seconds=poll,
                     until_idle=until_idle,
                     should_stop=stop.is_set,
@@ -279,7 +272,7 @@ def worker(
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    emit(state, report.as_dict(), _report)
+    emit(state, report, _report)
 
 
 @embed.command("preview")
@@ -292,7 +285,7 @@ def preview(state: State, id: str) -> None:
     Example: kgsearch embed preview 0f8c2d1e-...
     """
     with engine_from(state) as engine:
-        emit(state, engine.preview(id), lambda v: out.print(v["text"], markup=False))
+        emit(state, engine.preview(id), lambda v: out.print(v.text, markup=False))
 
 
 @embed.command("status")
@@ -321,7 +314,7 @@ def retry(state: State, dead: bool) -> None:
     emit(state, {"requeued": n}, lambda v: out.print(f"re-queued {v['requeued']} row(s)"))
 
 
-def _render_status(value: dict[str, Any]) -> None:
+def _render_status(value: EmbeddingStatusReport) -> None:
     table = Table(
         "project",
         "kind",
@@ -332,14 +325,14 @@ def _render_status(value: dict[str, Any]) -> None:
         "dead",
         "stale",
         "% embedded",
-        title=f"model {value['model'] or '(none yet)'}",
+        title=f"model {value.model or '(none yet)'}",
     )
-    for r in value["rows"]:
+    for r in value.rows:
         table.add_row(
-            r["project"],
-            r["kind"],
+            r.project,
+            r.kind.value,
             *(
-                str(r[k])
+                str(getattr(r, k))
                 for k in (
                     "total",
                     "embedded",
@@ -353,6 +346,6 @@ def _render_status(value: dict[str, Any]) -> None:
         )
     out.print(table)
     out.print(
-        f"overall {value['percent_embedded']}% embedded, failure rate "
-        f"{value['failure_rate']}, mean latency {value['mean_latency_ms_per_text']} ms/text"
+        f"overall {value.percent_embedded}% embedded, failure rate "
+        f"{value.failure_rate}, mean latency {value.mean_latency_ms_per_text} ms/text"
     )

@@ -28,7 +28,7 @@ from kgsearch.cli.common import (
 )
 from kgsearch.config import config_path
 from kgsearch.errors import NotFound
-from kgsearch.model import Filters, GraphObject, Page, Relationship
+from kgsearch.model import Filters, GraphObject, Page, Relationship, Stats
 
 __all__ = ["config", "export_cmd", "import_cmd", "init", "objects", "relationships", "stats"]
 
@@ -290,12 +290,12 @@ def config_path_cmd() -> None:
     click.echo(f"{path.resolve()}{'' if path.exists() else '  (not present)'}")
 
 
-def _render_stats(value: dict[str, Any]) -> None:
-    table = Table(title=f"project {value['project']} — {value['store']}", show_header=False)
-    for k, n in value["counts"].items():
+def _render_stats(value: Stats) -> None:
+    table = Table(title=f"project {value.project} — {value.store}", show_header=False)
+    for k, n in value.counts.items():
         table.add_row(k, str(n))
-    table.add_row("embedding model", str(value["embedding_model"] or "(none yet)"))
-    table.add_row("projects", ", ".join(value["projects"]) or "(none)")
+    table.add_row("embedding model", str(value.embedding_model or "(none yet)"))
+    table.add_row("projects", ", ".join(value.projects) or "(none)")
     out.print(table)
 
 

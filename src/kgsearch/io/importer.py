@@ -36,7 +36,7 @@ from kgsearch.model import (
 )
 from kgsearch.store.base import Endpoint, Store
 from kgsearch.text import TEXT_VERSION
-from kgsearch.writes import (
+from kgsearch.writes.rows import (
     TextRules,
     describe_ref,
     refresh_relationship_texts,

@@ -10,7 +10,7 @@ from kgsearch.api.auth import Principal, get_engine, require
 from kgsearch.api.background import BackfillJobs
 from kgsearch.api.schemas import BackfillJob, BackfillRequest, RetryRequest
 from kgsearch.engine import Engine
-from kgsearch.model import Kind
+from kgsearch.model import EmbeddingStatusReport, Kind
 
 __all__ = ["router"]
 
@@ -30,7 +30,7 @@ JobsDep = Annotated[BackfillJobs, Depends(_jobs)]
 
 
 @router.get("/status")
-def embedding_status(who: Reader, engine: EngineDep) -> dict[str, Any]:
+def embedding_status(who: Reader, engine: EngineDep) -> EmbeddingStatusReport:
     """Counts by status and kind, percent embedded, stale rows, failure rate, latency."""
     return engine.embedding_status(project=who.project)
 
@@ -53,7 +53,7 @@ def backfill(
     if body.dry_run:
         response.status_code = status.HTTP_200_OK
         todo = engine.embedding_todo(project=who.project, kinds=kinds)
-        return {"dry_run": True, "would_embed": todo, "total": sum(todo.values())}
+        return {"dry_run": True, "would_embed": todo.by_kind, "total": todo.total}
     return jobs.start(
         who.project,
         kinds=kinds,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, status
 
@@ -21,7 +21,7 @@ from kgsearch.api.schemas import (
 )
 from kgsearch.engine import Engine
 from kgsearch.errors import NotFound
-from kgsearch.model import Chunk, ChunkIn, Source, SourceIn
+from kgsearch.model import Chunk, ChunkIn, Source, SourceIn, TextAdded
 
 __all__ = ["router"]
 
@@ -119,7 +119,7 @@ def delete_chunks(body: IdsBody, who: Writer, engine: EngineDep) -> Deleted:
 
 # free text ------------------------------------------------------------------------
 @router.post("/text", status_code=status.HTTP_201_CREATED, tags=["chunks"])
-def add_text(body: TextIn, who: Writer, engine: EngineDep) -> dict[str, Any]:
+def add_text(body: TextIn, who: Writer, engine: EngineDep) -> TextAdded:
     """Store free text as chunks (split at paragraphs, then sentences) under one source."""
     who.check_body(body.project)
     return engine.add_text(

@@ -1,7 +1,8 @@
 """Turning inputs into store rows: ids, resolved endpoints and the text to embed.
 
-The engine and the importer share these helpers so a row written either way gets
-the same id and exactly the same embedding text.
+The write services (:mod:`kgsearch.writes.graph`, :mod:`kgsearch.writes.text`) and the
+importer share these helpers, so a row written either way gets the same id and exactly
+the same embedding text.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kgsearch.errors import InvalidRequest, NotFound
+from kgsearch.errors import NotFound
 from kgsearch.model import ChunkIn, Kind, ObjectIn, ObjectRef, Relationship, RelationshipIn
 from kgsearch.store.base import Endpoint, ObjectRow, RelationshipRow, Store, TextUpdate
 from kgsearch.text import (
@@ -24,7 +25,9 @@ from kgsearch.text import (
 from kgsearch.text.enrich import utf8
 
 __all__ = [
+    "Rules",
     "TextRules",
+    "describe_ref",
     "object_id",
     "refresh_relationship_texts",
     "relationship_id",
@@ -133,6 +136,11 @@ class TextRules:
         return text, text_hash(text)
 
 
+Rules = Callable[[], TextRules]
+"""Returns the text rules. Called only once a row is built, so a write that fails
+validation never makes the engine load its embedder (the rules need its tokenizer)."""
+
+
 def resolve_endpoints(
     store: Store, project: str, refs: Sequence[str | ObjectRef]
 ) -> tuple[dict[str | ObjectRef, Endpoint], list[str | ObjectRef]]:
@@ -172,12 +180,6 @@ def require_endpoints(
             details={"missing": [describe_ref(r) for r in missing]},
         )
     return found
-
-
-def check_limit(limit: int, maximum: int = 1000) -> None:
-    """Reject limits outside 1..maximum."""
-    if not 1 <= limit <= maximum:
-        raise InvalidRequest(f"limit must be between 1 and {maximum}, got {limit}")
 
 
 def refresh_relationship_texts(store: Store, project: str, rels: Sequence[Relationship]) -> int:

@@ -2,7 +2,8 @@
 
 Properties follow a one-level JSON merge patch (a None value removes a key); the other
 changeable fields are replaced; fields that identify a row (type, key, endpoints) are
-fixed. These functions only build the new input value; the engine writes it.
+fixed. These functions only build the new input value; :mod:`kgsearch.writes.graph`
+writes it.
 """
 
 from __future__ import annotations
