@@ -59,6 +59,7 @@ from kgsearch.store.base import Neighbor, Store, StoreInfo
 from kgsearch.text import EnrichmentConfig, load_enrichment_config
 from kgsearch.writes import graph as graph_writes
 from kgsearch.writes import text as text_writes
+from kgsearch.writes.graph import WriteContext
 from kgsearch.writes.rows import TextRules
 
 __all__ = ["Engine"]
@@ -188,9 +189,7 @@ class Engine:
         When an object's display name changes, its relationships' triplet texts are
         rebuilt too, so they become pending instead of silently stale.
         """
-        return graph_writes.add_objects(
-            self.store, self._text_rules, self._p(project), objects, after_commit=self._after_write
-        )
+        return graph_writes.add_objects(self._writes(project), objects)
 
     def add_relationships(
         self, relationships: Sequence[RelationshipIn], *, project: str | None = None
@@ -200,29 +199,21 @@ class Engine:
         Raises:
             NotFound: An endpoint is not a live object of the project.
         """
-        return graph_writes.add_relationships(
-            self.store,
-            self._text_rules,
-            self._p(project),
-            relationships,
-            after_commit=self._after_write,
-        )
+        return graph_writes.add_relationships(self._writes(project), relationships)
 
     def add_sources(
         self, sources: Sequence[SourceIn], *, project: str | None = None
     ) -> list[Source]:
         """Create or update sources (documents, episodes)."""
-        return text_writes.add_sources(self.store, self._p(project), sources)
+        return text_writes.add_sources(self._writes(project), sources)
 
     def add_chunks(self, chunks: Sequence[ChunkIn], *, project: str | None = None) -> list[Chunk]:
         """Create or update text chunks (embedded as their text, titled by their source)."""
-        return text_writes.add_chunks(
-            self.store, self._p(project), chunks, after_commit=self._after_write
-        )
+        return text_writes.add_chunks(self._writes(project), chunks)
 
     def add_mentions(self, mentions: Sequence[MentionIn], *, project: str | None = None) -> int:
         """Link sources/chunks to the objects and relationships they mention."""
-        return graph_writes.add_mentions(self.store, self._p(project), mentions)
+        return graph_writes.add_mentions(self._writes(project), mentions)
 
     def add_text(
         self,
@@ -242,14 +233,12 @@ class Engine:
             InvalidRequest: Blank text or ``max_chars`` outside 100..100000.
         """
         return text_writes.add_text(
-            self.store,
-            self._p(project),
+            self._writes(project),
             text,
             source_id=source_id,
             title=title,
             metadata=metadata,
             max_chars=max_chars,
-            after_commit=self._after_write,
         )
 
     def update_object(
@@ -262,14 +251,7 @@ class Engine:
             NotFound: No live object has this id.
             InvalidRequest: An unknown or invalid field.
         """
-        return graph_writes.update_object(
-            self.store,
-            self._text_rules,
-            self._p(project),
-            id,
-            changes,
-            after_commit=self._after_write,
-        )
+        return graph_writes.update_object(self._writes(project), id, changes)
 
     def update_relationship(
         self, id: str, changes: Mapping[str, Any], *, project: str | None = None
@@ -281,14 +263,7 @@ class Engine:
             NotFound: No live relationship has this id.
             InvalidRequest: An unknown or invalid field.
         """
-        return graph_writes.update_relationship(
-            self.store,
-            self._text_rules,
-            self._p(project),
-            id,
-            changes,
-            after_commit=self._after_write,
-        )
+        return graph_writes.update_relationship(self._writes(project), id, changes)
 
     def delete(
         self,
@@ -298,18 +273,18 @@ class Engine:
         project: str | None = None,
     ) -> int:
         """Soft-delete rows (an object takes its relationships); every read hides them."""
-        return graph_writes.delete(self.store, self._p(project), kind, ids)
+        return graph_writes.delete(self._writes(project), kind, ids)
 
     def purge(self, *, project: str | None = None) -> int:
         """Remove soft-deleted rows for good."""
-        return graph_writes.purge(self.store, self._p(project))
+        return graph_writes.purge(self._writes(project))
 
     def _text_rules(self) -> TextRules:
         return self.rules
 
-    def _after_write(self) -> None:
-        if self.embed_on_write:
-            self.embed_pending()
+    def _writes(self, project: str | None) -> WriteContext:
+        after = self.embed_pending if self.embed_on_write else None
+        return WriteContext(self.store, self._p(project), self._text_rules, after)
 
     # reads -------------------------------------------------------------------
     def get_object(self, id: str, *, project: str | None = None) -> GraphObject:

@@ -9,6 +9,7 @@ that already show their embedding outcome.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from kgsearch.errors import InvalidRequest, NotFound
@@ -39,6 +40,7 @@ from kgsearch.writes.rows import (
 
 __all__ = [
     "AfterCommit",
+    "WriteContext",
     "add_mentions",
     "add_objects",
     "add_relationships",
@@ -48,36 +50,47 @@ __all__ = [
     "update_relationship",
 ]
 
-AfterCommit = Callable[[], None] | None
+AfterCommit = Callable[[], object] | None
 """Called after a write commits and before its rows are read back (None: nothing)."""
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """What a write needs besides its rows: the store, the project and the text rules.
+
+    Attributes:
+        store: Where the rows go.
+        project: The project written to.
+        rules: Returns how embedding texts are built (called only when a write needs
+            them, so a write that fails validation never loads the embedder).
+        after_commit: Runs after a write commits, before its rows are read back.
+    """
+
+    store: Store
+    project: str
+    rules: Rules
+    after_commit: AfterCommit = None
+
+    def committed(self) -> None:
+        """Run the after-commit hook, if any."""
+        if self.after_commit is not None:
+            self.after_commit()
+
 
 RowKind = Literal["object", "relationship", "chunk", "source"]
 
 
-def add_objects(
-    store: Store,
-    rules: Rules,
-    project: str,
-    objects: Sequence[ObjectIn],
-    *,
-    after_commit: AfterCommit = None,
-) -> list[GraphObject]:
+def add_objects(ctx: WriteContext, objects: Sequence[ObjectIn]) -> list[GraphObject]:
     """Create or update objects (by type + key) as ``pending``.
 
     When an object's display name changes, the triplet texts of its relationships are
     rebuilt in the same transaction, so they become pending instead of silently stale.
 
-    Args:
-        store: Where the rows go.
-        rules: Returns how embedding texts are built.
-        project: The project written to.
-        objects: The objects to upsert.
-        after_commit: Runs after the commit, before the rows are read back.
-
     Returns:
         The stored objects, in input order.
     """
-    text_rules = rules()
+    store, project = ctx.store, ctx.project
+    text_rules = ctx.rules()
     rows = [text_rules.object_row(project, o) for o in objects]
     with store.transaction():
         before = store.resolve(project, [ObjectRef(type=o.type, key=o.key) for o in objects])
@@ -92,26 +105,14 @@ def add_objects(
             refresh_relationship_texts(
                 store, project, store.relationships_touching(project, renamed)
             )
-    _run(after_commit)
+    ctx.committed()
     return store.get_objects(project, ids)
 
 
 def add_relationships(
-    store: Store,
-    rules: Rules,
-    project: str,
-    relationships: Sequence[RelationshipIn],
-    *,
-    after_commit: AfterCommit = None,
+    ctx: WriteContext, relationships: Sequence[RelationshipIn]
 ) -> list[Relationship]:
     """Create or update relationships as ``pending``; endpoints are ids or ``{type, key}``.
-
-    Args:
-        store: Where the rows go.
-        rules: Returns how embedding texts are built.
-        project: The project written to.
-        relationships: The relationships to upsert.
-        after_commit: Runs after the commit, before the rows are read back.
 
     Returns:
         The stored relationships, in input order.
@@ -119,19 +120,20 @@ def add_relationships(
     Raises:
         NotFound: An endpoint is not a live object of the project.
     """
+    store, project = ctx.store, ctx.project
     with store.transaction():
         found = require_endpoints(store, project, relationships)
-        text_rules = rules()
+        text_rules = ctx.rules()
         rows = [
             text_rules.relationship_row(project, r, found[r.source], found[r.target])
             for r in relationships
         ]
         ids = store.upsert_relationships(project, rows)
-    _run(after_commit)
+    ctx.committed()
     return store.get_relationships(project, ids)
 
 
-def add_mentions(store: Store, project: str, mentions: Sequence[MentionIn]) -> int:
+def add_mentions(ctx: WriteContext, mentions: Sequence[MentionIn]) -> int:
     """Link sources/chunks to the objects and relationships they mention.
 
     Returns:
@@ -141,6 +143,7 @@ def add_mentions(store: Store, project: str, mentions: Sequence[MentionIn]) -> i
         NotFound: A mentioned object is not a live object of the project.
         InvalidRequest: A mention names no source or chunk, or nothing mentioned.
     """
+    store, project = ctx.store, ctx.project
     refs = [m.object for m in mentions if m.object is not None]
     found, missing = resolve_endpoints(store, project, refs)
     if missing:
@@ -164,15 +167,7 @@ def add_mentions(store: Store, project: str, mentions: Sequence[MentionIn]) -> i
     return len(rows)
 
 
-def update_object(
-    store: Store,
-    rules: Rules,
-    project: str,
-    id: str,
-    changes: Mapping[str, Any],
-    *,
-    after_commit: AfterCommit = None,
-) -> GraphObject:
+def update_object(ctx: WriteContext, id: str, changes: Mapping[str, Any]) -> GraphObject:
     """Patch an object (see :mod:`kgsearch.writes.patch`) and write it back.
 
     Raises:
@@ -180,19 +175,11 @@ def update_object(
         InvalidRequest: An unknown or invalid field.
     """
     check_object_changes(changes)
-    patched = patched_object(get_object(store, project, id), changes)
-    return add_objects(store, rules, project, [patched], after_commit=after_commit)[0]
+    patched = patched_object(get_object(ctx.store, ctx.project, id), changes)
+    return add_objects(ctx, [patched])[0]
 
 
-def update_relationship(
-    store: Store,
-    rules: Rules,
-    project: str,
-    id: str,
-    changes: Mapping[str, Any],
-    *,
-    after_commit: AfterCommit = None,
-) -> Relationship:
+def update_relationship(ctx: WriteContext, id: str, changes: Mapping[str, Any]) -> Relationship:
     """Patch a relationship (see :mod:`kgsearch.writes.patch`) and write it back.
 
     Raises:
@@ -200,27 +187,22 @@ def update_relationship(
         InvalidRequest: An unknown or invalid field.
     """
     check_relationship_changes(changes)
-    patched = patched_relationship(get_relationship(store, project, id), changes)
-    return add_relationships(store, rules, project, [patched], after_commit=after_commit)[0]
+    patched = patched_relationship(get_relationship(ctx.store, ctx.project, id), changes)
+    return add_relationships(ctx, [patched])[0]
 
 
-def delete(store: Store, project: str, kind: RowKind, ids: Sequence[str]) -> int:
+def delete(ctx: WriteContext, kind: RowKind, ids: Sequence[str]) -> int:
     """Soft-delete rows (an object takes its relationships); every read hides them.
 
     Returns:
         The number of rows deleted.
     """
-    return store.delete(project, kind, ids)
+    return ctx.store.delete(ctx.project, kind, ids)
 
 
-def purge(store: Store, project: str) -> int:
+def purge(ctx: WriteContext) -> int:
     """Remove the project's soft-deleted rows for good; returns how many."""
-    return store.purge(project)
-
-
-def _run(after_commit: AfterCommit) -> None:
-    if after_commit is not None:
-        after_commit()
+    return ctx.store.purge(ctx.project)
 
 
 def _props_for(objects: Sequence[ObjectIn], ref: ObjectRef) -> dict[str, Any]:

@@ -13,17 +13,17 @@ from typing import Any
 
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Chunk, ChunkIn, Source, SourceIn, TextAdded
-from kgsearch.store.base import Store
 from kgsearch.text import TEXT_VERSION
 from kgsearch.text.chunking import content_digest, split_text
-from kgsearch.writes.graph import AfterCommit
+from kgsearch.writes.graph import WriteContext
 from kgsearch.writes.rows import TextRules
 
 __all__ = ["add_chunks", "add_sources", "add_text"]
 
 
-def add_sources(store: Store, project: str, sources: Sequence[SourceIn]) -> list[Source]:
+def add_sources(ctx: WriteContext, sources: Sequence[SourceIn]) -> list[Source]:
     """Create or update sources (documents, episodes); returns them as stored."""
+    store, project = ctx.store, ctx.project
     now = datetime.now(UTC)
     store.upsert_sources(
         project,
@@ -42,25 +42,14 @@ def add_sources(store: Store, project: str, sources: Sequence[SourceIn]) -> list
     return store.get_sources(project, [s.id for s in sources])
 
 
-def add_chunks(
-    store: Store,
-    project: str,
-    chunks: Sequence[ChunkIn],
-    *,
-    after_commit: AfterCommit = None,
-) -> list[Chunk]:
+def add_chunks(ctx: WriteContext, chunks: Sequence[ChunkIn]) -> list[Chunk]:
     """Create or update text chunks as ``pending`` (embedded as their text, titled by
     their source).
-
-    Args:
-        store: Where the rows go.
-        project: The project written to.
-        chunks: The chunks to upsert.
-        after_commit: Runs after the commit, before the rows are read back.
 
     Returns:
         The stored chunks, in input order.
     """
+    store, project = ctx.store, ctx.project
     titles = {
         s.id: s.title
         for s in store.get_sources(project, [c.source_id for c in chunks if c.source_id])
@@ -81,21 +70,18 @@ def add_chunks(
         )
         rows.append((chunk, text, digest, TEXT_VERSION))
     store.upsert_chunks(project, rows)
-    if after_commit is not None:
-        after_commit()
+    ctx.committed()
     return store.get_chunks(project, [c.id for c in chunks])
 
 
 def add_text(
-    store: Store,
-    project: str,
+    ctx: WriteContext,
     text: str,
     *,
     source_id: str | None = None,
     title: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     max_chars: int = 1000,
-    after_commit: AfterCommit = None,
 ) -> TextAdded:
     """Store free text as chunks of at most ``max_chars`` under one source.
 
@@ -105,14 +91,12 @@ def add_text(
     and metadata unless ``title`` or ``metadata`` is given.
 
     Args:
-        store: Where the rows go.
-        project: The project written to.
+        ctx: Where and how the rows are written.
         text: The text to store.
         source_id: The source the chunks belong to.
         title: The source's title.
         metadata: The source's metadata (replaces the stored one).
         max_chars: The largest chunk, in characters.
-        after_commit: Runs after the chunks commit, before they are read back.
 
     Returns:
         The source and its chunks as stored.
@@ -125,12 +109,11 @@ def add_text(
     if not 100 <= max_chars <= 100_000:
         raise InvalidRequest("max_chars must be between 100 and 100000")
     sid = source_id or "text-" + content_digest(text)[:16]
-    sources = store.get_sources(project, [sid])
+    sources = ctx.store.get_sources(ctx.project, [sid])
     if not sources or title is not None or metadata is not None:
         old = sources[0] if sources else None
         sources = add_sources(
-            store,
-            project,
+            ctx,
             [
                 SourceIn(
                     id=sid,
@@ -144,8 +127,7 @@ def add_text(
         )
     pieces = split_text(text, max_chars)
     chunks = add_chunks(
-        store,
-        project,
+        ctx,
         [
             ChunkIn(
                 id=f"{sid}:{i}:{content_digest(piece)[:12]}",
@@ -155,6 +137,5 @@ def add_text(
             )
             for i, piece in enumerate(pieces)
         ],
-        after_commit=after_commit,
     )
     return TextAdded(source=sources[0], chunks=chunks)
