@@ -2,10 +2,11 @@
 
 A store persists projects' objects, relationships, sources, chunks and mentions,
 keeps a lexical index in step with them inside the same transaction, holds each
-embeddable row's embedding state and vector, and offers search primitives that
-return ranked ``(id, score)`` lists with higher scores better. Functions take the
-narrowest capability they need (:class:`GraphReads`, :class:`SearchIndex`…); the
-engine and the backends use :class:`Store`. Every method takes the project explicitly (where rows
+embeddable row's embedding state and vector, queues generic tasks for jobs, caches
+values, and offers search primitives that return ranked ``(id, score)`` lists with
+higher scores better. Functions take the narrowest capability they need
+(:class:`GraphReads`, :class:`SearchIndex`, :class:`TaskQueue`…); the engine and the
+backends use :class:`Store`. Every method takes the project explicitly (where rows
 belong to one) and never returns rows of another project; soft-deleted rows are
 invisible to every read. No SQL lives here, and the records these protocols exchange
 live in :mod:`kgsearch.store.records` (re-exported here).
@@ -34,6 +35,7 @@ from kgsearch.model import (
     Source,
 )
 from kgsearch.store.records import (
+    TASK_STATUSES,
     Claim,
     Direction,
     EmbeddingCounts,
@@ -44,10 +46,15 @@ from kgsearch.store.records import (
     RelationshipRow,
     RowKind,
     StoreInfo,
+    Task,
+    TaskIn,
+    TaskState,
     TextUpdate,
 )
 
 __all__ = [
+    "TASK_STATUSES",
+    "Cache",
     "Claim",
     "Direction",
     "EmbeddingCounts",
@@ -65,6 +72,10 @@ __all__ = [
     "SearchIndex",
     "Store",
     "StoreInfo",
+    "Task",
+    "TaskIn",
+    "TaskQueue",
+    "TaskState",
     "TextUpdate",
 ]
 
@@ -390,6 +401,80 @@ class KeyStore(Protocol):
         ...
 
 
+class TaskQueue(Protocol):
+    """Generic per-row tasks of named jobs (extraction, summaries…), keyed by
+    (project, job, row id), with the embedding queue's rules: claim under a lease,
+    work outside any transaction, complete or fail; exponential backoff, then
+    ``dead`` after ``max_attempts``. A task whose ``input_hash`` is unchanged is
+    never run again; concurrent claimers never get the same task."""
+
+    def enqueue_tasks(self, project: str, job: str, items: Sequence[TaskIn]) -> int:
+        """Queue tasks; an unchanged ``input_hash`` keeps the task as it is (done stays
+        done), a new one makes it pending with attempts reset. Return tasks made pending."""
+        ...
+
+    def claim_tasks(
+        self, job: str, *, project: str | None, limit: int, now: float, lease_seconds: float = 300.0
+    ) -> list[Task]:
+        """Claim up to ``limit`` due tasks (pending, failed past backoff, or running
+        with an expired lease) in queueing order; they become ``running``."""
+        ...
+
+    def complete_tasks(
+        self, job: str, tasks: Sequence[Task], *, result: dict[str, Any] | None = None
+    ) -> int:
+        """Mark claimed tasks done (with ``result``) unless re-queued with another input
+        since the claim, which stay pending; return how many are done."""
+        ...
+
+    def fail_tasks(
+        self,
+        job: str,
+        tasks: Sequence[Task],
+        error: str,
+        *,
+        now: float,
+        max_attempts: int,
+        backoff_seconds: float,
+    ) -> None:
+        """Record a failed attempt and the whole error; past ``max_attempts``, dead."""
+        ...
+
+    def requeue_tasks(self, job: str, *, project: str | None, statuses: Sequence[str]) -> int:
+        """Make tasks in ``statuses`` pending with attempts reset; return count."""
+        ...
+
+    def list_tasks(
+        self, job: str, *, project: str | None, statuses: Sequence[str] = (), limit: int = 100
+    ) -> list[TaskState]:
+        """Up to ``limit`` tasks in queueing order, of ``statuses`` (all when empty)."""
+        ...
+
+    def task_counts(self, job: str, *, project: str | None) -> dict[str, int]:
+        """Tasks per status, every status present (see ``TASK_STATUSES``)."""
+        ...
+
+    def next_task_retry_at(self, job: str, *, project: str | None) -> float | None:
+        """When the next unfinished task becomes claimable (None: none left)."""
+        ...
+
+    def delete_tasks(self, project: str, job: str, row_ids: Sequence[str]) -> int:
+        """Forget the tasks of these rows; return how many were removed."""
+        ...
+
+
+class Cache(Protocol):
+    """A small key/value cache shared by every project (LLM responses)."""
+
+    def cache_get(self, namespace: str, key: str) -> str | None:
+        """The cached value, or None."""
+        ...
+
+    def cache_put(self, namespace: str, key: str, value: str) -> None:
+        """Store a value, replacing any under the same key."""
+        ...
+
+
 class Store(
     Lifecycle,
     GraphWrites,
@@ -397,6 +482,8 @@ class Store(
     EmbeddingQueue,
     SearchIndex,
     KeyStore,
+    TaskQueue,
+    Cache,
     Protocol,
 ):
     """Everything a backend implements: the union of the capability protocols."""

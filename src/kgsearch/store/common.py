@@ -1,5 +1,5 @@
 """Logic both stores share: the lifecycle's upsert rule, the model check, paging,
-the row tables, traversal arguments and the retry rule of the embedding queue.
+the row tables, traversal arguments, and the retry and upsert rules of both queues.
 
 The stores differ in SQL dialect and placeholders; what is written here is the same
 for both and lives once.
@@ -7,6 +7,7 @@ for both and lives once.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -22,7 +23,7 @@ from kgsearch.model import (
     Relationship,
     Source,
 )
-from kgsearch.store.records import EmbeddingCounts, RowKind
+from kgsearch.store.records import EmbeddingCounts, RowKind, Task, TaskState
 from kgsearch.store.rows import (
     CHUNK_COLUMNS,
     OBJECT_COLUMNS,
@@ -39,6 +40,9 @@ __all__ = [
     "MAX_PAGE",
     "PROJECTS_SQL",
     "PURGED_TABLES",
+    "TASK_COLUMNS",
+    "TASK_ON_CONFLICT",
+    "TASK_OPEN",
     "RowGetters",
     "RowTable",
     "batched",
@@ -51,8 +55,11 @@ __all__ = [
     "on_conflict",
     "page_of",
     "page_start",
+    "project_scope",
     "retry_state",
     "row_table",
+    "to_task",
+    "to_task_state",
     "traversal_filters",
 ]
 
@@ -78,6 +85,32 @@ PURGED_TABLES = (
     ("relationships", "relationship_id"),
     ("chunks", "chunk_id"),
     ("sources", "source_id"),
+)
+
+# ``ON CONFLICT (project, job, row_id) DO UPDATE`` assignments of the task queue (both
+# stores): the same input keeps its task as it is, so a done task is never run again;
+# another input makes it pending with attempts, error and result reset. Every
+# expression reads the row as it was, before ``input_hash`` is replaced. The lease is
+# kept: a runner still working on the old input holds it until it finishes.
+TASK_ON_CONFLICT = """
+    status = CASE WHEN excluded.input_hash = tasks.input_hash THEN tasks.status ELSE 'pending' END,
+    attempts = CASE WHEN excluded.input_hash = tasks.input_hash THEN tasks.attempts ELSE 0 END,
+    last_error = CASE WHEN excluded.input_hash = tasks.input_hash
+        THEN tasks.last_error ELSE NULL END,
+    next_attempt_at = CASE WHEN excluded.input_hash = tasks.input_hash
+        THEN tasks.next_attempt_at ELSE 0 END,
+    result = CASE WHEN excluded.input_hash = tasks.input_hash THEN tasks.result ELSE NULL END,
+    input_hash = excluded.input_hash, payload = excluded.payload,
+    updated_at = excluded.updated_at
+"""
+
+# Task states a runner may still claim (once due and not leased).
+TASK_OPEN = "status IN ('pending', 'failed', 'running')"
+
+# What ``to_task_state`` reads of a stored task.
+TASK_COLUMNS = (
+    "project, row_id, input_hash, status, attempts, last_error, next_attempt_at, "
+    "claimed_until, payload, result"
 )
 
 _STATE_ON_CONFLICT = """
@@ -158,6 +191,12 @@ class RowGetters:
         return self._get(project, "source", ids)
 
 
+def project_scope(project: str | None, mark: str) -> tuple[str, list[Any]]:
+    """A condition (`` AND project = ?``, with ``mark`` as the placeholder) limiting a
+    queue's rows to one project, and its parameters; nothing for all projects (None)."""
+    return (f"AND project = {mark}", [project]) if project is not None else ("", [])
+
+
 def page_start(limit: int, cursor: str | None) -> int:
     """The position a listing continues after (0 for the first page).
 
@@ -209,6 +248,34 @@ def embedding_counts(rows: Iterable[tuple[Kind, Any]]) -> list[EmbeddingCounts]:
         entry.by_status[row["status"]] = int(row["n"])
         entry.stale += int(row["stale"] or 0)
     return [result[key] for key in sorted(result, key=lambda k: (k[0], k[1].value))]
+
+
+def to_task(row: Any) -> Task:
+    """A claimed task from a row holding project, row_id, input_hash, attempts and the
+    payload's JSON text."""
+    return Task(
+        row["project"],
+        row["row_id"],
+        row["input_hash"],
+        row["attempts"],
+        json.loads(row["payload"]),
+    )
+
+
+def to_task_state(row: Any) -> TaskState:
+    """A stored task from a row holding :data:`TASK_COLUMNS`."""
+    return TaskState(
+        project=row["project"],
+        row_id=row["row_id"],
+        input_hash=row["input_hash"],
+        status=row["status"],
+        attempts=row["attempts"],
+        last_error=row["last_error"],
+        next_attempt_at=float(row["next_attempt_at"]),
+        claimed_until=float(row["claimed_until"]),
+        payload=json.loads(row["payload"]),
+        result=None if row["result"] is None else json.loads(row["result"]),
+    )
 
 
 def traversal_filters(

@@ -1,8 +1,8 @@
 """The plain records a store exchanges with its callers.
 
 Rows ready to write (:class:`ObjectRow`, :class:`RelationshipRow`), what reads hand
-back besides the public model types (:class:`Endpoint`, :class:`Neighbor`), and the
-embedding queue's claims and results.
+back besides the public model types (:class:`Endpoint`, :class:`Neighbor`), the
+embedding queue's claims and results, and the generic task queue's items and claims.
 They carry no behaviour beyond a derived field or two and know nothing of SQL; the
 capability protocols in :mod:`kgsearch.store.base` are written in terms of them.
 """
@@ -21,6 +21,7 @@ import numpy.typing as npt
 from kgsearch.model import Kind, display_name
 
 __all__ = [
+    "TASK_STATUSES",
     "Claim",
     "Direction",
     "EmbeddingCounts",
@@ -31,11 +32,17 @@ __all__ = [
     "RelationshipRow",
     "RowKind",
     "StoreInfo",
+    "Task",
+    "TaskIn",
+    "TaskState",
     "TextUpdate",
 ]
 
 Direction = Literal["out", "in", "both"]
 RowKind = Literal["object", "relationship", "chunk", "source"]
+
+# Every state of a task, in the order of its life (``task_counts`` reports them so).
+TASK_STATUSES = ("pending", "running", "done", "failed", "dead")
 
 
 @dataclass(frozen=True)
@@ -159,3 +166,49 @@ class Neighbor:
     id: str
     depth: int
     via: str
+
+
+@dataclass(frozen=True)
+class TaskIn:
+    """One unit of work to queue for a job, keyed by the row it is about.
+
+    ``input_hash`` identifies the input the work depends on (e.g. a digest of a
+    chunk's text, the prompt version and the model): queueing the same hash again
+    never re-runs a task, and another hash makes it pending again.
+    """
+
+    row_id: str
+    input_hash: str
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A task claimed by a runner: what to work on and how often it failed before.
+
+    Hand it back to ``complete_tasks`` or ``fail_tasks``; both act only while the
+    task still holds the claimed ``input_hash``.
+    """
+
+    project: str
+    row_id: str
+    input_hash: str
+    attempts: int
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """A task as stored, for status reports and retries: its state, the last error in
+    full, when it may run again, and the result its runner recorded."""
+
+    project: str
+    row_id: str
+    input_hash: str
+    status: str
+    attempts: int
+    last_error: str | None
+    next_attempt_at: float
+    claimed_until: float
+    payload: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] | None = None

@@ -18,7 +18,13 @@ from typing import Any
 import numpy as np
 
 from kgsearch.model import Kind
-from kgsearch.store.common import batched, embedding_counts, error_text, retry_state
+from kgsearch.store.common import (
+    batched,
+    embedding_counts,
+    error_text,
+    project_scope,
+    retry_state,
+)
 from kgsearch.store.postgres.lexical import LexicalStats
 from kgsearch.store.postgres.reads import PostgresReads
 from kgsearch.store.postgres.sql import clean
@@ -28,11 +34,6 @@ from kgsearch.store.values import words
 __all__ = ["PostgresEmbeddingQueue"]
 
 _DUE = "status IN ('pending', 'failed') AND deleted_at IS NULL"
-
-
-def _scope(project: str | None) -> tuple[str, list[Any]]:
-    """A condition limiting rows to one project (all projects for None)."""
-    return ("AND project = %s", [project]) if project is not None else ("", [])
 
 
 class PostgresEmbeddingQueue(PostgresReads):
@@ -87,7 +88,7 @@ class PostgresEmbeddingQueue(PostgresReads):
     ) -> list[Claim]:
         """Claim up to ``limit`` due rows (pending, or failed past their backoff, and not
         leased) under a lease; concurrent claimers never get the same row."""
-        scope, params = _scope(project)
+        scope, params = project_scope(project, "%s")
         with self.db.transaction():
             rows = self.db.all(
                 f"""UPDATE {kind.table} t SET claimed_until = %s
@@ -203,7 +204,7 @@ class PostgresEmbeddingQueue(PostgresReads):
         """Make rows in ``statuses`` pending again with attempts reset; return how many."""
         if not statuses:
             return 0
-        scope, params = _scope(project)
+        scope, params = project_scope(project, "%s")
         with self.db.transaction():
             return self.db.execute(
                 f"UPDATE {kind.table} SET status = 'pending', attempts = 0, last_error = NULL, "
@@ -215,7 +216,7 @@ class PostgresEmbeddingQueue(PostgresReads):
     def next_retry_at(self, kind: Kind, *, project: str | None) -> float | None:
         """When the next not-yet-due row becomes claimable (backoff ends or a lease
         expires)."""
-        scope, params = _scope(project)
+        scope, params = project_scope(project, "%s")
         row = self.db.one(
             f"SELECT min(greatest(claimed_until, next_attempt_at)) AS at FROM {kind.table} "
             f"WHERE {_DUE} {scope}",
@@ -226,7 +227,7 @@ class PostgresEmbeddingQueue(PostgresReads):
     def embedding_counts(self, project: str | None) -> list[EmbeddingCounts]:
         """Rows by status per project and kind; stale = rows whose vector is of an old
         text."""
-        scope, params = _scope(project)
+        scope, params = project_scope(project, "%s")
         return embedding_counts(
             (kind, row)
             for kind in Kind

@@ -6,8 +6,8 @@ module opens the pool, applies the migrations under an advisory lock, runs
 transactions and bulk loads, and keeps the store's metadata; :class:`PostgresStore`
 composes one slice per capability, each bound to the same pooled
 :class:`~kgsearch.store.postgres.connection.Connection`: graph writes (``writes.py``)
-and reads (``reads.py``), the embedding queue (``queue.py``), search (``search.py``) and
-API keys (``keys.py``).
+and reads (``reads.py``), the embedding queue (``queue.py``), search (``search.py``),
+API keys (``keys.py``), the task queue (``tasks.py``) and the value cache (``cache.py``).
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ from typing import Any
 from kgsearch.errors import MigrationError
 from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
 from kgsearch.store.migrations import pending
+from kgsearch.store.postgres.cache import PostgresCache
 from kgsearch.store.postgres.connection import Connection, parse_url
 from kgsearch.store.postgres.keys import PostgresKeys
 from kgsearch.store.postgres.lexical import LexicalStats
 from kgsearch.store.postgres.queue import PostgresEmbeddingQueue
 from kgsearch.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from kgsearch.store.postgres.search import INDEX_MIN_ROWS, PostgresSearch
+from kgsearch.store.postgres.tasks import PostgresTaskQueue
 from kgsearch.store.postgres.writes import PostgresWrites
 from kgsearch.store.records import StoreInfo
 
@@ -36,6 +38,8 @@ class PostgresStore(
     PostgresEmbeddingQueue,
     PostgresSearch,
     PostgresKeys,
+    PostgresTaskQueue,
+    PostgresCache,
 ):
     """The PostgreSQL + pgvector store.
 

@@ -15,18 +15,13 @@ from typing import Any
 import numpy as np
 
 from kgsearch.model import Kind
-from kgsearch.store.common import batched, embedding_counts, retry_state
+from kgsearch.store.common import batched, embedding_counts, project_scope, retry_state
 from kgsearch.store.records import Claim, EmbeddingCounts, EmbeddingResult, TextUpdate
 from kgsearch.store.sqlite.reads import SQLiteReads
 from kgsearch.store.sqlite.search import VectorCache
 from kgsearch.store.sqlite.sql import chunked, now_iso, placeholders
 
 __all__ = ["SQLiteEmbeddingQueue"]
-
-
-def _scope(project: str | None) -> tuple[str, list[Any]]:
-    """A condition limiting rows to one project (all projects for None)."""
-    return ("AND project = ?", [project]) if project is not None else ("", [])
 
 
 class SQLiteEmbeddingQueue(SQLiteReads):
@@ -76,7 +71,7 @@ class SQLiteEmbeddingQueue(SQLiteReads):
     ) -> list[Claim]:
         """Claim up to ``limit`` due rows (pending, or failed whose backoff has passed,
         and not leased) under a lease of ``lease_seconds``."""
-        scope, params = _scope(project)
+        scope, params = project_scope(project, "?")
         with self.db.transaction():
             rows = self.db.all(
                 f"SELECT rowid AS r, project, id, text, text_hash, attempts FROM {kind.table} "
@@ -180,7 +175,7 @@ class SQLiteEmbeddingQueue(SQLiteReads):
         """Make rows in ``statuses`` pending again with attempts reset; return how many."""
         if not statuses:
             return 0
-        scope, params = _scope(project)
+        scope, params = project_scope(project, "?")
         with self.db.transaction():
             cur = self.db.execute(
                 f"UPDATE {kind.table} SET status = 'pending', attempts = 0, last_error = NULL, "
@@ -194,7 +189,7 @@ class SQLiteEmbeddingQueue(SQLiteReads):
     def next_retry_at(self, kind: Kind, *, project: str | None) -> float | None:
         """When the next not-yet-due row becomes claimable: a failed row's backoff ends or
         another runner's lease expires (a runner killed mid-batch leaves such leases)."""
-        scope, params = _scope(project)
+        scope, params = project_scope(project, "?")
         row = self.db.one(
             "SELECT min(CASE WHEN claimed_until > next_attempt_at THEN claimed_until "
             f"ELSE next_attempt_at END) FROM {kind.table} WHERE status IN ('pending', 'failed') "
@@ -206,7 +201,7 @@ class SQLiteEmbeddingQueue(SQLiteReads):
     def embedding_counts(self, project: str | None) -> list[EmbeddingCounts]:
         """Rows by status per project and kind; stale = rows whose vector is of an old
         text."""
-        scope, params = _scope(project)
+        scope, params = project_scope(project, "?")
         return embedding_counts(
             (kind, row)
             for kind in Kind

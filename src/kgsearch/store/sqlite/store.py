@@ -4,7 +4,8 @@ This module opens the file, applies the migrations, runs transactions and bulk l
 and keeps the store's metadata; :class:`SQLiteStore` composes one slice per capability,
 each bound to the same :class:`~kgsearch.store.sqlite.connection.Connection`: graph
 writes (``writes.py``) and reads (``reads.py``), the embedding queue (``queue.py``),
-search (``search.py``) and API keys (``keys.py``).
+search (``search.py``), API keys (``keys.py``), the task queue (``tasks.py``) and the
+value cache (``cache.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from kgsearch.store.ann import ANN_MIN_ROWS
 from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
 from kgsearch.store.migrations import pending
 from kgsearch.store.records import StoreInfo
+from kgsearch.store.sqlite.cache import SQLiteCache
 from kgsearch.store.sqlite.connection import CACHE_PAGES_KIB, Connection
 from kgsearch.store.sqlite.keys import SQLiteKeys
 from kgsearch.store.sqlite.lexical import LexicalStats
@@ -30,12 +32,15 @@ from kgsearch.store.sqlite.schema import (
 )
 from kgsearch.store.sqlite.search import SQLiteSearch, VectorCache
 from kgsearch.store.sqlite.sql import now_iso
+from kgsearch.store.sqlite.tasks import SQLiteTaskQueue
 from kgsearch.store.sqlite.writes import SQLiteWrites
 
 __all__ = ["SQLiteStore"]
 
 
-class SQLiteStore(SQLiteWrites, SQLiteEmbeddingQueue, SQLiteSearch, SQLiteKeys):
+class SQLiteStore(
+    SQLiteWrites, SQLiteEmbeddingQueue, SQLiteSearch, SQLiteKeys, SQLiteTaskQueue, SQLiteCache
+):
     """The embedded store. ``path`` is a file path or ``:memory:``.
 
     Args:
