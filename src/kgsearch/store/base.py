@@ -1,18 +1,21 @@
-"""The Store protocol every backend implements, and the plain records it exchanges.
+"""The store's seam: one small protocol per capability, and ``Store`` as their union.
 
 A store persists projects' objects, relationships, sources, chunks and mentions,
 keeps a lexical index in step with them inside the same transaction, holds each
-embeddable row's embedding state and vector, and offers search primitives that
-return ranked ``(id, score)`` lists with higher scores better. Search strategies
-live in :mod:`kgsearch.search`, built from these primitives; no SQL lives here.
+embeddable row's embedding state and vector, queues generic tasks for jobs, caches
+values, and offers search primitives that return ranked ``(id, score)`` lists with
+higher scores better. Functions take the narrowest capability they need
+(:class:`GraphReads`, :class:`SearchIndex`, :class:`TaskQueue`…); the engine and the
+backends use :class:`Store`. Every method takes the project explicitly (where rows
+belong to one) and never returns rows of another project; soft-deleted rows are
+invisible to every read. No SQL lives here, and the records these protocols exchange
+live in :mod:`kgsearch.store.records` (re-exported here).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -30,164 +33,58 @@ from kgsearch.model import (
     Page,
     Relationship,
     Source,
-    display_name,
+)
+from kgsearch.store.records import (
+    TASK_STATUSES,
+    Claim,
+    Direction,
+    EmbeddingCounts,
+    EmbeddingResult,
+    Endpoint,
+    Neighbor,
+    ObjectRow,
+    RelationshipRow,
+    RowKind,
+    StoreInfo,
+    Task,
+    TaskIn,
+    TaskState,
+    TextUpdate,
 )
 
 __all__ = [
+    "TASK_STATUSES",
+    "Cache",
     "Claim",
     "Direction",
     "EmbeddingCounts",
+    "EmbeddingQueue",
     "EmbeddingResult",
     "Endpoint",
+    "GraphReads",
+    "GraphWrites",
+    "KeyStore",
+    "Lifecycle",
     "Neighbor",
     "ObjectRow",
     "RelationshipRow",
+    "RowKind",
+    "SearchIndex",
     "Store",
     "StoreInfo",
+    "Task",
+    "TaskIn",
+    "TaskQueue",
+    "TaskState",
     "TextUpdate",
 ]
 
-Direction = Literal["out", "in", "both"]
 
-
-@dataclass(frozen=True)
-class StoreInfo:
-    """What a store was built with, read from its metadata table."""
+class Lifecycle(Protocol):
+    """Opening, migrating, transactions and the store's own metadata."""
 
     url: str
-    schema_version: int
-    migrations: tuple[str, ...]
-    embedding_model: str | None
-    dims: int | None
-    distance: str = "cosine"
 
-
-@dataclass(frozen=True)
-class ObjectRow:
-    """An object ready to write: input fields plus the text to embed and its hash."""
-
-    id: str
-    type: str
-    key: str
-    tags: Sequence[str]
-    properties: dict[str, Any]
-    labels: Sequence[str]
-    text: str
-    text_hash: str
-    text_version: int
-    # Kept when given (a migration carries them over); the store's clock otherwise.
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class RelationshipRow:
-    """A relationship ready to write, endpoints resolved to object ids."""
-
-    id: str
-    type: str
-    source_id: str
-    target_id: str
-    label: str | None
-    properties: dict[str, Any]
-    weight: float
-    valid_from: datetime | None
-    valid_to: datetime | None
-    description: str | None
-    source_chunks: Sequence[str]
-    text: str
-    text_hash: str
-    text_version: int
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """A resolved object reference: id plus what text builders need."""
-
-    id: str
-    type: str
-    key: str
-    properties: dict[str, Any]
-
-    @functools.cached_property
-    def name(self) -> str:
-        """Display name (see :func:`kgsearch.text.display_name`), computed once."""
-        return display_name(self.properties, self.key, self.id)
-
-
-@dataclass(frozen=True)
-class TextUpdate:
-    """A recomputed embedding text for one row."""
-
-    id: str
-    text: str
-    text_hash: str
-    text_version: int
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A row claimed for embedding."""
-
-    project: str
-    id: str
-    text: str
-    text_hash: str
-    attempts: int
-
-
-@dataclass(frozen=True)
-class EmbeddingResult:
-    """A successfully embedded row, as written back by the lifecycle."""
-
-    project: str
-    id: str
-    text: str
-    text_hash: str
-    vector: npt.NDArray[np.float32]
-
-
-@dataclass
-class EmbeddingCounts:
-    """Per project and kind: rows by status, stale rows, latency totals."""
-
-    project: str
-    kind: Kind
-    by_status: dict[str, int] = field(default_factory=dict)
-    stale: int = 0
-
-    @property
-    def total(self) -> int:
-        """All live rows of this kind."""
-        return sum(self.by_status.values())
-
-
-@dataclass(frozen=True)
-class Neighbor:
-    """An object reached by traversal: its id, hop count and the edge that reached it."""
-
-    id: str
-    depth: int
-    via: str
-
-
-class Store(Protocol):
-    """Persistence and search primitives; see module docstring.
-
-    Every method takes the project explicitly and never returns rows of another
-    project. Soft-deleted rows are invisible to every read.
-    """
-
-    url: str
-    # Whether one search's vector legs should run side by side. True where each leg is
-    # a query to a database server (on a connection of its own, so the server works on
-    # them at once); False for an in-process scan, which is bound by memory bandwidth
-    # and the GIL, so that running two at once only adds contention on a small machine.
-    parallel_vector_legs: bool
-
-    # lifecycle -----------------------------------------------------------
     def migrate(self) -> list[str]:
         """Apply pending named migrations; return the names applied."""
         ...
@@ -210,7 +107,6 @@ class Store(Protocol):
         """A write transaction tuned for loading many rows (indexes rebuilt at the end)."""
         ...
 
-    # metadata ------------------------------------------------------------
     def info(self) -> StoreInfo:
         """Schema version, migrations, embedding model and dims."""
         ...
@@ -231,7 +127,10 @@ class Store(Protocol):
         """Projects that hold any live row."""
         ...
 
-    # writes --------------------------------------------------------------
+
+class GraphWrites(Protocol):
+    """Writing graph rows: upserts, mention links, soft delete and purge."""
+
     def upsert_objects(
         self, project: str, rows: Sequence[ObjectRow], *, return_ids: bool = True
     ) -> list[str]:
@@ -256,12 +155,7 @@ class Store(Protocol):
         """Add mention links (duplicates ignored)."""
         ...
 
-    def delete(
-        self,
-        project: str,
-        kind: Literal["object", "relationship", "chunk", "source"],
-        ids: Sequence[str],
-    ) -> int:
+    def delete(self, project: str, kind: RowKind, ids: Sequence[str]) -> int:
         """Soft-delete rows (objects take their relationships with them); return count."""
         ...
 
@@ -269,7 +163,10 @@ class Store(Protocol):
         """Remove soft-deleted rows for good, with their mentions and dangling edges."""
         ...
 
-    # reads ---------------------------------------------------------------
+
+class GraphReads(Protocol):
+    """Reading live graph rows: by id or reference, page by page, and by traversal."""
+
     def resolve(self, project: str, refs: Sequence[ObjectRef]) -> dict[ObjectRef, Endpoint]:
         """Resolve natural references to live objects (missing refs are absent)."""
         ...
@@ -297,7 +194,7 @@ class Store(Protocol):
     def list_rows(
         self,
         project: str,
-        kind: Literal["object", "relationship", "chunk", "source"],
+        kind: RowKind,
         *,
         limit: int = 100,
         cursor: str | None = None,
@@ -306,19 +203,18 @@ class Store(Protocol):
         """One page of live rows ordered by insertion; ``cursor`` continues a listing."""
         ...
 
+    def counts(self, project: str) -> dict[str, int]:
+        """Live rows per kind (objects, relationships, chunks, sources, mentions)."""
+        ...
+
+    def iter_rows(
+        self, project: str, kind: Literal["object", "relationship", "chunk", "source", "mention"]
+    ) -> Iterator[Any]:
+        """Stream every live row of a kind (used by export and migration)."""
+        ...
+
     def relationships_touching(self, project: str, object_ids: Sequence[str]) -> list[Relationship]:
         """Live relationships with either endpoint in ``object_ids``."""
-        ...
-
-    def objects_named(
-        self, project: str, name: str, *, limit: int, filters: Filters | None = None
-    ) -> list[tuple[str, float]]:
-        """Live objects whose key equals ``name`` ignoring case (ASCII case on SQLite),
-        filters applied, ordered by type then id; each with score 1.0."""
-        ...
-
-    def object_types(self, project: str) -> list[str]:
-        """Distinct types of the project's live objects."""
         ...
 
     def neighbors(
@@ -357,19 +253,16 @@ class Store(Protocol):
         """Mention links matching any of the given ids."""
         ...
 
-    def counts(self, project: str) -> dict[str, int]:
-        """Live rows per kind (objects, relationships, chunks, sources, mentions)."""
-        ...
 
-    def iter_rows(
-        self, project: str, kind: Literal["object", "relationship", "chunk", "source", "mention"]
-    ) -> Iterator[Any]:
-        """Stream every live row of a kind (used by export and migration)."""
-        ...
+class EmbeddingQueue(Protocol):
+    """The embedding lifecycle of embeddable rows: texts, claims, vectors, failures."""
 
-    # embedding lifecycle -------------------------------------------------
     def set_texts(self, project: str, kind: Kind, updates: Sequence[TextUpdate]) -> int:
         """Store recomputed texts; rows whose hash changed become pending. Return changed."""
+        ...
+
+    def iter_text_rows(self, project: str, kind: Kind) -> Iterator[list[Any]]:
+        """Batches of live rows with what text builders need, to refresh texts."""
         ...
 
     def claim(
@@ -428,16 +321,17 @@ class Store(Protocol):
         """(texts embedded, total milliseconds) recorded by :meth:`complete`."""
         ...
 
-    def iter_text_rows(self, project: str, kind: Kind) -> Iterator[list[Any]]:
-        """Batches of live rows with what text builders need, to refresh texts."""
-        ...
 
-    def build_indexes(self) -> list[str]:
-        """Build persistent vector indexes that are due (after bulk loads and embedding
-        runs); return the kinds indexed now. Stores with in-memory indexes return []."""
-        ...
+class SearchIndex(Protocol):
+    """Search primitives over embedded and indexed rows, each a ranked ``(id, score)``
+    list with higher scores better, plus the upkeep of persistent vector indexes."""
 
-    # search primitives ---------------------------------------------------
+    # Whether one search's vector legs should run side by side. True where each leg is
+    # a query to a database server (on a connection of its own, so the server works on
+    # them at once); False for an in-process scan, which is bound by memory bandwidth
+    # and the GIL, so that running two at once only adds contention on a small machine.
+    parallel_vector_legs: bool
+
     def vector_search(
         self,
         project: str,
@@ -464,13 +358,32 @@ class Store(Protocol):
         """Top-``limit`` rows by BM25 over their text; any query string is safe."""
         ...
 
+    def objects_named(
+        self, project: str, name: str, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[str, float]]:
+        """Live objects whose key equals ``name`` ignoring case (ASCII case on SQLite),
+        filters applied, ordered by type then id; each with score 1.0."""
+        ...
+
+    def object_types(self, project: str) -> list[str]:
+        """Distinct types of the project's live objects."""
+        ...
+
     def vectors(
         self, project: str, kind: Kind, ids: Sequence[str]
     ) -> dict[str, npt.NDArray[np.float32]]:
         """Stored vectors of the given rows (for MMR)."""
         ...
 
-    # api keys (used by the REST/MCP servers) ------------------------------
+    def build_indexes(self) -> list[str]:
+        """Build persistent vector indexes that are due (after bulk loads and embedding
+        runs); return the kinds indexed now. Stores with in-memory indexes return []."""
+        ...
+
+
+class KeyStore(Protocol):
+    """API key records for the REST/MCP servers; only a digest of each secret is kept."""
+
     def create_api_key(self, key: ApiKey, key_hash: str) -> None:
         """Store a new API key record with the digest of its secret."""
         ...
@@ -486,3 +399,91 @@ class Store(Protocol):
     def revoke_api_key(self, key_id: str) -> bool:
         """Revoke a key; False when no active key has this id."""
         ...
+
+
+class TaskQueue(Protocol):
+    """Generic per-row tasks of named jobs (extraction, summaries…), keyed by
+    (project, job, row id), with the embedding queue's rules: claim under a lease,
+    work outside any transaction, complete or fail; exponential backoff, then
+    ``dead`` after ``max_attempts``. A task whose ``input_hash`` is unchanged is
+    never run again; concurrent claimers never get the same task."""
+
+    def enqueue_tasks(self, project: str, job: str, items: Sequence[TaskIn]) -> int:
+        """Queue tasks; an unchanged ``input_hash`` keeps the task as it is (done stays
+        done), a new one makes it pending with attempts reset. Return tasks made pending."""
+        ...
+
+    def claim_tasks(
+        self, job: str, *, project: str | None, limit: int, now: float, lease_seconds: float = 300.0
+    ) -> list[Task]:
+        """Claim up to ``limit`` due tasks (pending, failed past backoff, or running
+        with an expired lease) in queueing order; they become ``running``."""
+        ...
+
+    def complete_tasks(
+        self, job: str, tasks: Sequence[Task], *, result: dict[str, Any] | None = None
+    ) -> int:
+        """Mark claimed tasks done (with ``result``) unless re-queued with another input
+        since the claim, which stay pending; return how many are done."""
+        ...
+
+    def fail_tasks(
+        self,
+        job: str,
+        tasks: Sequence[Task],
+        error: str,
+        *,
+        now: float,
+        max_attempts: int,
+        backoff_seconds: float,
+    ) -> None:
+        """Record a failed attempt and the whole error; past ``max_attempts``, dead."""
+        ...
+
+    def requeue_tasks(self, job: str, *, project: str | None, statuses: Sequence[str]) -> int:
+        """Make tasks in ``statuses`` pending with attempts reset; return count."""
+        ...
+
+    def list_tasks(
+        self, job: str, *, project: str | None, statuses: Sequence[str] = (), limit: int = 100
+    ) -> list[TaskState]:
+        """Up to ``limit`` tasks in queueing order, of ``statuses`` (all when empty)."""
+        ...
+
+    def task_counts(self, job: str, *, project: str | None) -> dict[str, int]:
+        """Tasks per status, every status present (see ``TASK_STATUSES``)."""
+        ...
+
+    def next_task_retry_at(self, job: str, *, project: str | None) -> float | None:
+        """When the next unfinished task becomes claimable (None: none left)."""
+        ...
+
+    def delete_tasks(self, project: str, job: str, row_ids: Sequence[str]) -> int:
+        """Forget the tasks of these rows; return how many were removed."""
+        ...
+
+
+class Cache(Protocol):
+    """A small key/value cache shared by every project (LLM responses)."""
+
+    def cache_get(self, namespace: str, key: str) -> str | None:
+        """The cached value, or None."""
+        ...
+
+    def cache_put(self, namespace: str, key: str, value: str) -> None:
+        """Store a value, replacing any under the same key."""
+        ...
+
+
+class Store(
+    Lifecycle,
+    GraphWrites,
+    GraphReads,
+    EmbeddingQueue,
+    SearchIndex,
+    KeyStore,
+    TaskQueue,
+    Cache,
+    Protocol,
+):
+    """Everything a backend implements: the union of the capability protocols."""

@@ -1,4 +1,5 @@
-"""Logic both stores share: the lifecycle's upsert rule, the model check, paging.
+"""Logic both stores share: the lifecycle's upsert rule, the model check, paging,
+the row tables, traversal arguments, and the retry and upsert rules of both queues.
 
 The stores differ in SQL dialect and placeholders; what is written here is the same
 for both and lives once.
@@ -6,15 +7,111 @@ for both and lives once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple, Protocol, TypeVar
 
-from kgsearch.errors import ConfigError, DimensionMismatch
-from kgsearch.model import Filters, Page
+from kgsearch.errors import ConfigError, DimensionMismatch, InvalidRequest
+from kgsearch.model import (
+    Chunk,
+    Filters,
+    GraphObject,
+    Kind,
+    Mention,
+    Page,
+    Relationship,
+    Source,
+)
+from kgsearch.store.records import EmbeddingCounts, RowKind, Task, TaskState
+from kgsearch.store.rows import (
+    CHUNK_COLUMNS,
+    OBJECT_COLUMNS,
+    RELATIONSHIP_COLUMNS,
+    SOURCE_COLUMNS,
+    to_chunk,
+    to_object,
+    to_relationship,
+    to_source,
+)
 
-__all__ = ["batched", "check_embedding_model", "every_page", "on_conflict"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_PAGE",
+    "PROJECTS_SQL",
+    "PURGED_TABLES",
+    "TASK_COLUMNS",
+    "TASK_ON_CONFLICT",
+    "TASK_OPEN",
+    "RowGetters",
+    "RowTable",
+    "batched",
+    "check_embedding_model",
+    "edge_filters",
+    "embedding_counts",
+    "error_text",
+    "every_page",
+    "mention_rows",
+    "on_conflict",
+    "page_of",
+    "page_start",
+    "project_scope",
+    "retry_state",
+    "row_table",
+    "to_task",
+    "to_task_state",
+    "traversal_filters",
+]
 
 T = TypeVar("T")
+
+# Most rows one page of a listing may hold.
+MAX_PAGE = 10_000
+# Deepest traversal a caller may ask for (each hop is one query over the frontier).
+MAX_DEPTH = 5
+
+# Every project that holds a live row (the same SQL on both stores).
+PROJECTS_SQL = (
+    "SELECT project FROM objects WHERE deleted_at IS NULL UNION "
+    "SELECT project FROM relationships WHERE deleted_at IS NULL UNION "
+    "SELECT project FROM chunks WHERE deleted_at IS NULL UNION "
+    "SELECT project FROM sources WHERE deleted_at IS NULL ORDER BY 1"
+)
+
+# The tables ``purge`` empties of soft-deleted rows, each with the mentions column
+# that points at its rows (those links go with them).
+PURGED_TABLES = (
+    ("objects", "object_id"),
+    ("relationships", "relationship_id"),
+    ("chunks", "chunk_id"),
+    ("sources", "source_id"),
+)
+
+# ``ON CONFLICT (project, job, row_id) DO UPDATE`` assignments of the task queue (both
+# stores): the same input keeps its task as it is, so a done task is never run again;
+# another input makes it pending with attempts, error and result reset. Every
+# expression reads the row as it was, before ``input_hash`` is replaced. The lease is
+# kept: a runner still working on the old input holds it until it finishes.
+TASK_ON_CONFLICT = """
+    status = CASE WHEN excluded.input_hash = tasks.input_hash THEN tasks.status ELSE 'pending' END,
+    attempts = CASE WHEN excluded.input_hash = tasks.input_hash THEN tasks.attempts ELSE 0 END,
+    last_error = CASE WHEN excluded.input_hash = tasks.input_hash
+        THEN tasks.last_error ELSE NULL END,
+    next_attempt_at = CASE WHEN excluded.input_hash = tasks.input_hash
+        THEN tasks.next_attempt_at ELSE 0 END,
+    result = CASE WHEN excluded.input_hash = tasks.input_hash THEN tasks.result ELSE NULL END,
+    input_hash = excluded.input_hash, payload = excluded.payload,
+    updated_at = excluded.updated_at
+"""
+
+# Task states a runner may still claim (once due and not leased).
+TASK_OPEN = "status IN ('pending', 'failed', 'running')"
+
+# What ``to_task_state`` reads of a stored task.
+TASK_COLUMNS = (
+    "project, row_id, input_hash, status, attempts, last_error, next_attempt_at, "
+    "claimed_until, payload, result"
+)
 
 _STATE_ON_CONFLICT = """
     status = CASE
@@ -36,6 +133,190 @@ def on_conflict(table: str, extra: str = "") -> str:
     text that returns to what was embedded before is embedded again without calling the
     embedder. ``extra`` appends assignments (``", col = excluded.col"``)."""
     return _STATE_ON_CONFLICT.format(t=table, extra=extra)
+
+
+class RowTable(NamedTuple):
+    """Where a kind of row lives, the columns its decoder reads, and the decoder."""
+
+    name: str
+    columns: str
+    decode: Callable[[Any], Any]
+
+
+_ROW_TABLES = {
+    "object": RowTable("objects", OBJECT_COLUMNS, to_object),
+    "relationship": RowTable("relationships", RELATIONSHIP_COLUMNS, to_relationship),
+    "chunk": RowTable("chunks", CHUNK_COLUMNS, to_chunk),
+    "source": RowTable("sources", SOURCE_COLUMNS, to_source),
+}
+
+
+def row_table(kind: str) -> RowTable:
+    """The table of a row kind (``object``, ``relationship``, ``chunk``, ``source``).
+
+    Raises:
+        InvalidRequest: The kind is not one of those.
+    """
+    try:
+        return _ROW_TABLES[kind]
+    except KeyError:
+        raise InvalidRequest(
+            f"unknown kind {kind!r}; expected one of {', '.join(_ROW_TABLES)}"
+        ) from None
+
+
+class _GetsRows(Protocol):
+    def _get(self, project: str, kind: RowKind, ids: Sequence[str]) -> list[Any]: ...
+
+
+class RowGetters:
+    """The typed ``get_*`` reads of ``GraphReads`` over a backend's ``_get(project,
+    kind, ids)``, which returns live rows of a kind by id, decoded, in the order asked
+    (missing ids skipped). A mixin of both stores' reads slices."""
+
+    def get_objects(self: _GetsRows, project: str, ids: Sequence[str]) -> list[GraphObject]:
+        """Live objects by id, in the order asked (missing ids skipped)."""
+        return self._get(project, "object", ids)
+
+    def get_relationships(self: _GetsRows, project: str, ids: Sequence[str]) -> list[Relationship]:
+        """Live relationships by id, in the order asked."""
+        return self._get(project, "relationship", ids)
+
+    def get_chunks(self: _GetsRows, project: str, ids: Sequence[str]) -> list[Chunk]:
+        """Live chunks by id, in the order asked."""
+        return self._get(project, "chunk", ids)
+
+    def get_sources(self: _GetsRows, project: str, ids: Sequence[str]) -> list[Source]:
+        """Live sources by id, in the order asked."""
+        return self._get(project, "source", ids)
+
+
+def project_scope(project: str | None, mark: str) -> tuple[str, list[Any]]:
+    """A condition (`` AND project = ?``, with ``mark`` as the placeholder) limiting a
+    queue's rows to one project, and its parameters; nothing for all projects (None)."""
+    return (f"AND project = {mark}", [project]) if project is not None else ("", [])
+
+
+def page_start(limit: int, cursor: str | None) -> int:
+    """The position a listing continues after (0 for the first page).
+
+    Raises:
+        InvalidRequest: The limit is outside 1 to :data:`MAX_PAGE`, or the cursor is not
+            one a store handed out.
+    """
+    if not 1 <= limit <= MAX_PAGE:
+        raise InvalidRequest(f"limit must be between 1 and {MAX_PAGE}")
+    if not cursor:
+        return 0
+    try:
+        return int(cursor)
+    except ValueError:
+        raise InvalidRequest(f"invalid cursor {cursor!r}") from None
+
+
+def page_of(rows: Sequence[Any], limit: int, decode: Callable[[Any], Any], position: str) -> Page:
+    """A page from up to ``limit + 1`` rows in listing order (the extra one only tells
+    that more follow); the cursor is the last row's ``position`` column."""
+    items = [decode(r) for r in rows[:limit]]
+    next_cursor = str(rows[limit - 1][position]) if len(rows) > limit else None
+    return Page(items=items, next_cursor=next_cursor)
+
+
+def mention_rows(project: str, mentions: Sequence[Mention]) -> list[tuple[str, ...]]:
+    """Parameter rows (project, source, chunk, object, relationship) of mention links;
+    an absent end is stored as ``''`` so that the unique key ignores duplicates."""
+    return [
+        (
+            project,
+            m.source_id or "",
+            m.chunk_id or "",
+            m.object_id or "",
+            m.relationship_id or "",
+        )
+        for m in mentions
+    ]
+
+
+def embedding_counts(rows: Iterable[tuple[Kind, Any]]) -> list[EmbeddingCounts]:
+    """Counts by project and kind from (kind, row) pairs, each row holding a project,
+    a status, its count ``n`` and its ``stale`` count; ordered by project, then kind."""
+    result: dict[tuple[str, Kind], EmbeddingCounts] = {}
+    for kind, row in rows:
+        entry = result.setdefault(
+            (row["project"], kind), EmbeddingCounts(project=row["project"], kind=kind)
+        )
+        entry.by_status[row["status"]] = int(row["n"])
+        entry.stale += int(row["stale"] or 0)
+    return [result[key] for key in sorted(result, key=lambda k: (k[0], k[1].value))]
+
+
+def to_task(row: Any) -> Task:
+    """A claimed task from a row holding project, row_id, input_hash, attempts and the
+    payload's JSON text."""
+    return Task(
+        row["project"],
+        row["row_id"],
+        row["input_hash"],
+        row["attempts"],
+        json.loads(row["payload"]),
+    )
+
+
+def to_task_state(row: Any) -> TaskState:
+    """A stored task from a row holding :data:`TASK_COLUMNS`."""
+    return TaskState(
+        project=row["project"],
+        row_id=row["row_id"],
+        input_hash=row["input_hash"],
+        status=row["status"],
+        attempts=row["attempts"],
+        last_error=row["last_error"],
+        next_attempt_at=float(row["next_attempt_at"]),
+        claimed_until=float(row["claimed_until"]),
+        payload=json.loads(row["payload"]),
+        result=None if row["result"] is None else json.loads(row["result"]),
+    )
+
+
+def traversal_filters(
+    depth: int,
+    direction: str,
+    relationship_types: Sequence[str] | None,
+    as_of: datetime | None,
+) -> Filters:
+    """The relationship filters of a ``neighbors`` call, its arguments checked.
+
+    Raises:
+        InvalidRequest: ``depth`` is outside 1 to :data:`MAX_DEPTH` or ``direction``
+            is not ``out``, ``in`` or ``both``.
+    """
+    if not 1 <= depth <= MAX_DEPTH:
+        raise InvalidRequest(f"depth must be between 1 and {MAX_DEPTH}")
+    if direction not in ("out", "in", "both"):
+        raise InvalidRequest("direction must be 'out', 'in' or 'both'")
+    return edge_filters(relationship_types, as_of)
+
+
+def edge_filters(relationship_types: Sequence[str] | None, as_of: datetime | None) -> Filters:
+    """Filters for relationships of the given types (all when empty) valid at ``as_of``."""
+    return Filters(relationship_types=list(relationship_types or []) or None, as_of=as_of)
+
+
+def retry_state(
+    attempts: int, *, now: float, max_attempts: int, backoff_seconds: float
+) -> tuple[str, int, float]:
+    """(status, attempts, next attempt time) after one more failed attempt: ``failed``
+    with exponential backoff (``backoff_seconds`` doubled per attempt before), or
+    ``dead`` once ``max_attempts`` is reached."""
+    count = attempts + 1
+    status = "dead" if count >= max_attempts else "failed"
+    return status, count, now + backoff_seconds * (2 ** (count - 1))
+
+
+def error_text(error: str) -> str:
+    """An error message as both stores keep it: whole, but without NUL characters
+    (PostgreSQL refuses them) or lone surrogates (not valid UTF-8)."""
+    return error.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
 
 
 def check_embedding_model(

@@ -2,18 +2,22 @@
 
 Statements outside a transaction borrow a pooled connection in autocommit mode; inside
 ``transaction()`` every statement of the calling thread runs on that transaction's
-connection, and nested calls join it (as the SQLite store's connection does).
+connection, and nested calls join it (as the SQLite store's connection does). The
+connection also reads the store's ``meta`` table, remembering values for a moment
+outside transactions, since every search needs the vectors' dims.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from kgsearch.errors import ConfigError, Conflict, InvalidRequest, KgsearchError, StoreError
+from kgsearch.store.postgres.sql import clean
 
 try:
     import psycopg
@@ -29,6 +33,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["Connection", "StoreOptions", "parse_url", "wrap_error"]
 
 _IDENT_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
+# Outside transactions a metadata value is remembered this long: every search reads the
+# model and dims, and another process's change of model shows after that long.
+_META_TTL_SECONDS = 2.0
 
 
 class StoreOptions:
@@ -152,6 +159,7 @@ class Connection:
         self.schema = schema
         self.ef_search = ef_search
         self._local = threading.local()
+        self._meta: dict[str, tuple[float, str | None]] = {}
         try:
             with psycopg.connect(url, autocommit=True) as conn:
                 self.vector_schema = _prepare(conn, schema)
@@ -263,3 +271,34 @@ class Connection:
         """The connection the calling thread would use (for ``SET LOCAL`` and COPY)."""
         with self._connection() as conn:
             yield conn
+
+    def meta(self, key: str) -> str | None:
+        """A value of the store's ``meta`` table: remembered for ``_META_TTL_SECONDS``
+        outside transactions, always read inside one (which may have changed it)."""
+        fresh = self.in_transaction
+        cached = None if fresh else self._meta.get(key)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < _META_TTL_SECONDS:
+            return cached[1]
+        row = self.one("SELECT value FROM meta WHERE key = %s", (key,))
+        value = None if row is None else str(row["value"])
+        if not fresh:
+            self._meta[key] = (now, value)
+        return value
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a value of the store's ``meta`` table (every remembered value is dropped).
+
+        Raises:
+            InvalidRequest: The value holds a NUL character.
+        """
+        self.forget_meta()
+        self.execute(
+            "INSERT INTO meta (key, value) VALUES (%s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, clean(value)),
+        )
+
+    def forget_meta(self) -> None:
+        """Drop every remembered metadata value (the next reads go to the table)."""
+        self._meta.clear()

@@ -1,17 +1,22 @@
-"""API keys in PostgreSQL (a mixin of the store; see ``kgsearch.keys``)."""
+"""API keys in PostgreSQL (table of migration ``m001_create_graph``); see ``kgsearch.keys``.
+
+:class:`PostgresKeys` is the ``KeyStore`` slice of
+:class:`~kgsearch.store.postgres.store.PostgresStore`: one row per key with its
+project, scopes and the digest of its secret, never the secret itself.
+"""
 
 from __future__ import annotations
 
 from kgsearch.keys import ApiKey
 from kgsearch.store.postgres.connection import Connection
-from kgsearch.store.postgres.writes import clean, utc
+from kgsearch.store.postgres.sql import clean, utc
 from kgsearch.store.values import dumps
 
-__all__ = ["ApiKeys"]
+__all__ = ["PostgresKeys"]
 
 
-class ApiKeys:
-    """The Store protocol's API-key methods; only a digest of each secret is kept."""
+class PostgresKeys:
+    """The ``KeyStore`` capability over PostgreSQL."""
 
     db: Connection
 

@@ -131,8 +131,48 @@ def m002_index_object_names(execute: Execute) -> None:
     execute("CREATE INDEX IF NOT EXISTS objects_name ON objects (project, lower(key))")
 
 
+def m003_create_tasks(execute: Execute) -> None:
+    """The generic task queue: one row per (project, job, row id), with the hash of
+    the input it was queued for, its state, attempts, lease and JSON payload/result
+    (``text``: the store reads them back whole, never inside SQL)."""
+    execute(
+        """CREATE TABLE tasks (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+            project TEXT NOT NULL, job TEXT NOT NULL, row_id TEXT NOT NULL,
+            input_hash TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'running', 'done', 'failed', 'dead')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            next_attempt_at DOUBLE PRECISION NOT NULL DEFAULT 0,
+            claimed_until DOUBLE PRECISION NOT NULL DEFAULT 0,
+            payload TEXT NOT NULL DEFAULT '{}',
+            result TEXT,
+            created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            PRIMARY KEY (project, job, row_id))"""
+    )
+    # Unfinished tasks only: the claim query's index stays small once most are done.
+    execute(
+        "CREATE INDEX tasks_due ON tasks (job, next_attempt_at) "
+        "WHERE status IN ('pending', 'failed', 'running')"
+    )
+
+
+def m004_create_cache(execute: Execute) -> None:
+    """A key/value cache shared by every project (LLM responses)."""
+    execute(
+        """CREATE TABLE cache (
+            namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            PRIMARY KEY (namespace, key))"""
+    )
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_index_object_names", m002_index_object_names),
+    Migration("m003_create_tasks", m003_create_tasks),
+    Migration("m004_create_cache", m004_create_cache),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,14 +1,51 @@
-"""SQL builders for the PostgreSQL store: filters and safe ``tsquery`` text."""
+"""SQL builders and value encoders for the PostgreSQL store: filters, safe ``tsquery``
+text, and the checks that keep NUL characters and naive datetimes out of statements."""
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
+from kgsearch.errors import InvalidRequest
 from kgsearch.model import Filters, Kind
+from kgsearch.store.values import dumps
 
-__all__ = ["filter_sql", "tsquery"]
+__all__ = ["clean", "filter_sql", "json_text", "tsquery", "utc"]
+
+# \u0000 in JSON text, not preceded by an escaped backslash
+_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """A datetime with a time zone (naive values are taken as UTC)."""
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def json_text(value: Any) -> str:
+    """Stored JSON; NUL (``\\u0000``) is refused, as ``jsonb`` (used by filters) refuses it.
+
+    Raises:
+        InvalidRequest: The value holds a NUL character.
+    """
+    text = dumps(value)
+    if "u0000" in text and _JSON_NUL.search(text):
+        raise InvalidRequest("JSON values must not contain NUL (\\u0000) characters")
+    return text
+
+
+def clean(value: Any) -> Any:
+    """Text for PostgreSQL, which refuses NUL characters in ``text`` and ``json``.
+
+    Raises:
+        InvalidRequest: The value is a string holding a NUL character.
+    """
+    if isinstance(value, str) and "\x00" in value:
+        raise InvalidRequest("text must not contain NUL (\\x00) characters")
+    return value
 
 
 def filter_sql(

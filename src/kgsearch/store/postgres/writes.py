@@ -1,26 +1,29 @@
-"""Graph writes of the PostgreSQL store: upserts, mentions, soft delete and purge.
+"""Graph writes of the PostgreSQL store: upserts, mention links, soft delete and purge.
 
-A mixin of :class:`~kgsearch.store.postgres.store.PostgresStore`, which provides the
-connection, the bulk-load flag, ``_touched`` (cache invalidation) and ``resolve``.
+:class:`PostgresWrites` is the ``GraphWrites`` slice of
+:class:`~kgsearch.store.postgres.store.PostgresStore`. It builds on the reads slice (an
+upsert hands back the stored ids), and every write clears the cached BM25 statistics.
+Inside a bulk load, multi-row upserts are copied into a staging table first.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
-from kgsearch.errors import InvalidRequest, NotFound
+from kgsearch.errors import NotFound
 from kgsearch.model import Chunk, Mention, ObjectRef, Source
-from kgsearch.store.base import Endpoint, ObjectRow, RelationshipRow
-from kgsearch.store.common import on_conflict
-from kgsearch.store.postgres.connection import Connection, wrap_error
-from kgsearch.store.values import dumps, words
+from kgsearch.store.common import PURGED_TABLES, mention_rows, on_conflict, row_table
+from kgsearch.store.postgres.connection import wrap_error
+from kgsearch.store.postgres.lexical import LexicalStats
+from kgsearch.store.postgres.reads import PostgresReads
+from kgsearch.store.postgres.sql import clean, json_text, utc
+from kgsearch.store.records import ObjectRow, RelationshipRow, RowKind
+from kgsearch.store.values import words
 
-__all__ = ["GraphWrites", "clean", "utc"]
+__all__ = ["PostgresWrites"]
 
-RowKind = Literal["object", "relationship", "chunk", "source"]
 _WORDS = ", words = excluded.words"
 
 _OBJECT_COLUMNS = (
@@ -32,49 +35,14 @@ _RELATIONSHIP_COLUMNS = (
     "valid_to, description, source_chunks, created_at, updated_at, text, text_hash, "
     "text_version, words"
 )
-# \u0000 in JSON text, not preceded by an escaped backslash
-_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
-_TABLES = {
-    "object": "objects",
-    "relationship": "relationships",
-    "chunk": "chunks",
-    "source": "sources",
-}
 
 
-def utc(value: datetime | None) -> datetime | None:
-    """A datetime with a time zone (naive values are taken as UTC)."""
-    if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value
+class PostgresWrites(PostgresReads):
+    """The ``GraphWrites`` capability over PostgreSQL."""
 
-
-def json_text(value: Any) -> str:
-    """Stored JSON; NUL (``\\u0000``) is refused, as ``jsonb`` (used by filters) refuses it."""
-    text = dumps(value)
-    if "u0000" in text and _JSON_NUL.search(text):
-        raise InvalidRequest("JSON values must not contain NUL (\\u0000) characters")
-    return text
-
-
-def clean(value: Any) -> Any:
-    """Text for PostgreSQL, which refuses NUL characters in ``text`` and ``json``."""
-    if isinstance(value, str) and "\x00" in value:
-        raise InvalidRequest("text must not contain NUL (\\x00) characters")
-    return value
-
-
-class GraphWrites:
-    """The Store protocol's write methods over PostgreSQL."""
-
-    db: Connection
+    lexical: LexicalStats
+    # set while a bulk load's transaction is open: multi-row writes go through COPY
     _bulk: bool
-
-    def _touched(self) -> None:
-        raise NotImplementedError
-
-    def resolve(self, project: str, refs: Sequence[ObjectRef]) -> dict[ObjectRef, Endpoint]:
-        raise NotImplementedError
 
     def _write(self, sql: str, columns: str, key: str, params: list[tuple[Any, ...]]) -> None:
         """Run an ``INSERT … VALUES … ON CONFLICT`` for every row: pipelined, or in bulk
@@ -141,7 +109,7 @@ class GraphWrites:
         ]
         with self.db.transaction():
             self._write(sql, _OBJECT_COLUMNS, "project, type, key", params)
-            self._touched()
+            self.lexical.clear()
             if not return_ids:
                 return []
             resolved = self.resolve(project, [ObjectRef(type=r.type, key=r.key) for r in rows])
@@ -150,7 +118,12 @@ class GraphWrites:
     def upsert_relationships(
         self, project: str, rows: Sequence[RelationshipRow], *, endpoints_checked: bool = False
     ) -> list[str]:
-        """Insert or update by id; endpoints must be live objects of the project."""
+        """Insert or update by id; endpoints must be live objects of the project (checked
+        here unless the caller already resolved them in this transaction).
+
+        Raises:
+            NotFound: An endpoint is not a live object of the project.
+        """
         if not rows:
             return []
         now = datetime.now(UTC)
@@ -208,7 +181,7 @@ class GraphWrites:
                         details={"missing": absent},
                     )
             self._write(sql, _RELATIONSHIP_COLUMNS, "project, id", params)
-            self._touched()
+            self.lexical.clear()
         return [r.id for r in rows]
 
     def upsert_sources(self, project: str, sources: Sequence[Source]) -> None:
@@ -260,30 +233,23 @@ class GraphWrites:
                     for c, text, text_hash, version in rows
                 ],
             )
-            self._touched()
+            self.lexical.clear()
 
     def add_mentions(self, project: str, mentions: Sequence[Mention]) -> None:
         """Add mention links (duplicates ignored)."""
         self.db.executemany(
             "INSERT INTO mentions (project, source_id, chunk_id, object_id, relationship_id) "
             "VALUES (%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
-            [
-                (
-                    project,
-                    m.source_id or "",
-                    m.chunk_id or "",
-                    m.object_id or "",
-                    m.relationship_id or "",
-                )
-                for m in mentions
-            ],
+            mention_rows(project, mentions),
         )
 
     def delete(self, project: str, kind: RowKind, ids: Sequence[str]) -> int:
-        """Soft-delete rows; deleting an object also deletes its relationships."""
-        table = _TABLES.get(kind)
-        if table is None:
-            raise InvalidRequest(f"unknown kind {kind!r}; expected one of {', '.join(_TABLES)}")
+        """Soft-delete rows; deleting an object also deletes its relationships.
+
+        Raises:
+            InvalidRequest: The kind is unknown.
+        """
+        table = row_table(kind).name
         now = datetime.now(UTC)
         wanted = list(ids)
         with self.db.transaction():
@@ -298,7 +264,7 @@ class GraphWrites:
                     "AND deleted_at IS NULL AND (source_id = ANY(%s) OR target_id = ANY(%s))",
                     (now, project, wanted, wanted),
                 )
-            self._touched()
+            self.lexical.clear()
         return count
 
     def purge(self, project: str) -> int:
@@ -312,12 +278,7 @@ class GraphWrites:
                 "FROM objects WHERE project = %s AND deleted_at IS NULL))",
                 (datetime.now(UTC), project, project, project),
             )
-            for table, column in (
-                ("objects", "object_id"),
-                ("relationships", "relationship_id"),
-                ("chunks", "chunk_id"),
-                ("sources", "source_id"),
-            ):
+            for table, column in PURGED_TABLES:
                 self.db.execute(
                     f"DELETE FROM mentions WHERE project = %s AND {column} IN "
                     f"(SELECT id FROM {table} WHERE project = %s AND deleted_at IS NOT NULL)",
@@ -327,5 +288,5 @@ class GraphWrites:
                     f"DELETE FROM {table} WHERE project = %s AND deleted_at IS NOT NULL",
                     (project,),
                 )
-            self._touched()
+            self.lexical.clear()
         return removed

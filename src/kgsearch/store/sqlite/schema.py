@@ -156,10 +156,47 @@ def m004_index_object_names(execute: Execute) -> None:
     execute(SECONDARY_INDEXES["objects"][0])
 
 
+def m005_create_tasks(execute: Execute) -> None:
+    """The generic task queue: one row per (project, job, row id), with the hash of
+    the input it was queued for, its state, attempts, lease and JSON payload/result."""
+    execute(
+        """CREATE TABLE tasks (
+            project TEXT NOT NULL, job TEXT NOT NULL, row_id TEXT NOT NULL,
+            input_hash TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'running', 'done', 'failed', 'dead')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            next_attempt_at REAL NOT NULL DEFAULT 0,
+            claimed_until REAL NOT NULL DEFAULT 0,
+            payload TEXT NOT NULL DEFAULT '{}',
+            result TEXT,
+            created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+            PRIMARY KEY (project, job, row_id))"""
+    )
+    # Unfinished tasks only: the claim query's index stays small once most are done.
+    execute(
+        "CREATE INDEX tasks_due ON tasks (job, next_attempt_at) "
+        "WHERE status IN ('pending', 'failed', 'running')"
+    )
+
+
+def m006_create_cache(execute: Execute) -> None:
+    """A key/value cache shared by every project (LLM responses)."""
+    execute(
+        """CREATE TABLE cache (
+            namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (namespace, key))"""
+    )
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_create_api_keys", m002_create_api_keys),
     Migration("m003_index_project_rowid", m003_index_project_rowid),
     Migration("m004_index_object_names", m004_index_object_names),
+    Migration("m005_create_tasks", m005_create_tasks),
+    Migration("m006_create_cache", m006_create_cache),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -4,7 +4,9 @@ Vectors live in the row tables as float32 blobs. Each (project, kind) gets an
 in-memory matrix, rebuilt when a per-kind epoch in ``meta`` moves (every write to
 that kind bumps it inside its transaction, so other processes' writes are seen too).
 Exact search is one matrix product; large collections also get an HNSW index
-(see ``ann.py``) whose recall is measured against the exact path.
+(see ``ann.py``) whose recall is measured against the exact path. :class:`SQLiteSearch`
+is the ``SearchIndex`` slice of :class:`~kgsearch.store.sqlite.store.SQLiteStore`; its
+queries run on the calling thread's reader connection (see ``connection.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.sqlite.lexical import LexicalStats, Plan
 from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, placeholders, query_terms
 
-__all__ = ["VectorCache", "stored_vectors", "text_search", "vector_search"]
+__all__ = ["SQLiteSearch", "VectorCache"]
 
 _MAX_LIMIT = 1000
 # Candidates ranked before frequent words are added to their scores (at least).
@@ -183,86 +185,6 @@ def _allowed_rows(
     return np.isin(entry.rowids, np.asarray(allowed, dtype=np.int64))
 
 
-def vector_search(
-    db: Connection,
-    cache: VectorCache,
-    project: str,
-    kind: Kind,
-    vector: npt.NDArray[np.float32],
-    *,
-    limit: int,
-    filters: Filters | None = None,
-    ids: Sequence[str] | None = None,
-) -> list[tuple[str, float]]:
-    """Exact cosine top-k over embedded rows (vectors are unit length)."""
-    if not 1 <= limit <= _MAX_LIMIT:
-        raise InvalidRequest(f"limit must be between 1 and {_MAX_LIMIT}")
-    entry = cache.entry(db, project, kind)
-    if not entry.ids:
-        return []
-    query = np.asarray(vector, dtype=np.float32).reshape(-1)
-    if query.shape[0] != entry.matrix.shape[1]:
-        raise DimensionMismatch(
-            f"query vector has {query.shape[0]} dims; the store's vectors have "
-            f"{entry.matrix.shape[1]}",
-            details={"query_dims": int(query.shape[0]), "store_dims": int(entry.matrix.shape[1])},
-        )
-    mask = _allowed_rows(db, project, kind, entry, filters, ids)
-    if mask is None and entry.ann is not None and entry.ann.ready:
-        keys, scores = entry.ann.search(query, limit)
-        return [(entry.ids[int(k)], float(s)) for k, s in zip(keys, scores, strict=True)]
-    if mask is None and entry.scan is not None:
-        keys, scores = entry.scan.search(query, limit)
-        return [(entry.ids[int(k)], float(s)) for k, s in zip(keys, scores, strict=True)]
-    if mask is None:
-        scores = entry.matrix @ query
-        positions = np.arange(len(entry.ids))
-    else:
-        positions = np.flatnonzero(mask)
-        if positions.size == 0:
-            return []
-        scores = entry.matrix[positions] @ query
-    k = min(limit, scores.shape[0])
-    top = np.argpartition(-scores, k - 1)[:k]
-    top = top[np.lexsort((positions[top], -scores[top]))]
-    return [(entry.ids[int(positions[i])], float(scores[i])) for i in top]
-
-
-def text_search(
-    db: Connection,
-    project: str,
-    kind: Kind,
-    query: str,
-    *,
-    limit: int,
-    filters: Filters | None = None,
-    prefix: bool = False,
-    lexical: LexicalStats | None = None,
-) -> list[tuple[str, float]]:
-    """BM25 over the rows' text via FTS5; the score is ``-bm25`` (higher is better).
-
-    With ``lexical`` stats, a query of several words matches only rows holding its
-    selective words and scores the best of them with every word (see ``lexical.py``).
-    """
-    if not 1 <= limit <= _MAX_LIMIT:
-        raise InvalidRequest(f"limit must be between 1 and {_MAX_LIMIT}")
-    terms = query_terms(query)
-    if not terms or db.one(f"SELECT 1 FROM {kind.table}_fts_docsize LIMIT 1") is None:
-        return []  # nothing to match, or nothing indexed (a project without chunks)
-    if lexical is None or len(terms) == 1 or prefix:
-        plan = Plan(fts_query(terms, prefix=prefix) or "")
-    else:
-        plan = lexical.plan(db, kind, terms)
-    # Scores recomputed afterwards can reorder candidates: rank a wider pool first.
-    wanted = min(_MAX_LIMIT, max(_RESCORE_FACTOR * limit, _RESCORE_POOL)) if plan.rescore else limit
-    ranked = _ranked(db, project, kind, plan.match, wanted, filters)
-    if len(ranked) < limit and plan.fallback is not None:
-        ranked = _ranked(db, project, kind, plan.fallback, wanted, filters)
-    if plan.rescore and lexical is not None:
-        ranked = lexical.rescore(db, kind, ranked, plan)
-    return [(id, score) for _, id, score in ranked[:limit]]
-
-
 def _ranked(
     db: Connection, project: str, kind: Kind, match: str, limit: int, filters: Filters | None
 ) -> list[tuple[int, str, float]]:
@@ -292,16 +214,163 @@ def _ranked(
     return [(int(r[0]), str(r[1]), float(r[2])) for r in rows]
 
 
-def stored_vectors(
-    db: Connection, project: str, kind: Kind, ids: Sequence[str]
-) -> dict[str, npt.NDArray[np.float32]]:
-    """Vectors of embedded rows by id."""
-    found: dict[str, npt.NDArray[np.float32]] = {}
-    for part in chunked(list(dict.fromkeys(ids))):
-        for row in db.all(
-            f"SELECT id, vector FROM {kind.table} WHERE project = ? AND deleted_at IS NULL "
-            f"AND status = 'embedded' AND vector IS NOT NULL AND id IN ({placeholders(len(part))})",
-            (project, *part),
-        ):
-            found[row["id"]] = np.frombuffer(row["vector"], dtype=np.float32).copy()
-    return found
+class SQLiteSearch:
+    """The ``SearchIndex`` capability over SQLite: vector legs scan a cached matrix (or
+    its ANN index), text legs rank with FTS5."""
+
+    # vector legs are in-process scans: see SearchIndex.parallel_vector_legs
+    parallel_vector_legs = False
+
+    db: Connection
+    vectors_cache: VectorCache
+    lexical: LexicalStats
+    # object types per project, with the object epoch they were read at
+    _types: dict[str, tuple[str, list[str]]]
+
+    def vector_search(
+        self,
+        project: str,
+        kind: Kind,
+        vector: npt.NDArray[np.float32],
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[tuple[str, float]]:
+        """Exact cosine top-k over embedded rows (vectors are unit length), or the ANN
+        index's when nothing restricts the rows.
+
+        Raises:
+            InvalidRequest: The limit is outside 1 to 1000.
+            DimensionMismatch: The query vector's dims differ from the stored vectors'.
+        """
+        if not 1 <= limit <= _MAX_LIMIT:
+            raise InvalidRequest(f"limit must be between 1 and {_MAX_LIMIT}")
+        db = self.db.reader()
+        entry = self.vectors_cache.entry(db, project, kind)
+        if not entry.ids:
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != entry.matrix.shape[1]:
+            raise DimensionMismatch(
+                f"query vector has {query.shape[0]} dims; the store's vectors have "
+                f"{entry.matrix.shape[1]}",
+                details={
+                    "query_dims": int(query.shape[0]),
+                    "store_dims": int(entry.matrix.shape[1]),
+                },
+            )
+        mask = _allowed_rows(db, project, kind, entry, filters, ids)
+        if mask is None and entry.ann is not None and entry.ann.ready:
+            keys, scores = entry.ann.search(query, limit)
+            return [(entry.ids[int(k)], float(s)) for k, s in zip(keys, scores, strict=True)]
+        if mask is None and entry.scan is not None:
+            keys, scores = entry.scan.search(query, limit)
+            return [(entry.ids[int(k)], float(s)) for k, s in zip(keys, scores, strict=True)]
+        if mask is None:
+            scores = entry.matrix @ query
+            positions = np.arange(len(entry.ids))
+        else:
+            positions = np.flatnonzero(mask)
+            if positions.size == 0:
+                return []
+            scores = entry.matrix[positions] @ query
+        k = min(limit, scores.shape[0])
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.lexsort((positions[top], -scores[top]))]
+        return [(entry.ids[int(positions[i])], float(scores[i])) for i in top]
+
+    def text_search(
+        self,
+        project: str,
+        kind: Kind,
+        query: str,
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        prefix: bool = False,
+    ) -> list[tuple[str, float]]:
+        """BM25 over the rows' text via FTS5; the score is ``-bm25`` (higher is better).
+
+        A query of several words matches only rows holding its selective words and
+        scores the best of them with every word (see ``lexical.py``).
+
+        Raises:
+            InvalidRequest: The limit is outside 1 to 1000.
+        """
+        if not 1 <= limit <= _MAX_LIMIT:
+            raise InvalidRequest(f"limit must be between 1 and {_MAX_LIMIT}")
+        db = self.db.reader()
+        terms = query_terms(query)
+        if not terms or db.one(f"SELECT 1 FROM {kind.table}_fts_docsize LIMIT 1") is None:
+            return []  # nothing to match, or nothing indexed (a project without chunks)
+        if len(terms) == 1 or prefix:
+            plan = Plan(fts_query(terms, prefix=prefix) or "")
+        else:
+            plan = self.lexical.plan(db, kind, terms)
+        # Scores recomputed afterwards can reorder candidates: rank a wider pool first.
+        wanted = (
+            min(_MAX_LIMIT, max(_RESCORE_FACTOR * limit, _RESCORE_POOL)) if plan.rescore else limit
+        )
+        ranked = _ranked(db, project, kind, plan.match, wanted, filters)
+        if len(ranked) < limit and plan.fallback is not None:
+            ranked = _ranked(db, project, kind, plan.fallback, wanted, filters)
+        if plan.rescore:
+            ranked = self.lexical.rescore(db, kind, ranked, plan)
+        return [(id, score) for _, id, score in ranked[:limit]]
+
+    def objects_named(
+        self, project: str, name: str, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[str, float]]:
+        """Live objects whose key equals ``name`` ignoring (ASCII) case."""
+        where, params = filter_sql(Kind.OBJECT, filters)
+        # sorted here: an ORDER BY type makes SQLite walk the (project, type, key) index
+        # over the whole project instead of looking the key up
+        rows = self.db.reader().all(
+            "SELECT t.type, t.id FROM objects t WHERE t.project = ? "
+            f"AND t.key = ? COLLATE NOCASE AND t.deleted_at IS NULL{where}",
+            (project, name, *params),
+        )
+        return [(r[1], 1.0) for r in sorted((r[0], r[1]) for r in rows)[:limit]]
+
+    def object_types(self, project: str) -> list[str]:
+        """Distinct types of the project's live objects (cached until objects change)."""
+        row = self.db.one("SELECT value FROM meta WHERE key = 'epoch:object'")
+        epoch = row["value"] if row else "0"
+        cached = self._types.get(project)
+        if cached is not None and cached[0] == epoch:
+            return cached[1]
+        types = [
+            r[0]
+            for r in self.db.all(
+                "SELECT type FROM objects WHERE project = ? AND deleted_at IS NULL GROUP BY type",
+                (project,),
+            )
+        ]
+        self._types[project] = (epoch, types)
+        return types
+
+    def vectors(
+        self, project: str, kind: Kind, ids: Sequence[str]
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """Stored vectors of the given embedded rows."""
+        found: dict[str, npt.NDArray[np.float32]] = {}
+        for part in chunked(list(dict.fromkeys(ids))):
+            for row in self.db.all(
+                f"SELECT id, vector FROM {kind.table} WHERE project = ? AND deleted_at IS NULL "
+                "AND status = 'embedded' AND vector IS NOT NULL "
+                f"AND id IN ({placeholders(len(part))})",
+                (project, *part),
+            ):
+                found[row["id"]] = np.frombuffer(row["vector"], dtype=np.float32).copy()
+        return found
+
+    def build_indexes(self) -> list[str]:
+        """Nothing to build: this store's vector indexes live in memory and are built
+        when a search first needs them."""
+        return []
+
+    def wait_for_index(self, project: str, kind: Kind, timeout: float | None = None) -> bool:
+        """Load the vector cache and wait for its ANN index (benchmarks, warm-up)."""
+        entry = self.vectors_cache.entry(self.db, project, kind)
+        return entry.ann.wait(timeout) if entry.ann is not None else True

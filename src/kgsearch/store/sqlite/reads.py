@@ -1,0 +1,291 @@
+"""Graph reads of the SQLite store: rows by id or reference, pages, counts, streams,
+breadth-first traversal, edges and mention links.
+
+:class:`SQLiteReads` is the ``GraphReads`` slice of
+:class:`~kgsearch.store.sqlite.store.SQLiteStore`, bound to its connection. Statements
+stay under SQLite's parameter limit by asking for ids in chunks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from kgsearch.model import (
+    Filters,
+    Kind,
+    Mention,
+    ObjectRef,
+    Page,
+    Relationship,
+)
+from kgsearch.store.common import (
+    RowGetters,
+    edge_filters,
+    every_page,
+    page_of,
+    page_start,
+    row_table,
+    traversal_filters,
+)
+from kgsearch.store.records import Direction, Endpoint, Neighbor, RowKind
+from kgsearch.store.rows import RELATIONSHIP_COLUMNS, to_mention, to_relationship
+from kgsearch.store.sqlite.connection import Connection
+from kgsearch.store.sqlite.sql import chunked, filter_sql, placeholders
+
+__all__ = ["SQLiteReads"]
+
+
+class SQLiteReads(RowGetters):
+    """The ``GraphReads`` capability over SQLite."""
+
+    db: Connection
+
+    def resolve(self, project: str, refs: Sequence[ObjectRef]) -> dict[ObjectRef, Endpoint]:
+        """Resolve natural references to live objects (missing refs are absent)."""
+        found: dict[ObjectRef, Endpoint] = {}
+        unique = list(dict.fromkeys(refs))
+        for part in chunked(unique, 200):
+            values = ",".join("(?,?)" for _ in part)
+            params: list[Any] = []
+            for ref in part:
+                params.extend((ref.type, ref.key))
+            rows = self.db.all(
+                f"WITH wanted(type, key) AS (VALUES {values}) "
+                "SELECT o.id, o.type, o.key, o.properties FROM objects o JOIN wanted w "
+                "ON o.type = w.type AND o.key = w.key WHERE o.project = ? "
+                "AND o.deleted_at IS NULL",
+                [*params, project],
+            )
+            for row in rows:
+                endpoint = Endpoint(
+                    row["id"], row["type"], row["key"], json.loads(row["properties"])
+                )
+                found[ObjectRef(type=row["type"], key=row["key"])] = endpoint
+        return found
+
+    def endpoints(self, project: str, ids: Sequence[str]) -> dict[str, Endpoint]:
+        """Live objects by id, as endpoints."""
+        found: dict[str, Endpoint] = {}
+        for part in chunked(list(dict.fromkeys(ids))):
+            for row in self.db.all(
+                f"SELECT id, type, key, properties FROM objects WHERE project = ? "
+                f"AND deleted_at IS NULL AND id IN ({placeholders(len(part))})",
+                (project, *part),
+            ):
+                found[row["id"]] = Endpoint(
+                    row["id"], row["type"], row["key"], json.loads(row["properties"])
+                )
+        return found
+
+    def _live_object_ids(self, project: str, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are live objects of the project."""
+        live: set[str] = set()
+        for part in chunked(list(ids)):
+            live.update(
+                r[0]
+                for r in self.db.all(
+                    f"SELECT id FROM objects WHERE project = ? AND deleted_at IS NULL "
+                    f"AND id IN ({placeholders(len(part))})",
+                    (project, *part),
+                )
+            )
+        return live
+
+    def _get(self, project: str, kind: RowKind, ids: Sequence[str]) -> list[Any]:
+        """Live rows of a kind by id, decoded, in the order asked (missing ids skipped)."""
+        table = row_table(kind)
+        rows: dict[str, Any] = {}
+        for part in chunked(list(dict.fromkeys(ids))):
+            for row in self.db.all(
+                f"SELECT {table.columns} FROM {table.name} WHERE project = ? "
+                f"AND deleted_at IS NULL AND id IN ({placeholders(len(part))})",
+                (project, *part),
+            ):
+                rows[row["id"]] = row
+        return [table.decode(rows[i]) for i in ids if i in rows]
+
+    def list_rows(
+        self,
+        project: str,
+        kind: RowKind,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        filters: Filters | None = None,
+    ) -> Page:
+        """One page of live rows in insertion order; pass ``next_cursor`` for the next.
+
+        Raises:
+            InvalidRequest: The limit is outside 1 to 10000, the cursor is not one this
+                store handed out, or the kind is unknown.
+        """
+        after = page_start(limit, cursor)
+        table = row_table(kind)
+        where: str = ""
+        params: list[Any] = []
+        if kind != "source":
+            where, params = filter_sql(Kind(kind), filters, current_only=False)
+        rows = self.db.all(
+            f"SELECT rowid AS _rowid, {table.columns} FROM {table.name} t WHERE project = ? "
+            f"AND deleted_at IS NULL AND rowid > ?{where} ORDER BY rowid LIMIT ?",
+            (project, after, *params, limit + 1),
+        )
+        return page_of(rows, limit, table.decode, "_rowid")
+
+    def counts(self, project: str) -> dict[str, int]:
+        """Live rows per kind, and mention links."""
+        result = {}
+        for table in ("objects", "relationships", "chunks", "sources"):
+            row = self.db.one(
+                f"SELECT count(*) FROM {table} WHERE project = ? AND deleted_at IS NULL",
+                (project,),
+            )
+            result[table] = int(row[0]) if row else 0
+        row = self.db.one("SELECT count(*) FROM mentions WHERE project = ?", (project,))
+        result["mentions"] = int(row[0]) if row else 0
+        return result
+
+    def iter_rows(
+        self, project: str, kind: Literal["object", "relationship", "chunk", "source", "mention"]
+    ) -> Iterator[Any]:
+        """Stream every live row of a kind, in insertion order, page by page."""
+        if kind == "mention":
+            last = 0
+            while True:
+                rows = self.db.all(
+                    "SELECT rowid AS _rowid, * FROM mentions WHERE project = ? AND rowid > ? "
+                    "ORDER BY rowid LIMIT 1000",
+                    (project, last),
+                )
+                if not rows:
+                    return
+                last = rows[-1]["_rowid"]
+                yield from (to_mention(r) for r in rows)
+        yield from every_page(self.list_rows, project, kind)
+
+    def relationships_touching(self, project: str, object_ids: Sequence[str]) -> list[Relationship]:
+        """Live relationships with either endpoint in ``object_ids``."""
+        found: dict[str, Relationship] = {}
+        for part in chunked(list(dict.fromkeys(object_ids)), 250):
+            marks = placeholders(len(part))
+            for row in self.db.all(
+                f"SELECT {RELATIONSHIP_COLUMNS} FROM relationships WHERE project = ? "
+                f"AND deleted_at IS NULL AND (source_id IN ({marks}) OR target_id IN ({marks}))",
+                (project, *part, *part),
+            ):
+                found[row["id"]] = to_relationship(row)
+        return list(found.values())
+
+    def neighbors(
+        self,
+        project: str,
+        ids: Sequence[str],
+        *,
+        depth: int = 1,
+        direction: Direction = "both",
+        relationship_types: Sequence[str] | None = None,
+        as_of: datetime | None = None,
+    ) -> list[Neighbor]:
+        """Objects within ``depth`` hops by breadth-first search, excluding the start ids.
+
+        Raises:
+            InvalidRequest: ``depth`` or ``direction`` is out of range.
+        """
+        filters = traversal_filters(depth, direction, relationship_types, as_of)
+        cond, cond_params = filter_sql(Kind.RELATIONSHIP, filters)
+        seen = set(ids)
+        frontier = list(dict.fromkeys(ids))
+        found: list[Neighbor] = []
+        for hop in range(1, depth + 1):
+            nxt: list[str] = []
+            for part in chunked(frontier, 250):
+                for other, via in self._edges_from(project, part, direction, cond, cond_params):
+                    if other not in seen:
+                        seen.add(other)
+                        nxt.append(other)
+                        found.append(Neighbor(id=other, depth=hop, via=via))
+            frontier = nxt
+            if not frontier:
+                break
+        live = self._live_object_ids(project, [n.id for n in found])
+        return [n for n in found if n.id in live]
+
+    def _edges_from(
+        self,
+        project: str,
+        part: Sequence[str],
+        direction: Direction,
+        cond: str,
+        cond_params: list[Any],
+    ) -> Iterator[tuple[str, str]]:
+        """(other end, relationship id) of live edges leaving ``part`` in ``direction``."""
+        marks = placeholders(len(part))
+        walks: list[tuple[str, str]] = []
+        if direction in ("out", "both"):
+            walks.append(("source_id", "target_id"))
+        if direction in ("in", "both"):
+            walks.append(("target_id", "source_id"))
+        for start, other in walks:
+            for row in self.db.all(
+                f"SELECT t.{other} AS other, t.id FROM relationships t WHERE t.project = ? "
+                f"AND t.deleted_at IS NULL AND t.{start} IN ({marks}){cond} ORDER BY t.rowid",
+                (project, *part, *cond_params),
+            ):
+                yield row["other"], row["id"]
+
+    def edges_among(
+        self,
+        project: str,
+        object_ids: Sequence[str],
+        *,
+        relationship_types: Sequence[str] | None = None,
+        as_of: datetime | None = None,
+    ) -> list[tuple[str, str, str, float]]:
+        """(relationship id, source id, target id, weight) of live edges touching the ids."""
+        cond, cond_params = filter_sql(Kind.RELATIONSHIP, edge_filters(relationship_types, as_of))
+        found: dict[str, tuple[str, str, str, float]] = {}
+        for part in chunked(list(dict.fromkeys(object_ids)), 250):
+            marks = placeholders(len(part))
+            for row in self.db.all(
+                f"SELECT t.id, t.source_id, t.target_id, t.weight FROM relationships t "
+                f"WHERE t.project = ? AND t.deleted_at IS NULL AND (t.source_id IN ({marks}) "
+                f"OR t.target_id IN ({marks})){cond}",
+                (project, *part, *part, *cond_params),
+            ):
+                found[row["id"]] = (row["id"], row["source_id"], row["target_id"], row["weight"])
+        return list(found.values())
+
+    def mentions(
+        self,
+        project: str,
+        *,
+        source_ids: Sequence[str] = (),
+        chunk_ids: Sequence[str] = (),
+        object_ids: Sequence[str] = (),
+        relationship_ids: Sequence[str] = (),
+    ) -> list[Mention]:
+        """Mention links matching any of the given ids."""
+        found: dict[tuple[str, ...], Mention] = {}
+        for column, ids in (
+            ("source_id", source_ids),
+            ("chunk_id", chunk_ids),
+            ("object_id", object_ids),
+            ("relationship_id", relationship_ids),
+        ):
+            for part in chunked(list(ids)):
+                for row in self.db.all(
+                    f"SELECT * FROM mentions WHERE project = ? AND {column} IN "
+                    f"({placeholders(len(part))}) ORDER BY rowid",
+                    (project, *part),
+                ):
+                    key = (
+                        row["source_id"],
+                        row["chunk_id"],
+                        row["object_id"],
+                        row["relationship_id"],
+                    )
+                    found[key] = to_mention(row)
+        return list(found.values())

@@ -1,0 +1,237 @@
+"""Graph writes of the SQLite store: upserts, mention links, soft delete and purge.
+
+:class:`SQLiteWrites` is the ``GraphWrites`` slice of
+:class:`~kgsearch.store.sqlite.store.SQLiteStore`. It builds on the reads slice (an
+upsert hands back the stored ids; a relationship's endpoints must be live objects),
+and every write advances the epoch of the kinds it changes, inside its transaction,
+so cached vector matrices and object types are rebuilt before they are read again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kgsearch.errors import NotFound
+from kgsearch.model import Chunk, Kind, Mention, ObjectRef, Source
+from kgsearch.store.common import PURGED_TABLES, mention_rows, on_conflict, row_table
+from kgsearch.store.records import ObjectRow, RelationshipRow, RowKind
+from kgsearch.store.sqlite.reads import SQLiteReads
+from kgsearch.store.sqlite.search import VectorCache
+from kgsearch.store.sqlite.sql import chunked, dumps, iso, now_iso, placeholders
+
+__all__ = ["SQLiteWrites"]
+
+
+class SQLiteWrites(SQLiteReads):
+    """The ``GraphWrites`` capability over SQLite."""
+
+    vectors_cache: VectorCache
+
+    def upsert_objects(
+        self, project: str, rows: Sequence[ObjectRow], *, return_ids: bool = True
+    ) -> list[str]:
+        """Insert or update by (project, type, key); return the stored ids in order
+        (an existing row keeps its id), or ``[]`` when ``return_ids`` is False."""
+        if not rows:
+            return []
+        now = now_iso()
+        sql = (
+            "INSERT INTO objects (id, project, type, key, tags, properties, labels, "
+            "created_at, updated_at, text, text_hash, text_version) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+            "ON CONFLICT(project, type, key) DO UPDATE SET "
+            "tags = excluded.tags, properties = excluded.properties, labels = excluded.labels, "
+            "updated_at = CASE WHEN objects.deleted_at IS NULL AND objects.tags = excluded.tags "
+            "AND objects.properties = excluded.properties AND objects.labels = excluded.labels "
+            "THEN objects.updated_at ELSE excluded.updated_at END, " + on_conflict("objects")
+        )
+        params = [
+            (
+                r.id,
+                project,
+                r.type,
+                r.key,
+                dumps(list(r.tags)),
+                dumps(r.properties),
+                dumps(list(r.labels)),
+                iso(r.created_at) or now,
+                iso(r.updated_at) or now,
+                r.text,
+                r.text_hash,
+                r.text_version,
+            )
+            for r in rows
+        ]
+        with self.db.transaction():
+            self.db.executemany(sql, params)
+            self.vectors_cache.touch(self.db, Kind.OBJECT)
+            if not return_ids:
+                return []
+            resolved = self.resolve(project, [ObjectRef(type=r.type, key=r.key) for r in rows])
+        return [resolved[ObjectRef(type=r.type, key=r.key)].id for r in rows]
+
+    def upsert_relationships(
+        self, project: str, rows: Sequence[RelationshipRow], *, endpoints_checked: bool = False
+    ) -> list[str]:
+        """Insert or update by id; endpoints must be live objects of the project (checked
+        here unless the caller already resolved them in this transaction).
+
+        Raises:
+            NotFound: An endpoint is not a live object of the project.
+        """
+        if not rows:
+            return []
+        now = now_iso()
+        sql = (
+            "INSERT INTO relationships (id, project, type, source_id, target_id, label, "
+            "properties, weight, valid_from, valid_to, description, source_chunks, created_at, "
+            "updated_at, text, text_hash, text_version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+            "ON CONFLICT(project, id) DO UPDATE SET type = excluded.type, "
+            "source_id = excluded.source_id, target_id = excluded.target_id, "
+            "label = excluded.label, properties = excluded.properties, weight = excluded.weight, "
+            "valid_from = excluded.valid_from, valid_to = excluded.valid_to, "
+            "description = excluded.description, source_chunks = excluded.source_chunks, "
+            "updated_at = excluded.updated_at, " + on_conflict("relationships")
+        )
+        params = [
+            (
+                r.id,
+                project,
+                r.type,
+                r.source_id,
+                r.target_id,
+                r.label,
+                dumps(r.properties),
+                r.weight,
+                iso(r.valid_from),
+                iso(r.valid_to),
+                r.description,
+                dumps(list(r.source_chunks)),
+                iso(r.created_at) or now,
+                iso(r.updated_at) or now,
+                r.text,
+                r.text_hash,
+                r.text_version,
+            )
+            for r in rows
+        ]
+        with self.db.transaction():
+            absent: list[str] = []
+            if not endpoints_checked:
+                wanted = {i for r in rows for i in (r.source_id, r.target_id)}
+                absent = sorted(wanted - self._live_object_ids(project, sorted(wanted)))
+            if absent:
+                raise NotFound(
+                    f"relationship endpoint(s) are not live objects of project {project!r}: "
+                    f"{', '.join(absent[:10])}",
+                    details={"missing": absent},
+                )
+            self.db.executemany(sql, params)
+            self.vectors_cache.touch(self.db, Kind.RELATIONSHIP)
+        return [r.id for r in rows]
+
+    def upsert_sources(self, project: str, sources: Sequence[Source]) -> None:
+        """Insert or update sources by id."""
+        self.db.executemany(
+            "INSERT INTO sources (id, project, title, uri, metadata, created_at) "
+            "VALUES (?,?,?,?,?,?) ON CONFLICT(project, id) DO UPDATE SET "
+            "title = excluded.title, uri = excluded.uri, metadata = excluded.metadata, "
+            "deleted_at = NULL",
+            [
+                (s.id, project, s.title, s.uri, dumps(s.metadata), iso(s.created_at))
+                for s in sources
+            ],
+        )
+
+    def upsert_chunks(self, project: str, rows: Sequence[tuple[Chunk, str, str, int]]) -> None:
+        """Insert or update chunks by id with (chunk, text, text_hash, text_version)."""
+        now = now_iso()
+        with self.db.transaction():
+            self.db.executemany(
+                "INSERT INTO chunks (id, project, source_id, body, position, metadata, "
+                "created_at, updated_at, text, text_hash, text_version) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(project, id) DO UPDATE SET "
+                "source_id = excluded.source_id, body = excluded.body, "
+                "position = excluded.position, metadata = excluded.metadata, "
+                "updated_at = excluded.updated_at, " + on_conflict("chunks"),
+                [
+                    (
+                        c.id,
+                        project,
+                        c.source_id,
+                        c.text,
+                        c.position,
+                        dumps(c.metadata),
+                        iso(c.created_at) or now,
+                        iso(c.updated_at) or now,
+                        text,
+                        text_hash,
+                        version,
+                    )
+                    for c, text, text_hash, version in rows
+                ],
+            )
+            self.vectors_cache.touch(self.db, Kind.CHUNK)
+
+    def add_mentions(self, project: str, mentions: Sequence[Mention]) -> None:
+        """Add mention links (duplicates ignored)."""
+        self.db.executemany(
+            "INSERT OR IGNORE INTO mentions (project, source_id, chunk_id, object_id, "
+            "relationship_id) VALUES (?,?,?,?,?)",
+            mention_rows(project, mentions),
+        )
+
+    def delete(self, project: str, kind: RowKind, ids: Sequence[str]) -> int:
+        """Soft-delete rows; deleting an object also deletes its relationships.
+
+        Raises:
+            InvalidRequest: The kind is unknown.
+        """
+        table = row_table(kind).name
+        now = now_iso()
+        count = 0
+        with self.db.transaction():
+            for part in chunked(list(ids)):
+                marks = placeholders(len(part))
+                cur = self.db.execute(
+                    f"UPDATE {table} SET deleted_at = ? WHERE project = ? AND id IN ({marks}) "
+                    "AND deleted_at IS NULL",
+                    (now, project, *part),
+                )
+                count += cur.rowcount
+                if kind == "object":
+                    self.db.execute(
+                        f"UPDATE relationships SET deleted_at = ? WHERE project = ? "
+                        f"AND deleted_at IS NULL AND (source_id IN ({marks}) "
+                        f"OR target_id IN ({marks}))",
+                        (now, project, *part, *part),
+                    )
+            for k in Kind:
+                self.vectors_cache.touch(self.db, k)
+        return count
+
+    def purge(self, project: str) -> int:
+        """Remove soft-deleted rows for good, with their mentions and dangling edges."""
+        removed = 0
+        with self.db.transaction():
+            self.db.execute(
+                "UPDATE relationships SET deleted_at = ? WHERE project = ? AND deleted_at IS NULL "
+                "AND (source_id NOT IN (SELECT id FROM objects WHERE project = ? AND "
+                "deleted_at IS NULL) OR target_id NOT IN (SELECT id FROM objects WHERE "
+                "project = ? AND deleted_at IS NULL))",
+                (now_iso(), project, project, project),
+            )
+            for table, column in PURGED_TABLES:
+                self.db.execute(
+                    f"DELETE FROM mentions WHERE project = ? AND {column} IN "
+                    f"(SELECT id FROM {table} WHERE project = ? AND deleted_at IS NOT NULL)",
+                    (project, project),
+                )
+                cur = self.db.execute(
+                    f"DELETE FROM {table} WHERE project = ? AND deleted_at IS NOT NULL",
+                    (project,),
+                )
+                removed += cur.rowcount
+            for k in Kind:
+                self.vectors_cache.touch(self.db, k)
+        return removed
