@@ -31,6 +31,7 @@ demo: install
 lint: install
 	$(BIN)/ruff check src tests scripts
 	$(BIN)/ruff format --check src tests scripts
+	$(BIN)/lint-imports --no-logo --no-cache
 
 typecheck: install
 	$(BIN)/mypy src
