@@ -1,0 +1,208 @@
+"""Search latency of two versions of kgsearch, side by side in one run.
+
+Usage: python scripts/bench_ab.py --base REV [--rounds 3] [--queries 300] [--passes 3]
+
+A refactor must not make search slower; this measures it against a given commit in
+the same run. The base commit is checked out into a temporary git worktree; each
+version searches the full MetaQA graph (``bench-data/metaqa-full.db``, built by
+bench_quality.py) in a child process of its own, with the same MetaQA questions
+embedded once by this process. The versions take turns (base, head, base, head …),
+so the machine's noise falls on both; each turn opens the store, waits for its
+vectors, warms up on 20 questions and times ``--passes`` passes. Times exclude the
+query embedding, as in bench_latency.py. The base gets its own copy of the database,
+since a newer version may add migrations an older one refuses: the copy forgets the
+migrations the base does not know (their tables stay, unused by the base).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _child(db: str, queries: str, passes: int) -> None:
+    """Run inside one version's interpreter: print the per-search times as JSON."""
+    import numpy as np
+
+    from kgsearch import Engine, Kind, SearchRequest, connect
+    from kgsearch.embed import create_embedder
+    from kgsearch.embed.base import Embedder
+
+    data = json.loads(Path(queries).read_text(encoding="utf-8"))
+    vectors = {q: np.asarray(v, dtype=np.float32) for q, v in data.items()}
+
+    class Replay:
+        """The questions' vectors, embedded once by the parent (same for both versions)."""
+
+        def __init__(self, real: Embedder) -> None:
+            self.real = real
+            self.model_id, self.dims = real.model_id, real.dims
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.real, name)
+
+        def embed_query(self, text: str) -> np.ndarray:
+            return vectors[text]
+
+    engine = Engine(connect(db), embedder=Replay(create_embedder("bundled")))  # type: ignore[arg-type]
+    store = engine.store
+    for kind in (Kind.OBJECT, Kind.RELATIONSHIP):
+        store.wait_for_index("default", kind, 900)  # type: ignore[attr-defined]
+    requests = [SearchRequest(query=q, limit=10) for q in vectors]
+    times: list[float] = []
+    for request in requests[:20]:
+        engine.search(request)
+    for _ in range(passes):
+        for request in requests:
+            meta = engine.search(request).metadata["executionTime"]
+            times.append(meta["totalMs"] - meta["embedQueryMs"])
+    engine.close()
+    print(json.dumps(times))
+
+
+def _base_copy(tree: Path, db: Path, copy: Path) -> None:
+    """Copy ``db`` for the version in ``tree``, forgetting migrations it does not know."""
+    known = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from kgsearch.store.sqlite.schema import MIGRATIONS; "
+            "print('\\n'.join(m.name for m in MIGRATIONS))",
+        ],
+        env={**os.environ, "PYTHONPATH": str(tree / "src")},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    shutil.copyfile(db, copy)
+    with sqlite3.connect(copy) as conn:
+        marks = ",".join("?" * len(known))
+        conn.execute(f"DELETE FROM migrations WHERE name NOT IN ({marks})", known)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _turn(tree: Path, db: Path, queries: Path, passes: int) -> list[float]:
+    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", str(db), str(queries), str(passes)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        sys.exit(f"the search run in {tree} failed:\n{done.stderr}")
+    return [float(t) for t in json.loads(done.stdout.strip().splitlines()[-1])]
+
+
+def main() -> None:
+    """Parse arguments, run the turns, print and record the comparison."""
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        _child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", required=True, help="the commit to compare with (e.g. HEAD~5)")
+    parser.add_argument("--rounds", type=int, default=3, help="turns per version")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--passes", type=int, default=3)
+    args = parser.parse_args()
+    if min(args.rounds, args.queries, args.passes) < 1:
+        parser.error("--rounds, --queries and --passes must be at least 1")
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_quality import ensure_full_db, metaqa_questions
+    from benchdoc import table, write_section
+
+    from kgsearch.embed import create_embedder
+
+    db = ensure_full_db()
+    base_rev = subprocess.run(
+        ["git", "rev-parse", "--short", args.base],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    head_rev = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    embedder = create_embedder("bundled")
+    questions = [q for q, _ in metaqa_questions(args.queries)]
+    with tempfile.TemporaryDirectory(prefix="kgsearch-ab-") as tmp:
+        work = Path(tmp)
+        queries = work / "queries.json"
+        queries.write_text(
+            json.dumps({q: embedder.embed_query(q).tolist() for q in questions}), encoding="utf-8"
+        )
+        base_tree = work / "base"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", "-q", str(base_tree), base_rev],
+            cwd=ROOT,
+            check=True,
+        )
+        base_db = work / "base.db"
+        _base_copy(base_tree, db, base_db)
+        try:
+            runs: dict[str, list[list[float]]] = {"base": [], "head": []}
+            for round_ in range(args.rounds):
+                for name, tree, path in (("base", base_tree, base_db), ("head", ROOT, db)):
+                    times = _turn(tree, path, queries, args.passes)
+                    runs[name].append(times)
+                    print(
+                        f"round {round_ + 1} {name}: p50 {statistics.median(times):.1f} ms, "
+                        f"p95 {_percentile(times, 0.95):.1f} ms",
+                        file=sys.stderr,
+                    )
+        finally:
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(base_tree)], cwd=ROOT, check=False
+            )
+    rows = []
+    for name, rev in (("base", base_rev), ("head", head_rev)):
+        pooled = [t for run in runs[name] for t in run]
+        per_turn = ", ".join(f"{_percentile(run, 0.95):.1f}" for run in runs[name])
+        rows.append(
+            [
+                f"{name} ({rev})",
+                f"{statistics.median(pooled):.1f}",
+                f"{_percentile(pooled, 0.95):.1f}",
+                per_turn,
+            ]
+        )
+    body = (
+        f"{args.queries} MetaQA questions, unified search (objects + relationships, vector "
+        f"+ BM25 each, RRF), limit 10, query embedding excluded; each version searched them "
+        f"{args.passes} times per turn, {args.rounds} turns each, taking turns with the other "
+        f"version ({args.rounds * args.passes * args.queries} searches per version).\n\n"
+        + table(["version", "p50 ms", "p95 ms", "p95 of each turn"], rows)
+    )
+    print(body)
+    write_section(
+        "ab-latency",
+        "Speed: search latency against an earlier commit, same run",
+        f"python scripts/bench_ab.py --base {base_rev} --rounds {args.rounds} "
+        f"--queries {args.queries} --passes {args.passes}",
+        body,
+    )
+
+
+if __name__ == "__main__":
+    main()
