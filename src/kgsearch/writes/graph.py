@@ -89,6 +89,8 @@ def add_objects(ctx: WriteContext, objects: Sequence[ObjectIn]) -> list[GraphObj
     Returns:
         The stored objects, in input order.
     """
+    if not objects:
+        return []  # nothing to write, and no reason to load the embedder for its rules
     store, project = ctx.store, ctx.project
     text_rules = ctx.rules()
     rows = [text_rules.object_row(project, o) for o in objects]
@@ -120,6 +122,8 @@ def add_relationships(
     Raises:
         NotFound: An endpoint is not a live object of the project.
     """
+    if not relationships:
+        return []  # nothing to write, and no reason to load the embedder for its rules
     store, project = ctx.store, ctx.project
     with store.transaction():
         found = require_endpoints(store, project, relationships)
