@@ -39,7 +39,7 @@ def postgres_url() -> Iterator[str]:
     try:
         with warnings.catch_warnings():  # platformdirs: XDG_RUNTIME_DIR unset on CI
             warnings.simplefilter("ignore")
-            import pgserver
+            from pgserver.postgres_server import get_server
     except ImportError:  # pragma: no cover - dev extra missing
         if os.environ.get("CI"):
             raise
@@ -49,7 +49,7 @@ def postgres_url() -> Iterator[str]:
     # Not under pytest's basetemp: as root, pgserver runs PostgreSQL as another user,
     # which must traverse the data folder's parents (pytest makes its own 0700).
     pgdata = Path(tempfile.mkdtemp(prefix="kgsearch-pgtest-"))
-    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    server = get_server(pgdata, cleanup_mode="stop")
     try:
         yield server.get_uri()
     finally:

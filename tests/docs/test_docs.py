@@ -3,6 +3,7 @@ store plugin example of docs/stores.md runs the conformance suite."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -75,11 +76,17 @@ def test_the_store_plugin_example_runs_the_conformance_suite(tmp_path: Path) -> 
         "from kgsearch.store.sqlite import SQLiteStore as MyStore\n", encoding="utf-8"
     )
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
-    some = "meta_values or cache or reopening"  # the whole suite runs on our own stores
+    some = " or ".join(  # the whole suite runs on our own stores
+        [
+            "test_meta_values_round_trip",
+            "test_the_cache_returns_what_was_put",
+            "test_reopening_a_store_applies_no_migration_and_keeps_data",
+        ]
+    )
 
     ran = subprocess.run(
         [*command, "-k", some, "test_conformance.py"], cwd=tmp_path, capture_output=True, text=True
     )
 
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert ran.stdout.splitlines()[-1].startswith("6 passed, 151 deselected"), ran.stdout
+    assert re.match(r"3 passed, \d{3} deselected in ", ran.stdout.splitlines()[-1]), ran.stdout
