@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 from bench_quality import FULL_DB, ensure_full_db, metaqa_questions
 from benchdoc import table, write_section
 
@@ -196,7 +197,7 @@ def _perturbed(
     """Copy ``copy`` of the given rows: copy 0 is the real vector, copy c ≥ 1 adds
     isotropic Gaussian noise of expected norm ``noise`` (seeded by (seed, copy)), then
     renormalises (cosine to the original about 1/sqrt(1 + noise²))."""
-    vectors = matrix[rows].astype(np.float32)
+    vectors: npt.NDArray[np.float32] = matrix[rows].astype(np.float32)
     if copy == 0:
         return vectors
     rng = np.random.default_rng([seed, copy, int(rows[0])])
@@ -204,7 +205,8 @@ def _perturbed(
     vectors = vectors + (noise / np.sqrt(dims)) * rng.standard_normal(vectors.shape).astype(
         np.float32
     )
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit: npt.NDArray[np.float32] = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return unit
 
 
 def build_scale(path: str, n_rel: int, n_obj: int, noise: float = NOISE, seed: int = 7) -> None:

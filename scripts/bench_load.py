@@ -65,7 +65,8 @@ def make_key(path: Path) -> tuple[str, dict[str, int]]:
 
 def questions(n: int, seed: int = 7) -> list[str]:
     """Questions in the style of MetaQA built from the sample's movie and person names."""
-    movies, people = [], []
+    movies: list[str] = []
+    people: list[str] = []
     with SAMPLE.open(encoding="utf-8") as f:
         for line in f:
             record = json.loads(line)

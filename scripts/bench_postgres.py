@@ -49,9 +49,9 @@ def server_url(url: str | None) -> str:
         return url
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pgserver
+        from pgserver.postgres_server import get_server
     PGDATA.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(PGDATA, cleanup_mode="stop")
+    server = get_server(PGDATA, cleanup_mode="stop")
     url = str(server.get_uri())
     import psycopg
 
@@ -68,7 +68,7 @@ def server_url(url: str | None) -> str:
             restart = False
     if restart:
         server.cleanup()  # stops it
-        server = pgserver.get_server(PGDATA, cleanup_mode="stop")
+        server = get_server(PGDATA, cleanup_mode="stop")
         url = str(server.get_uri())
     return url
 

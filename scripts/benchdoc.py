@@ -11,6 +11,7 @@ import os
 import platform
 import re
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -54,7 +55,7 @@ def write_section(name: str, title: str, command: str, body: str) -> None:
     print(f"wrote section {name!r} to {DOC}", file=sys.stderr)
 
 
-def table(headers: list[str], rows: list[list[object]]) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A Markdown table."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]

@@ -1,7 +1,9 @@
 """Shared fixtures: a clean environment, one store per backend, an engine over it.
 
 Every store a test opens goes through :class:`StoreFactory`, which closes them all
-when the test ends (sqlite-utils ``close_all_databases``).
+when the test ends (sqlite-utils ``close_all_databases``). It is the
+``store_factory`` the exported conformance suite (:mod:`kgsearch.testing.conformance`)
+runs on, one backend per parameter.
 """
 
 from __future__ import annotations
@@ -18,9 +20,8 @@ from pathlib import Path
 import pytest
 
 from kgsearch.engine import Engine
-from kgsearch.store import connect
 from kgsearch.store.base import Store
-from kgsearch.testing import FakeEmbedder
+from kgsearch.testing import FakeEmbedder, URLStoreFactory
 
 # "postgres" runs against a real PostgreSQL with pgvector: the server named by
 # KGSEARCH_TEST_POSTGRES_URL, or else one started from PyPI's ``pgserver`` for the
@@ -38,7 +39,7 @@ def postgres_url() -> Iterator[str]:
     try:
         with warnings.catch_warnings():  # platformdirs: XDG_RUNTIME_DIR unset on CI
             warnings.simplefilter("ignore")
-            import pgserver
+            from pgserver.postgres_server import get_server
     except ImportError:  # pragma: no cover - dev extra missing
         if os.environ.get("CI"):
             raise
@@ -48,7 +49,7 @@ def postgres_url() -> Iterator[str]:
     # Not under pytest's basetemp: as root, pgserver runs PostgreSQL as another user,
     # which must traverse the data folder's parents (pytest makes its own 0700).
     pgdata = Path(tempfile.mkdtemp(prefix="kgsearch-pgtest-"))
-    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    server = get_server(pgdata, cleanup_mode="stop")
     try:
         yield server.get_uri()
     finally:
@@ -64,47 +65,37 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-class StoreFactory:
+class StoreFactory(URLStoreFactory):
     """Opens fresh stores of one backend and remembers them to close them.
 
     Args:
         backend: One of :data:`BACKENDS`.
         directory: Where file-backed stores live.
+        postgres_url: The test server, for the ``postgres`` backend.
     """
 
     def __init__(self, backend: str, directory: Path, postgres_url: str | None = None) -> None:
+        super().__init__(self._new_url, persistent=backend != "sqlite-memory")
         self.backend = backend
         self.directory = directory
         self.postgres_url = postgres_url
         self.schemas: list[str] = []
         self._counter = itertools.count()
-        self._opened: list[Store] = []
-        self._urls: dict[int, str] = {}
 
-    def __call__(self) -> Store:
-        """A new, empty, migrated store."""
+    def _new_url(self) -> str:
         if self.backend == "sqlite-memory":
-            url = ":memory:"
-        elif self.backend == "sqlite-file":
-            url = f"sqlite:///{self.directory / f'store-{next(self._counter)}.db'}"
-        elif self.backend == "postgres":
-            url = self.postgres_store_url()
-        else:  # pragma: no cover - guarded by BACKENDS
-            raise AssertionError(self.backend)
-        store = self._open(url)
-        self._urls[id(store)] = url
-        return store
-
-    @property
-    def persistent(self) -> bool:
-        """Whether a store of this backend can be opened again after closing."""
-        return self.backend != "sqlite-memory"
+            return ":memory:"
+        if self.backend == "sqlite-file":
+            return f"sqlite:///{self.directory / f'store-{next(self._counter)}.db'}"
+        if self.backend == "postgres":
+            return self.postgres_store_url()
+        raise AssertionError(self.backend)  # pragma: no cover - guarded by BACKENDS
 
     def reopen(self, store: Store) -> Store:
         """A second handle on the same database as ``store`` (skips for memory stores)."""
         if not self.persistent:
             pytest.skip(f"a {self.backend} store cannot be re-opened")
-        return self._open(self._urls[id(store)])
+        return super().reopen(store)
 
     def postgres_store_url(self) -> str:
         """A store URL on the test server in a new, uniquely named schema."""
@@ -114,19 +105,9 @@ class StoreFactory:
         sep = "&" if "?" in self.postgres_url else "?"
         return f"{self.postgres_url}{sep}schema={schema}"
 
-    def _open(self, url: str) -> Store:
-        return self.track(connect(url))
-
-    def track(self, store: Store) -> Store:
-        """Close ``store`` (opened by the test itself) with the others."""
-        self._opened.append(store)
-        return store
-
     def close_all(self) -> None:
-        """Close every store this factory opened."""
-        for store in reversed(self._opened):
-            store.close()
-        self._opened.clear()
+        """Close every store this factory opened, then drop the schemas it made."""
+        super().close_all()
         if self.schemas and self.postgres_url is not None:
             import psycopg
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from kgsearch.cli import cli
 
-RECORDS = [
+RECORDS: list[dict[str, Any]] = [
     {"kind": "object", "type": "Person", "key": "ada", "properties": {"name": "Ada Lovelace"}},
     {"kind": "object", "type": "Company", "key": "acme", "properties": {"name": "Acme"}},
     {

@@ -10,9 +10,9 @@ from typing import ClassVar
 import httpx
 import pytest
 
-from kgsearch import Engine, NotFound
+from kgsearch import Engine, InvalidRequest, NotFound
 from kgsearch.api.app import create_app
-from kgsearch.keys import Forbidden, InvalidRequest, Unauthorized, parse_scopes
+from kgsearch.keys import Forbidden, Unauthorized, parse_scopes
 
 Serve = Callable[..., str]
 Http = Callable[..., httpx.Client]
@@ -225,4 +225,4 @@ def test_keyless_mode_refuses_non_loopback_clients() -> None:
         app = App()
 
     with pytest.raises(Forbidden):
-        require("read")(Request(), None)  # type: ignore[arg-type]
+        require("read")(Request(), None)

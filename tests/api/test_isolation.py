@@ -37,7 +37,7 @@ def build(engine: Engine, project: str) -> None:
                 type="WORKS_AT",
                 source={"type": "Person", "key": k},
                 target={"type": "Org", "key": "lab"},
-            )  # type: ignore[arg-type]
+            )
             for k in PEOPLE
         ]
         + [
@@ -45,7 +45,7 @@ def build(engine: Engine, project: str) -> None:
                 type="KNOWS",
                 source={"type": "Person", "key": "ada"},
                 target={"type": "Person", "key": "alan"},
-            )  # type: ignore[arg-type]
+            )
         ],
         project=project,
     )
@@ -68,7 +68,7 @@ def build(engine: Engine, project: str) -> None:
         project=project,
     )
     engine.add_mentions(
-        [MentionIn(chunk_id=f"{project}-n1", object={"type": "Person", "key": "ada"})],  # type: ignore[arg-type]
+        [MentionIn(chunk_id=f"{project}-n1", object={"type": "Person", "key": "ada"})],
         project=project,
     )
 
@@ -76,7 +76,7 @@ def build(engine: Engine, project: str) -> None:
 def row_ids(engine: Engine, project: str) -> dict[str, set[str]]:
     """Every live row id of ``project`` by kind."""
     return {
-        kind: {r.id for r in engine.list_rows(kind, project=project, limit=100).items}  # type: ignore[arg-type]
+        kind: {r.id for r in engine.list_rows(kind, project=project, limit=100).items}
         for kind in ("object", "relationship", "chunk", "source")
     }
 
@@ -103,7 +103,7 @@ class World:
         """Every live row of a project, to prove it was not touched."""
         rows: list[Any] = []
         for kind in ("object", "relationship", "chunk", "source"):
-            rows += self.engine.list_rows(kind, project=project, limit=100).items  # type: ignore[arg-type]
+            rows += self.engine.list_rows(kind, project=project, limit=100).items
         return rows
 
     def close(self) -> None:

@@ -8,41 +8,16 @@ from typing import Any
 import httpx
 import pytest
 from live_server import wait_for
+from tiny_graph import ACME, ADA, WORKS, seed
 
-from kgsearch import ChunkIn, Engine, ObjectIn, RelationshipIn, SourceIn, connect
+from kgsearch import Engine, ObjectIn, connect
 from kgsearch.api.app import create_app
 from kgsearch.store.sqlite.schema import SCHEMA_VERSION
 from kgsearch.testing import FailingEmbedder
 
-ADA = {"type": "Person", "key": "ada", "properties": {"name": "Ada Lovelace", "role": "analyst"}}
-ACME = {"type": "Org", "key": "acme", "properties": {"name": "Acme Corp"}}
-WORKS = {
-    "type": "WORKS_FOR",
-    "source": {"type": "Person", "key": "ada"},
-    "target": {"type": "Org", "key": "acme"},
-}
-
 Api = Callable[..., httpx.Client]
 Http = Callable[..., httpx.Client]
 Serve = Callable[..., str]
-
-
-def seed(engine: Engine, project: str = "alpha") -> None:
-    """A tiny embedded graph: two objects, one relationship, a source with a chunk."""
-    engine.add_objects(
-        [ObjectIn.model_validate(ADA), ObjectIn.model_validate(ACME)], project=project
-    )
-    engine.add_relationships([RelationshipIn.model_validate(WORKS)], project=project)
-    engine.add_sources([SourceIn(id="doc1", title="Analytical engines")], project=project)
-    engine.add_chunks(
-        [
-            ChunkIn(
-                id="c1", text="The analytical engine computes Bernoulli numbers.", source_id="doc1"
-            )
-        ],
-        project=project,
-    )
-    engine.embed_pending()
 
 
 @pytest.fixture

@@ -1,7 +1,9 @@
-"""Docs are tests: the CLI reference is current, every command is documented."""
+"""Docs are tests: the CLI reference is current, every command is documented, and the
+store plugin example of docs/stores.md runs the conformance suite."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -55,3 +57,36 @@ def test_readme_names_the_two_setup_commands() -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "make demo" in text
     assert "make test" in text
+
+
+def python_blocks(text: str) -> list[str]:
+    """The fenced ```python blocks of a Markdown text."""
+    return [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
+
+
+def test_the_store_plugin_example_runs_the_conformance_suite(tmp_path: Path) -> None:
+    """docs/stores.md's conftest and test module, on a stand-in third-party store."""
+    blocks = python_blocks((ROOT / "docs" / "stores.md").read_text(encoding="utf-8"))
+    [conftest] = [b for b in blocks if "def store_factory(tmp_path" in b]
+    [module] = [b for b in blocks if b.startswith("from kgsearch.testing.conformance import")]
+    (tmp_path / "conftest.py").write_text(conftest, encoding="utf-8")
+    (tmp_path / "test_conformance.py").write_text(module, encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # not ours
+    (tmp_path / "my_store.py").write_text(
+        "from kgsearch.store.sqlite import SQLiteStore as MyStore\n", encoding="utf-8"
+    )
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+    some = " or ".join(  # the whole suite runs on our own stores
+        [
+            "test_meta_values_round_trip",
+            "test_the_cache_returns_what_was_put",
+            "test_reopening_a_store_applies_no_migration_and_keeps_data",
+        ]
+    )
+
+    ran = subprocess.run(
+        [*command, "-k", some, "test_conformance.py"], cwd=tmp_path, capture_output=True, text=True
+    )
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert re.match(r"3 passed, \d{3} deselected in ", ran.stdout.splitlines()[-1]), ran.stdout

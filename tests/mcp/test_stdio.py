@@ -76,7 +76,7 @@ def session(
 
 async def _full_session(client: Client) -> dict[str, Any]:
     out: dict[str, Any] = {"tools": [t.name for t in (await client.list_tools()).tools]}
-    for name, args in [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("search", {"query": "Ada works for Acme", "include_debug": True}),
         ("context", {"query": "Ada works for Acme", "max_tokens": 100}),
         ("explain", {"query": "Ada"}),
@@ -100,7 +100,8 @@ async def _full_session(client: Client) -> dict[str, Any]:
         ("long_query", {"query": "x" * 801}),
         ("bad_limit", {"query": "x", "limit": 101}),
         ("unknown_tool", {}),
-    ]:
+    ]
+    for name, args in calls:
         tool = {
             "get_object_by_key": "get_object",
             "missing_object": "get_object",

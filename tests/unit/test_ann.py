@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,8 @@ from kgsearch.store.ann import AnnIndex, Int8Scan
 def _unit(rows: int, dims: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     matrix = rng.standard_normal((rows, dims)).astype(np.float32)
-    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit: np.ndarray = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    return unit
 
 
 def _assert_exact(scan: Int8Scan, matrix: np.ndarray, queries: np.ndarray, **kw: int) -> None:
@@ -90,7 +93,7 @@ def test_hnsw_scores_are_float32_products_best_first() -> None:
         assert scores.tolist() == sorted(scores.tolist(), reverse=True)
 
 
-def test_a_saved_index_is_loaded_for_the_same_vectors(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_saved_index_is_loaded_for_the_same_vectors(tmp_path: Path) -> None:
     matrix = _unit(3_000, 16, seed=13)
     path = tmp_path / "idx" / "rel.usearch"
     first = AnnIndex(matrix, background=False, saved=path)
@@ -103,7 +106,7 @@ def test_a_saved_index_is_loaded_for_the_same_vectors(tmp_path) -> None:  # type
         assert a[0].tolist() == b[0].tolist()
 
 
-def test_a_saved_index_of_other_vectors_is_rebuilt_and_replaced(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_saved_index_of_other_vectors_is_rebuilt_and_replaced(tmp_path: Path) -> None:
     path = tmp_path / "rel.usearch"
     AnnIndex(_unit(3_000, 16, seed=15), background=False, saved=path)
     changed = _unit(3_000, 16, seed=16)
@@ -116,7 +119,7 @@ def test_a_saved_index_of_other_vectors_is_rebuilt_and_replaced(tmp_path) -> Non
     assert again.search(query, 1)[0].tolist() == [7]
 
 
-def test_a_corrupt_saved_index_is_rebuilt(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_corrupt_saved_index_is_rebuilt(tmp_path: Path) -> None:
     matrix = _unit(1_000, 16, seed=17)
     path = tmp_path / "rel.usearch"
     AnnIndex(matrix, background=False, saved=path)
@@ -128,7 +131,9 @@ def test_a_corrupt_saved_index_is_rebuilt(tmp_path) -> None:  # type: ignore[no-
     assert AnnIndex(matrix, background=False, saved=path).loaded
 
 
-def test_an_index_that_cannot_be_saved_still_answers(tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_an_index_that_cannot_be_saved_still_answers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("a file where a folder should be")
     matrix = _unit(500, 8, seed=18)
@@ -147,7 +152,7 @@ def test_int8_codes_do_not_depend_on_the_block_size(monkeypatch: pytest.MonkeyPa
     _assert_exact(blocks, matrix, _unit(5, 16, seed=20))
 
 
-def test_a_build_never_deletes_an_index_saved_after_it_began(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_build_never_deletes_an_index_saved_after_it_began(tmp_path: Path) -> None:
     path = tmp_path / "rel.usearch"
     AnnIndex(_unit(2_000, 16, seed=22), background=False, saved=path)  # newer vectors
     (newer,) = tmp_path.glob("rel-*.usearch")

@@ -153,7 +153,7 @@ def test_emoji_context_is_cut_between_characters(budget: int) -> None:
 
 
 _LINE_TEXT = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"),
+    alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\n\r"),
     max_size=60,
 )
 

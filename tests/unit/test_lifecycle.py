@@ -148,7 +148,10 @@ def test_non_finite_or_misshapen_vectors_fail_only_their_rows(store: Store) -> N
     assert rows["Person 3"].last_error == (
         "embedder returned a vector of shape (33,), expected (32,)"
     )
-    assert len(store.vector_search("default", Kind.OBJECT, np.ones(32), limit=10)) == 3
+    assert (
+        len(store.vector_search("default", Kind.OBJECT, np.ones(32, dtype=np.float32), limit=10))
+        == 3
+    )
 
 
 def test_a_late_failure_never_downgrades_a_row_embedded_meanwhile(store: Store) -> None:

@@ -53,7 +53,7 @@ def snapshot(store: Store, project: str = "default") -> dict[str, Any]:
     """Everything a user could read back, ids included."""
     rows: dict[str, Any] = {}
     for kind in ("object", "relationship", "chunk", "source", "mention"):
-        items = list(store.iter_rows(project, kind))  # type: ignore[arg-type]
+        items = list(store.iter_rows(project, kind))
         rows[kind] = sorted(
             json.dumps(i.model_dump(mode="json", exclude={"embedding"}), sort_keys=True)
             for i in items
@@ -81,7 +81,12 @@ def test_sqlite_to_postgres_and_back_keeps_rows_and_vectors(
     stale = [o for o in target.iter_rows("default", "object") if o.embedding.status == "pending"]
     assert [o.properties["name"] for o in stale] == ["Renamed"]
     for kind in Kind:
-        ids = [i for i, _ in source.vector_search("default", kind, np.ones(32), limit=100)]
+        ids = [
+            i
+            for i, _ in source.vector_search(
+                "default", kind, np.ones(32, dtype=np.float32), limit=100
+            )
+        ]
         theirs = target.vectors("default", kind, ids)
         ours = source.vectors("default", kind, ids)
         assert ours.keys() == theirs.keys()
@@ -212,7 +217,7 @@ def test_a_copy_that_does_not_match_rolls_back(tmp_path: Path, store: Store) -> 
         before = snapshot(store)
 
         with pytest.raises(StoreError, match="default: mentions source 1, target 0") as caught:
-            migrate_store(source, DroppingStore(store))  # type: ignore[arg-type]
+            migrate_store(source, DroppingStore(store))
 
         assert caught.value.details["mismatches"] == ["default: mentions source 1, target 0"]
         assert snapshot(store) == before

@@ -121,3 +121,22 @@ def test_import_works_without_the_optional_embedding_extras() -> None:
     )
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout == f"ok {kgsearch.__version__} []\n"
+
+
+def test_kgsearch_testing_imports_without_pytest_or_hypothesis() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        for name in ("pytest", "_pytest", "hypothesis"):
+            sys.modules[name] = None  # makes `import name` raise ImportError
+        from kgsearch.testing import FakeEmbedder, URLStoreFactory, assert_topk, bfs
+        factory = URLStoreFactory(lambda: ":memory:", persistent=False)
+        factory().close()
+        suite = sorted(n for n in sys.modules if n.startswith("kgsearch.testing.conformance"))
+        print("ok", suite)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (result.returncode, result.stderr, result.stdout) == (0, "", "ok []\n")

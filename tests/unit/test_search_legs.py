@@ -93,10 +93,11 @@ def test_vector_leg_ranks_rows_by_cosine_and_reports_raw_scores(engine: Engine, 
     scopes[scope] = VECTOR
     response = engine.search(query, limit=10, **scopes)
     ranked = sorted(rows, key=lambda row: -cosine(query, row[1]))
-    assert hits(response) == [
+    expected: list[tuple[str, list[tuple[str, int, object]]]] = [  # approx matchers
         (id, [(f"{scope}:vector", rank, pytest.approx(cosine(query, text), abs=1e-5))])
         for rank, (id, text) in enumerate(ranked, 1)
     ]
+    assert hits(response) == expected
 
 
 # --- BM25 legs --------------------------------------------------------------------------
@@ -193,31 +194,34 @@ def _fusion_search(engine: Engine, ids: dict[str, str], **options: Any) -> Searc
 def test_rrf_with_k_60_sums_one_over_k_plus_rank(engine: Engine) -> None:
     ids = _fusion_graph(engine)
     response = _fusion_search(engine, ids)
-    assert [(r.id, r.score) for r in response.results] == [
+    expected: list[tuple[str, object]] = [  # approx matchers, not floats
         (ids["three"], pytest.approx(1 / 61 + 1 / 61)),
         (ids["two"], pytest.approx(1 / 62)),
         (ids["one"], pytest.approx(1 / 63)),
     ]
+    assert [(r.id, r.score) for r in response.results] == expected
 
 
 def test_rrf_k_is_taken_from_the_request(engine: Engine) -> None:
     ids = _fusion_graph(engine)
     response = _fusion_search(engine, ids, rrf_k=1)
-    assert [(r.id, r.score) for r in response.results] == [
+    expected: list[tuple[str, object]] = [  # approx matchers, not floats
         (ids["three"], pytest.approx(1.0)),
         (ids["two"], pytest.approx(1 / 3)),
         (ids["one"], pytest.approx(1 / 4)),
     ]
+    assert [(r.id, r.score) for r in response.results] == expected
 
 
 def test_rrf_applies_leg_weights(engine: Engine) -> None:
     ids = _fusion_graph(engine)
     response = _fusion_search(engine, ids, weights={"objects:bm25": 2.0, "graph:bfs": 0.5})
-    assert [(r.id, r.score) for r in response.results] == [
+    expected: list[tuple[str, object]] = [  # approx matchers, not floats
         (ids["three"], pytest.approx(2 / 61 + 0.5 / 61)),
         (ids["two"], pytest.approx(2 / 62)),
         (ids["one"], pytest.approx(2 / 63)),
     ]
+    assert [(r.id, r.score) for r in response.results] == expected
 
 
 def test_found_by_lists_each_leg_with_rank_and_raw_score(engine: Engine) -> None:
@@ -237,11 +241,12 @@ def test_weighted_fusion_min_max_normalises_each_leg(engine: Engine) -> None:
         engine, ids, fusion="weighted", weights={"objects:bm25": 2.0, "graph:bfs": 0.5}
     )
     s3, s2, s1 = (r.found_by[0].score for r in response.results)
-    assert [(r.id, r.score) for r in response.results] == [
+    expected: list[tuple[str, object]] = [  # approx matchers, not floats
         (ids["three"], pytest.approx(2.0 * 1.0 + 0.5 * 1.0)),
         (ids["two"], pytest.approx(2.0 * (s2 - s1) / (s3 - s1))),
         (ids["one"], pytest.approx(0.0)),
     ]
+    assert [(r.id, r.score) for r in response.results] == expected
 
 
 def test_fusion_strategy_is_reported_in_metadata(engine: Engine) -> None:
@@ -331,12 +336,13 @@ def test_ppr_from_origins_matches_networkx_pagerank(engine: Engine) -> None:
         graph_depth=3,
     )
     graph = nx.Graph([(ids["o"], ids["a"]), (ids["a"], ids["b"]), (ids["b"], ids["c"])])
-    expected = _pagerank_python(graph, personalization={ids["o"]: 1.0}, max_iter=1000, tol=1e-12)
-    ranked = sorted(expected.items(), key=lambda x: -x[1])
-    assert hits(response) == [
+    pagerank = _pagerank_python(graph, personalization={ids["o"]: 1.0}, max_iter=1000, tol=1e-12)
+    ranked = sorted(pagerank.items(), key=lambda x: -x[1])
+    expected: list[tuple[str, list[tuple[str, int, object]]]] = [  # approx matchers
         (id, [("graph:ppr", rank, pytest.approx(score, abs=1e-4))])
         for rank, (id, score) in enumerate(ranked, 1)
     ]
+    assert hits(response) == expected
 
 
 def test_ppr_lands_on_top_hits_and_reaches_two_hops(engine: Engine) -> None:

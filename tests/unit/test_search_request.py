@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kgsearch.engine import Engine
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import ChunkIn, ObjectIn, RelationshipIn
-from kgsearch.search.request import RECIPES, ScopeConfig, SearchRequest
+from kgsearch.search.request import RECIPES, RelationshipResult, ScopeConfig, SearchRequest
 from kgsearch.store.base import Store
 from kgsearch.testing import FailingEmbedder, FakeEmbedder
 from kgsearch.text import enrich_query
@@ -283,9 +283,9 @@ def test_triplet_text_after_a_rename_is_the_old_embedded_text_until_re_embedded(
         [ObjectIn(type="Company", key="acme", properties={"name": "Globex Industries"})]
     )
     response = engine.search("Globex Industries", objects=None, chunks=None)
-    assert [(r.id, r.triplet_text) for r in response.results] == [
-        (ids["works_for"], "Ada Lovelace works for Acme")
-    ]
+    [result] = response.results
+    assert isinstance(result, RelationshipResult)
+    assert (result.id, result.triplet_text) == (ids["works_for"], "Ada Lovelace works for Acme")
     assert engine.get_relationship(ids["works_for"]).embedding.embedded_text == (
         "Ada Lovelace works for Acme"
     )
@@ -298,9 +298,12 @@ def test_triplet_text_after_re_embedding_a_rename_is_the_new_text(engine: Engine
     )
     engine.embed_pending()
     response = engine.search("Globex Industries", objects=None, chunks=None)
-    assert [(r.id, r.triplet_text) for r in response.results] == [
-        (ids["works_for"], "Ada Lovelace works for Globex Industries")
-    ]
+    [result] = response.results
+    assert isinstance(result, RelationshipResult)
+    assert (result.id, result.triplet_text) == (
+        ids["works_for"],
+        "Ada Lovelace works for Globex Industries",
+    )
 
 
 # --- embedder failure -------------------------------------------------------------------

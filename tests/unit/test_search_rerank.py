@@ -96,10 +96,11 @@ def test_node_distance_ranks_a_two_hop_object_above_a_three_hop_one(engine: Engi
         reranker="node_distance",
         center_id=ids["center"],
     )
-    assert [(r.id, r.score) for r in response.results] == [
+    expected: list[tuple[str, object]] = [  # approx matchers, not floats
         (ids["b"], pytest.approx(1 / 3)),
         (ids["d"], pytest.approx(1 / 4)),
     ]
+    assert [(r.id, r.score) for r in response.results] == expected
 
 
 def test_node_distance_without_center_id_is_an_invalid_request(engine: Engine) -> None:

@@ -15,6 +15,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ SRC = Path(__file__).parents[2] / "src"
 class SlowFake(FakeEmbedder):
     """The fake embedder, a little slow per batch so that workers overlap."""
 
-    def embed_documents(self, texts: list[str]) -> list[npt.NDArray[np.float32]]:
+    def embed_documents(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
         time.sleep(0.01)
         return super().embed_documents(texts)
 
@@ -197,7 +198,7 @@ def test_a_worker_survives_store_errors_and_keeps_its_totals(store: Store) -> No
         return bool(seen) and seen[-1] == 250
 
     report = run_embedding_worker(
-        flaky,  # type: ignore[arg-type]
+        flaky,
         FakeEmbedder(32),
         kinds=[Kind.OBJECT],
         batch_size=100,
@@ -215,7 +216,7 @@ def test_a_worker_keeps_only_the_first_ten_errors(store: Store) -> None:
     Engine(store, embedder=FakeEmbedder(32)).add_objects(objects(10))
     flaky = RestartingStore(store, failures=25)
     report = run_embedding_worker(
-        flaky,  # type: ignore[arg-type]
+        flaky,
         FakeEmbedder(32),
         kinds=[Kind.OBJECT],
         poll_seconds=0.001,
@@ -231,7 +232,7 @@ def test_a_worker_until_idle_raises_store_errors(store: Store) -> None:
     Engine(store, embedder=FakeEmbedder(32)).add_objects(objects(10))
     with pytest.raises(StoreError, match="server closed"):
         run_embedding_worker(
-            RestartingStore(store, failures=1),  # type: ignore[arg-type]
+            RestartingStore(store, failures=1),
             FakeEmbedder(32),
             until_idle=True,
         )

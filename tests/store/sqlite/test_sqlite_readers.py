@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from kgsearch.engine import Engine
 from kgsearch.model import Kind, ObjectIn
@@ -11,9 +13,11 @@ from kgsearch.store.sqlite import SQLiteStore
 from kgsearch.store.sqlite.connection import Connection
 from kgsearch.testing import FakeEmbedder
 
+T = TypeVar("T")
 
-def _in_thread(fn):  # type: ignore[no-untyped-def]
-    out: list[object] = []
+
+def _in_thread(fn: Callable[[], T]) -> T:
+    out: list[T] = []
     thread = threading.Thread(target=lambda: out.append(fn()))
     thread.start()
     thread.join()

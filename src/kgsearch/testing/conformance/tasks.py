@@ -1,16 +1,12 @@
-"""Conformance of the generic task queue and the value cache, on every backend.
-
-Times are passed in (``now``), so leases and backoff are checked without sleeping.
-"""
+"""The generic task queue: claim, complete, fail, backoff, dead, requeue."""
 
 from __future__ import annotations
 
 import threading
-from typing import Any
-
-import pytest
 
 from kgsearch.store.base import Store, Task, TaskIn, TaskState
+from kgsearch.testing.conformance.builders import reopen
+from kgsearch.testing.stores import StoreFactory
 
 JOB = "extract"
 
@@ -253,9 +249,9 @@ def test_payloads_round_trip_as_json(store: Store) -> None:
 
 
 def test_two_stores_claiming_at_once_never_get_the_same_task(
-    store: Store, store_factory: Any
+    store: Store, store_factory: StoreFactory
 ) -> None:
-    other = store_factory.reopen(store)
+    other = reopen(store_factory, store)
     row_ids = [f"r{i:03d}" for i in range(120)]
     queue(store, *row_ids)
     taken: list[list[str]] = [[], []]
@@ -276,25 +272,3 @@ def test_two_stores_claiming_at_once_never_get_the_same_task(
     assert errors == []
     assert sorted(taken[0] + taken[1]) == row_ids
     assert set(taken[0]).isdisjoint(taken[1])
-
-
-# cache ---------------------------------------------------------------------------
-
-
-def test_the_cache_returns_what_was_put(store: Store) -> None:
-    assert store.cache_get("llm", "k1") is None
-    store.cache_put("llm", "k1", '{"reply": "Grüße"}')
-    assert store.cache_get("llm", "k1") == '{"reply": "Grüße"}'
-    assert store.cache_get("other", "k1") is None
-
-
-def test_a_cache_put_replaces_the_value(store: Store) -> None:
-    store.cache_put("llm", "k1", "first")
-    store.cache_put("llm", "k1", "second")
-    assert store.cache_get("llm", "k1") == "second"
-
-
-@pytest.mark.parametrize("text", ["", "x" * 100_000])
-def test_the_cache_keeps_any_length_of_text(store: Store, text: str) -> None:
-    store.cache_put("llm", "k", text)
-    assert store.cache_get("llm", "k") == text

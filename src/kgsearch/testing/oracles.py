@@ -2,7 +2,8 @@
 
 ``bfs`` walks a plain edge list; ``cosine_scores`` embeds texts with a fresh fake
 embedder and scores them in float64; ``assert_topk`` checks a store's ranked list
-against those scores, allowing any order among exactly tied rows.
+against those scores, allowing any order among exactly tied rows (networkx's
+``_pagerank_python`` beside the fast path). They need neither pytest nor a store.
 """
 
 from __future__ import annotations
@@ -10,12 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
-import pytest
 
-from kgsearch.testing import FakeEmbedder
+from kgsearch.embed.fake import FakeEmbedder
+
+__all__ = ["TOLERANCE", "Edge", "assert_topk", "bfs", "cosine_scores"]
 
 Edge = tuple[str, str, str, str]
 """(relationship id, relationship type, source id, target id)."""
+
+TOLERANCE = 1e-5
+"""Absolute score tolerance of :func:`assert_topk`: stores keep float32 vectors."""
 
 
 def bfs(
@@ -26,7 +31,18 @@ def bfs(
     direction: str = "both",
     types: Sequence[str] | None = None,
 ) -> dict[str, int]:
-    """Objects within ``depth`` hops of ``starts`` (start ids excluded), with their hop."""
+    """Objects within ``depth`` hops of ``starts`` (start ids excluded), with their hop.
+
+    Args:
+        edges: The live relationships, as :data:`Edge` tuples.
+        starts: The ids the walk starts from.
+        depth: The most hops to take.
+        direction: ``"out"`` follows source → target, ``"in"`` the reverse, ``"both"`` either.
+        types: Follow only relationships of these types (all when empty or ``None``).
+
+    Returns:
+        Each reached id with the fewest hops it took.
+    """
     adjacency: dict[str, set[str]] = {}
     for _, type_, source, target in edges:
         if types and type_ not in types:
@@ -51,7 +67,16 @@ def bfs(
 
 
 def cosine_scores(texts: Mapping[str, str], query: str, dims: int) -> dict[str, float]:
-    """Cosine similarity of ``query`` to each text under ``FakeEmbedder(dims)``, by id."""
+    """Cosine similarity of ``query`` to each text under ``FakeEmbedder(dims)``, by id.
+
+    Args:
+        texts: The embedded text of each row, by id.
+        query: The query text.
+        dims: The fake embedder's dimensions (the store's).
+
+    Returns:
+        The float64 cosine of each id's text to the query.
+    """
     embedder = FakeEmbedder(dims)
     q = np.asarray(embedder.embed_query(query), dtype=np.float64)
     scores = {}
@@ -64,16 +89,27 @@ def cosine_scores(texts: Mapping[str, str], query: str, dims: int) -> dict[str, 
 def assert_topk(
     got: Sequence[tuple[str, float]], expected: Mapping[str, float], limit: int
 ) -> None:
-    """``got`` is the exact top-``limit`` of ``expected`` (ties may come in any order)."""
+    """Check that ``got`` is the exact top-``limit`` of ``expected`` (ties in any order).
+
+    Scores are compared up to :data:`TOLERANCE`.
+
+    Args:
+        got: A store's ranked ``(id, score)`` list.
+        expected: The oracle's score of every candidate, by id.
+        limit: The ``limit`` the store was asked for.
+
+    Raises:
+        AssertionError: ``got`` is not a top-``limit`` of ``expected``.
+    """
     want = sorted(expected.values(), reverse=True)[:limit]
     assert len(got) == len(want), (got, want)
     assert len({id_ for id_, _ in got}) == len(got), got
-    assert [s for _, s in got] == [approx(s) for s in want]
+    assert all(_close(s, w) for (_, s), w in zip(got, want, strict=True)), (got, want)
     for id_, score in got:
         assert id_ in expected, id_
-        assert score == approx(expected[id_]), (id_, score, expected[id_])
+        assert _close(score, expected[id_]), (id_, score, expected[id_])
 
 
-def approx(value: float) -> object:
-    """Float equality up to float32 rounding."""
-    return pytest.approx(value, abs=1e-5)
+def _close(value: float, expected: float) -> bool:
+    """Equal up to float32 rounding (``pytest.approx(expected, abs=TOLERANCE)``)."""
+    return abs(value - expected) <= TOLERANCE

@@ -1,29 +1,14 @@
-"""Exact-name lookup of objects (the ``objects:name`` search leg), on every store."""
+"""Exact-name lookup of objects (the ``objects:name`` search leg)."""
 
 from __future__ import annotations
 
 import pytest
 
 from kgsearch.engine import Engine
-from kgsearch.model import Filters, ObjectIn
+from kgsearch.model import Filters
 from kgsearch.search.request import ScopeConfig, SearchRequest
 from kgsearch.store.base import Store
 from kgsearch.testing import FakeEmbedder
-
-
-@pytest.fixture
-def named(store: Store) -> dict[str, str]:
-    engine = Engine(store, embedder=FakeEmbedder(32))
-    objects = engine.add_objects(
-        [
-            ObjectIn(type="Movie", key="Benji"),
-            ObjectIn(type="Person", key="Benji"),
-            ObjectIn(type="Movie", key="For the Love of Benji"),
-            ObjectIn(type="Movie", key="Gone"),
-        ]
-    )
-    engine.add_objects([ObjectIn(type="Movie", key="Benji")], project="other")
-    return {f"{o.type}:{o.key}": o.id for o in objects}
 
 
 def test_keys_equal_to_the_name_ignoring_case(store: Store, named: dict[str, str]) -> None:

@@ -14,13 +14,14 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
-from oracles import assert_topk, bfs, cosine_scores
 
 from kgsearch.engine import Engine
 from kgsearch.errors import NotFound
 from kgsearch.model import ChunkIn, Kind, ObjectIn, ObjectRef, RelationshipIn
 from kgsearch.store.base import Store
 from kgsearch.testing import FakeEmbedder
+from kgsearch.testing.oracles import assert_topk, bfs, cosine_scores
+from kgsearch.testing.stores import StoreFactory
 
 DIMS = 16
 PROJECTS = st.sampled_from(["p1", "p2"])
@@ -285,7 +286,7 @@ class StoreMachine(RuleBasedStateMachine):
                     assert_topk(got, cosine_scores(texts, query, DIMS), 3)
 
 
-def test_store_agrees_with_a_plain_dict_model(store_factory: Any) -> None:
+def test_store_agrees_with_a_plain_dict_model(store_factory: StoreFactory) -> None:
     machine = type("Machine", (StoreMachine,), {"factory": staticmethod(store_factory)})
     run_state_machine_as_test(
         machine,

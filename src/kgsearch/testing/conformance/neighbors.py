@@ -1,0 +1,80 @@
+"""Graph reads: ``neighbors`` equals a BFS oracle, within validity and depth."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from kgsearch.engine import Engine
+from kgsearch.errors import InvalidRequest
+from kgsearch.model import RelationshipIn
+from kgsearch.testing.conformance.builders import build_graph, person
+from kgsearch.testing.oracles import bfs
+
+
+def test_neighbors_equal_bfs_for_every_start_direction_depth_and_type_filter(
+    engine: Engine,
+) -> None:
+    by_key, edges = build_graph(engine)
+    edge_ends = {rid: (s, t) for rid, _, s, t in edges}
+
+    got: dict[tuple[Any, ...], dict[str, int]] = {}
+    want: dict[tuple[Any, ...], dict[str, int]] = {}
+    for key, id_ in by_key.items():
+        for direction in ("out", "in", "both"):
+            for depth in (1, 2, 3):
+                for types in (None, ["KNOWS"], ["LIKES"], ["KNOWS", "LIKES"]):
+                    case = (key, direction, depth, tuple(types or ()))
+                    found = engine.neighbors(
+                        [id_], depth=depth, direction=direction, relationship_types=types
+                    )
+                    got[case] = {n.id: n.depth for n in found}
+                    assert len(found) == len(got[case]), found
+                    for n in found:
+                        assert n.id in edge_ends[n.via], (case, n)
+                    want[case] = bfs(edges, [id_], depth=depth, direction=direction, types=types)
+
+    assert got == want
+
+
+def test_neighbors_from_several_starts_exclude_the_starts(engine: Engine) -> None:
+    by_key, edges = build_graph(engine)
+    starts = [by_key["a"], by_key["e"]]
+
+    found = engine.neighbors(starts, depth=2)
+
+    assert {n.id: n.depth for n in found} == bfs(edges, starts, depth=2)
+    assert not {n.id for n in found} & set(starts)
+
+
+def test_neighbors_skip_relationships_outside_their_validity(engine: Engine) -> None:
+    ada, bob, cy = engine.add_objects([person("ada"), person("bob"), person("cy")])
+    engine.add_relationships(
+        [
+            RelationshipIn(
+                type="KNEW", source=ada.id, target=bob.id, valid_to=datetime(2000, 1, 1, tzinfo=UTC)
+            ),
+            RelationshipIn(
+                type="KNOWS",
+                source=ada.id,
+                target=cy.id,
+                valid_from=datetime(2001, 1, 1, tzinfo=UTC),
+            ),
+        ]
+    )
+
+    now = engine.store.neighbors("default", [ada.id])
+    then = engine.store.neighbors("default", [ada.id], as_of=datetime(1999, 1, 1, tzinfo=UTC))
+
+    assert [n.id for n in now] == [cy.id]
+    assert [n.id for n in then] == [bob.id]
+
+
+@pytest.mark.parametrize("depth", [0, -1, 6])
+def test_neighbors_reject_depth_out_of_range(engine: Engine, depth: int) -> None:
+    by_key, _ = build_graph(engine)
+
+    with pytest.raises(InvalidRequest):
+        engine.neighbors([by_key["a"]], depth=depth)
