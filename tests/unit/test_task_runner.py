@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from kgsearch.lifecycle.runner import Outcome, RetryPolicy
 from kgsearch.lifecycle.tasks import TaskDone, run_tasks
@@ -38,7 +39,7 @@ def shout(tasks: Sequence[Task]) -> Outcome[Task, TaskDone]:
     return Outcome(done, {"digits are not words": bad} if bad else {})
 
 
-def results(store: Store) -> dict[str, object]:
+def results(store: Store) -> dict[str, tuple[str, dict[str, Any] | None, str | None]]:
     return {
         s.row_id: (s.status, s.result, s.last_error)
         for s in store.list_tasks(JOB, project="p", limit=1000)
