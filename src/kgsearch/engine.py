@@ -54,6 +54,7 @@ from kgsearch.search.pipeline import SearchContext, run_search
 from kgsearch.search.request import SearchRequest, SearchResponse, validate_request
 from kgsearch.search.rerank import CrossEncoder
 from kgsearch.search.response import explain
+from kgsearch.search.statements import Traces
 from kgsearch.store import connect
 from kgsearch.store.base import Neighbor, Store, StoreInfo
 from kgsearch.text import EnrichmentConfig, load_enrichment_config
@@ -551,7 +552,8 @@ class Engine:
     ) -> dict[str, Any]:
         """Show a search's work: each leg's ranked hits and scores, and the fused order."""
         req = _request(request, options).model_copy(update={"include_debug": True})
-        return explain(req, run_search(self._search_context(project), req))
+        traces = Traces()
+        return explain(req, run_search(self._search_context(project), req, traces), traces)
 
     def context(
         self,

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from kgsearch.cli.common import State, emit, engine_from, handle_errors, out, pass_state
@@ -75,7 +76,7 @@ def _options(func: Any) -> Any:
     "--explain",
     "explain",
     is_flag=True,
-    help="Show each leg's ranked hits and scores, then the fused order.",
+    help="Show each leg's ranked hits and scores, the fused order and the SQL each stage ran.",
 )
 @pass_state
 @handle_errors
@@ -187,3 +188,11 @@ def _render_explain(value: dict[str, Any]) -> None:
             ", ".join(f"{f['leg']}#{f['rank']}" for f in r["found_by"]),
         )
     out.print(table)
+    for stage, statements in value["statements"].items():
+        out.print(f"[bold]{stage}[/]")
+        for s in statements:
+            sql = " ".join(s["sql"].split())  # the store's SQL keeps its line breaks
+            params = json.dumps(s["params"], ensure_ascii=False, default=str)
+            out.print(f"  {escape(sql)}  [dim]{escape(params)}[/]", highlight=False)
+        for text in value["notes"].get(stage, []):
+            out.print(f"  [italic]-- {escape(text)}[/]", highlight=False)

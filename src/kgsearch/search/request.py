@@ -23,6 +23,7 @@ __all__ = [
     "SearchRequest",
     "SearchResponse",
     "SearchResult",
+    "Statement",
     "TextResult",
     "apply_recipe",
     "validate_request",
@@ -193,3 +194,12 @@ class SearchResponse(_Model):
     results: list[SearchResult]
     metadata: dict[str, Any]
     debug: dict[str, Any] | None = None
+
+
+class Statement(_Model):
+    """One SQL statement a search ran, with its parameters in JSON form (a vector as
+    ``"<vector 384 float32>"``, a blob as ``"<1536 bytes>"``; a statement run once per
+    parameter row has the list of rows)."""
+
+    sql: str
+    params: list[Any] = Field(default_factory=list)

@@ -4,7 +4,7 @@
 ``metadata`` with per-type counts, the fusion strategy, per-leg and per-stage timings
 and warnings, and (on request) ``debug`` with score distributions and pre-fusion
 counts. ``explain`` reshapes a debug response into each leg's ranked hits and the
-fused order.
+fused order, with the statements each stage ran.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from kgsearch.search.request import (
 )
 from kgsearch.search.rerank import Candidate
 from kgsearch.search.rows import Row
+from kgsearch.search.statements import Traces
 
 __all__ = ["explain", "respond", "results"]
 
@@ -130,20 +131,26 @@ def results(
     return out
 
 
-def explain(request: SearchRequest, response: SearchResponse) -> dict[str, Any]:
-    """A search's work: each leg's ranked hits and scores, and the fused order.
+def explain(request: SearchRequest, response: SearchResponse, traces: Traces) -> dict[str, Any]:
+    """A search's work: each leg's ranked hits and scores, the fused order, and the SQL
+    each stage ran.
 
     Args:
         request: The request as run (with ``include_debug`` set).
         response: Its response.
+        traces: The statements and notes each stage reported.
 
     Returns:
         ``request``, ``legs`` (top hits per leg), ``fused`` (the results with the legs
-        that found them) and ``metadata``.
+        that found them), ``metadata``, ``statements`` (per stage: the type-hint lookup,
+        each leg, the graph stage, hydration) and ``notes`` (work done outside SQL, per
+        stage that did any).
     """
+    legs = (response.debug or {}).get("fusion_details", {}).get("legs", {})
+    logs = traces.ordered(["type_hint", *legs])
     return {
         "request": request.model_dump(mode="json", by_alias=True),
-        "legs": (response.debug or {}).get("fusion_details", {}).get("legs", {}),
+        "legs": legs,
         "fused": [
             {
                 "type": r.type,
@@ -154,6 +161,10 @@ def explain(request: SearchRequest, response: SearchResponse) -> dict[str, Any]:
             for r in response.results
         ],
         "metadata": response.metadata,
+        "statements": {
+            name: [s.model_dump(mode="json") for s in log.statements] for name, log in logs
+        },
+        "notes": {name: log.notes for name, log in logs if log.notes},
     }
 
 
