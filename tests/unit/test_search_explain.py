@@ -15,6 +15,7 @@ import pytest
 
 from kgsearch.engine import Engine
 from kgsearch.model import ChunkIn, Kind, ObjectIn, RelationshipIn
+from kgsearch.search.request import Statement
 from kgsearch.search.statements import StatementLog, json_safe
 from kgsearch.store.sqlite import SQLiteStore
 
@@ -36,20 +37,20 @@ def filled(engine: Engine) -> dict[str, str]:
     return {"ada": ada.id, "alan": alan.id, "acme": acme.id}
 
 
-def said(statements: Sequence[dict[str, Any]], text: str) -> bool:
+def said(statements: Sequence[Statement], text: str) -> bool:
     """Whether ``text`` is in any statement's SQL or parameters."""
-    return any(text in s["sql"] or text in json.dumps(s["params"]) for s in statements)
+    return any(text in s.sql or text in json.dumps(s.params) for s in statements)
 
 
 def test_explain_lists_the_sql_of_each_lexical_leg(engine: Engine) -> None:
     filled(engine)
 
-    statements = engine.explain("alpha")["statements"]
+    statements = engine.explain("alpha").statements
 
     for scope, table in TABLES.items():
         leg = statements[f"{scope}:bm25"]
-        assert any(table in s["sql"] for s in leg), scope
-        assert any("alpha" in json.dumps(s["params"]) for s in leg), scope
+        assert any(table in s.sql for s in leg), scope
+        assert any("alpha" in json.dumps(s.params) for s in leg), scope
     assert said(statements["objects:name"], "alpha")
 
 
@@ -59,15 +60,15 @@ def test_every_leg_and_stage_has_its_statements(engine: Engine) -> None:
     explained = engine.explain("alpha", graph="bfs")
 
     # one graph stage yields both graph legs; its statements are listed under graph:bfs
-    assert set(explained["legs"]) - {"graph:bfs:relationships"} <= set(explained["statements"])
-    assert {"graph:bfs", "hydrate"} <= set(explained["statements"])
-    assert said(explained["statements"]["graph:bfs"], "relationships")
+    assert set(explained.legs) - {"graph:bfs:relationships"} <= set(explained.statements)
+    assert {"graph:bfs", "hydrate"} <= set(explained.statements)
+    assert said(explained.statements["graph:bfs"], "relationships")
 
 
 def test_filtered_search_statements_carry_the_filter(engine: Engine) -> None:
     filled(engine)
 
-    statements = engine.explain("alpha", filters={"object_types": ["Person"]})["statements"]
+    statements = engine.explain("alpha", filters={"object_types": ["Person"]}).statements
 
     for leg in ("objects:vector", "objects:bm25", "objects:name"):
         assert said(statements[leg], "Person"), leg
@@ -77,7 +78,7 @@ def test_filtered_search_statements_carry_the_filter(engine: Engine) -> None:
 def test_type_hint_lookup_is_traced(engine: Engine) -> None:
     filled(engine)
 
-    statements = engine.explain("alpha", type_hint="person")["statements"]
+    statements = engine.explain("alpha", type_hint="person").statements
 
     assert next(iter(statements)) == "type_hint"
     assert said(statements["type_hint"], "objects")
@@ -89,8 +90,8 @@ def test_explain_is_json_safe(engine: Engine) -> None:
 
     explained = engine.explain("alpha", reranker="mmr")
 
-    text = json.dumps(explained)
-    assert "ndarray" not in text
+    text = explained.model_dump_json()
+    assert json.loads(text)["statements"]
     if not isinstance(engine.store, SQLiteStore):  # the query vector is a parameter
         assert '"<vector 32 float32>"' in text
 
@@ -101,12 +102,12 @@ def test_sqlite_vector_legs_note_the_in_memory_scan(engine: Engine) -> None:
     explained = engine.explain("alpha")
 
     if isinstance(engine.store, SQLiteStore):
-        assert explained["notes"]["objects:vector"] == [
+        assert explained.notes["objects:vector"] == [
             "top 30 by exact cosine over 3 of 3 object vectors of 32 dims in memory"
         ]
-        assert said(explained["statements"]["objects:vector"], "epoch:object")
+        assert said(explained.statements["objects:vector"], "epoch:object")
     else:
-        assert explained["notes"] == {}
+        assert explained.notes == {}
 
 
 def test_plain_search_passes_no_tracer(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -149,9 +150,8 @@ def test_a_tracer_hears_only_its_own_call(engine: Engine) -> None:
         t.join()
 
     for word, other in (("kilo", "lima"), ("lima", "kilo")):
-        heard = [s.model_dump() for s in logs[word].statements]
-        assert said(heard, word)
-        assert not said(heard, other)
+        assert said(logs[word].statements, word)
+        assert not said(logs[word].statements, other)
 
 
 def test_graph_reads_report_their_statements(engine: Engine) -> None:
@@ -167,10 +167,9 @@ def test_graph_reads_report_their_statements(engine: Engine) -> None:
     rows = store.get_objects("default", [acme.id], trace=log)
 
     assert ([n.id for n in found], len(edges), [o.id for o in rows]) == ([acme.id], 1, [acme.id])
-    heard = [s.model_dump() for s in log.statements]
-    assert said(heard, "relationships")
-    assert said(heard, ada.id)
-    assert said(heard, acme.id)
+    assert said(log.statements, "relationships")
+    assert said(log.statements, ada.id)
+    assert said(log.statements, acme.id)
 
 
 @pytest.mark.parametrize(
@@ -199,7 +198,5 @@ def test_a_statement_log_keeps_sql_params_and_notes() -> None:
     log("SELECT ?", [np.ones(4, dtype=np.float32)])
     log.note("scanned in memory")
 
-    assert [s.model_dump() for s in log.statements] == [
-        {"sql": "SELECT ?", "params": ["<vector 4 float32>"]}
-    ]
+    assert log.statements == [Statement(sql="SELECT ?", params=["<vector 4 float32>"])]
     assert log.notes == ["scanned in memory"]

@@ -19,7 +19,10 @@ from kgsearch.search.fusion import Fused
 from kgsearch.search.legs import Legs
 from kgsearch.search.plan import Plan
 from kgsearch.search.request import (
+    Explain,
+    FusedHit,
     GraphResult,
+    LegRank,
     RelationshipResult,
     SearchRequest,
     SearchResponse,
@@ -131,7 +134,7 @@ def results(
     return out
 
 
-def explain(request: SearchRequest, response: SearchResponse, traces: Traces) -> dict[str, Any]:
+def explain(request: SearchRequest, response: SearchResponse, traces: Traces) -> Explain:
     """A search's work: each leg's ranked hits and scores, the fused order, and the SQL
     each stage ran.
 
@@ -141,31 +144,23 @@ def explain(request: SearchRequest, response: SearchResponse, traces: Traces) ->
         traces: The statements and notes each stage reported.
 
     Returns:
-        ``request``, ``legs`` (top hits per leg), ``fused`` (the results with the legs
-        that found them), ``metadata``, ``statements`` (per stage: the type-hint lookup,
-        each leg, the graph stage, hydration) and ``notes`` (work done outside SQL, per
-        stage that did any).
+        The explanation (see :class:`~kgsearch.search.request.Explain`).
     """
-    legs = (response.debug or {}).get("fusion_details", {}).get("legs", {})
+    legs: dict[str, list[dict[str, Any]]] = (
+        (response.debug or {}).get("fusion_details", {}).get("legs", {})
+    )
     logs = traces.ordered(["type_hint", *legs])
-    return {
-        "request": request.model_dump(mode="json", by_alias=True),
-        "legs": legs,
-        "fused": [
-            {
-                "type": r.type,
-                "id": r.id,
-                "score": r.score,
-                "found_by": [f.model_dump() for f in r.found_by],
-            }
+    return Explain(
+        request=request,
+        legs={name: [LegRank(**hit) for hit in hits] for name, hits in legs.items()},
+        fused=[
+            FusedHit(type=r.type, id=r.id, score=r.score, found_by=r.found_by)
             for r in response.results
         ],
-        "metadata": response.metadata,
-        "statements": {
-            name: [s.model_dump(mode="json") for s in log.statements] for name, log in logs
-        },
-        "notes": {name: log.notes for name, log in logs if log.notes},
-    }
+        metadata=response.metadata,
+        statements={name: log.statements for name, log in logs},
+        notes={name: log.notes for name, log in logs if log.notes},
+    )
 
 
 def _metadata(
