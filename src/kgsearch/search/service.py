@@ -6,16 +6,23 @@ a query embedder at all (nothing embedded yet: the vector legs are skipped) and 
 that it is the model the vectors were made with; then the request, a
 :class:`~kgsearch.search.request.SearchRequest` or a query string with options, runs
 through :func:`~kgsearch.search.pipeline.run_search`.
+
+The store info is read once per engine, not per search, so a long-running server would
+not notice another process switching the store to another model. It is therefore read
+again once it is :data:`INFO_TTL_SECONDS` old (on the next search, which then costs one
+more store call), and at once when a search fails with ``DimensionMismatch``: if the
+model changed, the search fails with the model check's ``ConfigError`` instead.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kgsearch.embed.base import Embedder, Vector
-from kgsearch.errors import ConfigError, InvalidRequest
+from kgsearch.errors import ConfigError, DimensionMismatch, InvalidRequest
 from kgsearch.search.context import format_context
 from kgsearch.search.pipeline import SearchContext, run_search
 from kgsearch.search.request import (
@@ -30,28 +37,53 @@ from kgsearch.search.response import explain as explained
 from kgsearch.search.statements import Traces
 from kgsearch.store.base import Lifecycle, Store, StoreInfo
 
-__all__ = ["SearchSetup", "StoreInfoCache", "context", "explain", "search", "search_request"]
+__all__ = [
+    "INFO_TTL_SECONDS",
+    "SearchSetup",
+    "StoreInfoCache",
+    "context",
+    "explain",
+    "search",
+    "search_request",
+]
+
+# How long a search trusts the store info it read: another process's switch of model
+# shows after at most this long (sooner when the dimensions changed too).
+INFO_TTL_SECONDS = 5.0
 
 
 class StoreInfoCache:
     """The store's info, read once per engine rather than per search.
 
     It is read again while nothing is embedded (the first embedding run records the
-    model) and after :meth:`forget` (the engine switched models).
+    model), once it is ``ttl`` seconds old, and after :meth:`forget` (the engine
+    switched models, or a search met vectors of other dimensions).
 
     Args:
         store: The store described.
+        ttl: Seconds the info is trusted.
+        clock: Monotonic seconds (tests pass their own).
     """
 
-    def __init__(self, store: Lifecycle) -> None:
+    def __init__(
+        self,
+        store: Lifecycle,
+        *,
+        ttl: float = INFO_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.store = store
+        self.ttl = ttl
+        self.clock = clock
         self._info: StoreInfo | None = None
+        self._read_at = 0.0
 
     def get(self) -> StoreInfo:
-        """The store's info (read from the store only when needed, see above)."""
-        info = self._info
-        if info is None or info.embedding_model is None:
+        """The store's info (read from the store only when due, see above)."""
+        info, now = self._info, self.clock()
+        if info is None or info.embedding_model is None or now - self._read_at >= self.ttl:
             info = self._info = self.store.info()
+            self._read_at = now
         return info
 
     def forget(self) -> None:
@@ -133,7 +165,7 @@ def search(
         InvalidRequest: The request is malformed.
         ConfigError: The embedder does not match the store's vectors.
     """
-    return run_search(search_context(setup), search_request(request, options))
+    return _run(setup, search_request(request, options))
 
 
 def explain(
@@ -152,7 +184,21 @@ def explain(
     """
     req = search_request(request, options).model_copy(update={"include_debug": True})
     traces = Traces()
-    return explained(req, run_search(search_context(setup), req, traces), traces)
+    return explained(req, _run(setup, req, traces), traces)
+
+
+def _run(
+    setup: SearchSetup, request: SearchRequest, traces: Traces | None = None
+) -> SearchResponse:
+    """Run the search; after ``DimensionMismatch``, check the model against fresh info."""
+    try:
+        return run_search(search_context(setup), request, traces)
+    except DimensionMismatch:
+        # another process may have switched the store to another model since the info
+        # was read: say so (ConfigError) rather than only that the dimensions differ
+        setup.info.forget()
+        search_context(setup)
+        raise
 
 
 def context(
