@@ -1,12 +1,13 @@
 """A real uvicorn server in a thread for the REST, MCP-over-HTTP and parity tests.
 
 ``LiveServer(app).start()`` serves an ASGI app on 127.0.0.1 with port 0 (the OS picks
-a free port) and returns the base URL; ``stop()`` shuts it down. ``client`` and
-``wait_for`` are small helpers shared by those tests.
+a free port) and returns the base URL; ``stop()`` shuts it down. ``client``,
+``wait_for`` and ``child_env`` are small helpers shared by those tests.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-__all__ = ["LiveServer", "client", "wait_for"]
+__all__ = ["LiveServer", "child_env", "client", "wait_for"]
 
 
 class LiveServer:
@@ -51,6 +52,14 @@ def client(base_url: str, key: str | None = None, **headers: str) -> httpx.Clien
         headers["Authorization"] = f"Bearer {key}"
     # Plain HTTP on loopback: skip building a TLS context (~0.1 s per client).
     return httpx.Client(base_url=base_url, headers=headers, timeout=30, verify=False)
+
+
+def child_env(**variables: str) -> dict[str, str]:
+    """The environment of a ``python -m kgsearch`` child started by the MCP SDK's stdio
+    client, which passes on only a few variables of its own: ``variables`` and this
+    process's PYTHONPATH, so that the child imports the kgsearch under test."""
+    path = os.environ.get("PYTHONPATH")
+    return {**variables, **({"PYTHONPATH": path} if path else {})}
 
 
 def wait_for(check: Callable[[], bool], timeout: float = 10.0) -> None:

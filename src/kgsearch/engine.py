@@ -19,8 +19,8 @@ from typing import Any, Literal
 from kgsearch import keys, reads
 from kgsearch.config import Settings
 from kgsearch.embed import create_embedder
-from kgsearch.embed.base import Embedder, Vector
-from kgsearch.errors import ConfigError, InvalidRequest
+from kgsearch.embed.base import Embedder
+from kgsearch.errors import InvalidRequest
 from kgsearch.io.exporter import export
 from kgsearch.io.importer import ImportProgress, import_files
 from kgsearch.keys import ApiKey
@@ -37,7 +37,9 @@ from kgsearch.model import (
     Filters,
     GraphObject,
     Kind,
+    Mentioned,
     MentionIn,
+    Neighborhood,
     ObjectIn,
     Page,
     Preview,
@@ -45,17 +47,17 @@ from kgsearch.model import (
     RelationshipIn,
     Source,
     SourceIn,
+    SourceMentions,
     Stats,
     TextAdded,
 )
-from kgsearch.search.context import format_context
+from kgsearch.search import service as searching
 from kgsearch.search.lookups import mentioned_by, neighborhood, sources_mentioning
-from kgsearch.search.pipeline import SearchContext, run_search
-from kgsearch.search.request import SearchRequest, SearchResponse, validate_request
+from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchResponse
 from kgsearch.search.rerank import CrossEncoder
-from kgsearch.search.response import explain
+from kgsearch.search.service import SearchSetup, StoreInfoCache
 from kgsearch.store import connect
-from kgsearch.store.base import Neighbor, Store, StoreInfo
+from kgsearch.store.base import Neighbor, Store
 from kgsearch.text import EnrichmentConfig, load_enrichment_config
 from kgsearch.writes import graph as graph_writes
 from kgsearch.writes import text as text_writes
@@ -106,7 +108,7 @@ class Engine:
             graph_aware = embedding.recorded_graph_aware(store)
         self.graph_aware = graph_aware
         self._rules: TextRules | None = None
-        self._store_info: StoreInfo | None = None  # read on first search, see _info()
+        self._info = StoreInfoCache(store)
 
     @classmethod
     def from_settings(
@@ -481,7 +483,7 @@ class Engine:
         self.store.set_embedding_model(embedder.model_id, embedder.dims, replace=True)
         self._embedder = embedder
         self._rules = None
-        self._store_info = None
+        self._info.forget()
 
     def set_graph_aware(self, graph_aware: bool) -> None:
         """Switch between graph-aware and plain object text (rows re-embed as needed)."""
@@ -506,31 +508,6 @@ class Engine:
         return embedding.texts_fingerprint(self.enrichment, self.graph_aware)
 
     # search ------------------------------------------------------------------
-    def _info(self) -> StoreInfo:
-        """The store's info, read once per engine rather than per search. It is read
-        again while nothing is embedded (the first embedding run records the model)
-        and after :meth:`switch_model`."""
-        info = self._store_info
-        if info is None or info.embedding_model is None:
-            info = self._store_info = self.store.info()
-        return info
-
-    def _search_context(self, project: str | None) -> SearchContext:
-        embed_query: Callable[[str], Vector] | None
-        info = self._info()
-        if info.embedding_model is None:
-            embed_query = None  # nothing embedded yet: vector legs have nothing to find
-        else:
-            embedder = self.embedder
-            if info.embedding_model != embedder.model_id:
-                raise ConfigError(
-                    f"the store was embedded with {info.embedding_model}, but the engine "
-                    f"uses {embedder.model_id}; pass the same model or re-embed with "
-                    "`kgsearch embed generate --model ... --force`"
-                )
-            embed_query = embedder.embed_query
-        return SearchContext(self.store, self._p(project), embed_query, self.cross_encoder)
-
     def search(
         self, request: SearchRequest | str, *, project: str | None = None, **options: Any
     ) -> SearchResponse:
@@ -544,14 +521,14 @@ class Engine:
         Raises:
             InvalidRequest: The request is malformed.
         """
-        return run_search(self._search_context(project), _request(request, options))
+        return searching.search(self._searching(project), request, options)
 
     def explain(
         self, request: SearchRequest | str, *, project: str | None = None, **options: Any
-    ) -> dict[str, Any]:
-        """Show a search's work: each leg's ranked hits and scores, and the fused order."""
-        req = _request(request, options).model_copy(update={"include_debug": True})
-        return explain(req, run_search(self._search_context(project), req))
+    ) -> Explain:
+        """Show a search's work: each leg's ranked hits and scores, the fused order and
+        the SQL each stage ran (with its parameters)."""
+        return searching.explain(self._searching(project), request, options)
 
     def context(
         self,
@@ -560,20 +537,14 @@ class Engine:
         max_tokens: int = 1000,
         project: str | None = None,
         **options: Any,
-    ) -> dict[str, Any]:
+    ) -> RagContext:
         """RAG context: the search's hits as prompt lines within ``max_tokens``."""
-        if not 1 <= max_tokens <= 100_000:
-            raise InvalidRequest("max_tokens must be between 1 and 100000")
-        response = self.search(request, project=project, **options)
-        text = format_context(
-            response.results, max_tokens=max_tokens, count_tokens=self.embedder.count_tokens
+        return searching.context(self._searching(project), request, options, max_tokens)
+
+    def _searching(self, project: str | None) -> SearchSetup:
+        return SearchSetup(
+            self.store, self._p(project), self._info, lambda: self.embedder, self.cross_encoder
         )
-        return {
-            "context": text,
-            "tokens": self.embedder.count_tokens(text) if text else 0,
-            "results": len(response.results),
-            "metadata": response.metadata,
-        }
 
     # lookups (seed 002) ------------------------------------------------------
     def mentioned_by(
@@ -582,11 +553,9 @@ class Engine:
         source_ids: Sequence[str] = (),
         chunk_ids: Sequence[str] = (),
         project: str | None = None,
-    ) -> dict[str, list[Any]]:
+    ) -> Mentioned:
         """What the given live sources/chunks mention: objects and relationships."""
-        return mentioned_by(
-            self.store, self._p(project), source_ids=source_ids, chunk_ids=chunk_ids
-        )
+        return mentioned_by(self.store, self._p(project), source_ids, chunk_ids)
 
     def sources_mentioning(
         self,
@@ -594,12 +563,10 @@ class Engine:
         object_ids: Sequence[str] = (),
         relationship_ids: Sequence[str] = (),
         project: str | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[SourceMentions]:
         """Sources that mention the given objects/relationships, most mentions first
         (citations)."""
-        return sources_mentioning(
-            self.store, self._p(project), object_ids=object_ids, relationship_ids=relationship_ids
-        )
+        return sources_mentioning(self.store, self._p(project), object_ids, relationship_ids)
 
     def neighborhood(
         self,
@@ -609,21 +576,14 @@ class Engine:
         depth: int = 1,
         direction: Literal["out", "in", "both"] = "both",
         relationship_types: Sequence[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Neighborhood:
         """An object's neighbours within ``depth`` hops: each with its hop count, the
         relationship that reached it and the object itself.
 
         Raises:
             NotFound: No live object has this id.
         """
-        return neighborhood(
-            self.store,
-            self._p(project),
-            id,
-            depth=depth,
-            direction=direction,
-            relationship_types=relationship_types,
-        )
+        return neighborhood(self.store, self._p(project), id, depth, direction, relationship_types)
 
     # import / export ---------------------------------------------------------
     def import_files(
@@ -674,13 +634,3 @@ class Engine:
             Unauthorized: Malformed, unknown or revoked key.
         """
         return keys.authenticate(self.store, key)
-
-
-def _request(request: SearchRequest | str, options: dict[str, Any]) -> SearchRequest:
-    if isinstance(request, SearchRequest) and not options:
-        return request
-    if isinstance(request, SearchRequest):
-        fields = {**request.model_dump(exclude_unset=True), **options}
-    else:
-        fields = {"query": request, **options}
-    return validate_request(fields)

@@ -1,5 +1,6 @@
-"""Public value types: graph rows, their inputs, embedding state, search hits and the
-engine's reports (stats, stored text, previews, embedding status and runs).
+"""Public value types: graph rows, their inputs, embedding state, search hits, lookups
+(mentions, neighbourhoods) and the engine's reports (stats, stored text, previews,
+embedding status and runs).
 
 All models are frozen pydantic v2 models that reject unknown fields, so the same
 classes serve as library return values, REST bodies and MCP tool schemas; their JSON
@@ -39,6 +40,9 @@ __all__ = [
     "LegHit",
     "Mention",
     "MentionIn",
+    "Mentioned",
+    "NeighborObject",
+    "Neighborhood",
     "ObjectIn",
     "ObjectRef",
     "Page",
@@ -47,6 +51,7 @@ __all__ = [
     "RelationshipIn",
     "Source",
     "SourceIn",
+    "SourceMentions",
     "Stats",
     "TextAdded",
     "display_name",
@@ -315,6 +320,43 @@ class Filters(_Frozen):
     properties: dict[str, str | int | float | bool] | None = None
     as_of: datetime | None = None
     embedded_only: bool = False
+
+
+class Mentioned(_Frozen):
+    """What some sources or chunks mention (:meth:`kgsearch.Engine.mentioned_by`)."""
+
+    objects: list[GraphObject]
+    relationships: list[Relationship]
+
+
+class SourceMentions(_Frozen):
+    """A source and how many of its mention links name what was asked about."""
+
+    source: Source
+    mentions: int
+
+
+class NeighborObject(_Frozen):
+    """An object near the centre of a neighbourhood.
+
+    Attributes:
+        id: The object's id.
+        depth: Hops from the centre.
+        via: The relationship that reached it.
+        object: The object itself.
+    """
+
+    id: str
+    depth: int
+    via: str
+    object: GraphObject
+
+
+class Neighborhood(_Frozen):
+    """An object's neighbours within some hops (:meth:`kgsearch.Engine.neighborhood`)."""
+
+    id: str
+    neighbors: list[NeighborObject]
 
 
 class TextAdded(_Frozen):

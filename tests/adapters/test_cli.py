@@ -366,12 +366,14 @@ def test_search_explain_shows_legs_and_fused_order(run: Cli) -> None:
     assert result.exit_code == 0
     assert "leg objects:bm25" in result.stdout
     assert "fused order" in result.stdout
+    assert "SELECT" in result.stdout
 
 
 def test_search_explain_json_has_legs_and_fused(run: Cli) -> None:
     run.embedded()
     value = run.json("search", "Ada", "--explain")
-    assert sorted(value) == ["fused", "legs", "metadata", "request"]
+    assert sorted(value) == ["fused", "legs", "metadata", "notes", "request", "statements"]
+    assert any("objects" in s["sql"] for s in value["statements"]["objects:bm25"])
     assert sorted(value["legs"]) == [
         "chunks:bm25",
         "chunks:vector",

@@ -4,8 +4,10 @@ Reads run against one seeded store: the library call (its result as JSON), the C
 through click's runner, the REST API on a real uvicorn server and the MCP server
 over stdio with the SDK client. Writes start from identical copies of the store, one
 per surface. Only what legitimately differs between two runs is normalised: search
-timings (``executionTime``) and row timestamps. The CLI has no write commands and no
-neighbours command, so those operations compare three surfaces.
+timings (``executionTime``), row timestamps, and explain's statements down to the
+stages that ran them (which statements run depends on what the process has cached).
+The CLI has no write commands and no neighbours command, so those operations compare
+three surfaces.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import anyio
 import pytest
 from click.testing import CliRunner
-from live_server import LiveServer, client
+from live_server import LiveServer, child_env, client
 from mcp import Client, StdioServerParameters
 from pydantic_core import to_jsonable_python
 
@@ -53,15 +55,21 @@ NEW_TEXT = "Grace Hopper wrote the first compiler.\n\nAda wrote the first progra
 
 
 def normalise(value: Any) -> Any:
-    """Drop what differs between two identical calls: timings and row timestamps."""
+    """Drop what differs between two identical calls: timings, row timestamps and the
+    statements each explained stage ran (cache reads come and go)."""
     if isinstance(value, dict):
-        return {
-            k: "<t>" if k in ("executionTime", "created_at", "updated_at") else normalise(v)
-            for k, v in value.items()
-        }
+        return {k: _normalise_field(k, v) for k, v in value.items()}
     if isinstance(value, list):
         return [normalise(v) for v in value]
     return value
+
+
+def _normalise_field(name: str, value: Any) -> Any:
+    if name in ("executionTime", "created_at", "updated_at"):
+        return "<t>"
+    if name == "statements":
+        return sorted(value)  # the stages traced: the same on every surface
+    return normalise(value)
 
 
 def seed(path: Path) -> dict[str, str]:
@@ -213,7 +221,7 @@ def mcp(path: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "kgsearch", "--db", str(path), "--project", P, "mcp", "--no-worker"],
-        env=ENV,
+        env=child_env(**ENV),
     )
 
     async def run() -> list[Any]:

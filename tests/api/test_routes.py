@@ -419,6 +419,7 @@ def test_explain_shows_legs_and_the_fused_order(seeded: httpx.Client) -> None:
     assert "objects:vector" in body["legs"]
     assert body["fused"][0]["found_by"]
     assert body["request"]["query"] == "Ada"
+    assert any("ada" in str(s["params"]).lower() for s in body["statements"]["objects:bm25"])
 
 
 # embeddings ---------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
+from live_server import child_env
 from mcp import Client, StdioServerParameters
 
 from kgsearch import ChunkIn, Engine, ObjectIn, RelationshipIn, SourceIn, connect
@@ -63,7 +64,7 @@ def session(
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "kgsearch", "--db", str(db), "--project", "alpha", "mcp", *args],
-        env={"KGSEARCH_EMBED__MODEL": "fake:32"},
+        env=child_env(KGSEARCH_EMBED__MODEL="fake:32"),
     )
 
     async def run() -> dict[str, Any]:
@@ -147,6 +148,7 @@ def test_context_returns_prompt_lines(full: dict[str, Any]) -> None:
 
 def test_explain_returns_the_legs(full: dict[str, Any]) -> None:
     assert "objects:vector" in full["explain"][1]["legs"]
+    assert any("objects" in s["sql"] for s in full["explain"][1]["statements"]["objects:bm25"])
 
 
 def test_get_object_by_type_and_key(full: dict[str, Any], db: tuple[Path, dict[str, str]]) -> None:

@@ -193,8 +193,8 @@ def test_engine_context_formats_the_search_results(engine: Engine) -> None:
     _graph(engine)
     value = engine.context("Ada Lovelace Acme", max_tokens=1000)
     results = engine.search("Ada Lovelace Acme").results
-    assert value["context"] == "\n".join(format_line(r) for r in results)
-    assert value["results"] == len(results)
+    assert value.context == "\n".join(format_line(r) for r in results)
+    assert value.results == len(results)
 
 
 @pytest.mark.parametrize("budget", [1, 3, 5, 8, 13, 21])
@@ -202,9 +202,9 @@ def test_engine_context_respects_the_embedders_token_budget(engine: Engine, budg
     _graph(engine)
     value = engine.context("Ada Lovelace Acme", max_tokens=budget)
     count = FakeEmbedder(32).count_tokens
-    assert value["tokens"] == count(value["context"])
-    assert value["tokens"] <= budget
-    assert value["context"] == format_context(
+    assert value.tokens == count(value.context)
+    assert value.tokens <= budget
+    assert value.context == format_context(
         engine.search("Ada Lovelace Acme").results, max_tokens=budget, count_tokens=count
     )
 
@@ -212,7 +212,7 @@ def test_engine_context_respects_the_embedders_token_budget(engine: Engine, budg
 def test_engine_context_includes_the_search_metadata(engine: Engine) -> None:
     _graph(engine)
     value = engine.context("Ada", max_tokens=50, result_types="text")
-    assert (value["metadata"]["totalResults"], value["metadata"]["textResultCount"]) == (1, 1)
+    assert (value.metadata["totalResults"], value.metadata["textResultCount"]) == (1, 1)
 
 
 @pytest.mark.parametrize("budget", [0, 100_001])
@@ -223,4 +223,4 @@ def test_engine_context_rejects_an_out_of_range_budget(engine: Engine, budget: i
 
 def test_engine_context_of_an_empty_store_is_empty(engine: Engine) -> None:
     value = engine.context("Ada", max_tokens=50)
-    assert (value["context"], value["tokens"], value["results"]) == ("", 0, 0)
+    assert (value.context, value.tokens, value.results) == ("", 0, 0)

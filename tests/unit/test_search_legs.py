@@ -12,7 +12,7 @@ from networkx.algorithms.link_analysis.pagerank_alg import _pagerank_python
 
 from kgsearch.engine import Engine
 from kgsearch.model import ChunkIn, ObjectIn, RelationshipIn, SourceIn
-from kgsearch.search.request import ScopeConfig, SearchResponse
+from kgsearch.search.request import LegRank, ScopeConfig, SearchResponse
 from kgsearch.testing import FakeEmbedder
 
 BM25 = ScopeConfig(methods=["bm25"])
@@ -422,14 +422,14 @@ def test_explain_returns_each_legs_ranked_hits_and_the_fused_order(engine: Engin
     explained = engine.explain("zeta", **options)
     response = engine.search("zeta", **options)
     scores = {r.id: r.found_by[0].score for r in response.results}
-    assert explained["legs"] == {
+    assert explained.legs == {
         "objects:bm25": [
-            {"key": f"object:{ids[k]}", "rank": rank, "score": scores[ids[k]]}
+            LegRank(key=f"object:{ids[k]}", rank=rank, score=scores[ids[k]])
             for rank, k in enumerate(["three", "two", "one"], 1)
         ],
         "objects:name": [],  # no key is "zeta"
-        "graph:bfs": [{"key": f"object:{ids['three']}", "rank": 1, "score": 1.0}],
+        "graph:bfs": [LegRank(key=f"object:{ids['three']}", rank=1, score=1.0)],
     }
-    assert [(f["type"], f["id"], f["score"]) for f in explained["fused"]] == [
+    assert [(f.type, f.id, f.score) for f in explained.fused] == [
         ("graph", r.id, r.score) for r in response.results
     ]

@@ -2,7 +2,9 @@
 
 A search reads in a fixed number of batched calls whatever its pool size: default
 ≤ 10, with chunks and their mentions in the pool ≤ 12, with the ``mentions``
-reranker ≤ 14, and the same count at limit 5 and 50 or with 10 and 100 chunks.
+reranker ≤ 14, and the same count at limit 5 and 50 or with 10 and 100 chunks. The
+engines' clocks are frozen, so the store info's re-read once it is stale never lands
+inside a counted search; one test moves the clock on to count that re-read.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 
 from kgsearch.engine import Engine
 from kgsearch.model import ChunkIn, MentionIn, ObjectIn, RelationshipIn, SourceIn
+from kgsearch.search.service import INFO_TTL_SECONDS
 from kgsearch.store import connect
 from kgsearch.store.base import Store
 from kgsearch.testing import FakeEmbedder
@@ -60,6 +63,7 @@ def filled(store: Store, chunks: int) -> tuple[Engine, CountingStore, str]:
     chunks and mentions; returns it with the proxy and the id of a centre object."""
     counting = CountingStore(store)
     engine = Engine(cast(Store, counting), embedder=FakeEmbedder(16))
+    engine._info.clock = lambda: 0.0  # the store info never goes stale in these tests
     objects = engine.add_objects(
         [
             ObjectIn(type="Film", key=f"f{i}", properties={"name": f"{w} film {WORDS[i % 3]}"})
@@ -103,6 +107,24 @@ def test_store_info_is_read_once_per_engine(store: Store) -> None:
     for query in ("alpha", "bravo", "golf"):
         engine.search(query)
     assert "info" not in counting.calls
+
+
+def test_store_info_is_read_again_once_it_is_stale(store: Store) -> None:
+    engine, counting, _ = filled(store, chunks=0)
+    now = 0.0
+    engine._info.clock = lambda: now
+
+    now = INFO_TTL_SECONDS - 0.1
+    fresh = counting.searched(engine, "alpha film")
+    now = INFO_TTL_SECONDS
+    stale = counting.searched(engine, "alpha film")
+    again = counting.searched(engine, "alpha film")
+
+    assert (fresh, stale, again) == (
+        {**BASE_LEGS, **ROWS},
+        {**BASE_LEGS, **ROWS, "info": 1},
+        {**BASE_LEGS, **ROWS},
+    )
 
 
 def test_default_search_reads_the_legs_and_one_batch_of_rows(store: Store) -> None:

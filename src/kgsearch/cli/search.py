@@ -6,10 +6,11 @@ import json
 from typing import Any
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from kgsearch.cli.common import State, emit, engine_from, handle_errors, out, pass_state
-from kgsearch.search.request import RECIPES, SearchResponse
+from kgsearch.search.request import RECIPES, Explain, SearchResponse
 
 __all__ = ["context", "search"]
 
@@ -75,7 +76,7 @@ def _options(func: Any) -> Any:
     "--explain",
     "explain",
     is_flag=True,
-    help="Show each leg's ranked hits and scores, then the fused order.",
+    help="Show each leg's ranked hits and scores, the fused order and the SQL each stage ran.",
 )
 @pass_state
 @handle_errors
@@ -113,7 +114,7 @@ def context(state: State, /, query: str, max_tokens: int, **options: Any) -> Non
     request = _build(query, **options)
     with engine_from(state) as engine:
         value = engine.context(request.pop("query"), max_tokens=max_tokens, **request)
-    emit(state, value, lambda v: out.print(v["context"], markup=False))
+    emit(state, value, lambda v: out.print(v.context, markup=False))
 
 
 def _build(
@@ -171,19 +172,27 @@ def _render_results(response: SearchResponse) -> None:
         out.print_json(json.dumps(response.debug["score_distribution"]))
 
 
-def _render_explain(value: dict[str, Any]) -> None:
-    for leg, hits in value["legs"].items():
+def _render_explain(value: Explain) -> None:
+    for leg, hits in value.legs.items():
         table = Table("rank", "hit", "score", title=f"leg {leg}")
         for h in hits[:10]:
-            table.add_row(str(h["rank"]), h["key"], f"{h['score']:.4f}")
+            table.add_row(str(h.rank), h.key, f"{h.score:.4f}")
         out.print(table)
     table = Table("#", "type", "id", "fused score", "found by", title="fused order")
-    for i, r in enumerate(value["fused"], 1):
+    for i, r in enumerate(value.fused, 1):
         table.add_row(
             str(i),
-            r["type"],
-            r["id"],
-            f"{r['score']:.5f}",
-            ", ".join(f"{f['leg']}#{f['rank']}" for f in r["found_by"]),
+            r.type,
+            r.id,
+            f"{r.score:.5f}",
+            ", ".join(f"{f.leg}#{f.rank}" for f in r.found_by),
         )
     out.print(table)
+    for stage, statements in value.statements.items():
+        out.print(f"[bold]{stage}[/]")
+        for s in statements:
+            sql = " ".join(s.sql.split())  # the store's SQL keeps its line breaks
+            params = json.dumps(s.params, ensure_ascii=False, default=str)
+            out.print(f"  {escape(sql)}  [dim]{escape(params)}[/]", highlight=False)
+        for text in value.notes.get(stage, []):
+            out.print(f"  [italic]-- {escape(text)}[/]", highlight=False)

@@ -23,7 +23,7 @@ from kgsearch.search.legs import key, split_key
 from kgsearch.search.plan import Plan, QueryVectors
 from kgsearch.search.rerank import Candidate
 from kgsearch.search.rows import Rows
-from kgsearch.store.base import Store
+from kgsearch.store.base import Store, Trace
 
 __all__ = ["hydrate"]
 
@@ -32,7 +32,12 @@ _MAX_HOPS = 3
 
 
 def hydrate(
-    store: Store, plan: Plan, fused: Sequence[Fused], rows: Rows, query: QueryVectors
+    store: Store,
+    plan: Plan,
+    fused: Sequence[Fused],
+    rows: Rows,
+    query: QueryVectors,
+    trace: Trace | None = None,
 ) -> list[Candidate]:
     """Candidates for the top of ``fused``, each with what reranking needs.
 
@@ -42,6 +47,7 @@ def hydrate(
         fused: The fused hits, best first.
         rows: The search's rows (those the graph legs read are reused).
         query: The query vectors (MMR needs one to read candidate vectors).
+        trace: Hears the statements of every read (an explained search).
 
     Returns:
         One candidate per pooled hit whose row is still live, in fused order.
@@ -52,19 +58,20 @@ def hydrate(
     pool = fused[: plan.pool_size]
     ids = _ids_by_kind(pool)
     center = plan.request.center_id if plan.reranker == "node_distance" else None
-    mentions = _mentions(store, rows.project, plan, ids)
+    mentions = _mentions(store, rows.project, plan, ids, trace)
     if Kind.OBJECT in plan.pool_kinds or center is not None:
-        objects = rows.objects([*ids[Kind.OBJECT], *([center] if center else [])])
+        objects = rows.objects([*ids[Kind.OBJECT], *([center] if center else [])], trace)
         if center is not None and center not in objects:
             raise InvalidRequest(f"center_id {center!r} is not an object of this project")
     if Kind.RELATIONSHIP in plan.pool_kinds:
-        rows.relationships(ids[Kind.RELATIONSHIP])
+        rows.relationships(ids[Kind.RELATIONSHIP], trace)
     chunks: dict[str, Chunk] = {}
     if Kind.CHUNK in plan.pool_kinds or plan.reranker == "mentions":
         # one read for the pool's chunks and the chunks behind the counted mentions
-        chunks = rows.chunks([*ids[Kind.CHUNK], *(m.chunk_id for m in mentions if m.chunk_id)])
+        wanted = [*ids[Kind.CHUNK], *(m.chunk_id for m in mentions if m.chunk_id)]
+        chunks = rows.chunks(wanted, trace)
     found = rows.by_key(f.key for f in pool)
-    vectors = _vectors(store, rows.project, plan, query, ids)
+    vectors = _vectors(store, rows.project, plan, query, ids, trace)
     touches = _chunk_objects(mentions, ids[Kind.CHUNK])
     candidates = [
         Candidate(
@@ -79,9 +86,9 @@ def hydrate(
         if (row := found.get(f.key)) is not None
     ]
     if center is not None:
-        candidates = _with_hops(store, rows.project, center, candidates)
+        candidates = _with_hops(store, rows.project, center, candidates, trace)
     if plan.reranker == "mentions":
-        candidates = _with_sources(store, rows.project, mentions, chunks, candidates)
+        candidates = _with_sources(store, rows.project, mentions, chunks, candidates, trace)
     return candidates
 
 
@@ -95,7 +102,11 @@ def _ids_by_kind(pool: Sequence[Fused]) -> dict[Kind, list[str]]:
 
 
 def _mentions(
-    store: Store, project: str, plan: Plan, ids: Mapping[Kind, Sequence[str]]
+    store: Store,
+    project: str,
+    plan: Plan,
+    ids: Mapping[Kind, Sequence[str]],
+    trace: Trace | None,
 ) -> list[Mention]:
     """The one mention read: the pooled chunks' links when node_distance needs the
     objects a chunk touches, and the pooled objects' and relationships' links for the
@@ -109,6 +120,7 @@ def _mentions(
         chunk_ids=ids[Kind.CHUNK] if touches else [],
         object_ids=ids[Kind.OBJECT] if counted else [],
         relationship_ids=ids[Kind.RELATIONSHIP] if counted else [],
+        trace=trace,
     )
 
 
@@ -148,6 +160,7 @@ def _vectors(
     plan: Plan,
     query: QueryVectors,
     ids: Mapping[Kind, Sequence[str]],
+    trace: Trace | None,
 ) -> dict[str, Any]:
     """Stored vectors by key for MMR, one call per pool kind; none without a query
     vector (MMR is then skipped)."""
@@ -155,16 +168,21 @@ def _vectors(
         return {}
     vectors: dict[str, Any] = {}
     for kind in plan.pool_kinds:
-        for id, vector in store.vectors(project, kind, ids[kind]).items():
+        for id, vector in store.vectors(project, kind, ids[kind], trace=trace).items():
             vectors[key(kind, id)] = vector
     return vectors
 
 
 def _with_hops(
-    store: Store, project: str, center: str, candidates: Sequence[Candidate]
+    store: Store,
+    project: str,
+    center: str,
+    candidates: Sequence[Candidate],
+    trace: Trace | None,
 ) -> list[Candidate]:
     """Candidates with their hop count from ``center``: one traversal for all of them."""
-    hops = {n.id: n.depth for n in store.neighbors(project, [center], depth=_MAX_HOPS)}
+    found = store.neighbors(project, [center], depth=_MAX_HOPS, trace=trace)
+    hops = {n.id: n.depth for n in found}
     hops[center] = 0
     out = []
     for c in candidates:
@@ -179,6 +197,7 @@ def _with_sources(
     mentions: Sequence[Mention],
     chunks: Mapping[str, Chunk],
     candidates: Sequence[Candidate],
+    trace: Trace | None,
 ) -> list[Candidate]:
     """Candidates with how many distinct live sources mention them (one read of the
     sources); a chunk without a source counts as a source of its own."""
@@ -194,7 +213,7 @@ def _with_sources(
     for c in candidates:  # chunk hits have no mentions here: they count 0
         named[c.key], orphans[c.key] = _sources_of(by_key.get(c.key, []), chunks)
     every = sorted({s for found in named.values() for s in found})
-    live = {s.id for s in store.get_sources(project, every)}
+    live = {s.id for s in store.get_sources(project, every, trace=trace)}
     return [replace(c, sources=len(named[c.key] & live) + len(orphans[c.key])) for c in candidates]
 
 

@@ -5,7 +5,10 @@ Vector, BM25 and name legs call the store's primitives with the request's filter
 the filters act inside each leg. Graph legs (BFS, personalized PageRank) start from
 given origins or from the other legs' top hits ("land and expand"); the rows they read
 go into the search's :class:`~kgsearch.search.rows.Rows`, where the filters and later
-hydration find them without reading again.
+hydration find them without reading again. When the search is explained, each leg's
+store calls report their statements to the leg's log (see ``statements.py``); the
+graph stage's go to ``graph:bfs`` or ``graph:ppr`` and the type-hint lookup's to
+``type_hint``.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from kgsearch.search.plan import Plan, Vector
 from kgsearch.search.ppr import personalized_pagerank
 from kgsearch.search.request import SearchRequest
 from kgsearch.search.rows import Rows
-from kgsearch.store.base import Store
+from kgsearch.search.statements import Traces, log_of
+from kgsearch.store.base import Store, Trace
 from kgsearch.text.fields import normalize_tag
 
 __all__ = ["Legs", "graph_legs", "key", "scope_legs", "split_key"]
@@ -82,7 +86,11 @@ class _Jobs:
 
 
 def scope_legs(
-    store: Store, project: str, plan: Plan, vectors: Mapping[Kind, Vector | None]
+    store: Store,
+    project: str,
+    plan: Plan,
+    vectors: Mapping[Kind, Vector | None],
+    traces: Traces | None = None,
 ) -> Legs:
     """Run the vector, BM25 and name legs of every searched scope.
 
@@ -91,6 +99,7 @@ def scope_legs(
         project: The project searched.
         plan: The search plan (scopes, methods, candidate counts).
         vectors: The query vector per scope; a scope without one skips its vector leg.
+        traces: Where each leg's statements go when the search is explained.
 
     Returns:
         The ranked list and timing of each leg.
@@ -98,14 +107,13 @@ def scope_legs(
     filters = plan.request.filters
     jobs = _Jobs()
     for kind in plan.scopes:
-        jobs.extend(_scope_jobs(store, project, plan, kind, vectors.get(kind), filters))
-    hinted = _hinted_filters(store, project, plan)
+        jobs.extend(_scope_jobs(store, project, plan, kind, vectors.get(kind), filters, traces))
+    hinted = _hinted_filters(store, project, plan, traces)
     if hinted is not None:
         # The objects of the hinted type are ranked once more, so RRF lifts them above
         # same-name objects of other types (the hint stays a boost, not a filter).
-        jobs.extend(
-            _scope_jobs(store, project, plan, Kind.OBJECT, vectors.get(Kind.OBJECT), hinted, True)
-        )
+        vector = vectors.get(Kind.OBJECT)
+        jobs.extend(_scope_jobs(store, project, plan, Kind.OBJECT, vector, hinted, traces, True))
     return _record(jobs, _run_jobs(store, jobs))
 
 
@@ -116,6 +124,7 @@ def _scope_jobs(
     kind: Kind,
     vector: Vector | None,
     filters: Filters,
+    traces: Traces | None,
     hinted: bool = False,
 ) -> _Jobs:
     """The legs of one scope under one set of filters (the hinted legs use the type's)."""
@@ -124,19 +133,32 @@ def _scope_jobs(
     n, suffix, prefix = plan.candidates[kind], ":hinted" if hinted else "", f"{kind.value}s:"
     jobs = _Jobs()
     if "vector" in config.methods and vector is not None:
-        search = partial(store.vector_search, project, kind, vector, limit=n, filters=filters)
-        jobs.vector.append((f"{prefix}vector{suffix}", kind, search))
+        leg = f"{prefix}vector{suffix}"
+        search = partial(
+            store.vector_search,
+            project,
+            kind,
+            vector,
+            limit=n,
+            filters=filters,
+            trace=log_of(traces, leg),
+        )
+        jobs.vector.append((leg, kind, search))
     if "bm25" not in config.methods:
         return jobs
-    query = _bm25_query(plan.request, kind, hinted)
-    search = partial(store.text_search, project, kind, query, limit=n, filters=filters)
-    jobs.lexical.append((f"{prefix}bm25{suffix}", kind, search))
-    name = plan.request.query.strip()
+    query, leg = _bm25_query(plan.request, kind, hinted), f"{prefix}bm25{suffix}"
+    search = partial(
+        store.text_search, project, kind, query, limit=n, filters=filters, trace=log_of(traces, leg)
+    )
+    jobs.lexical.append((leg, kind, search))
+    name, leg = plan.request.query.strip(), f"objects:name{suffix}"
     if kind is Kind.OBJECT and _nameable(name):
         # an object whose key is the whole query ("Benji", "1984") is what a name
         # lookup wants, even when longer names or richer texts score higher
-        search = partial(store.objects_named, project, name, limit=n, filters=filters)
-        jobs.lookup.append((f"objects:name{suffix}", kind, search))
+        search = partial(
+            store.objects_named, project, name, limit=n, filters=filters, trace=log_of(traces, leg)
+        )
+        jobs.lookup.append((leg, kind, search))
     return jobs
 
 
@@ -212,14 +234,17 @@ def _nameable(name: str) -> bool:
     return True
 
 
-def _hinted_filters(store: Store, project: str, plan: Plan) -> Filters | None:
+def _hinted_filters(
+    store: Store, project: str, plan: Plan, traces: Traces | None
+) -> Filters | None:
     """Filters restricted to the hinted type(s); None without a hint for a searched object
     scope, or when no type matches the hint."""
     request = plan.request
     if not request.type_hint or Kind.OBJECT not in plan.scopes:
         return None
     wanted = normalize_tag(request.type_hint)
-    types = [t for t in store.object_types(project) if normalize_tag(t) == wanted]
+    found = store.object_types(project, trace=log_of(traces, "type_hint"))
+    types = [t for t in found if normalize_tag(t) == wanted]
     if request.filters.object_types is not None:
         types = [t for t in types if t in request.filters.object_types]
     if not types:
@@ -227,7 +252,9 @@ def _hinted_filters(store: Store, project: str, plan: Plan) -> Filters | None:
     return request.filters.model_copy(update={"object_types": types})
 
 
-def _seeds(plan: Plan, rows: Rows, ranked: Sequence[tuple[str, float]]) -> dict[str, float]:
+def _seeds(
+    plan: Plan, rows: Rows, ranked: Sequence[tuple[str, float]], trace: Trace | None
+) -> dict[str, float]:
     """Object ids touched by the top hits (an object itself, a relationship's endpoints),
     each weighted by the best hit score that reached it."""
     seeds: dict[str, float] = {}
@@ -241,7 +268,7 @@ def _seeds(plan: Plan, rows: Rows, ranked: Sequence[tuple[str, float]]) -> dict[
     if Kind.RELATIONSHIP not in plan.scopes:
         return seeds
     # read even when no relationship made the top: one call whatever the ranking
-    rels = rows.relationships(i for i, _ in rel_ids)
+    rels = rows.relationships((i for i, _ in rel_ids), trace)
     for id, score in rel_ids:
         rel = rels.get(id)
         if rel is not None:
@@ -256,6 +283,7 @@ def graph_legs(
     first_round: Sequence[tuple[str, float]],
     legs: Legs,
     rows: Rows,
+    traces: Traces | None = None,
 ) -> None:
     """BFS expansion or personalized PageRank from origins or the first round's hits.
 
@@ -265,25 +293,33 @@ def graph_legs(
         first_round: The other legs' hits, fused, best first.
         legs: Where the graph legs are recorded.
         rows: The search's rows; rows read here are kept for hydration.
+        traces: Where the stage's statements go when the search is explained.
     """
     request = plan.request
     started = time.perf_counter()
+    trace = log_of(traces, "graph:" + request.graph)
     if request.bfs_origins:
-        live = rows.objects(request.bfs_origins)
+        live = rows.objects(request.bfs_origins, trace)
         seeds = {i: 1.0 for i in request.bfs_origins if i in live}
     else:
-        seeds = _seeds(plan, rows, first_round)
+        seeds = _seeds(plan, rows, first_round, trace)
     if not seeds:
         legs.add("graph:" + request.graph, [], started)
         return
     if request.graph == "bfs":
-        _bfs(store, plan, seeds, legs, started, rows)
+        _bfs(store, plan, seeds, legs, started, rows, trace)
     else:
-        _ppr(store, plan, seeds, legs, started, rows)
+        _ppr(store, plan, seeds, legs, started, rows, trace)
 
 
 def _bfs(
-    store: Store, plan: Plan, seeds: dict[str, float], legs: Legs, started: float, rows: Rows
+    store: Store,
+    plan: Plan,
+    seeds: dict[str, float],
+    legs: Legs,
+    started: float,
+    rows: Rows,
+    trace: Trace | None,
 ) -> None:
     request = plan.request
     found = store.neighbors(
@@ -292,32 +328,37 @@ def _bfs(
         depth=request.graph_depth,
         relationship_types=request.filters.relationship_types,
         as_of=request.filters.as_of,
+        trace=trace,
     )
-    allowed = _allowed_objects(rows, request, [n.id for n in found])
+    allowed = _allowed_objects(rows, request, [n.id for n in found], trace)
     if plan.graph_objects:
         objects = [(key(Kind.OBJECT, n.id), 1.0 / n.depth) for n in found if n.id in allowed]
         legs.add("graph:bfs", objects, started)
     if plan.graph_relationships:
-        keep = _allowed_relationships(rows, request, [n.via for n in found])
+        keep = _allowed_relationships(rows, request, [n.via for n in found], trace)
         rels = [(key(Kind.RELATIONSHIP, n.via), 1.0 / n.depth) for n in found if n.via in keep]
         legs.add("graph:bfs:relationships", list(dict.fromkeys(rels)), started)
 
 
-def _allowed_objects(rows: Rows, request: SearchRequest, ids: Sequence[str]) -> set[str]:
+def _allowed_objects(
+    rows: Rows, request: SearchRequest, ids: Sequence[str], trace: Trace | None
+) -> set[str]:
     """Object ids passing the type, label and property filters (read through ``rows``)."""
     f = request.filters
     if not (f.object_types or f.labels or f.properties):
         return set(ids)
     return {
         o.id
-        for o in rows.objects(ids).values()
+        for o in rows.objects(ids, trace).values()
         if (not f.object_types or o.type in f.object_types)
         and (not f.labels or set(f.labels) & set(o.labels))
         and (not f.properties or all(o.properties.get(k) == v for k, v in f.properties.items()))
     }
 
 
-def _allowed_relationships(rows: Rows, request: SearchRequest, ids: Sequence[str]) -> set[str]:
+def _allowed_relationships(
+    rows: Rows, request: SearchRequest, ids: Sequence[str], trace: Trace | None
+) -> set[str]:
     """Relationship ids passing the property filter (types and validity are applied by
     the traversal itself)."""
     wanted = request.filters.properties
@@ -325,13 +366,19 @@ def _allowed_relationships(rows: Rows, request: SearchRequest, ids: Sequence[str
         return set(ids)
     return {
         r.id
-        for r in rows.relationships(ids).values()
+        for r in rows.relationships(ids, trace).values()
         if all(r.properties.get(k) == v for k, v in wanted.items())
     }
 
 
 def _ppr(
-    store: Store, plan: Plan, seeds: dict[str, float], legs: Legs, started: float, rows: Rows
+    store: Store,
+    plan: Plan,
+    seeds: dict[str, float],
+    legs: Legs,
+    started: float,
+    rows: Rows,
+    trace: Trace | None,
 ) -> None:
     """HippoRAG-style propagation over the seeds' neighbourhood (bounded subgraph)."""
     request = plan.request
@@ -343,6 +390,7 @@ def _ppr(
             sorted(frontier),
             relationship_types=request.filters.relationship_types,
             as_of=request.filters.as_of,
+            trace=trace,
         )
         new: set[str] = set()
         for rid, src, tgt, weight in batch:
@@ -353,7 +401,7 @@ def _ppr(
         if len(edges) > _PPR_MAX_EDGES or not frontier:
             break
     scores = personalized_pagerank(edges.values(), seeds)
-    allowed = _allowed_objects(rows, request, list(scores))
+    allowed = _allowed_objects(rows, request, list(scores), trace)
     ranked = sorted(
         ((i, s) for i, s in scores.items() if i in allowed), key=lambda x: (-x[1], x[0])
     )[:500]
@@ -364,7 +412,7 @@ def _ppr(
             ((rid, scores.get(s, 0.0) + scores.get(t, 0.0)) for rid, (s, t, _) in edges.items()),
             key=lambda x: (-x[1], x[0]),
         )[:500]
-        keep = _allowed_relationships(rows, request, [r for r, _ in rel_scores])
+        keep = _allowed_relationships(rows, request, [r for r, _ in rel_scores], trace)
         legs.add(
             "graph:ppr:relationships",
             [(key(Kind.RELATIONSHIP, r), s) for r, s in rel_scores if s > 0 and r in keep],

@@ -5,7 +5,8 @@ Each stage runs once, in order, and is timed. Only retrieve, expand and hydrate 
 the store, and hydrate reads the whole pool in a fixed number of batched calls, so a
 search costs the same number of store calls whatever its pool size; rerankers see
 data, never the store. If embedding the query fails, the search continues on its
-lexical and graph legs and says so in ``metadata.warnings``.
+lexical and graph legs and says so in ``metadata.warnings``. An explained search hands
+each stage a statement log (:class:`~kgsearch.search.statements.Traces`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kgsearch.search.request import SearchRequest, SearchResponse
 from kgsearch.search.rerank import Candidate, CrossEncoder, Reranker
 from kgsearch.search.response import respond
 from kgsearch.search.rows import Rows
+from kgsearch.search.statements import Traces, log_of
 from kgsearch.store.base import Store
 
 __all__ = ["SearchContext", "run_search"]
@@ -38,8 +40,15 @@ class SearchContext:
     cross_encoder: CrossEncoder | None = None
 
 
-def run_search(ctx: SearchContext, request: SearchRequest) -> SearchResponse:
+def run_search(
+    ctx: SearchContext, request: SearchRequest, traces: Traces | None = None
+) -> SearchResponse:
     """Run one unified search (see module docstring).
+
+    Args:
+        ctx: Store, project and providers.
+        request: The validated request.
+        traces: Collects each stage's statements (explain); None traces nothing.
 
     Raises:
         InvalidRequest: Bad recipe, reranker settings or filters.
@@ -49,17 +58,17 @@ def run_search(ctx: SearchContext, request: SearchRequest) -> SearchResponse:
     plan = make_plan(request)
     query = embed_query(plan, ctx.embed_query)
     ms["embed"] = query.ms
-    legs = scope_legs(ctx.store, ctx.project, plan, query.by_kind)
+    legs = scope_legs(ctx.store, ctx.project, plan, query.by_kind, traces)
     rows = Rows(ctx.store, ctx.project)
     if plan.graph:
         with _timed(ms, "fusion"):  # the first round's order picks the graph seeds
             first = _fuse(plan, legs.lists)
-        graph_legs(ctx.store, plan, [(f.key, f.score) for f in first], legs, rows)
+        graph_legs(ctx.store, plan, [(f.key, f.score) for f in first], legs, rows, traces)
     with _timed(ms, "fusion"):
         fused = _fuse(plan, legs.lists)
     reranker = choose_reranker(plan, query, ctx.cross_encoder)
     with _timed(ms, "hydrate"):
-        pool = hydrate(ctx.store, plan, fused, rows, query)
+        pool = hydrate(ctx.store, plan, fused, rows, query, log_of(traces, "hydrate"))
     with _timed(ms, "rerank"):
         ranked = _rerank(plan, pool, reranker)
     found = rows.by_key(c.key for c in ranked)

@@ -4,25 +4,40 @@ One :class:`SearchRequest` says what to search (scopes x methods), how to fuse
 (RRF or weighted), how to rerank and which filters apply inside every leg. Named
 recipes fill in common combinations. The response is type-discriminated results
 plus ``metadata`` (counts, fusion strategy, per-leg timings) and optional ``debug``.
+:class:`Explain` shows a search's work and :class:`RagContext` is its hits as prompt
+lines.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    FieldSerializationInfo,
+    ValidationError,
+    field_serializer,
+    model_validator,
+)
 
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Filters, Kind, LegHit
 
 __all__ = [
     "RECIPES",
+    "Explain",
+    "FusedHit",
     "GraphResult",
+    "LegRank",
+    "RagContext",
     "RelationshipResult",
     "ScopeConfig",
     "SearchRequest",
     "SearchResponse",
     "SearchResult",
+    "Statement",
     "TextResult",
     "apply_recipe",
     "validate_request",
@@ -193,3 +208,72 @@ class SearchResponse(_Model):
     results: list[SearchResult]
     metadata: dict[str, Any]
     debug: dict[str, Any] | None = None
+
+
+class Statement(_Model):
+    """One SQL statement a search ran, with its parameters in JSON form (a vector as
+    ``"<vector 384 float32>"``, a blob as ``"<1536 bytes>"``; a statement run once per
+    parameter row has the list of rows)."""
+
+    sql: str
+    params: list[Any] = Field(default_factory=list)
+
+
+class LegRank(_Model):
+    """Where one leg ranked a hit: its fusion key (``kind:id``), rank and raw score."""
+
+    key: str
+    rank: int
+    score: float
+
+
+class FusedHit(_Model):
+    """One result in fused order, with the legs that found it."""
+
+    type: Literal["graph", "relationship", "text"]
+    id: str
+    score: float
+    found_by: list[LegHit] = Field(default_factory=list)
+
+
+class Explain(_Model):
+    """A search's work (:meth:`kgsearch.Engine.explain`).
+
+    Attributes:
+        request: The request as run (in JSON under the REST API's names).
+        legs: Each leg's top 20 hits.
+        fused: The results in fused order, with the legs that found them.
+        metadata: The search's metadata (counts, timings, warnings).
+        statements: The SQL each stage ran, with its parameters, by stage: the type-hint
+            lookup (``type_hint``), each leg, the graph stage (``graph:bfs`` or
+            ``graph:ppr``, which yields both graph legs) and ``hydrate``.
+        notes: Work done outside SQL (an in-memory vector scan), by stage.
+    """
+
+    request: SearchRequest
+    legs: dict[str, list[LegRank]]
+    fused: list[FusedHit]
+    metadata: dict[str, Any]
+    statements: dict[str, list[Statement]] = Field(default_factory=dict)
+    notes: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_serializer("request")
+    def _request_by_alias(self, request: SearchRequest, info: FieldSerializationInfo) -> Any:
+        # the REST API's field names on every surface, whatever the caller's by_alias
+        return request.model_dump(mode=info.mode, by_alias=True)
+
+
+class RagContext(_Model):
+    """A search's hits as prompt lines within a token budget (:meth:`kgsearch.Engine.context`).
+
+    Attributes:
+        context: The lines, best first ('' when nothing fits).
+        tokens: Their length in the embedder's tokens.
+        results: How many results the search returned.
+        metadata: The search's metadata.
+    """
+
+    context: str
+    tokens: int
+    results: int
+    metadata: dict[str, Any]

@@ -4,7 +4,7 @@
 ``metadata`` with per-type counts, the fusion strategy, per-leg and per-stage timings
 and warnings, and (on request) ``debug`` with score distributions and pre-fusion
 counts. ``explain`` reshapes a debug response into each leg's ranked hits and the
-fused order.
+fused order, with the statements each stage ran.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from kgsearch.search.fusion import Fused
 from kgsearch.search.legs import Legs
 from kgsearch.search.plan import Plan
 from kgsearch.search.request import (
+    Explain,
+    FusedHit,
     GraphResult,
+    LegRank,
     RelationshipResult,
     SearchRequest,
     SearchResponse,
@@ -27,6 +30,7 @@ from kgsearch.search.request import (
 )
 from kgsearch.search.rerank import Candidate
 from kgsearch.search.rows import Row
+from kgsearch.search.statements import Traces
 
 __all__ = ["explain", "respond", "results"]
 
@@ -130,31 +134,33 @@ def results(
     return out
 
 
-def explain(request: SearchRequest, response: SearchResponse) -> dict[str, Any]:
-    """A search's work: each leg's ranked hits and scores, and the fused order.
+def explain(request: SearchRequest, response: SearchResponse, traces: Traces) -> Explain:
+    """A search's work: each leg's ranked hits and scores, the fused order, and the SQL
+    each stage ran.
 
     Args:
         request: The request as run (with ``include_debug`` set).
         response: Its response.
+        traces: The statements and notes each stage reported.
 
     Returns:
-        ``request``, ``legs`` (top hits per leg), ``fused`` (the results with the legs
-        that found them) and ``metadata``.
+        The explanation (see :class:`~kgsearch.search.request.Explain`).
     """
-    return {
-        "request": request.model_dump(mode="json", by_alias=True),
-        "legs": (response.debug or {}).get("fusion_details", {}).get("legs", {}),
-        "fused": [
-            {
-                "type": r.type,
-                "id": r.id,
-                "score": r.score,
-                "found_by": [f.model_dump() for f in r.found_by],
-            }
+    legs: dict[str, list[dict[str, Any]]] = (
+        (response.debug or {}).get("fusion_details", {}).get("legs", {})
+    )
+    logs = traces.ordered(["type_hint", *legs])
+    return Explain(
+        request=request,
+        legs={name: [LegRank(**hit) for hit in hits] for name, hits in legs.items()},
+        fused=[
+            FusedHit(type=r.type, id=r.id, score=r.score, found_by=r.found_by)
             for r in response.results
         ],
-        "metadata": response.metadata,
-    }
+        metadata=response.metadata,
+        statements={name: log.statements for name, log in logs},
+        notes={name: log.notes for name, log in logs if log.notes},
+    )
 
 
 def _metadata(

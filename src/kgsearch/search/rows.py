@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from kgsearch.model import Chunk, GraphObject, Kind, Relationship
-from kgsearch.store.base import Store
+from kgsearch.store.base import Store, Trace
 
 __all__ = ["Row", "Rows"]
 
@@ -36,19 +36,28 @@ class Rows:
         self._relationships: dict[str, Relationship | None] = {}
         self._chunks: dict[str, Chunk | None] = {}
 
-    def objects(self, ids: Iterable[str]) -> dict[str, GraphObject]:
-        """Live objects among ``ids``, by id (one store call, for the unread ids)."""
-        return _read(self._objects, ids, lambda i: self.store.get_objects(self.project, i))
-
-    def relationships(self, ids: Iterable[str]) -> dict[str, Relationship]:
-        """Live relationships among ``ids``, by id (one store call, for the unread ids)."""
+    def objects(self, ids: Iterable[str], trace: Trace | None = None) -> dict[str, GraphObject]:
+        """Live objects among ``ids``, by id (one store call, for the unread ids; its
+        statements go to ``trace``)."""
         return _read(
-            self._relationships, ids, lambda i: self.store.get_relationships(self.project, i)
+            self._objects, ids, lambda i: self.store.get_objects(self.project, i, trace=trace)
         )
 
-    def chunks(self, ids: Iterable[str]) -> dict[str, Chunk]:
+    def relationships(
+        self, ids: Iterable[str], trace: Trace | None = None
+    ) -> dict[str, Relationship]:
+        """Live relationships among ``ids``, by id (one store call, for the unread ids)."""
+        return _read(
+            self._relationships,
+            ids,
+            lambda i: self.store.get_relationships(self.project, i, trace=trace),
+        )
+
+    def chunks(self, ids: Iterable[str], trace: Trace | None = None) -> dict[str, Chunk]:
         """Live chunks among ``ids``, by id (one store call, for the unread ids)."""
-        return _read(self._chunks, ids, lambda i: self.store.get_chunks(self.project, i))
+        return _read(
+            self._chunks, ids, lambda i: self.store.get_chunks(self.project, i, trace=trace)
+        )
 
     def by_key(self, keys: Iterable[str]) -> dict[str, Row]:
         """Rows already read for fusion keys (``kind:id``); unread or missing keys are left

@@ -10,6 +10,10 @@ backends use :class:`Store`. Every method takes the project explicitly (where ro
 belong to one) and never returns rows of another project; soft-deleted rows are
 invisible to every read. No SQL lives here, and the records these protocols exchange
 live in :mod:`kgsearch.store.records` (re-exported here).
+
+The reads a search makes accept ``trace``: a :data:`Trace` called with every SQL
+statement the call runs and its parameters (see :mod:`kgsearch.store.tracing`), so
+that ``explain`` can show each leg's work; without one a call reports nothing.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from kgsearch.store.records import (
     TaskState,
     TextUpdate,
 )
+from kgsearch.store.tracing import Trace
 
 __all__ = [
     "TASK_STATUSES",
@@ -77,6 +82,7 @@ __all__ = [
     "TaskQueue",
     "TaskState",
     "TextUpdate",
+    "Trace",
 ]
 
 
@@ -175,19 +181,27 @@ class GraphReads(Protocol):
         """Live objects by id, as endpoints."""
         ...
 
-    def get_objects(self, project: str, ids: Sequence[str]) -> list[GraphObject]:
+    def get_objects(
+        self, project: str, ids: Sequence[str], *, trace: Trace | None = None
+    ) -> list[GraphObject]:
         """Live objects by id, in the order asked (missing ids skipped)."""
         ...
 
-    def get_relationships(self, project: str, ids: Sequence[str]) -> list[Relationship]:
+    def get_relationships(
+        self, project: str, ids: Sequence[str], *, trace: Trace | None = None
+    ) -> list[Relationship]:
         """Live relationships by id, in the order asked."""
         ...
 
-    def get_chunks(self, project: str, ids: Sequence[str]) -> list[Chunk]:
+    def get_chunks(
+        self, project: str, ids: Sequence[str], *, trace: Trace | None = None
+    ) -> list[Chunk]:
         """Live chunks by id, in the order asked."""
         ...
 
-    def get_sources(self, project: str, ids: Sequence[str]) -> list[Source]:
+    def get_sources(
+        self, project: str, ids: Sequence[str], *, trace: Trace | None = None
+    ) -> list[Source]:
         """Live sources by id, in the order asked."""
         ...
 
@@ -226,6 +240,7 @@ class GraphReads(Protocol):
         direction: Direction = "both",
         relationship_types: Sequence[str] | None = None,
         as_of: datetime | None = None,
+        trace: Trace | None = None,
     ) -> list[Neighbor]:
         """Objects within ``depth`` hops (BFS), excluding the start ids."""
         ...
@@ -237,6 +252,7 @@ class GraphReads(Protocol):
         *,
         relationship_types: Sequence[str] | None = None,
         as_of: datetime | None = None,
+        trace: Trace | None = None,
     ) -> list[tuple[str, str, str, float]]:
         """(relationship id, source id, target id, weight) of live edges touching the ids."""
         ...
@@ -249,6 +265,7 @@ class GraphReads(Protocol):
         chunk_ids: Sequence[str] = (),
         object_ids: Sequence[str] = (),
         relationship_ids: Sequence[str] = (),
+        trace: Trace | None = None,
     ) -> list[Mention]:
         """Mention links matching any of the given ids."""
         ...
@@ -341,6 +358,7 @@ class SearchIndex(Protocol):
         limit: int,
         filters: Filters | None = None,
         ids: Sequence[str] | None = None,
+        trace: Trace | None = None,
     ) -> list[tuple[str, float]]:
         """Top-``limit`` embedded rows by cosine similarity, filters applied inside."""
         ...
@@ -354,23 +372,30 @@ class SearchIndex(Protocol):
         limit: int,
         filters: Filters | None = None,
         prefix: bool = False,
+        trace: Trace | None = None,
     ) -> list[tuple[str, float]]:
         """Top-``limit`` rows by BM25 over their text; any query string is safe."""
         ...
 
     def objects_named(
-        self, project: str, name: str, *, limit: int, filters: Filters | None = None
+        self,
+        project: str,
+        name: str,
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        trace: Trace | None = None,
     ) -> list[tuple[str, float]]:
         """Live objects whose key equals ``name`` ignoring case (ASCII case on SQLite),
         filters applied, ordered by type then id; each with score 1.0."""
         ...
 
-    def object_types(self, project: str) -> list[str]:
+    def object_types(self, project: str, *, trace: Trace | None = None) -> list[str]:
         """Distinct types of the project's live objects."""
         ...
 
     def vectors(
-        self, project: str, kind: Kind, ids: Sequence[str]
+        self, project: str, kind: Kind, ids: Sequence[str], *, trace: Trace | None = None
     ) -> dict[str, npt.NDArray[np.float32]]:
         """Stored vectors of the given rows (for MMR)."""
         ...

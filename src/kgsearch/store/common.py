@@ -34,6 +34,7 @@ from kgsearch.store.rows import (
     to_relationship,
     to_source,
 )
+from kgsearch.store.tracing import Trace, traced
 
 __all__ = [
     "MAX_DEPTH",
@@ -174,19 +175,31 @@ class RowGetters:
     kind, ids)``, which returns live rows of a kind by id, decoded, in the order asked
     (missing ids skipped). A mixin of both stores' reads slices."""
 
-    def get_objects(self: _GetsRows, project: str, ids: Sequence[str]) -> list[GraphObject]:
+    @traced
+    def get_objects(
+        self: _GetsRows, project: str, ids: Sequence[str], *, trace: Trace | None = None
+    ) -> list[GraphObject]:
         """Live objects by id, in the order asked (missing ids skipped)."""
         return self._get(project, "object", ids)
 
-    def get_relationships(self: _GetsRows, project: str, ids: Sequence[str]) -> list[Relationship]:
+    @traced
+    def get_relationships(
+        self: _GetsRows, project: str, ids: Sequence[str], *, trace: Trace | None = None
+    ) -> list[Relationship]:
         """Live relationships by id, in the order asked."""
         return self._get(project, "relationship", ids)
 
-    def get_chunks(self: _GetsRows, project: str, ids: Sequence[str]) -> list[Chunk]:
+    @traced
+    def get_chunks(
+        self: _GetsRows, project: str, ids: Sequence[str], *, trace: Trace | None = None
+    ) -> list[Chunk]:
         """Live chunks by id, in the order asked."""
         return self._get(project, "chunk", ids)
 
-    def get_sources(self: _GetsRows, project: str, ids: Sequence[str]) -> list[Source]:
+    @traced
+    def get_sources(
+        self: _GetsRows, project: str, ids: Sequence[str], *, trace: Trace | None = None
+    ) -> list[Source]:
         """Live sources by id, in the order asked."""
         return self._get(project, "source", ids)
 

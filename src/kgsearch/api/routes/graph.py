@@ -6,7 +6,7 @@ method with the caller's project and returns the library's own models.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, status
 
@@ -26,7 +26,14 @@ from kgsearch.api.schemas import (
 )
 from kgsearch.engine import Engine
 from kgsearch.errors import NotFound
-from kgsearch.model import Filters, GraphObject, ObjectIn, Relationship, RelationshipIn
+from kgsearch.model import (
+    Filters,
+    GraphObject,
+    Neighborhood,
+    ObjectIn,
+    Relationship,
+    RelationshipIn,
+)
 
 __all__ = ["router"]
 
@@ -128,7 +135,7 @@ def neighbors(
     depth: Annotated[int, Query(ge=1, le=3)] = 1,
     direction: Literal["out", "in", "both"] = "both",
     type: Types = None,
-) -> dict[str, Any]:
+) -> Neighborhood:
     """Objects within ``depth`` hops, each with the relationship that reached it."""
     return engine.neighborhood(
         id, project=who.project, depth=depth, direction=direction, relationship_types=type

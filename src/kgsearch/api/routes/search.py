@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
 from kgsearch.api.auth import Principal, get_engine, require
 from kgsearch.api.schemas import ContextRequest, UnifiedSearch, plain
 from kgsearch.engine import Engine
-from kgsearch.search.request import SearchRequest, SearchResponse
+from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchResponse
 
 __all__ = ["router"]
 
@@ -34,7 +34,7 @@ def unified(body: UnifiedSearch, who: Reader, engine: EngineDep) -> SearchRespon
 
 
 @router.post("/context")
-def context(body: ContextRequest, who: Reader, engine: EngineDep) -> dict[str, Any]:
+def context(body: ContextRequest, who: Reader, engine: EngineDep) -> RagContext:
     """The search's hits formatted as RAG prompt context within ``maxTokens``."""
     who.check_body(body.project)
     if body.include_debug:
@@ -44,7 +44,8 @@ def context(body: ContextRequest, who: Reader, engine: EngineDep) -> dict[str, A
 
 
 @router.post("/explain")
-def explain(body: UnifiedSearch, who: Debugger, engine: EngineDep) -> dict[str, Any]:
-    """Show a search's work: each leg's ranked hits and scores, then the fused order."""
+def explain(body: UnifiedSearch, who: Debugger, engine: EngineDep) -> Explain:
+    """Show a search's work: each leg's ranked hits and scores, the fused order and the
+    SQL each stage ran."""
     who.check_body(body.project)
     return engine.explain(plain(body, SearchRequest), project=who.project)

@@ -4,33 +4,38 @@ Statements outside a transaction borrow a pooled connection in autocommit mode; 
 ``transaction()`` every statement of the calling thread runs on that transaction's
 connection, and nested calls join it (as the SQLite store's connection does). The
 connection also reads the store's ``meta`` table, remembering values for a moment
-outside transactions, since every search needs the vectors' dims.
+outside transactions, since every search needs the vectors' dims. Every cursor reports
+its statements to the calling thread's tracer (see :mod:`kgsearch.store.tracing`), so
+statements run on a transaction's own connection are heard too.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Self, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from kgsearch.errors import ConfigError, Conflict, InvalidRequest, KgsearchError, StoreError
 from kgsearch.store.postgres.sql import clean
+from kgsearch.store.tracing import active, report
 
 try:
     import psycopg
     from pgvector.psycopg import register_vector
     from psycopg import errors as pg_errors
-    from psycopg.rows import dict_row
+    from psycopg import sql as pg_sql
+    from psycopg.abc import Params, Query, QueryNoTemplate
+    from psycopg.rows import Row, dict_row
     from psycopg_pool import ConnectionPool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ConfigError(
         "the PostgreSQL store needs the 'postgres' extra: pip install 'kgsearch[postgres]'"
     ) from exc
 
-__all__ = ["Connection", "StoreOptions", "parse_url", "wrap_error"]
+__all__ = ["Connection", "StoreOptions", "TracedCursor", "parse_url", "wrap_error"]
 
 _IDENT_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
 # Outside transactions a metadata value is remembered this long: every search reads the
@@ -143,6 +148,53 @@ def wrap_error(exc: Exception) -> Exception:
     return StoreError(f"PostgreSQL error: {exc}")
 
 
+class TracedCursor(psycopg.Cursor[Row]):
+    """A cursor that reports each statement and its parameters to the calling thread's
+    tracer before running it (nothing is reported, or copied, when none listens)."""
+
+    def execute(
+        self,
+        query: Query,
+        params: Params | None = None,
+        *,
+        prepare: bool | None = None,
+        binary: bool | None = None,
+    ) -> Self:
+        """Run one statement (see :meth:`psycopg.Cursor.execute`)."""
+        if active():
+            report(self._text(query), _listed(params))
+        # the base class takes template strings only without parameters (an overload);
+        # it checks that itself, so the call is passed on as it came
+        return super().execute(cast(QueryNoTemplate, query), params, prepare=prepare, binary=binary)
+
+    def executemany(
+        self, query: Query, params_seq: Iterable[Params], *, returning: bool = False
+    ) -> None:
+        """Run one statement per parameter row (see :meth:`psycopg.Cursor.executemany`)."""
+        if active():
+            params_seq = list(params_seq)
+            report(self._text(query), [_listed(p) for p in params_seq])
+        super().executemany(query, params_seq, returning=returning)
+
+    def _text(self, query: Query) -> str:
+        if isinstance(query, str):
+            return query
+        if isinstance(query, bytes):
+            return query.decode("utf-8", "replace")
+        if isinstance(query, pg_sql.Composable):
+            return query.as_string(self)
+        return str(query)
+
+
+def _listed(params: Params | None) -> Sequence[Any]:
+    """Parameters as a sequence (named parameters as one mapping in a list)."""
+    if params is None:
+        return ()
+    if isinstance(params, Sequence):
+        return params
+    return [dict(params)]
+
+
 class Connection:
     """A pool of connections to one database, scoped to one schema.
 
@@ -169,7 +221,7 @@ class Connection:
             url,
             min_size=1,
             max_size=pool_size,
-            kwargs={"autocommit": True, "row_factory": dict_row},
+            kwargs={"autocommit": True, "row_factory": dict_row, "cursor_factory": TracedCursor},
             configure=self._configure,
             open=False,
         )

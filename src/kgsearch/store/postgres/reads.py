@@ -34,6 +34,7 @@ from kgsearch.store.postgres.connection import Connection
 from kgsearch.store.postgres.sql import filter_sql
 from kgsearch.store.records import Direction, Endpoint, Neighbor, RowKind
 from kgsearch.store.rows import RELATIONSHIP_COLUMNS, to_mention, to_relationship
+from kgsearch.store.tracing import Trace, traced
 
 __all__ = ["PostgresReads"]
 
@@ -153,6 +154,7 @@ class PostgresReads(RowGetters):
         )
         return [to_relationship(r) for r in rows]
 
+    @traced
     def neighbors(
         self,
         project: str,
@@ -162,6 +164,7 @@ class PostgresReads(RowGetters):
         direction: Direction = "both",
         relationship_types: Sequence[str] | None = None,
         as_of: datetime | None = None,
+        trace: Trace | None = None,
     ) -> list[Neighbor]:
         """Objects within ``depth`` hops by breadth-first search, excluding the start ids.
 
@@ -205,6 +208,7 @@ class PostgresReads(RowGetters):
         }
         return [n for n in found if n.id in live]
 
+    @traced
     def edges_among(
         self,
         project: str,
@@ -212,6 +216,7 @@ class PostgresReads(RowGetters):
         *,
         relationship_types: Sequence[str] | None = None,
         as_of: datetime | None = None,
+        trace: Trace | None = None,
     ) -> list[tuple[str, str, str, float]]:
         """(relationship id, source id, target id, weight) of live edges touching the ids."""
         cond, cond_params = filter_sql(Kind.RELATIONSHIP, edge_filters(relationship_types, as_of))
@@ -224,6 +229,7 @@ class PostgresReads(RowGetters):
         )
         return [(r["id"], r["source_id"], r["target_id"], float(r["weight"])) for r in rows]
 
+    @traced
     def mentions(
         self,
         project: str,
@@ -232,6 +238,7 @@ class PostgresReads(RowGetters):
         chunk_ids: Sequence[str] = (),
         object_ids: Sequence[str] = (),
         relationship_ids: Sequence[str] = (),
+        trace: Trace | None = None,
     ) -> list[Mention]:
         """Mention links matching any of the given ids, in insertion order."""
         rows = self.db.all(

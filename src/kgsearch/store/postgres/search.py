@@ -29,6 +29,7 @@ from kgsearch.model import Filters, Kind
 from kgsearch.store.postgres.connection import Connection, StoreOptions
 from kgsearch.store.postgres.lexical import LexicalStats, bm25, lexemes
 from kgsearch.store.postgres.sql import filter_sql, tsquery
+from kgsearch.store.tracing import Trace, traced
 from kgsearch.store.values import query_terms
 
 __all__ = ["INDEX_MIN_ROWS", "PostgresSearch", "build_vector_index", "vector_index_exists"]
@@ -143,6 +144,7 @@ class PostgresSearch:
             self.db.execute(f"DROP INDEX IF EXISTS {kind.table}_vector")
         self._indexed.clear()
 
+    @traced
     def vector_search(
         self,
         project: str,
@@ -152,6 +154,7 @@ class PostgresSearch:
         limit: int,
         filters: Filters | None = None,
         ids: Sequence[str] | None = None,
+        trace: Trace | None = None,
     ) -> list[tuple[str, float]]:
         """Top-``limit`` embedded rows by cosine similarity (1 − cosine distance); the HNSW
         beam is the connection's ``ef_search``, widened to the limit when that is larger.
@@ -202,6 +205,7 @@ class PostgresSearch:
         )
         return [(r["id"], float(r["score"])) for r in rows]
 
+    @traced
     def text_search(
         self,
         project: str,
@@ -211,6 +215,7 @@ class PostgresSearch:
         limit: int,
         filters: Filters | None = None,
         prefix: bool = False,
+        trace: Trace | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 over the rows' text; any query string is safe (its words are only ever
         passed as quoted lexemes).
@@ -261,8 +266,15 @@ class PostgresSearch:
             )
         return hits
 
+    @traced
     def objects_named(
-        self, project: str, name: str, *, limit: int, filters: Filters | None = None
+        self,
+        project: str,
+        name: str,
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        trace: Trace | None = None,
     ) -> list[tuple[str, float]]:
         """Live objects whose key equals ``name`` ignoring case."""
         if "\x00" in name:
@@ -277,7 +289,8 @@ class PostgresSearch:
         )
         return [(i, 1.0) for _, i in sorted((r["type"], r["id"]) for r in rows)[:limit]]
 
-    def object_types(self, project: str) -> list[str]:
+    @traced
+    def object_types(self, project: str, *, trace: Trace | None = None) -> list[str]:
         """Distinct types of the project's live objects."""
         return [
             r["type"]
@@ -288,8 +301,9 @@ class PostgresSearch:
             )
         ]
 
+    @traced
     def vectors(
-        self, project: str, kind: Kind, ids: Sequence[str]
+        self, project: str, kind: Kind, ids: Sequence[str], *, trace: Trace | None = None
     ) -> dict[str, npt.NDArray[np.float32]]:
         """Stored vectors of the given embedded rows."""
         rows = self.db.all(

@@ -4,6 +4,8 @@ Searches read through :meth:`Connection.reader`: each thread gets its own connec
 to a database file, so a BM25 query in one thread runs beside a vector-leg lookup or
 another request's query in another (SQLite releases the GIL and WAL lets readers run
 concurrently), instead of queueing behind the one lock of the writing connection.
+Every statement is reported to the calling thread's tracer, if any, before it runs
+(see :mod:`kgsearch.store.tracing`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kgsearch.errors import Conflict, InvalidRequest, StoreError
+from kgsearch.store.tracing import report
 
 __all__ = ["CACHE_PAGES_KIB", "Connection"]
 
@@ -119,12 +122,14 @@ class Connection:
                 yield
             except BaseException:
                 self._depth, self._owner = 0, None
+                report("ROLLBACK", ())
                 self._db.execute("ROLLBACK")
                 raise
             self._depth, self._owner = 0, None
             self._run("COMMIT", ())
 
     def _run(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        report(sql, params)
         try:
             return self._db.execute(sql, params)
         except OverflowError as exc:  # a caller's integer beyond SQLite's 64 bits
@@ -144,6 +149,7 @@ class Connection:
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run one statement for many parameter rows."""
         with self._lock:
+            report(sql, rows)
             try:
                 self._db.executemany(sql, rows)
             except OverflowError as exc:

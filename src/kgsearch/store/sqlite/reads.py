@@ -34,6 +34,7 @@ from kgsearch.store.records import Direction, Endpoint, Neighbor, RowKind
 from kgsearch.store.rows import RELATIONSHIP_COLUMNS, to_mention, to_relationship
 from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.sqlite.sql import chunked, filter_sql, placeholders
+from kgsearch.store.tracing import Trace, traced
 
 __all__ = ["SQLiteReads"]
 
@@ -179,6 +180,7 @@ class SQLiteReads(RowGetters):
                 found[row["id"]] = to_relationship(row)
         return list(found.values())
 
+    @traced
     def neighbors(
         self,
         project: str,
@@ -188,6 +190,7 @@ class SQLiteReads(RowGetters):
         direction: Direction = "both",
         relationship_types: Sequence[str] | None = None,
         as_of: datetime | None = None,
+        trace: Trace | None = None,
     ) -> list[Neighbor]:
         """Objects within ``depth`` hops by breadth-first search, excluding the start ids.
 
@@ -236,6 +239,7 @@ class SQLiteReads(RowGetters):
             ):
                 yield row["other"], row["id"]
 
+    @traced
     def edges_among(
         self,
         project: str,
@@ -243,6 +247,7 @@ class SQLiteReads(RowGetters):
         *,
         relationship_types: Sequence[str] | None = None,
         as_of: datetime | None = None,
+        trace: Trace | None = None,
     ) -> list[tuple[str, str, str, float]]:
         """(relationship id, source id, target id, weight) of live edges touching the ids."""
         cond, cond_params = filter_sql(Kind.RELATIONSHIP, edge_filters(relationship_types, as_of))
@@ -258,6 +263,7 @@ class SQLiteReads(RowGetters):
                 found[row["id"]] = (row["id"], row["source_id"], row["target_id"], row["weight"])
         return list(found.values())
 
+    @traced
     def mentions(
         self,
         project: str,
@@ -266,6 +272,7 @@ class SQLiteReads(RowGetters):
         chunk_ids: Sequence[str] = (),
         object_ids: Sequence[str] = (),
         relationship_ids: Sequence[str] = (),
+        trace: Trace | None = None,
     ) -> list[Mention]:
         """Mention links matching any of the given ids."""
         found: dict[tuple[str, ...], Mention] = {}

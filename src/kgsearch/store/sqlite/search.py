@@ -27,6 +27,7 @@ from kgsearch.store.ann import ANN_MIN_ROWS, INT8_MIN_ROWS, AnnIndex, Int8Scan
 from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.sqlite.lexical import LexicalStats, Plan
 from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, placeholders, query_terms
+from kgsearch.store.tracing import Trace, active, note, traced
 
 __all__ = ["SQLiteSearch", "VectorCache"]
 
@@ -227,6 +228,7 @@ class SQLiteSearch:
     # object types per project, with the object epoch they were read at
     _types: dict[str, tuple[str, list[str]]]
 
+    @traced
     def vector_search(
         self,
         project: str,
@@ -236,9 +238,11 @@ class SQLiteSearch:
         limit: int,
         filters: Filters | None = None,
         ids: Sequence[str] | None = None,
+        trace: Trace | None = None,
     ) -> list[tuple[str, float]]:
         """Exact cosine top-k over embedded rows (vectors are unit length), or the ANN
-        index's when nothing restricts the rows.
+        index's when nothing restricts the rows. The scan runs in memory: a tracer hears
+        the SQL that read the epoch (and loaded or filtered the rows), and a note on it.
 
         Raises:
             InvalidRequest: The limit is outside 1 to 1000.
@@ -261,10 +265,15 @@ class SQLiteSearch:
                 },
             )
         mask = _allowed_rows(db, project, kind, entry, filters, ids)
+        rows = f"{len(entry.ids)} {kind.value} vectors of {entry.matrix.shape[1]} dims in memory"
         if mask is None and entry.ann is not None and entry.ann.ready:
+            if active():
+                note(f"top {limit} by the HNSW index over {rows}, re-scored in float32")
             keys, scores = entry.ann.search(query, limit)
             return [(entry.ids[int(k)], float(s)) for k, s in zip(keys, scores, strict=True)]
         if mask is None and entry.scan is not None:
+            if active():
+                note(f"top {limit} by an int8 scan of {rows}, re-scored in float32")
             keys, scores = entry.scan.search(query, limit)
             return [(entry.ids[int(k)], float(s)) for k, s in zip(keys, scores, strict=True)]
         if mask is None:
@@ -273,13 +282,18 @@ class SQLiteSearch:
         else:
             positions = np.flatnonzero(mask)
             if positions.size == 0:
+                if active():
+                    note(f"no row of {rows} passes the filters")
                 return []
             scores = entry.matrix[positions] @ query
+        if active():
+            note(f"top {limit} by exact cosine over {positions.size} of {rows}")
         k = min(limit, scores.shape[0])
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.lexsort((positions[top], -scores[top]))]
         return [(entry.ids[int(positions[i])], float(scores[i])) for i in top]
 
+    @traced
     def text_search(
         self,
         project: str,
@@ -289,6 +303,7 @@ class SQLiteSearch:
         limit: int,
         filters: Filters | None = None,
         prefix: bool = False,
+        trace: Trace | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 over the rows' text via FTS5; the score is ``-bm25`` (higher is better).
 
@@ -316,11 +331,20 @@ class SQLiteSearch:
         if len(ranked) < limit and plan.fallback is not None:
             ranked = _ranked(db, project, kind, plan.fallback, wanted, filters)
         if plan.rescore:
+            if active():
+                note(f"{len(ranked)} candidates re-scored by BM25 over every query word")
             ranked = self.lexical.rescore(db, kind, ranked, plan)
         return [(id, score) for _, id, score in ranked[:limit]]
 
+    @traced
     def objects_named(
-        self, project: str, name: str, *, limit: int, filters: Filters | None = None
+        self,
+        project: str,
+        name: str,
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        trace: Trace | None = None,
     ) -> list[tuple[str, float]]:
         """Live objects whose key equals ``name`` ignoring (ASCII) case."""
         where, params = filter_sql(Kind.OBJECT, filters)
@@ -333,7 +357,8 @@ class SQLiteSearch:
         )
         return [(r[1], 1.0) for r in sorted((r[0], r[1]) for r in rows)[:limit]]
 
-    def object_types(self, project: str) -> list[str]:
+    @traced
+    def object_types(self, project: str, *, trace: Trace | None = None) -> list[str]:
         """Distinct types of the project's live objects (cached until objects change)."""
         row = self.db.one("SELECT value FROM meta WHERE key = 'epoch:object'")
         epoch = row["value"] if row else "0"
@@ -350,8 +375,9 @@ class SQLiteSearch:
         self._types[project] = (epoch, types)
         return types
 
+    @traced
     def vectors(
-        self, project: str, kind: Kind, ids: Sequence[str]
+        self, project: str, kind: Kind, ids: Sequence[str], *, trace: Trace | None = None
     ) -> dict[str, npt.NDArray[np.float32]]:
         """Stored vectors of the given embedded rows."""
         found: dict[str, npt.NDArray[np.float32]] = {}

@@ -1,0 +1,231 @@
+"""The engine's search methods: search, explain and RAG context over a :class:`SearchSetup`.
+
+The engine lends each call its store, the project, its cached store info, its embedder
+(made on first use) and its cross-encoder. Here the store info decides whether there is
+a query embedder at all (nothing embedded yet: the vector legs are skipped) and checks
+that it is the model the vectors were made with; then the request, a
+:class:`~kgsearch.search.request.SearchRequest` or a query string with options, runs
+through :func:`~kgsearch.search.pipeline.run_search`.
+
+The store info is read once per engine, not per search, so a long-running server would
+not notice another process switching the store to another model. It is therefore read
+again once it is :data:`INFO_TTL_SECONDS` old (on the next search, which then costs one
+more store call), and at once when a search fails with ``DimensionMismatch``: if the
+model changed, the search fails with the model check's ``ConfigError`` instead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kgsearch.embed.base import Embedder, Vector
+from kgsearch.errors import ConfigError, DimensionMismatch, InvalidRequest
+from kgsearch.search.context import format_context
+from kgsearch.search.pipeline import SearchContext, run_search
+from kgsearch.search.request import (
+    Explain,
+    RagContext,
+    SearchRequest,
+    SearchResponse,
+    validate_request,
+)
+from kgsearch.search.rerank import CrossEncoder
+from kgsearch.search.response import explain as explained
+from kgsearch.search.statements import Traces
+from kgsearch.store.base import Lifecycle, Store, StoreInfo
+
+__all__ = [
+    "INFO_TTL_SECONDS",
+    "SearchSetup",
+    "StoreInfoCache",
+    "context",
+    "explain",
+    "search",
+    "search_request",
+]
+
+# How long a search trusts the store info it read: another process's switch of model
+# shows after at most this long (sooner when the dimensions changed too).
+INFO_TTL_SECONDS = 5.0
+
+
+class StoreInfoCache:
+    """The store's info, read once per engine rather than per search.
+
+    It is read again while nothing is embedded (the first embedding run records the
+    model), once it is ``ttl`` seconds old, and after :meth:`forget` (the engine
+    switched models, or a search met vectors of other dimensions).
+
+    Args:
+        store: The store described.
+        ttl: Seconds the info is trusted.
+        clock: Monotonic seconds (tests pass their own).
+    """
+
+    def __init__(
+        self,
+        store: Lifecycle,
+        *,
+        ttl: float = INFO_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.ttl = ttl
+        self.clock = clock
+        self._info: StoreInfo | None = None
+        self._read_at = 0.0
+
+    def get(self) -> StoreInfo:
+        """The store's info (read from the store only when due, see above)."""
+        info, now = self._info, self.clock()
+        if info is None or info.embedding_model is None or now - self._read_at >= self.ttl:
+            info = self._info = self.store.info()
+            self._read_at = now
+        return info
+
+    def forget(self) -> None:
+        """Read the info again on the next search."""
+        self._info = None
+
+
+@dataclass(frozen=True)
+class SearchSetup:
+    """What the engine lends a search.
+
+    Attributes:
+        store: The store searched.
+        project: The project searched.
+        info: The engine's cached store info.
+        embedder: Returns the engine's embedder (made on first use, so a search of a
+            store with nothing embedded never loads a model).
+        cross_encoder: For the ``cross_encoder`` reranker, if the engine has one.
+    """
+
+    store: Store
+    project: str
+    info: StoreInfoCache
+    embedder: Callable[[], Embedder]
+    cross_encoder: CrossEncoder | None = None
+
+
+def search_request(request: SearchRequest | str, options: Mapping[str, Any]) -> SearchRequest:
+    """The request to run: ``request`` as it is, or with ``options`` as its fields.
+
+    Raises:
+        InvalidRequest: The fields do not make a valid request.
+    """
+    if isinstance(request, SearchRequest) and not options:
+        return request
+    if isinstance(request, SearchRequest):
+        fields = {**request.model_dump(exclude_unset=True), **options}
+    else:
+        fields = {"query": request, **options}
+    return validate_request(fields)
+
+
+def search_context(setup: SearchSetup) -> SearchContext:
+    """The pipeline's context: no query embedder while nothing is embedded.
+
+    Raises:
+        ConfigError: The engine's embedder is not the model the store was embedded with.
+    """
+    info = setup.info.get()
+    embed_query: Callable[[str], Vector] | None
+    if info.embedding_model is None:
+        embed_query = None  # nothing embedded yet: vector legs have nothing to find
+    else:
+        embedder = setup.embedder()
+        if info.embedding_model != embedder.model_id:
+            raise ConfigError(
+                f"the store was embedded with {info.embedding_model}, but the engine "
+                f"uses {embedder.model_id}; pass the same model or re-embed with "
+                "`kgsearch embed generate --model ... --force`"
+            )
+        embed_query = embedder.embed_query
+    return SearchContext(setup.store, setup.project, embed_query, setup.cross_encoder)
+
+
+def search(
+    setup: SearchSetup, request: SearchRequest | str, options: Mapping[str, Any]
+) -> SearchResponse:
+    """Run one unified search.
+
+    Args:
+        setup: What the engine lends the search.
+        request: A request, or a query string.
+        options: Request fields that override or complete ``request``.
+
+    Returns:
+        The search response.
+
+    Raises:
+        InvalidRequest: The request is malformed.
+        ConfigError: The embedder does not match the store's vectors.
+    """
+    return _run(setup, search_request(request, options))
+
+
+def explain(
+    setup: SearchSetup, request: SearchRequest | str, options: Mapping[str, Any]
+) -> Explain:
+    """Run one search and show its work: each leg's hits, the fused order and the SQL
+    each stage ran.
+
+    Args:
+        setup: What the engine lends the search.
+        request: A request, or a query string.
+        options: Request fields that override or complete ``request``.
+
+    Returns:
+        The explanation.
+    """
+    req = search_request(request, options).model_copy(update={"include_debug": True})
+    traces = Traces()
+    return explained(req, _run(setup, req, traces), traces)
+
+
+def _run(
+    setup: SearchSetup, request: SearchRequest, traces: Traces | None = None
+) -> SearchResponse:
+    """Run the search; after ``DimensionMismatch``, check the model against fresh info."""
+    try:
+        return run_search(search_context(setup), request, traces)
+    except DimensionMismatch:
+        # another process may have switched the store to another model since the info
+        # was read: say so (ConfigError) rather than only that the dimensions differ
+        setup.info.forget()
+        search_context(setup)
+        raise
+
+
+def context(
+    setup: SearchSetup, request: SearchRequest | str, options: Mapping[str, Any], max_tokens: int
+) -> RagContext:
+    """A search's hits as prompt lines within ``max_tokens`` of the embedder's tokens.
+
+    Args:
+        setup: What the engine lends the search.
+        request: A request, or a query string.
+        options: Request fields that override or complete ``request``.
+        max_tokens: The budget, 1 to 100000.
+
+    Returns:
+        The context lines, their token count, the number of results and the metadata.
+
+    Raises:
+        InvalidRequest: ``max_tokens`` is out of range, or the request is malformed.
+    """
+    if not 1 <= max_tokens <= 100_000:
+        raise InvalidRequest("max_tokens must be between 1 and 100000")
+    response = search(setup, request, options)
+    count = setup.embedder().count_tokens
+    text = format_context(response.results, max_tokens=max_tokens, count_tokens=count)
+    return RagContext(
+        context=text,
+        tokens=count(text) if text else 0,
+        results=len(response.results),
+        metadata=response.metadata,
+    )
