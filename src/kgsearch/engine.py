@@ -1,12 +1,8 @@
 """The Engine: the one facade every adapter (CLI, REST, MCP) and library user calls.
 
-It composes a store, an embedder (created lazily, so graph work never loads a model)
-and the text rules; writes commit rows as ``pending`` and never wait for the
-embedder; embedding runs outside any write transaction. Each method makes one call
-into the module that owns the work: :mod:`kgsearch.writes` (writes),
-:mod:`kgsearch.reads` (lookups), :mod:`kgsearch.lifecycle` (texts and embedding),
-:mod:`kgsearch.search` (search), :mod:`kgsearch.io` (import/export) and
-:mod:`kgsearch.keys` (API keys).
+It composes a store, a lazily created embedder and the text rules, and each method
+makes one call into the module that owns the work: ``writes``, ``reads``,
+``lifecycle`` (texts and embedding), ``search``, ``io`` and ``keys``.
 """
 
 from __future__ import annotations
@@ -127,21 +123,15 @@ class Engine:
             store_url: Overrides ``settings.store.url``.
             model: Overrides ``settings.embed.model``.
         """
-        embed = settings.embed
-        spec = model or embed.model
-        options: dict[str, Any] = {}
-        if embed.base_url:
-            options["base_url"] = embed.base_url
-        if embed.api_key is not None:
-            options["api_key"] = embed.api_key.get_secret_value()
+        embed, spec = settings.embed, model or settings.embed.model
+        key = embed.api_key.get_secret_value() if embed.api_key is not None else None
+        options = {k: v for k, v in (("base_url", embed.base_url), ("api_key", key)) if v}
         return cls(
             connect(store_url or settings.store.url),
             embedder_factory=lambda: create_embedder(spec, **options),
             enrichment=load_enrichment_config(embed.enrichment_config),
             project=project or settings.store.project,
-            retry=RetryPolicy(
-                max_attempts=embed.max_attempts, backoff_seconds=embed.backoff_seconds
-            ),
+            retry=RetryPolicy(embed.max_attempts, embed.backoff_seconds),
         )
 
     # build -----------------------------------------------------------------
@@ -290,11 +280,7 @@ class Engine:
 
     # reads -------------------------------------------------------------------
     def get_object(self, id: str, *, project: str | None = None) -> GraphObject:
-        """One live object by id.
-
-        Raises:
-            NotFound: No live object has this id in the project.
-        """
+        """One live object by id (NotFound when the project has none)."""
         return reads.get_object(self.store, self._p(project), id)
 
     def get_object_by_key(self, type_: str, key: str, *, project: str | None = None) -> GraphObject:
@@ -306,19 +292,11 @@ class Engine:
         return reads.get_relationship(self.store, self._p(project), id)
 
     def get_chunk(self, id: str, *, project: str | None = None) -> Chunk:
-        """One live chunk by id.
-
-        Raises:
-            NotFound: No live chunk has this id in the project.
-        """
+        """One live chunk by id (NotFound when the project has none)."""
         return reads.get_chunk(self.store, self._p(project), id)
 
     def get_source(self, id: str, *, project: str | None = None) -> Source:
-        """One live source by id.
-
-        Raises:
-            NotFound: No live source has this id in the project.
-        """
+        """One live source by id (NotFound when the project has none)."""
         return reads.get_source(self.store, self._p(project), id)
 
     def list_rows(
@@ -345,12 +323,9 @@ class Engine:
         relationship_types: Sequence[str] | None = None,
     ) -> list[Neighbor]:
         """Objects within ``depth`` hops of ``ids``."""
+        p, types = self._p(project), relationship_types
         return self.store.neighbors(
-            self._p(project),
-            ids,
-            depth=depth,
-            direction=direction,
-            relationship_types=relationship_types,
+            p, ids, depth=depth, direction=direction, relationship_types=types
         )
 
     def stats(self, *, project: str | None = None) -> Stats:
@@ -363,14 +338,10 @@ class Engine:
         return embedding.preview(self.store, self._text_rules, self._p(project), id)
 
     def refresh_texts(self, *, force: bool = False) -> int:
-        """Rebuild stored texts when the rules changed (config, mode, template version).
-
-        Rows whose text changes become pending; unchanged rows are untouched.
-        Returns the number of rows whose text changed.
-        """
-        return embedding.refresh_texts(
-            self.store, self._text_rules, self._texts_wanted(), force=force
-        )
+        """Rebuild stored texts when the rules changed (config, mode, template version);
+        rows whose text changes become pending. Returns how many changed."""
+        wanted = self._texts_wanted()
+        return embedding.refresh_texts(self.store, self._text_rules, wanted, force=force)
 
     def embed_pending(
         self,
@@ -395,11 +366,8 @@ class Engine:
             limit: Stop after about this many rows.
         """
         embedding.check_batch_size(batch_size)
-        self.refresh_texts()
         return embedding.embed_pending(
-            self.store,
-            self.embedder,
-            self.retry,
+            self._embedding(),
             kinds=kinds,
             project=project,
             batch_size=batch_size,
@@ -426,14 +394,8 @@ class Engine:
             DimensionMismatch: The embedder does not match the stored vectors.
         """
         embedding.check_batch_size(batch_size)
-        self.refresh_texts()
         return embedding.embed_step(
-            self.store,
-            self.embedder,
-            self.retry,
-            project=project,
-            kinds=kinds,
-            batch_size=batch_size,
+            self._embedding(), project=project, kinds=kinds, batch_size=batch_size
         )
 
     def embed_worker(
@@ -464,14 +426,11 @@ class Engine:
         Raises:
             StoreError: Only with ``until_idle``.
         """
-        self.refresh_texts()
         return embedding.run_embedding_worker(
-            self.store,
-            self.embedder,
+            self._embedding(),
             kinds=kinds,
             project=project,
             batch_size=batch_size,
-            policy=self.retry,
             poll_seconds=poll_seconds,
             until_idle=until_idle,
             should_stop=should_stop,
@@ -506,6 +465,11 @@ class Engine:
 
     def _texts_wanted(self) -> dict[str, Any]:
         return embedding.texts_fingerprint(self.enrichment, self.graph_aware)
+
+    def _embedding(self) -> embedding.EmbeddingContext:
+        """Texts brought up to date with the rules, then what a run needs."""
+        self.refresh_texts()
+        return embedding.EmbeddingContext(self.store, self.embedder, self.retry)
 
     # search ------------------------------------------------------------------
     def search(

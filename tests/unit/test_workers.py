@@ -27,7 +27,7 @@ from click.testing import CliRunner
 from kgsearch.cli import cli
 from kgsearch.engine import Engine
 from kgsearch.errors import StoreError
-from kgsearch.lifecycle.embedding import run_embedding_worker
+from kgsearch.lifecycle.embedding import EmbeddingContext, run_embedding_worker
 from kgsearch.lifecycle.runner import RetryPolicy
 from kgsearch.model import Kind, ObjectIn
 from kgsearch.store.base import Store
@@ -66,7 +66,10 @@ def test_two_concurrent_workers_embed_10000_rows_none_twice(store_factory: Any) 
         try:
             reports.append(
                 run_embedding_worker(
-                    store, embedder, kinds=[Kind.OBJECT], batch_size=100, until_idle=True
+                    EmbeddingContext(store, embedder, RetryPolicy()),
+                    kinds=[Kind.OBJECT],
+                    batch_size=100,
+                    until_idle=True,
                 )
             )
         except BaseException as exc:  # surfaced below
@@ -90,7 +93,7 @@ def test_two_concurrent_workers_embed_10000_rows_none_twice(store_factory: Any) 
 CHILD = textwrap.dedent(
     """
     import sys, time
-    from kgsearch.lifecycle.embedding import run_embedding_worker
+    from kgsearch.lifecycle.embedding import EmbeddingContext, run_embedding_worker
     from kgsearch.lifecycle.runner import RetryPolicy
     from kgsearch.store import connect
     from kgsearch.testing import FakeEmbedder
@@ -101,8 +104,8 @@ CHILD = textwrap.dedent(
             return super().embed_documents(texts)
 
     store = connect(sys.argv[1])
-    run_embedding_worker(store, Slow(32), batch_size=8, policy=RetryPolicy(lease_seconds=2.0),
-               until_idle=True)
+    context = EmbeddingContext(store, Slow(32), RetryPolicy(lease_seconds=2.0))
+    run_embedding_worker(context, batch_size=8, until_idle=True)
     """
 )
 
@@ -138,10 +141,8 @@ def test_a_worker_killed_mid_batch_leaves_nothing_stuck(store_factory: Any) -> N
     resumed = store_factory.reopen(setup)
     started = time.monotonic()
     report = run_embedding_worker(
-        resumed,
-        FakeEmbedder(32),
+        EmbeddingContext(resumed, FakeEmbedder(32), RetryPolicy(lease_seconds=2.0)),
         batch_size=64,
-        policy=RetryPolicy(lease_seconds=2.0),
         poll_seconds=0.2,
         should_stop=lambda: resumed.embedding_counts(None)[0].by_status.get("embedded", 0) == 400,
     )
@@ -198,8 +199,7 @@ def test_a_worker_survives_store_errors_and_keeps_its_totals(store: Store) -> No
         return bool(seen) and seen[-1] == 250
 
     report = run_embedding_worker(
-        flaky,
-        FakeEmbedder(32),
+        EmbeddingContext(flaky, FakeEmbedder(32), RetryPolicy()),
         kinds=[Kind.OBJECT],
         batch_size=100,
         poll_seconds=0.05,
@@ -216,8 +216,7 @@ def test_a_worker_keeps_only_the_first_ten_errors(store: Store) -> None:
     Engine(store, embedder=FakeEmbedder(32)).add_objects(objects(10))
     flaky = RestartingStore(store, failures=25)
     report = run_embedding_worker(
-        flaky,
-        FakeEmbedder(32),
+        EmbeddingContext(flaky, FakeEmbedder(32), RetryPolicy()),
         kinds=[Kind.OBJECT],
         poll_seconds=0.001,
         should_stop=lambda: store.embedding_counts(None)[0].by_status.get("embedded", 0) == 10,
@@ -232,8 +231,7 @@ def test_a_worker_until_idle_raises_store_errors(store: Store) -> None:
     Engine(store, embedder=FakeEmbedder(32)).add_objects(objects(10))
     with pytest.raises(StoreError, match="server closed"):
         run_embedding_worker(
-            RestartingStore(store, failures=1),
-            FakeEmbedder(32),
+            EmbeddingContext(RestartingStore(store, failures=1), FakeEmbedder(32), RetryPolicy()),
             until_idle=True,
         )
 

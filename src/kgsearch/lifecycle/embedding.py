@@ -43,6 +43,7 @@ from kgsearch.text import TEXT_VERSION, EnrichmentConfig, config_fingerprint, te
 from kgsearch.writes.rows import Rules, TextRules, refresh_relationship_texts
 
 __all__ = [
+    "EmbeddingContext",
     "EmbeddingKindQueue",
     "Progress",
     "check_batch_size",
@@ -363,10 +364,23 @@ def _embed_report(report: Report) -> EmbedReport:
     )
 
 
+@dataclass(frozen=True)
+class EmbeddingContext:
+    """What an embedding run needs besides its options.
+
+    Attributes:
+        store: Where the rows and vectors live.
+        embedder: The model that embeds them.
+        policy: Lease, backoff and attempt limit.
+    """
+
+    store: Store
+    embedder: Embedder
+    policy: RetryPolicy
+
+
 def embed_pending(
-    store: Store,
-    embedder: Embedder,
-    policy: RetryPolicy,
+    ctx: EmbeddingContext,
     *,
     kinds: Sequence[Kind],
     project: str | None,
@@ -382,24 +396,22 @@ def embed_pending(
     """
     if force:
         for kind in kinds:
-            store.requeue(kind, project=project, statuses=["embedded", "failed", "dead"])
+            ctx.store.requeue(kind, project=project, statuses=["embedded", "failed", "dead"])
     return run_embedding(
-        store,
-        embedder,
+        ctx.store,
+        ctx.embedder,
         kinds=kinds,
         project=project,
         batch_size=batch_size,
         delay_ms=delay_ms,
-        policy=policy,
+        policy=ctx.policy,
         progress=progress,
         limit=limit,
     )
 
 
 def embed_step(
-    store: Store,
-    embedder: Embedder,
-    policy: RetryPolicy,
+    ctx: EmbeddingContext,
     *,
     project: str | None,
     kinds: Sequence[Kind],
@@ -410,15 +422,15 @@ def embed_step(
     It never sleeps waiting for a failed row's backoff (a retry due now is still
     taken), so a server's background loop can stop between steps.
     """
-    no_wait = replace(policy, max_wait_seconds=0.0)
+    no_wait = replace(ctx.policy, max_wait_seconds=0.0)
     total = Report()
     for kind in kinds:
         step = Report()
         # one run per kind, so each kind gets its own batch (the limit counts a run's rows)
         _embed_into(
             step,
-            store,
-            embedder,
+            ctx.store,
+            ctx.embedder,
             kinds=[kind],
             project=project,
             batch_size=batch_size,
@@ -433,13 +445,11 @@ def embed_step(
 
 
 def run_embedding_worker(
-    store: Store,
-    embedder: Embedder,
+    ctx: EmbeddingContext,
     *,
     kinds: Sequence[Kind] = tuple(Kind),
     project: str | None = None,
     batch_size: int = 512,
-    policy: RetryPolicy | None = None,
     poll_seconds: float = 5.0,
     until_idle: bool = False,
     should_stop: Callable[[], bool] = lambda: False,
@@ -453,12 +463,10 @@ def run_embedding_worker(
     for stopping, leases and store errors.
 
     Args:
-        store: Where rows and vectors live.
-        embedder: The provider.
+        ctx: The store, the embedder and the retry policy.
         kinds: Which row kinds to embed.
         project: Restrict to one project (None = all).
         batch_size: Rows per claim and per embedder call.
-        policy: Retry/backoff policy.
         poll_seconds: Sleep this long when nothing is due, or after a store error.
         until_idle: Return as soon as nothing is due; a store error is raised.
         should_stop: Return True to end the loop after the current batch.
@@ -467,18 +475,17 @@ def run_embedding_worker(
     Raises:
         StoreError: Only with ``until_idle``.
     """
-    chosen = policy or RetryPolicy()
 
     def step(report: Report) -> None:
         _embed_into(
             report,
-            store,
-            embedder,
+            ctx.store,
+            ctx.embedder,
             kinds=kinds,
             project=project,
             batch_size=batch_size,
             delay_ms=0,
-            policy=chosen,
+            policy=ctx.policy,
             progress=None,
             limit=batch_size,
             wait_for_retries=False,
