@@ -119,6 +119,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="turns per version")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--note", default="", help="a sentence saying what the base is")
     args = parser.parse_args()
     if min(args.rounds, args.queries, args.passes) < 1:
         parser.error("--rounds, --queries and --passes must be at least 1")
@@ -193,13 +194,15 @@ def main() -> None:
         f"{args.passes} times per turn, {args.rounds} turns each, taking turns with the other "
         f"version ({args.rounds * args.passes * args.queries} searches per version).\n\n"
         + table(["version", "p50 ms", "p95 ms", "p95 of each turn"], rows)
+        + (f"\n\n{args.note}" if args.note else "")
     )
     print(body)
     write_section(
         "ab-latency",
         "Speed: search latency against an earlier commit, same run",
         f"python scripts/bench_ab.py --base {base_rev} --rounds {args.rounds} "
-        f"--queries {args.queries} --passes {args.passes}",
+        f"--queries {args.queries} --passes {args.passes}"
+        + (f" --note {json.dumps(args.note)}" if args.note else ""),
         body,
     )
 
