@@ -57,12 +57,8 @@ class TaskJobQueue:
     def complete(self, results: Sequence[TaskDone], *, seconds: float) -> int:
         """Record finished tasks; one re-queued with new input since its claim is
         skipped (it runs again for the new input)."""
-        bare = [r.task for r in results if r.result is None]
-        done = self.store.complete_tasks(self.job, bare) if bare else 0
-        for r in results:
-            if r.result is not None:  # each result is stored with its own task
-                done += self.store.complete_tasks(self.job, [r.task], result=r.result)
-        return done
+        tasks = [r.task for r in results]
+        return self.store.complete_tasks(self.job, tasks, results=[r.result for r in results])
 
     def fail(self, claims: Sequence[Task], error: str, now: float, policy: RetryPolicy) -> None:
         """Record a failed attempt with the whole error (backoff, then dead)."""

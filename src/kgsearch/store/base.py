@@ -446,10 +446,15 @@ class TaskQueue(Protocol):
         ...
 
     def complete_tasks(
-        self, job: str, tasks: Sequence[Task], *, result: dict[str, Any] | None = None
+        self,
+        job: str,
+        tasks: Sequence[Task],
+        *,
+        results: Sequence[dict[str, Any] | None] | None = None,
     ) -> int:
-        """Mark claimed tasks done (with ``result``) unless re-queued with another input
-        since the claim, which stay pending; return how many are done."""
+        """Mark claimed tasks done, each with its result (``results`` runs parallel to
+        ``tasks``; None: no results), unless re-queued with another input since the
+        claim, which stay pending; return how many are done."""
         ...
 
     def fail_tasks(

@@ -87,25 +87,33 @@ class PostgresTaskQueue:
         return [to_task(r) for r in rows]
 
     def complete_tasks(
-        self, job: str, tasks: Sequence[Task], *, result: dict[str, Any] | None = None
+        self,
+        job: str,
+        tasks: Sequence[Task],
+        *,
+        results: Sequence[dict[str, Any] | None] | None = None,
     ) -> int:
-        """Mark claimed tasks done, with ``result``; a task queued again with another
-        input since its claim stays pending (its lease released). Returns tasks done."""
+        """Mark claimed tasks done, each with its result; a task queued again with
+        another input since its claim stays pending (its lease released). Returns tasks
+        done."""
         if not tasks:
             return 0
+        given = results or [None] * len(tasks)
+        stored = [None if r is None else dumps(r) for _, r in zip(tasks, given, strict=True)]
         with self.db.transaction():
             done = self.db.all(
-                """UPDATE tasks t SET status = 'done', result = %s, attempts = 0,
+                """UPDATE tasks t SET status = 'done', result = u.result, attempts = 0,
                     last_error = NULL, next_attempt_at = 0, claimed_until = 0, updated_at = now()
-                FROM unnest(%s::text[], %s::text[], %s::text[]) AS u(project, row_id, input_hash)
+                FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[])
+                    AS u(project, row_id, input_hash, result)
                 WHERE t.project = u.project AND t.job = %s AND t.row_id = u.row_id
                     AND t.input_hash = u.input_hash AND t.status = 'running'
                 RETURNING t.project, t.row_id""",
                 (
-                    None if result is None else dumps(result),
                     [t.project for t in tasks],
                     [t.row_id for t in tasks],
                     [t.input_hash for t in tasks],
+                    stored,
                     job,
                 ),
             )

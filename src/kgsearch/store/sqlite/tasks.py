@@ -81,15 +81,20 @@ class SQLiteTaskQueue:
         return [to_task(r) for r in rows]
 
     def complete_tasks(
-        self, job: str, tasks: Sequence[Task], *, result: dict[str, Any] | None = None
+        self,
+        job: str,
+        tasks: Sequence[Task],
+        *,
+        results: Sequence[dict[str, Any] | None] | None = None,
     ) -> int:
-        """Mark claimed tasks done, with ``result``; a task queued again with another
-        input since its claim stays pending (its lease released). Returns tasks done."""
-        stored = None if result is None else dumps(result)
+        """Mark claimed tasks done, each with its result; a task queued again with
+        another input since its claim stays pending (its lease released). Returns tasks
+        done."""
         stamp = now_iso()
         done = 0
         with self.db.transaction():
-            for task in tasks:
+            for task, result in zip(tasks, results or [None] * len(tasks), strict=True):
+                stored = None if result is None else dumps(result)
                 cur = self.db.execute(
                     "UPDATE tasks SET status = 'done', result = ?, attempts = 0, "
                     "last_error = NULL, next_attempt_at = 0, claimed_until = 0, updated_at = ? "

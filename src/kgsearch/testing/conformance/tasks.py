@@ -67,7 +67,7 @@ def test_an_expired_lease_makes_a_running_task_claimable_again(store: Store) -> 
 def test_a_completed_task_is_done_and_keeps_its_result(store: Store) -> None:
     queue(store, "a", "b")
     claimed = claim(store)
-    assert store.complete_tasks(JOB, claimed[:1], result={"objects": 3}) == 1
+    assert store.complete_tasks(JOB, claimed[:1], results=[{"objects": 3}]) == 1
     assert store.task_counts(JOB, project="p") == counts(running=1, done=1)
     assert store.list_tasks(JOB, project="p", statuses=["done"]) == [
         TaskState(
@@ -172,9 +172,21 @@ def test_a_task_queued_again_with_new_input_runs_again_from_scratch(store: Store
     assert claim(store, now=0.0) == [task("a", digest="h2")]
 
 
+def test_tasks_completed_together_each_keep_their_own_result(store: Store) -> None:
+    queue(store, "a", "b", "c")
+    claimed = claim(store)
+    done = store.complete_tasks(JOB, claimed, results=[{"n": 1}, None, {"n": 3}])
+    assert done == 3
+    assert [(s.row_id, s.result) for s in store.list_tasks(JOB, project="p")] == [
+        ("a", {"n": 1}),
+        ("b", None),
+        ("c", {"n": 3}),
+    ]
+
+
 def test_a_done_task_queued_again_with_new_input_forgets_its_result(store: Store) -> None:
     queue(store, "a")
-    store.complete_tasks(JOB, claim(store), result={"objects": 3})
+    store.complete_tasks(JOB, claim(store), results=[{"objects": 3}])
     queue(store, "a", digest="h2")
     (state,) = store.list_tasks(JOB, project="p")
     assert (state.status, state.input_hash, state.result) == ("pending", "h2", None)
