@@ -90,11 +90,6 @@ def _base_copy(tree: Path, db: Path, copy: Path) -> None:
         conn.execute(f"DELETE FROM migrations WHERE name NOT IN ({marks})", known)
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def _turn(tree: Path, db: Path, queries: Path, passes: int) -> list[float]:
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
     done = subprocess.run(
@@ -125,6 +120,7 @@ def main() -> None:
         parser.error("--rounds, --queries and --passes must be at least 1")
 
     sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_latency import percentile
     from bench_quality import ensure_full_db, metaqa_questions
     from benchdoc import table, write_section
 
@@ -169,7 +165,7 @@ def main() -> None:
                     runs[name].append(times)
                     print(
                         f"round {round_ + 1} {name}: p50 {statistics.median(times):.1f} ms, "
-                        f"p95 {_percentile(times, 0.95):.1f} ms",
+                        f"p95 {percentile(times, 0.95):.1f} ms",
                         file=sys.stderr,
                     )
         finally:
@@ -179,12 +175,12 @@ def main() -> None:
     rows = []
     for name, rev in (("base", base_rev), ("head", head_rev)):
         pooled = [t for run in runs[name] for t in run]
-        per_turn = ", ".join(f"{_percentile(run, 0.95):.1f}" for run in runs[name])
+        per_turn = ", ".join(f"{percentile(run, 0.95):.1f}" for run in runs[name])
         rows.append(
             [
                 f"{name} ({rev})",
                 f"{statistics.median(pooled):.1f}",
-                f"{_percentile(pooled, 0.95):.1f}",
+                f"{percentile(pooled, 0.95):.1f}",
                 per_turn,
             ]
         )
