@@ -1,0 +1,144 @@
+"""What an extractor returns for one chunk: entities and relationships with
+descriptions, what the quality filter rejected and why, and how the answer was made.
+
+These are the records kept per chunk (``kgsearch extract show CHUNK``) and the input
+of the graph build (``lifecycle/extraction.py``). :class:`ExtractedGraph`'s JSON schema
+is what an LLM with structured output is asked to fill.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ChunkText",
+    "ExtractedEntity",
+    "ExtractedGraph",
+    "ExtractedRelation",
+    "ExtractionResult",
+    "Extractor",
+    "Rejection",
+]
+
+
+class ExtractedEntity(BaseModel):
+    """An entity the extractor found: its name as written, a type and a description."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    type: str = "entity"
+    description: str = ""
+
+
+class ExtractedRelation(BaseModel):
+    """A relationship between two extracted entities (by name).
+
+    ``relation`` is a short label ("directed", "implements") where the extractor gives
+    one; ``description`` is the sentence that is embedded and searched.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    source: str
+    target: str
+    relation: str = ""
+    description: str = ""
+    keywords: list[str] = Field(default_factory=list)
+    strength: float | None = None
+
+
+class ExtractedGraph(BaseModel):
+    """Entities and relationships from one chunk."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    entities: list[ExtractedEntity] = Field(default_factory=list)
+    relationships: list[ExtractedRelation] = Field(default_factory=list)
+
+
+class Rejection(BaseModel):
+    """An extracted item the parser or the quality filter did not keep.
+
+    Attributes:
+        kind: ``entity``, ``relationship`` or ``record`` (an unparseable piece of reply).
+        reason: A stable code: ``short_description``, ``trivial_description``,
+            ``self_loop``, ``empty_name``, ``long_name``, ``not_in_text``,
+            ``unknown_entity``, ``over_cap``, ``malformed``…
+        item: The item as the extractor gave it (or the raw text of a malformed record).
+    """
+
+    kind: str
+    reason: str
+    item: dict[str, Any] | str
+
+
+class ExtractionResult(BaseModel):
+    """Everything one extraction of one chunk produced.
+
+    Attributes:
+        chunk_id: The chunk extracted.
+        graph: What was kept after parsing and the quality filter.
+        rejected: What was dropped, each with its reason.
+        extractor: ``spacy``, ``llm`` or ``openie`` (imported).
+        model: The model that answered (``provider:model``), or the spaCy pipeline.
+        prompt_id: The prompt used (``extract/<domain>``), empty for spaCy.
+        prompt_version: The prompt's version.
+        prompt_tokens: Tokens sent (0 when cached or without an LLM).
+        completion_tokens: Tokens received.
+        calls: Model calls made (0 when every reply came from the cache).
+        seconds: Wall time of this chunk's extraction.
+        error: Why the chunk failed (the raw reply is in ``raw``); None on success.
+        raw: The model's raw replies, kept when parsing failed or recording is on.
+    """
+
+    chunk_id: str
+    graph: ExtractedGraph = Field(default_factory=ExtractedGraph)
+    rejected: list[Rejection] = Field(default_factory=list)
+    extractor: str = ""
+    model: str = ""
+    prompt_id: str = ""
+    prompt_version: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+    raw: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ChunkText:
+    """A chunk handed to an extractor: its id and text."""
+
+    id: str
+    text: str
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    """Turns chunks of text into extraction results, one per chunk, in order.
+
+    A chunk whose extraction fails gets a result with ``error`` set (and the raw
+    reply kept) instead of raising; an exception means the whole batch failed
+    (e.g. the provider is unreachable) and every chunk in it is retried later.
+    """
+
+    @property
+    def name(self) -> str:
+        """``spacy``, ``llm``, …"""
+        ...
+
+    @property
+    def version(self) -> str:
+        """Changes whenever the same input could give another output (model, prompt
+        version, settings); part of each chunk's task input hash."""
+        ...
+
+    def extract(self, chunks: Sequence[ChunkText]) -> list[ExtractionResult]:
+        """Extract every chunk; one result per chunk, in input order."""
+        ...

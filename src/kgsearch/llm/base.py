@@ -1,0 +1,101 @@
+"""The LLM protocol: chat messages in, text and token usage out.
+
+Providers (``llm/openai.py``), the response cache (``llm/cache.py``) and the test double
+(``llm/fake.py``) all implement :class:`LLM`. Extraction, description merging and
+community reports call only this protocol, so they never know which server answered,
+or whether the answer came from the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+__all__ = ["LLM", "Completion", "Message", "Usage"]
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message."""
+
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens a call took, as the server reported them (or as estimated when it did not)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A model's reply.
+
+    Attributes:
+        text: The reply text exactly as the model wrote it (fences, prose and all).
+        usage: Tokens the call took.
+        model: The model that answered (``provider:model``).
+        cached: True when the reply came from the response cache (no model call).
+        finish_reason: The server's finish reason (``"length"`` means truncated).
+    """
+
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    cached: bool = False
+    finish_reason: str | None = None
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A chat model.
+
+    ``model_id`` is ``provider:model`` and is recorded with every extraction.
+    Implementations raise :class:`kgsearch.errors.ProviderError` when the call fails
+    after their retries (timeouts, refused connections, 4xx/5xx).
+    """
+
+    @property
+    def model_id(self) -> str:
+        """``provider:model``, e.g. ``openai:gpt-4o-mini``."""
+        ...
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        """Answer ``messages``.
+
+        Args:
+            messages: The conversation, system message first.
+            json_schema: Ask for JSON matching this schema where the server supports
+                structured output (the reply is still text; parse it).
+            temperature: Sampling temperature.
+            max_tokens: Cap on the reply's tokens.
+        """
+        ...
+
+    def estimate_cost(self, usage: Usage) -> float | None:
+        """US dollars ``usage`` costs with this model, or None when no price is known."""
+        ...
