@@ -1,0 +1,177 @@
+"""The engine's state and build: store, embedder, text rules, and the contexts each
+section hands to the module that owns the work.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Self
+
+from kgsearch.config import Settings
+from kgsearch.embed import create_embedder
+from kgsearch.embed.base import Embedder
+from kgsearch.errors import InvalidRequest
+from kgsearch.lifecycle import embedding
+from kgsearch.lifecycle.runner import RetryPolicy
+from kgsearch.model import (
+    DEFAULT_PROJECT,
+    Kind,
+)
+from kgsearch.search.rerank import CrossEncoder
+from kgsearch.search.service import SearchSetup, StoreInfoCache
+from kgsearch.store import connect
+from kgsearch.store.base import Store
+from kgsearch.text import EnrichmentConfig, load_enrichment_config
+from kgsearch.writes.graph import WriteContext
+from kgsearch.writes.rows import TextRules
+
+__all__ = ["EngineCore"]
+
+
+class EngineCore:
+    """Graph storage, embedding lifecycle and search over one store.
+
+    Args:
+        store: An open store (see :func:`kgsearch.connect`).
+        embedder: The embedding provider, or None to create one on first use.
+        embedder_factory: Makes the embedder on first use (default: the bundled model).
+        enrichment: Graph-aware text rules (default rules when None).
+        graph_aware: Build graph-aware object text; None keeps the store's last choice.
+        project: Default project for calls that pass none.
+        embed_on_write: Embed rows right after each write commits (small scripts).
+        retry: Failure policy of the embedding lifecycle.
+        cross_encoder: Optional cross-encoder for the ``cross_encoder`` reranker.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        embedder: Embedder | None = None,
+        embedder_factory: Callable[[], Embedder] | None = None,
+        enrichment: EnrichmentConfig | None = None,
+        graph_aware: bool | None = None,
+        project: str = DEFAULT_PROJECT,
+        embed_on_write: bool = False,
+        retry: RetryPolicy | None = None,
+        cross_encoder: CrossEncoder | None = None,
+    ) -> None:
+        self.store = store
+        self.cross_encoder = cross_encoder
+        self.project = project
+        self.embed_on_write = embed_on_write
+        self.retry = retry or RetryPolicy()
+        self._embedder = embedder
+        self._embedder_factory = embedder_factory
+        self._embedder_lock = threading.Lock()
+        self.enrichment = enrichment or EnrichmentConfig()
+        if graph_aware is None:
+            graph_aware = embedding.recorded_graph_aware(store)
+        self.graph_aware = graph_aware
+        self._rules: TextRules | None = None
+        self._info = StoreInfoCache(store)
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        project: str | None = None,
+        store_url: str | None = None,
+        model: str | None = None,
+    ) -> Self:
+        """Build an engine from settings (the adapters' entry point).
+
+        Args:
+            settings: Effective settings.
+            project: Overrides ``settings.store.project``.
+            store_url: Overrides ``settings.store.url``.
+            model: Overrides ``settings.embed.model``.
+        """
+        embed, spec = settings.embed, model or settings.embed.model
+        key = embed.api_key.get_secret_value() if embed.api_key is not None else None
+        options = {k: v for k, v in (("base_url", embed.base_url), ("api_key", key)) if v}
+        return cls(
+            connect(store_url or settings.store.url),
+            embedder_factory=lambda: create_embedder(spec, **options),
+            enrichment=load_enrichment_config(embed.enrichment_config),
+            project=project or settings.store.project,
+            retry=RetryPolicy(embed.max_attempts, embed.backoff_seconds),
+        )
+
+    # build -----------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder, created on first use."""
+        if self._embedder is None:
+            with self._embedder_lock:  # server threads must not load the model twice
+                if self._embedder is None:
+                    factory = self._embedder_factory or (lambda: create_embedder("bundled"))
+                    self._embedder = factory()
+        return self._embedder
+
+    @property
+    def rules(self) -> TextRules:
+        """How embedding texts are built right now."""
+        if self._rules is None:
+            embedding.record_texts_of_new_store(self.store, self._texts_wanted())
+            embedder = self.embedder
+            self._rules = TextRules(
+                self.enrichment, self.graph_aware, embedder.count_tokens, embedder.max_tokens
+            )
+        return self._rules
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _p(self, project: str | None) -> str:
+        name = project or self.project
+        if not name.strip() or len(name) > 200:
+            raise InvalidRequest("project must be a non-blank name of at most 200 characters")
+        return name
+
+    def _text_rules(self) -> TextRules:
+        return self.rules
+
+    def _writes(self, project: str | None) -> WriteContext:
+        after = self._embed_after_write if self.embed_on_write else None
+        return WriteContext(self.store, self._p(project), self._text_rules, after)
+
+    def _embed_after_write(self) -> None:
+        embedding.embed_pending(
+            self._embedding(),
+            kinds=tuple(Kind),
+            project=None,
+            batch_size=512,
+            delay_ms=0,
+            force=False,
+            progress=None,
+            limit=None,
+        )
+
+    def refresh_texts(self, *, force: bool = False) -> int:
+        """Rebuild stored texts when the rules changed (config, mode, template version);
+        rows whose text changes become pending. Returns how many changed."""
+        wanted = self._texts_wanted()
+        return embedding.refresh_texts(self.store, self._text_rules, wanted, force=force)
+
+    def _texts_wanted(self) -> dict[str, Any]:
+        return embedding.texts_fingerprint(self.enrichment, self.graph_aware)
+
+    def _embedding(self) -> embedding.EmbeddingContext:
+        """Texts brought up to date with the rules, then what a run needs."""
+        self.refresh_texts()
+        return embedding.EmbeddingContext(self.store, self.embedder, self.retry)
+
+    def _searching(self, project: str | None) -> SearchSetup:
+        return SearchSetup(
+            self.store, self._p(project), self._info, lambda: self.embedder, self.cross_encoder
+        )

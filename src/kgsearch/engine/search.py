@@ -1,0 +1,83 @@
+"""The engine's search section, and API keys for the adapters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kgsearch import keys
+from kgsearch.engine.core import EngineCore
+from kgsearch.keys import ApiKey
+from kgsearch.search import service as searching
+from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchResponse
+
+__all__ = ["SearchMethods"]
+
+
+class SearchMethods(EngineCore):
+    """Search, explain, RAG context and API keys (one call each)."""
+
+    # search ------------------------------------------------------------------
+    def search(
+        self, request: SearchRequest | str, *, project: str | None = None, **options: Any
+    ) -> SearchResponse:
+        """Unified hybrid search (vector + BM25 + graph legs, fused, reranked).
+
+        Args:
+            request: A :class:`SearchRequest`, or a query string with ``options`` as
+                its fields (``limit=5, result_types="graph", type_hint="person"``).
+            project: Overrides the engine's project.
+
+        Raises:
+            InvalidRequest: The request is malformed.
+        """
+        return searching.search(self._searching(project), request, options)
+
+    def explain(
+        self, request: SearchRequest | str, *, project: str | None = None, **options: Any
+    ) -> Explain:
+        """Show a search's work: each leg's ranked hits and scores, the fused order and
+        the SQL each stage ran (with its parameters)."""
+        return searching.explain(self._searching(project), request, options)
+
+    def context(
+        self,
+        request: SearchRequest | str,
+        *,
+        max_tokens: int = 1000,
+        project: str | None = None,
+        **options: Any,
+    ) -> RagContext:
+        """RAG context: the search's hits as prompt lines within ``max_tokens``."""
+        return searching.context(self._searching(project), request, options, max_tokens)
+
+    # keys (used by the REST/MCP adapters) --------------------------------------
+    def create_api_key(
+        self, project: str, scopes: str | Sequence[str], *, name: str | None = None
+    ) -> tuple[str, ApiKey]:
+        """Make an API key bound to ``project``; returns (the key, shown once; its record).
+
+        Raises:
+            InvalidRequest: Unknown scope or blank project.
+        """
+        return keys.create_api_key(self.store, self._p(project), scopes, name=name)
+
+    def api_keys(self, *, project: str | None = None) -> list[ApiKey]:
+        """API key records (never secrets) of one project, or of all when None."""
+        return self.store.api_keys(project)
+
+    def revoke_api_key(self, key_id: str) -> None:
+        """Revoke a key at once; later requests with it get 401.
+
+        Raises:
+            NotFound: No active key has this id.
+        """
+        keys.revoke_api_key(self.store, key_id)
+
+    def authenticate(self, key: str) -> ApiKey:
+        """The active key record matching a presented key.
+
+        Raises:
+            Unauthorized: Malformed, unknown or revoked key.
+        """
+        return keys.authenticate(self.store, key)
