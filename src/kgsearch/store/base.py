@@ -480,6 +480,10 @@ class TaskQueue(Protocol):
         """Up to ``limit`` tasks in queueing order, of ``statuses`` (all when empty)."""
         ...
 
+    def get_tasks(self, project: str, job: str, row_ids: Sequence[str]) -> list[TaskState]:
+        """The tasks of these rows that exist, in the order of ``row_ids``."""
+        ...
+
     def task_counts(self, job: str, *, project: str | None) -> dict[str, int]:
         """Tasks per status, every status present (see ``TASK_STATUSES``)."""
         ...

@@ -210,6 +210,17 @@ class PostgresTaskQueue:
         )
         return [to_task_state(r) for r in rows]
 
+    def get_tasks(self, project: str, job: str, row_ids: Sequence[str]) -> list[TaskState]:
+        """The tasks of these rows that exist, in the order of ``row_ids``."""
+        wanted = list(dict.fromkeys(row_ids))
+        rows = self.db.all(
+            f"SELECT {TASK_COLUMNS} FROM tasks WHERE project = %s AND job = %s "
+            "AND row_id = ANY(%s)",
+            (project, job, wanted),
+        )
+        found = {state.row_id: state for state in map(to_task_state, rows)}
+        return [found[r] for r in wanted if r in found]
+
     def task_counts(self, job: str, *, project: str | None) -> dict[str, int]:
         """Tasks per status, every status present, in ``TASK_STATUSES`` order."""
         scope, params = project_scope(project, "%s")

@@ -187,6 +187,19 @@ class SQLiteTaskQueue:
         )
         return [to_task_state(r) for r in rows]
 
+    def get_tasks(self, project: str, job: str, row_ids: Sequence[str]) -> list[TaskState]:
+        """The tasks of these rows that exist, in the order of ``row_ids``."""
+        found: dict[str, TaskState] = {}
+        for part in chunked(list(dict.fromkeys(row_ids))):
+            for row in self.db.all(
+                f"SELECT {TASK_COLUMNS} FROM tasks WHERE project = ? AND job = ? "
+                f"AND row_id IN ({placeholders(len(part))})",
+                (project, job, *part),
+            ):
+                state = to_task_state(row)
+                found[state.row_id] = state
+        return [found[r] for r in dict.fromkeys(row_ids) if r in found]
+
     def task_counts(self, job: str, *, project: str | None) -> dict[str, int]:
         """Tasks per status, every status present, in ``TASK_STATUSES`` order."""
         scope, params = project_scope(project, "?")

@@ -251,6 +251,20 @@ def test_deleted_tasks_are_forgotten(store: Store) -> None:
     ]
 
 
+def test_get_tasks_returns_the_rows_tasks_in_the_order_asked(store: Store) -> None:
+    queue(store, "a", "b", "c")
+    queue(store, "b", project="q")
+    (done,) = claim(store, limit=1)
+    store.complete_tasks(JOB, [done], results=[{"n": 1}])
+    got = store.get_tasks("p", JOB, ["c", "missing", "a", "c"])
+    assert [(s.row_id, s.status, s.result) for s in got] == [
+        ("c", "pending", None),
+        ("a", "done", {"n": 1}),
+    ]
+    assert store.get_tasks("p", JOB, []) == []
+    assert [s.project for s in store.get_tasks("q", JOB, ["a", "b"])] == ["q"]
+
+
 def test_payloads_round_trip_as_json(store: Store) -> None:
     payload = {"text": "Grüße, 東京 \u0000 done", "ids": [1, 2.5, None], "nested": {"ok": True}}
     store.enqueue_tasks("p", JOB, [TaskIn("a", "h1", payload)])
