@@ -19,7 +19,15 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-__all__ = ["EmbedSettings", "SearchSettings", "Settings", "StoreSettings", "config_path"]
+__all__ = [
+    "EmbedSettings",
+    "ExtractSettings",
+    "LLMSettings",
+    "SearchSettings",
+    "Settings",
+    "StoreSettings",
+    "config_path",
+]
 
 
 class StoreSettings(BaseModel):
@@ -59,6 +67,50 @@ class SearchSettings(BaseModel):
     limit: int = Field(default=10, ge=1, le=100)
 
 
+class LLMSettings(BaseModel):
+    """The chat model used by LLM extraction (and later descriptions and reports)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(
+        default="openai:gpt-4o-mini",
+        description="provider:model, e.g. openai:gpt-4o-mini or ollama:llama3.1",
+    )
+    base_url: str | None = Field(
+        default=None, description="OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp…)"
+    )
+    api_key: SecretStr | None = Field(default=None, description="Key for the HTTP provider")
+    timeout: float = Field(default=120.0, gt=0, description="Seconds per request")
+    max_retries: int = Field(default=4, ge=0, le=20)
+    max_concurrency: int = Field(default=4, ge=1, le=256)
+    cache: bool = Field(default=True, description="Keep replies in the store's LLM cache")
+
+
+class ExtractSettings(BaseModel):
+    """Text → graph extraction (``kgsearch ingest``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    extractor: str = Field(default="spacy", description="spacy (offline), llm or none")
+    domain: str = Field(default="general", description="Prompt domain of the LLM extractor")
+    chunk_chars: int = Field(default=1200, ge=100, le=100_000)
+    gleanings: int = Field(default=0, ge=0, le=5, description="Extra 'what was missed' passes")
+    max_relationships: int | None = Field(default=None, ge=1, description="Cap per chunk")
+    pack_chars: int = Field(
+        default=0, ge=0, description="Pack chunks shorter than this into one LLM call"
+    )
+    min_description_length: int = Field(default=50, ge=0)
+    check_names_in_text: bool = Field(
+        default=True, description="Reject entities whose name is not in the chunk"
+    )
+    entity_types: list[str] | None = Field(default=None, description="Override the domain's")
+    instructions: str | None = Field(default=None, description="Extra prompt instructions")
+    examples: list[str] | None = Field(default=None, description="Extra few-shot examples")
+    language: str | None = Field(default=None, description="Language of descriptions")
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    backoff_seconds: float = Field(default=2.0, ge=0)
+
+
 def config_path() -> Path:
     """The TOML file settings are read from (it need not exist)."""
     return Path(os.environ.get("KGSEARCH_CONFIG", "kgsearch.toml"))
@@ -74,6 +126,8 @@ class Settings(BaseSettings):
     store: StoreSettings = StoreSettings()
     embed: EmbedSettings = EmbedSettings()
     search: SearchSettings = SearchSettings()
+    llm: LLMSettings = LLMSettings()
+    extract: ExtractSettings = ExtractSettings()
 
     @classmethod
     def settings_customise_sources(
@@ -96,4 +150,6 @@ class Settings(BaseSettings):
         data = self.model_dump(mode="json")
         if self.embed.api_key is not None:
             data["embed"]["api_key"] = "********"
+        if self.llm.api_key is not None:
+            data["llm"]["api_key"] = "********"
         return data

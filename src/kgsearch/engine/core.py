@@ -8,10 +8,13 @@ import threading
 from collections.abc import Callable
 from typing import Any, Self
 
-from kgsearch.config import Settings
+from kgsearch.config import ExtractSettings, LLMSettings, Settings
 from kgsearch.embed import create_embedder
 from kgsearch.embed.base import Embedder
+from kgsearch.engine import providers
+from kgsearch.engine.providers import ExtractorFactory
 from kgsearch.errors import InvalidRequest
+from kgsearch.extract.schema import Extractor
 from kgsearch.lifecycle import embedding
 from kgsearch.lifecycle.runner import RetryPolicy
 from kgsearch.model import (
@@ -42,6 +45,9 @@ class EngineCore:
         embed_on_write: Embed rows right after each write commits (small scripts).
         retry: Failure policy of the embedding lifecycle.
         cross_encoder: Optional cross-encoder for the ``cross_encoder`` reranker.
+        extractors: Makes the extractor for a name (``spacy``, ``llm``) and domain
+            (default: from ``extract_settings``, the LLM provider from settings).
+        extract_settings: Extraction defaults (extractor, domain, chunk size, quality).
     """
 
     def __init__(
@@ -56,8 +62,16 @@ class EngineCore:
         embed_on_write: bool = False,
         retry: RetryPolicy | None = None,
         cross_encoder: CrossEncoder | None = None,
+        extractors: ExtractorFactory | None = None,
+        extract_settings: ExtractSettings | None = None,
     ) -> None:
         self.store = store
+        self.extract_settings = extract_settings or ExtractSettings()
+        self._extractor_factory = extractors or providers.extractor_factory(
+            self.extract_settings, LLMSettings(), store
+        )
+        self._extractors: dict[tuple[str, str], Extractor] = {}
+        self._extractors_lock = threading.Lock()
         self.cross_encoder = cross_encoder
         self.project = project
         self.embed_on_write = embed_on_write
@@ -92,8 +106,11 @@ class EngineCore:
         embed, spec = settings.embed, model or settings.embed.model
         key = embed.api_key.get_secret_value() if embed.api_key is not None else None
         options = {k: v for k, v in (("base_url", embed.base_url), ("api_key", key)) if v}
+        store = connect(store_url or settings.store.url)
         return cls(
-            connect(store_url or settings.store.url),
+            store,
+            extractors=providers.extractor_factory(settings.extract, settings.llm, store),
+            extract_settings=settings.extract,
             embedder_factory=lambda: create_embedder(spec, **options),
             enrichment=load_enrichment_config(embed.enrichment_config),
             project=project or settings.store.project,
@@ -110,6 +127,23 @@ class EngineCore:
                     factory = self._embedder_factory or (lambda: create_embedder("bundled"))
                     self._embedder = factory()
         return self._embedder
+
+    def extractor(self, name: str | None = None, domain: str | None = None) -> Extractor:
+        """The extractor for ``name`` and ``domain`` (settings' defaults when None),
+        made once and kept.
+
+        Raises:
+            InvalidRequest: Unknown extractor name or domain.
+            MissingCredentials: The LLM provider needs a key that is not set.
+        """
+        wanted = (
+            name or self.extract_settings.extractor,
+            domain or self.extract_settings.domain,
+        )
+        with self._extractors_lock:
+            if wanted not in self._extractors:
+                self._extractors[wanted] = self._extractor_factory(*wanted)
+            return self._extractors[wanted]
 
     @property
     def rules(self) -> TextRules:

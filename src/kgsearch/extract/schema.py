@@ -22,6 +22,7 @@ __all__ = [
     "ExtractionResult",
     "Extractor",
     "Rejection",
+    "TokenEstimator",
 ]
 
 
@@ -91,6 +92,7 @@ class ExtractionResult(BaseModel):
         prompt_tokens: Tokens sent (0 when cached or without an LLM).
         completion_tokens: Tokens received.
         calls: Model calls made (0 when every reply came from the cache).
+        cost_usd: Estimated cost of the calls made (None: no price known; 0 offline).
         seconds: Wall time of this chunk's extraction.
         error: Why the chunk failed (the raw reply is in ``raw``); None on success.
         raw: The model's raw replies, kept when parsing failed or recording is on.
@@ -106,6 +108,7 @@ class ExtractionResult(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     calls: int = 0
+    cost_usd: float | None = None
     seconds: float = 0.0
     error: str | None = None
     raw: list[str] = Field(default_factory=list)
@@ -117,6 +120,15 @@ class ChunkText:
 
     id: str
     text: str
+
+
+@runtime_checkable
+class TokenEstimator(Protocol):
+    """An extractor that can forecast what extracting texts would take (dry runs)."""
+
+    def estimate(self, texts: Sequence[str]) -> tuple[int, int, float | None]:
+        """(prompt tokens, completion tokens, US dollars or None) for ``texts``."""
+        ...
 
 
 @runtime_checkable

@@ -2,7 +2,7 @@
 
 - Deterministic fake embedders: :class:`FakeEmbedder` (also the ``fake:<dims>``
   provider, defined in :mod:`kgsearch.embed.fake`), :class:`FailingEmbedder` and
-  :class:`FlakyEmbedder`.
+  :class:`FlakyEmbedder`; a deterministic extractor, :class:`FakeExtractor`.
 - Slow-but-obvious oracles (:mod:`kgsearch.testing.oracles`): :func:`bfs`,
   :func:`cosine_scores` and :func:`assert_topk`.
 - The fixture contract of the store conformance suite: :class:`StoreFactory`, and
@@ -15,6 +15,7 @@ that run it: it needs pytest and hypothesis, and this package needs neither.
 from __future__ import annotations
 
 from kgsearch.embed.fake import FailingEmbedder, FakeEmbedder, FlakyEmbedder
+from kgsearch.testing.extractors import FakeExtractor
 from kgsearch.testing.oracles import Edge, assert_topk, bfs, cosine_scores
 from kgsearch.testing.stores import StoreFactory, URLStoreFactory
 
@@ -22,6 +23,7 @@ __all__ = [
     "Edge",
     "FailingEmbedder",
     "FakeEmbedder",
+    "FakeExtractor",
     "FlakyEmbedder",
     "StoreFactory",
     "URLStoreFactory",

@@ -1,0 +1,192 @@
+"""The engine's text → graph section: ingest documents, run and inspect extraction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from kgsearch.engine.core import EngineCore
+from kgsearch.errors import InvalidRequest
+from kgsearch.extract.schema import ChunkText, ExtractionResult, Extractor
+from kgsearch.io.documents import DEFAULT_MAX_BYTES, Document, document_from_text, read_documents
+from kgsearch.lifecycle import extraction, ingest
+from kgsearch.lifecycle.extraction import ExtractionContext, Totals
+from kgsearch.lifecycle.runner import RetryPolicy
+from kgsearch.reports import ExtractionRecord, ExtractionReport, ExtractionStatus, IngestReport
+
+__all__ = ["ExtractionMethods", "IngestProgress"]
+
+IngestProgress = Callable[[str, object], None]
+"""Called with ``("document", Document)`` after each document is stored and with
+``("extraction", Totals)`` after each extraction batch."""
+
+
+class ExtractionMethods(EngineCore):
+    """Ingest and the extraction lifecycle (one call each)."""
+
+    def ingest(
+        self,
+        paths: Sequence[Path | str] = (),
+        *,
+        texts: Sequence[str] = (),
+        title: str | None = None,
+        documents: Sequence[Document] = (),
+        project: str | None = None,
+        extractor: str | None = None,
+        domain: str | None = None,
+        chunk_chars: int | None = None,
+        extract: bool = True,
+        dry_run: bool = False,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        progress: IngestProgress | None = None,
+    ) -> IngestReport:
+        """Ingest documents: store each as a source and chunks, queue the new or
+        changed chunks for extraction and (with ``extract``) run it, building
+        objects, relationships and mentions from what the extractor found.
+
+        A file that cannot be read (empty, binary, not UTF-8, too large, unsupported)
+        is named in ``problems`` with its reason; the others are still ingested.
+        Re-ingesting an unchanged document writes nothing.
+
+        Args:
+            paths: Files and directories (.txt, .md; .html, .pdf, .docx with the
+                ``documents`` extra).
+            texts: Texts given directly (e.g. stdin), titled ``title``.
+            title: Title of the texts.
+            documents: Documents already read.
+            project: Overrides the engine's project.
+            extractor: ``spacy`` (offline), ``llm`` or ``none`` (store only).
+            domain: Prompt domain of the LLM extractor.
+            chunk_chars: Largest chunk in characters (settings' default when None).
+            extract: Run the extraction now; False leaves the chunks queued.
+            dry_run: Read and chunk only, and forecast tokens and cost; write nothing.
+            max_bytes: Larger files are refused.
+            progress: See :data:`IngestProgress`.
+
+        Raises:
+            InvalidRequest: Nothing to ingest, or an unknown extractor or domain.
+        """
+        if not (paths or texts or documents):
+            raise InvalidRequest("nothing to ingest: give paths, texts or documents")
+        read, problems = read_documents([Path(p) for p in paths], max_bytes=max_bytes)
+        blank = [t for t in texts if not t.strip()]
+        docs = [
+            *documents,
+            *read,
+            *(document_from_text(t, title=title) for t in texts if t.strip()),
+        ]
+        max_chars = chunk_chars or self.extract_settings.chunk_chars
+        if not 100 <= max_chars <= 100_000:
+            raise InvalidRequest("chunk_chars must be between 100 and 100000")
+        name = extractor or self.extract_settings.extractor
+        chosen = None if name == "none" else self.extractor(name, domain)
+        if dry_run:
+            report = IngestReport(
+                dry_run=True,
+                estimate=ingest.estimate(docs, max_chars=max_chars, extractor=chosen),
+            )
+        else:
+            report = ingest.store_documents(
+                self._writes(project),
+                docs,
+                extractor=chosen,
+                domain=domain or self.extract_settings.domain,
+                max_chars=max_chars,
+                progress=None if progress is None else lambda d: progress("document", d),
+            )
+            if chosen is not None and extract:
+                run = self.extract(project=project, progress=progress)
+                report = report.model_copy(update={"extraction": run})
+        return ingest.with_problems(report, problems, len(blank))
+
+    def extract(
+        self,
+        *,
+        project: str | None = None,
+        batch_size: int = 16,
+        limit: int | None = None,
+        wait_for_retries: bool = True,
+        progress: IngestProgress | None = None,
+    ) -> ExtractionReport:
+        """Extract every due chunk (pending, failed past its backoff, or leased by a
+        runner that died), with the extractor and domain each was queued with.
+
+        Args:
+            project: One project (the engine's when None).
+            batch_size: Chunks per claim and extractor call.
+            limit: Stop after about this many chunks.
+            wait_for_retries: Sleep for a retry that is due soon.
+            progress: Called with ``("extraction", Totals)`` after each batch.
+        """
+        settings = self.extract_settings
+        ctx = ExtractionContext(
+            self.store,
+            self.extractor,
+            self._writes,
+            retry=RetryPolicy(settings.max_attempts, settings.backoff_seconds),
+        )
+        report: Callable[[Totals], None] | None = None
+        if progress is not None:
+            report = lambda totals: progress("extraction", totals)  # noqa: E731
+        return extraction.run_extraction(
+            ctx,
+            project=self._p(project),
+            batch_size=batch_size,
+            limit=limit,
+            wait_for_retries=wait_for_retries,
+            progress=report,
+        )
+
+    def extract_chunks(
+        self,
+        chunk_ids: Sequence[str],
+        *,
+        project: str | None = None,
+        extractor: str | None = None,
+        domain: str | None = None,
+    ) -> int:
+        """Queue stored chunks for extraction (e.g. ones added by ``add_text``);
+        returns how many became pending.
+
+        Raises:
+            NotFound: A chunk id is not a live chunk.
+        """
+        return ingest.queue_stored(
+            self.store,
+            self._p(project),
+            chunk_ids,
+            self.extractor(extractor, domain),
+            domain or self.extract_settings.domain,
+        )
+
+    def extraction_status(self, *, project: str | None = None) -> ExtractionStatus:
+        """Chunks per extraction status; entities and relationships kept, rejected
+        by reason, tokens and cost over every recorded extraction."""
+        return extraction.status_report(self.store, project)
+
+    def extraction_record(self, chunk_id: str, *, project: str | None = None) -> ExtractionRecord:
+        """What the extractor returned for one chunk, and its task state.
+
+        Raises:
+            NotFound: The chunk was never queued for extraction.
+        """
+        return extraction.extraction_record(self.store, self._p(project), chunk_id)
+
+    def retry_extraction(self, *, dead: bool = False, project: str | None = None) -> int:
+        """Re-queue failed chunks now (and dead ones with ``dead=True``)."""
+        return extraction.retry(self.store, project, dead=dead)
+
+    def preview_extraction(
+        self, text: str, *, extractor: str | None = None, domain: str | None = None
+    ) -> ExtractionResult:
+        """Run the extractor on ``text`` and return what it would keep and reject;
+        nothing is written (an LLM reply may still land in the response cache).
+
+        Raises:
+            InvalidRequest: Blank text.
+        """
+        if not text.strip():
+            raise InvalidRequest("text must not be blank")
+        chosen: Extractor = self.extractor(extractor, domain)
+        (result,) = chosen.extract([ChunkText("preview", text)])
+        return result

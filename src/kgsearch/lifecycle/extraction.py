@@ -1,0 +1,290 @@
+"""The extraction job: one task per chunk, run on the one job runner.
+
+:func:`queue_chunks` queues a chunk under ``(project, "extract", chunk id)`` with an
+input hash of its text and the extractor's version, so an unchanged chunk is never
+extracted twice and a changed one (or a new model or prompt) is. :func:`run_extraction`
+claims chunks, runs the extractor with no transaction open, writes what it kept into
+the graph (:func:`kgsearch.writes.extracted.add_extractions`) and records the whole
+extraction (entities, relationships, rejections with reasons, tokens, model, prompt)
+as the task's result. A reply that cannot be parsed fails the chunk with the raw reply
+in its error; after the policy's attempts it is ``dead`` until retried.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgsearch.errors import NotFound
+from kgsearch.extract.schema import ChunkText, ExtractionResult, Extractor
+from kgsearch.lifecycle.runner import Outcome, Report, RetryPolicy
+from kgsearch.lifecycle.tasks import TaskDone, run_tasks
+from kgsearch.model import Chunk
+from kgsearch.reports import ExtractionRecord, ExtractionReport, ExtractionStatus
+from kgsearch.store.base import Store
+from kgsearch.store.records import Task, TaskIn
+from kgsearch.writes.extracted import ChunkExtraction, add_extractions
+from kgsearch.writes.graph import WriteContext
+
+__all__ = [
+    "EXTRACT_JOB",
+    "ExtractionContext",
+    "Totals",
+    "extraction_record",
+    "input_hash",
+    "queue_chunks",
+    "retry",
+    "run_extraction",
+    "status_report",
+]
+
+EXTRACT_JOB = "extract"
+_RAW_KEPT = 4000
+
+
+def input_hash(text: str, extractor_version: str) -> str:
+    """What a chunk's extraction depends on: its text and the extractor's version
+    (model, prompt id and version, domain, settings)."""
+    digest = hashlib.sha256()
+    for part in (extractor_version, text):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def queue_chunks(
+    store: Store, project: str, chunks: Sequence[Chunk], extractor: Extractor, domain: str = ""
+) -> int:
+    """Queue chunks for extraction; returns how many became pending (unchanged ones
+    already extracted with this extractor version stay done). The payload names the
+    extractor and domain, so a later run (``kgsearch extract run``) uses the same."""
+    version = extractor.version
+    return store.enqueue_tasks(
+        project,
+        EXTRACT_JOB,
+        [
+            TaskIn(
+                row_id=c.id,
+                input_hash=input_hash(c.text, version),
+                payload={"extractor": extractor.name, "domain": domain, "version": version},
+            )
+            for c in chunks
+        ],
+    )
+
+
+@dataclass
+class Totals:
+    """Running totals of an extraction run, for progress bars and the report."""
+
+    chunks: int = 0
+    entities: int = 0
+    relationships: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    cost_usd: float | None = None
+
+    def add(self, result: ExtractionResult) -> None:
+        """Count one chunk's extraction."""
+        self.chunks += 1
+        self.entities += len(result.graph.entities)
+        self.relationships += len(result.graph.relationships)
+        self.rejected.update(r.reason for r in result.rejected)
+        self.prompt_tokens += result.prompt_tokens
+        self.completion_tokens += result.completion_tokens
+        self.calls += result.calls
+        if result.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + result.cost_usd
+
+    def report(self, run: Report) -> ExtractionReport:
+        """The public report of a run with these totals."""
+        return ExtractionReport(
+            processed=run.processed,
+            extracted=self.chunks,
+            failed=run.failed,
+            dead=run.dead,
+            entities=self.entities,
+            relationships=self.relationships,
+            rejected=dict(self.rejected.most_common()),
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            calls=self.calls,
+            cost_usd=self.cost_usd,
+            seconds=round(run.seconds, 3),
+            errors=list(run.errors),
+        )
+
+
+@dataclass(frozen=True)
+class ExtractionContext:
+    """What an extraction run needs.
+
+    Attributes:
+        store: Chunks, the task queue and the graph.
+        extractor: The extractor of a task, by the extractor name and domain it was
+            queued with.
+        writes: The write context of a project (graph rows go through it).
+        retry: Lease, backoff and attempt limit.
+    """
+
+    store: Store
+    extractor: Callable[[str, str], Extractor]
+    writes: Callable[[str], WriteContext]
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    totals: Totals = field(default_factory=Totals)
+
+
+def _failure(result: ExtractionResult) -> str:
+    raw = "\n---\n".join(result.raw)
+    if len(raw) > _RAW_KEPT:
+        raw = raw[:_RAW_KEPT] + f"… [{len(raw) - _RAW_KEPT} more characters]"
+    return f"{result.error}\nraw reply:\n{raw}" if raw else str(result.error)
+
+
+def _record(result: ExtractionResult, built: dict[str, int]) -> dict[str, Any]:
+    record = result.model_dump(mode="json")
+    if not result.error:
+        record["raw"] = []  # kept only when parsing failed (it is in the error then)
+    record["built"] = built
+    return record
+
+
+def _work(ctx: ExtractionContext, tasks: Sequence[Task]) -> Outcome[Task, TaskDone]:
+    done: list[TaskDone] = []
+    failures: dict[str, list[Task]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[Task]] = defaultdict(list)
+    for task in tasks:
+        name, domain = task.payload.get("extractor", ""), task.payload.get("domain", "")
+        groups[(task.project, str(name), str(domain))].append(task)
+    for (project, name, domain), claimed in groups.items():
+        chunks = {c.id: c for c in ctx.store.get_chunks(project, [t.row_id for t in claimed])}
+        gone = [t for t in claimed if t.row_id not in chunks]
+        done.extend(TaskDone(t, {"skipped": "chunk deleted"}) for t in gone)
+        live = [t for t in claimed if t.row_id in chunks]
+        if not live:
+            continue
+        extractor = ctx.extractor(name, domain)
+        results = extractor.extract([ChunkText(t.row_id, chunks[t.row_id].text) for t in live])
+        kept: list[tuple[Task, ExtractionResult]] = []
+        for task, result in zip(live, results, strict=True):
+            if result.error:
+                failures[_failure(result)].append(task)
+            else:
+                kept.append((task, result))
+        writes = ctx.writes(project)
+        for task, result in kept:
+            chunk = chunks[task.row_id]
+            built = add_extractions(writes, [ChunkExtraction(chunk.id, chunk.source_id, result)])
+            counts = {
+                "objects": built.objects,
+                "relationships": built.relationships,
+                "mentions": built.mentions,
+            }
+            ctx.totals.add(result)
+            done.append(TaskDone(task, _record(result, counts)))
+    return Outcome(results=done, failures=failures)
+
+
+def run_extraction(
+    ctx: ExtractionContext,
+    *,
+    project: str | None = None,
+    batch_size: int = 16,
+    limit: int | None = None,
+    wait_for_retries: bool = True,
+    progress: Callable[[Totals], None] | None = None,
+) -> ExtractionReport:
+    """Extract every due chunk (pending, failed past its backoff, or leased by a
+    runner that died) and build the graph from what each extraction kept.
+
+    Args:
+        ctx: Store, extractor, write contexts and retry policy.
+        project: One project, or None for all.
+        batch_size: Chunks per claim (and per extractor call).
+        limit: Stop after about this many chunks.
+        wait_for_retries: Sleep for a retry or an expiring lease that is due soon.
+        progress: Called with the running totals after each batch.
+    """
+    run = run_tasks(
+        ctx.store,
+        EXTRACT_JOB,
+        lambda tasks: _work(ctx, tasks),
+        project=project,
+        policy=ctx.retry,
+        batch_size=batch_size,
+        limit=limit,
+        wait_for_retries=wait_for_retries,
+        progress=None if progress is None else lambda _n: progress(ctx.totals),
+    )
+    return ctx.totals.report(run)
+
+
+_ALL = 1_000_000_000
+
+
+def status_report(store: Store, project: str | None) -> ExtractionStatus:
+    """Chunks per status and, over every recorded extraction, what was kept, what was
+    rejected by reason, tokens and cost; the last errors of failed and dead chunks."""
+    counts = store.task_counts(EXTRACT_JOB, project=project)
+    totals = Totals()
+    extractors: Counter[str] = Counter()
+    failures: dict[str, str] = {}
+    for state in store.list_tasks(EXTRACT_JOB, project=project, limit=_ALL):
+        if state.status in ("failed", "dead") and len(failures) < 10:
+            failures[state.row_id] = (state.last_error or "")[:500]
+        record = state.result
+        if state.status != "done" or not record or "graph" not in record:
+            continue
+        result = ExtractionResult.model_validate({k: v for k, v in record.items() if k != "built"})
+        totals.add(result)
+        label = " ".join(
+            part
+            for part in (
+                result.extractor,
+                result.model,
+                f"{result.prompt_id}@{result.prompt_version}" if result.prompt_id else "",
+            )
+            if part
+        )
+        extractors[label] += 1
+    return ExtractionStatus(
+        counts=counts,
+        entities=totals.entities,
+        relationships=totals.relationships,
+        rejected=dict(totals.rejected.most_common()),
+        prompt_tokens=totals.prompt_tokens,
+        completion_tokens=totals.completion_tokens,
+        cost_usd=totals.cost_usd,
+        extractors=dict(extractors.most_common()),
+        failures=failures,
+    )
+
+
+def extraction_record(store: Store, project: str, chunk_id: str) -> ExtractionRecord:
+    """One chunk's extraction task and recorded result.
+
+    Raises:
+        NotFound: The chunk was never queued for extraction.
+    """
+    found = store.get_tasks(project, EXTRACT_JOB, [chunk_id])
+    if not found:
+        raise NotFound(f"chunk {chunk_id!r} has no extraction (was it ingested?)")
+    (state,) = found
+    return ExtractionRecord(
+        chunk_id=chunk_id,
+        status=state.status,
+        attempts=state.attempts,
+        last_error=state.last_error,
+        result=state.result,
+    )
+
+
+def retry(store: Store, project: str | None, *, dead: bool = False) -> int:
+    """Make failed chunks (and dead ones with ``dead``) pending now; returns how many."""
+    statuses = ["failed", "dead"] if dead else ["failed"]
+    return store.requeue_tasks(EXTRACT_JOB, project=project, statuses=statuses)

@@ -1,0 +1,108 @@
+"""Ingest: documents become sources and chunks, and their chunks extraction tasks.
+
+Storing never waits for an extractor: chunks are written (``pending`` for embedding)
+and queued for extraction in the same call, and the extraction job runs after (or in
+another process). A document whose text is unchanged writes nothing; chunks that a
+changed document no longer has are deleted with their extraction tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from kgsearch.errors import NotFound
+from kgsearch.extract.schema import Extractor, TokenEstimator
+from kgsearch.io.documents import Document, DocumentProblem
+from kgsearch.lifecycle.extraction import EXTRACT_JOB, queue_chunks
+from kgsearch.reports import IngestProblem, IngestReport
+from kgsearch.store.base import Store
+from kgsearch.writes.documents import chunk_document, store_document
+from kgsearch.writes.graph import WriteContext
+
+__all__ = ["estimate", "queue_stored", "store_documents", "with_problems"]
+
+
+def store_documents(
+    ctx: WriteContext,
+    documents: Sequence[Document],
+    *,
+    extractor: Extractor | None,
+    domain: str,
+    max_chars: int,
+    progress: Callable[[Document], None] | None = None,
+) -> IngestReport:
+    """Store documents and queue their new or changed chunks for extraction.
+
+    Args:
+        ctx: Where the rows go.
+        documents: The documents read.
+        extractor: Queue chunks for this extractor (None: store only).
+        domain: The domain the chunks are extracted in.
+        max_chars: The largest chunk, in characters.
+        progress: Called after each document.
+    """
+    store, project = ctx.store, ctx.project
+    stored = unchanged = chunks = queued = removed = 0
+    for document in documents:
+        result = store_document(ctx, document, max_chars=max_chars)
+        stored += 1
+        unchanged += result.unchanged
+        chunks += len(result.chunks)
+        if result.removed:
+            store.delete_tasks(project, EXTRACT_JOB, result.removed)
+            removed += len(result.removed)
+        if extractor is not None:
+            queued += queue_chunks(store, project, result.chunks, extractor, domain)
+        if progress is not None:
+            progress(document)
+    return IngestReport(
+        documents=stored,
+        unchanged=unchanged,
+        chunks=chunks,
+        queued=queued,
+        removed=removed,
+    )
+
+
+def estimate(
+    documents: Sequence[Document], *, max_chars: int, extractor: Extractor | None
+) -> dict[str, object]:
+    """A dry run's forecast: documents, chunks, characters, and the prompt and
+    completion tokens and cost the extractor would take (0 without a model)."""
+    texts = [c.text for d in documents for c in chunk_document(d, max_chars)]
+    prompt, completion, cost = 0, 0, 0.0 if extractor is not None else None
+    if isinstance(extractor, TokenEstimator):
+        prompt, completion, cost = extractor.estimate(texts)
+    return {
+        "documents": len(documents),
+        "chunks": len(texts),
+        "characters": sum(len(t) for t in texts),
+        "extractor": extractor.name if extractor is not None else "none",
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "cost_usd": cost,
+    }
+
+
+def with_problems(
+    report: IngestReport, problems: Sequence[DocumentProblem], blank_texts: int
+) -> IngestReport:
+    """The report with the files that were not read and blank texts given."""
+    found = [IngestProblem(path=p.path, reason=p.reason) for p in problems]
+    found += [IngestProblem(path="<text>", reason="empty document (no text)")] * blank_texts
+    return report.model_copy(update={"problems": [*report.problems, *found]})
+
+
+def queue_stored(
+    store: Store, project: str, chunk_ids: Sequence[str], extractor: Extractor, domain: str
+) -> int:
+    """Queue stored chunks for extraction; returns how many became pending.
+
+    Raises:
+        NotFound: A chunk id is not a live chunk of the project.
+    """
+    chunks = store.get_chunks(project, list(dict.fromkeys(chunk_ids)))
+    missing = sorted(set(chunk_ids) - {c.id for c in chunks})
+    if missing:
+        raise NotFound(f"chunk(s) not found: {missing[:10]}")
+    return queue_chunks(store, project, chunks, extractor, domain)
