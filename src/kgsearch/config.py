@@ -84,6 +84,10 @@ class LLMSettings(BaseModel):
     max_retries: int = Field(default=4, ge=0, le=20)
     max_concurrency: int = Field(default=4, ge=1, le=256)
     cache: bool = Field(default=True, description="Keep replies in the store's LLM cache")
+    record: Path | None = Field(default=None, description="Append every call to this file")
+    replay: Path | None = Field(
+        default=None, description="Answer only from a file written by record (no model calls)"
+    )
 
 
 class ExtractSettings(BaseModel):

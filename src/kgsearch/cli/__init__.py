@@ -13,6 +13,7 @@ import click
 
 from kgsearch.cli.common import add_json_option, cli
 from kgsearch.cli.embed import embed
+from kgsearch.cli.extract import extract, ingest
 from kgsearch.cli.graph import (
     config,
     export_cmd,
@@ -31,6 +32,8 @@ __all__ = ["cli", "main"]
 for command in (
     init,
     import_cmd,
+    ingest,
+    extract,
     export_cmd,
     objects,
     relationships,

@@ -100,10 +100,12 @@ def add_json_option(group: click.Group) -> None:
             )
 
 
-def engine_from(state: State, *, model: str | None = None) -> Engine:
-    """Build the engine for a command."""
+def engine_from(
+    state: State, *, model: str | None = None, settings: Settings | None = None
+) -> Engine:
+    """Build the engine for a command (from ``settings`` when a command overrides some)."""
     return Engine.from_settings(
-        state.settings(), project=state.project, store_url=state.db, model=model
+        settings or state.settings(), project=state.project, store_url=state.db, model=model
     )
 
 

@@ -1,0 +1,328 @@
+"""CLI commands of the text → graph path: ``ingest`` and ``extract run|status|show|retry|
+preview``."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kgsearch.cli.common import State, console, emit, engine_from, handle_errors, out, pass_state
+from kgsearch.config import Settings
+from kgsearch.engine import Engine
+from kgsearch.engine.providers import EXTRACTOR_NAMES
+from kgsearch.io.documents import DEFAULT_MAX_BYTES
+from kgsearch.lifecycle.extraction import Totals
+from kgsearch.reports import ExtractionReport, ExtractionStatus, IngestReport
+
+__all__ = ["extract", "ingest"]
+
+
+def _settings(
+    state: State,
+    *,
+    extractor: str | None = None,
+    domain: str | None = None,
+    llm_model: str | None = None,
+    record: Path | None = None,
+    replay: Path | None = None,
+) -> Settings:
+    settings = state.settings()
+    llm = {k: v for k, v in (("model", llm_model), ("record", record), ("replay", replay)) if v}
+    ext = {k: v for k, v in (("extractor", extractor), ("domain", domain)) if v}
+    return settings.model_copy(
+        update={
+            "llm": settings.llm.model_copy(update=llm),
+            "extract": settings.extract.model_copy(update=ext),
+        }
+    )
+
+
+def _progress_bar(disable: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=disable,
+    )
+
+
+def _detail(totals: Totals) -> str:
+    cost = "" if totals.cost_usd is None else f"  ${totals.cost_usd:.4f}"
+    tokens = totals.prompt_tokens + totals.completion_tokens
+    return (
+        f"{totals.entities} entities  {totals.relationships} relationships  {tokens} tokens{cost}"
+    )
+
+
+def _run_with_progress(engine: Engine, state: State, fn: Any, total: int | None) -> Any:
+    with _progress_bar(state.as_json) as bar:
+        docs = bar.add_task("reading", total=None, detail="")
+        chunks = bar.add_task("extracting chunks", total=total, detail="", visible=False)
+
+        def progress(kind: str, value: object) -> None:
+            if kind == "document":
+                bar.update(docs, advance=1, detail=str(getattr(value, "title", "")))
+            elif isinstance(value, Totals):
+                bar.update(chunks, completed=value.chunks, detail=_detail(value), visible=True)
+
+        return fn(progress)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    yield
+
+
+def _render_extraction(report: ExtractionReport) -> None:
+    cost = "unknown" if report.cost_usd is None else f"${report.cost_usd:.4f}"
+    out.print(
+        f"extracted {report.extracted} chunks: {report.entities} entities, "
+        f"{report.relationships} relationships; failed {report.failed} (dead {report.dead}); "
+        f"tokens {report.prompt_tokens}+{report.completion_tokens} in {report.calls} calls, "
+        f"cost {cost}; {report.seconds:.1f} s"
+    )
+    if report.rejected:
+        out.print(
+            "rejected: " + ", ".join(f"{reason} {n}" for reason, n in report.rejected.items())
+        )
+    for error in report.errors:
+        out.print(f"[red]error:[/] {error.splitlines()[0] if error else error}")
+
+
+def _render_ingest(report: IngestReport) -> None:
+    if report.dry_run and report.estimate is not None:
+        e = report.estimate
+        cost = "unknown" if e["cost_usd"] is None else f"${e['cost_usd']:.4f}"
+        out.print(
+            f"dry run ({e['extractor']}): {e['documents']} documents, {e['chunks']} chunks, "
+            f"{e['characters']} characters; estimated tokens {e['prompt_tokens']} prompt + "
+            f"{e['completion_tokens']} completion, estimated cost {cost}. Nothing written."
+        )
+    else:
+        out.print(
+            f"ingested {report.documents} documents ({report.unchanged} unchanged), "
+            f"{report.chunks} chunks; {report.queued} queued for extraction, "
+            f"{report.removed} removed"
+        )
+    if report.extraction is not None:
+        _render_extraction(report.extraction)
+    for problem in report.problems:
+        out.print(f"[red]skipped[/] {problem.path}: {problem.reason}")
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--extractor",
+    type=click.Choice(EXTRACTOR_NAMES),
+    help="spacy: offline, no model (the default); llm: the chat model in settings "
+    "([llm] in kgsearch.toml); none: store and chunk only.",
+)
+@click.option("--domain", help="Prompt domain for --extractor llm (general, software, …).")
+@click.option("--llm-model", help="provider:model for --extractor llm, e.g. ollama:llama3.1.")
+@click.option("--chunk-chars", type=click.IntRange(100, 100_000), help="Largest chunk.")
+@click.option("--title", help="Title of text read from stdin (PATH '-').")
+@click.option("--dry-run", is_flag=True, help="Chunk and forecast tokens and cost only.")
+@click.option("--no-extract", is_flag=True, help="Queue chunks; run `extract run` later.")
+@click.option("--no-embed", is_flag=True, help="Do not embed the new rows afterwards.")
+@click.option("--record", type=click.Path(path_type=Path, dir_okay=False), help="Record LLM calls.")
+@click.option(
+    "--replay",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Answer LLM calls from a --record file only (no model calls).",
+)
+@click.option(
+    "--max-bytes",
+    default=DEFAULT_MAX_BYTES,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Refuse larger files.",
+)
+@pass_state
+@handle_errors
+def ingest(
+    state: State,
+    paths: tuple[Path, ...],
+    extractor: str | None,
+    domain: str | None,
+    llm_model: str | None,
+    chunk_chars: int | None,
+    title: str | None,
+    dry_run: bool,
+    no_extract: bool,
+    no_embed: bool,
+    record: Path | None,
+    replay: Path | None,
+    max_bytes: int,
+) -> None:
+    """Ingest documents: chunk them, extract entities and relationships, build the
+    graph, embed it. Files (.txt, .md; .html, .pdf, .docx with the documents extra),
+    directories (recursive) or '-' for stdin.
+
+    Re-ingesting an unchanged document does nothing; a changed one re-extracts only
+    its changed chunks. Files that cannot be read are listed with the reason; the
+    exit code is 1 when any file or chunk failed.
+
+    \b
+    Examples:
+      kgsearch ingest docs/
+      kgsearch ingest report.md --extractor llm --domain finance --dry-run
+      cat notes.txt | kgsearch ingest - --title notes
+    """
+    if not paths:
+        raise click.UsageError("give files, directories or '-' for stdin")
+    texts = [sys.stdin.read()] if Path("-") in paths else []
+    files = [p for p in paths if p != Path("-")]
+    settings = _settings(
+        state, extractor=extractor, domain=domain, llm_model=llm_model, record=record, replay=replay
+    )
+    with engine_from(state, settings=settings) as engine:
+        report: IngestReport = _run_with_progress(
+            engine,
+            state,
+            lambda progress: engine.ingest(
+                files,
+                texts=texts,
+                title=title or ("stdin" if texts else None),
+                chunk_chars=chunk_chars,
+                extract=not no_extract,
+                dry_run=dry_run,
+                max_bytes=max_bytes,
+                progress=progress,
+            ),
+            None,
+        )
+        if not (dry_run or no_embed):
+            with (
+                console.status("embedding new rows", spinner="dots")
+                if not state.as_json
+                else _quiet()
+            ):
+                engine.embed_pending(project=engine.project)
+    emit(state, report, _render_ingest)
+    if not report.ok:
+        raise click.exceptions.Exit(1)
+
+
+@click.group()
+def extract() -> None:
+    """Run and inspect text → graph extraction (pending → extracted | failed → dead).
+
+    Example: kgsearch extract status
+    """
+
+
+@extract.command("run")
+@click.option("--limit", type=click.IntRange(1), help="Stop after about this many chunks.")
+@click.option("--record", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--replay", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@pass_state
+@handle_errors
+def run(state: State, limit: int | None, record: Path | None, replay: Path | None) -> None:
+    """Extract every queued chunk (with the extractor and domain it was queued with).
+
+    Example: kgsearch extract run
+    """
+    settings = _settings(state, record=record, replay=replay)
+    with engine_from(state, settings=settings) as engine:
+        status = engine.extraction_status(project=state.project)
+        due = status.counts.get("pending", 0) + status.counts.get("failed", 0)
+        report: ExtractionReport = _run_with_progress(
+            engine,
+            state,
+            lambda progress: engine.extract(limit=limit, progress=progress),
+            due or None,
+        )
+    emit(state, report, _render_extraction)
+    if report.dead:
+        raise click.exceptions.Exit(1)
+
+
+def _render_status(status: ExtractionStatus) -> None:
+    table = Table("status", "chunks")
+    for name, n in status.counts.items():
+        table.add_row(name, str(n))
+    out.print(table)
+    cost = "unknown" if status.cost_usd is None else f"${status.cost_usd:.4f}"
+    out.print(
+        f"kept {status.entities} entities, {status.relationships} relationships; "
+        f"tokens {status.prompt_tokens}+{status.completion_tokens}; cost {cost}"
+    )
+    if status.rejected:
+        out.print(
+            "rejected: " + ", ".join(f"{reason} {n}" for reason, n in status.rejected.items())
+        )
+    for label, n in status.extractors.items():
+        out.print(f"  {n} chunks by {label}")
+    for chunk, error in status.failures.items():
+        out.print(f"[red]{chunk}[/]: {error.splitlines()[0] if error else ''}")
+
+
+@extract.command("status")
+@pass_state
+@handle_errors
+def status(state: State) -> None:
+    """Chunks per status; entities and relationships kept, rejected by reason, tokens
+    and cost.
+
+    Example: kgsearch extract status --json
+    """
+    with engine_from(state) as engine:
+        emit(state, engine.extraction_status(project=state.project), _render_status)
+
+
+@extract.command("show")
+@click.argument("chunk_id")
+@pass_state
+@handle_errors
+def show(state: State, chunk_id: str) -> None:
+    """What the extractor returned for one chunk: entities, relationships, rejected
+    items with reasons, model, prompt, tokens (JSON).
+
+    Example: kgsearch extract show 'doc:notes.md#3f2a9c0d1e2b4a5c'
+    """
+    with engine_from(state) as engine:
+        emit(state, engine.extraction_record(chunk_id, project=state.project))
+
+
+@extract.command("retry")
+@click.option("--dead", is_flag=True, help="Also re-queue chunks that gave up.")
+@pass_state
+@handle_errors
+def retry(state: State, dead: bool) -> None:
+    """Re-queue failed chunks now (and dead ones with --dead); then `extract run`.
+
+    Example: kgsearch extract retry --dead && kgsearch extract run
+    """
+    with engine_from(state) as engine:
+        n = engine.retry_extraction(dead=dead, project=state.project)
+    emit(state, {"requeued": n}, lambda v: out.print(f"re-queued {v['requeued']} chunks"))
+
+
+@extract.command("preview")
+@click.argument("text")
+@click.option("--extractor", type=click.Choice([n for n in EXTRACTOR_NAMES if n != "none"]))
+@click.option("--domain", help="Prompt domain for --extractor llm.")
+@click.option("--llm-model", help="provider:model for --extractor llm.")
+@pass_state
+@handle_errors
+def preview(
+    state: State, text: str, extractor: str | None, domain: str | None, llm_model: str | None
+) -> None:
+    """Run the extractor on TEXT and print what it keeps and rejects; writes nothing.
+
+    Example: kgsearch extract preview "Ada Lovelace worked with Charles Babbage."
+    """
+    settings = _settings(state, extractor=extractor, domain=domain, llm_model=llm_model)
+    with engine_from(state, settings=settings) as engine:
+        emit(state, engine.preview_extraction(text))
