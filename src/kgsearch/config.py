@@ -113,6 +113,11 @@ class ExtractSettings(BaseModel):
     language: str | None = Field(default=None, description="Language of descriptions")
     max_attempts: int = Field(default=3, ge=1, le=100)
     backoff_seconds: float = Field(default=2.0, ge=0)
+    lease_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        description="A claimed chunk is taken over by another worker after this long",
+    )
 
 
 def config_path() -> Path:

@@ -123,7 +123,11 @@ class ExtractionMethods(EngineCore):
             self.store,
             self.extractor,
             self._writes,
-            retry=RetryPolicy(settings.max_attempts, settings.backoff_seconds),
+            retry=RetryPolicy(
+                settings.max_attempts,
+                settings.backoff_seconds,
+                lease_seconds=settings.lease_seconds,
+            ),
         )
         report: Callable[[Totals], None] | None = None
         if progress is not None:
