@@ -20,6 +20,7 @@ from typing import Any
 
 from kgsearch.extract.schema import ExtractionResult
 from kgsearch.model import MentionIn, ObjectIn, ObjectRef, RelationshipIn
+from kgsearch.store.base import Store
 from kgsearch.text.names import entity_key, entity_type, relation_type
 from kgsearch.writes import graph as graph_writes
 from kgsearch.writes.graph import WriteContext
@@ -56,6 +57,10 @@ class BuiltGraph:
     mentions: int = 0
 
 
+Ref = tuple[str, str]
+"""An entity's (type, key)."""
+
+
 @dataclass
 class _Entity:
     type: str
@@ -63,14 +68,15 @@ class _Entity:
     name: str
     descriptions: list[str] = field(default_factory=list)
     chunks: list[str] = field(default_factory=list)
+    implicit: bool = False  # only named as a relationship endpoint, never listed
 
 
 @dataclass
 class _Edge:
     type: str
     label: str
-    source: tuple[str, str]
-    target: tuple[str, str]
+    source: Ref
+    target: Ref
     descriptions: list[str] = field(default_factory=list)
     keywords: list[str] = field(default_factory=list)
     chunks: list[str] = field(default_factory=list)
@@ -102,12 +108,12 @@ def _union(old: Sequence[str], new: Sequence[str]) -> list[str]:
 
 def _collect(
     items: Sequence[ChunkExtraction],
-) -> tuple[dict[tuple[str, str], _Entity], list[_Edge]]:
-    entities: dict[tuple[str, str], _Entity] = {}
-    edges: dict[tuple[str, tuple[str, str], tuple[str, str]], _Edge] = {}
+) -> tuple[dict[Ref, _Entity], list[_Edge]]:
+    entities: dict[Ref, _Entity] = {}
+    edges: dict[tuple[str, Ref, Ref], _Edge] = {}
     for item in items:
         result = item.result
-        by_name: dict[str, tuple[str, str]] = {}
+        by_name: dict[str, Ref] = {}
         for e in result.graph.entities:
             ref = (entity_type(e.type), entity_key(e.name))
             if not ref[1]:
@@ -123,7 +129,7 @@ def _collect(
                 key = entity_key(name)
                 ref = by_name.get(key) or ("entity", key)
                 if key and ref not in entities:
-                    entities[ref] = _Entity(ref[0], key, " ".join(name.split()))
+                    entities[ref] = _Entity(ref[0], key, " ".join(name.split()), implicit=True)
                 if key:
                     entities[ref].chunks = _union(entities[ref].chunks, [item.chunk_id])
                 ends.append(ref)
@@ -149,6 +155,42 @@ def _collect(
     return entities, list(edges.values())
 
 
+def _resolve_implicit(
+    store: Store, project: str, entities: dict[Ref, _Entity], edges: list[_Edge]
+) -> None:
+    """Give an endpoint that no chunk listed as an entity the type of a listed entity
+    or a stored object with the same key (typed ones first), instead of a new
+    ``entity``-typed twin."""
+    typed: dict[str, Ref] = {}
+    for ref, ent in entities.items():
+        if not ent.implicit:
+            typed.setdefault(ref[1], ref)
+    remap: dict[Ref, Ref] = {}
+    for ref, ent in list(entities.items()):
+        if not ent.implicit:
+            continue
+        target = typed.get(ref[1])
+        if target is None:
+            ids = [i for i, _ in store.objects_named(project, ref[1], limit=5)]
+            found = sorted(
+                (o for o in store.get_objects(project, ids) if o.key == ref[1]),
+                key=lambda o: (o.type == "entity", o.type),
+            )
+            if found:
+                target = (found[0].type, found[0].key)
+                if target not in entities:
+                    entities[target] = _Entity(target[0], target[1], found[0].name)
+        if target is None or target == ref:
+            continue
+        entities[target].chunks = _union(entities[target].chunks, ent.chunks)
+        del entities[ref]
+        remap[ref] = target
+    for edge in edges:
+        edge.source = remap.get(edge.source, edge.source)
+        edge.target = remap.get(edge.target, edge.target)
+    edges[:] = [e for e in edges if e.source != e.target]
+
+
 def add_extractions(ctx: WriteContext, items: Sequence[ChunkExtraction]) -> BuiltGraph:
     """Write extraction results into the graph in one transaction.
 
@@ -164,6 +206,7 @@ def add_extractions(ctx: WriteContext, items: Sequence[ChunkExtraction]) -> Buil
     if not entities:
         return BuiltGraph()
     store, project = ctx.store, ctx.project
+    _resolve_implicit(store, project, entities, edges)
     inner = replace(ctx, after_commit=None)
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     chunk_sources = {i.chunk_id: i.source_id for i in items}
