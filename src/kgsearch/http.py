@@ -145,7 +145,7 @@ def _transport_error(
             details={"url": url, "attempts": attempts, "timeout": seconds},
         )
     return ProviderError(
-        f"Could not reach {url} after {attempts} attempts: {exc!r}",
+        f"{url} failed after {attempts} attempt(s): {exc!r}",
         details={"url": url, "attempts": attempts},
     )
 
