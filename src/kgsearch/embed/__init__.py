@@ -17,6 +17,7 @@ from kgsearch.embed.fastembed import FastEmbedEmbedder
 from kgsearch.embed.openai import OpenAIEmbedder
 from kgsearch.embed.sentence_transformers import SentenceTransformersEmbedder
 from kgsearch.errors import ConfigError
+from kgsearch.http import OPENAI_BASE_URL
 
 __all__ = [
     "BundledEmbedder",
@@ -33,7 +34,7 @@ __all__ = [
     "unit_vectors",
 ]
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
+
 _BUNDLED_MODEL = "all-MiniLM-L6-v2-int8"
 
 

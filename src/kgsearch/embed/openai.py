@@ -2,15 +2,14 @@
 
 One adapter covers OpenAI, Ollama, vLLM, LM Studio and Hugging Face TEI: they all
 accept ``{"model", "input": [...]}`` and answer ``{"data": [{"index", "embedding"}]}``.
-Rate limits, server errors and dropped connections are retried with exponential
-backoff; any other failure becomes :class:`kgsearch.errors.ProviderError`.
+Rate limits, server errors and dropped connections are retried by
+:func:`kgsearch.http.post_json`; any other failure becomes
+:class:`kgsearch.errors.ProviderError`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,13 +19,10 @@ import numpy as np
 
 from kgsearch.embed.base import Vector, batched, unit_vectors
 from kgsearch.errors import DimensionMismatch, MissingCredentials, ProviderError
+from kgsearch.http import OPENAI_HOST, RetryPolicy, json_body, post_json, status_error
 
 __all__ = ["OpenAIEmbedder"]
 
-_OPENAI_HOST = "api.openai.com"
-_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
-_MAX_RETRY_AFTER = 60.0
-_BODY_EXCERPT = 300
 _PROBE_TEXT = "dimension probe"
 
 
@@ -48,7 +44,8 @@ class OpenAIEmbedder:
         max_retries: Retries after the first attempt on 408, 429, 500, 502, 503, 504
             and connection errors or timeouts.
         backoff: Seconds before the first retry; doubled for each further retry.
-            A numeric ``Retry-After`` header (at most 60 s) takes precedence.
+            A ``Retry-After`` header of at most 60 s (seconds or an HTTP date) takes
+            precedence.
 
     Raises:
         MissingCredentials: ``base_url`` is api.openai.com and no ``api_key`` is given.
@@ -74,7 +71,7 @@ class OpenAIEmbedder:
             raise ValueError("batch_size must be positive")
         if dims is not None and dims <= 0:
             raise ValueError("dims must be positive")
-        if api_key is None and urlsplit(base_url).hostname == _OPENAI_HOST:
+        if api_key is None and urlsplit(base_url).hostname == OPENAI_HOST:
             raise MissingCredentials(
                 f"No API key for {base_url}: set KGSEARCH_EMBED__API_KEY (or pass api_key=...).",
                 details={"provider": "openai", "base_url": base_url},
@@ -84,8 +81,7 @@ class OpenAIEmbedder:
         self._dims = dims
         self._max_tokens = max_tokens
         self._batch_size = batch_size
-        self._max_retries = max_retries
-        self._backoff = backoff
+        self._retry = RetryPolicy(max_retries=max_retries, backoff=backoff)
         self._has_key = api_key is not None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(headers=headers, timeout=timeout)
@@ -161,47 +157,16 @@ class OpenAIEmbedder:
 
     def _post(self, body: dict[str, Any]) -> Any:
         """POST ``body``, retrying transient failures; return the decoded JSON."""
-        attempt = 0
-        while True:
-            try:
-                response = self._client.post(self._url, json=body)
-            except httpx.TransportError as exc:
-                if attempt >= self._max_retries:
-                    raise ProviderError(
-                        f"Could not reach {self._url} after {attempt + 1} attempts: {exc!r}",
-                        details={"url": self._url, "attempts": attempt + 1},
-                    ) from exc
-                self._sleep(attempt, None)
-            else:
-                if response.is_success:
-                    return _json(response)
-                if response.status_code not in _RETRY_STATUSES or attempt >= self._max_retries:
-                    raise self._http_error(response, attempt + 1)
-                self._sleep(attempt, response.headers.get("retry-after"))
-            attempt += 1
-
-    def _sleep(self, attempt: int, retry_after: str | None) -> None:
-        delay = self._backoff * 2**attempt
-        # An HTTP-date Retry-After fails float() and keeps the exponential delay.
-        if retry_after is not None:
-            with contextlib.suppress(ValueError):
-                delay = min(max(float(retry_after), 0.0), _MAX_RETRY_AFTER)
-        time.sleep(delay)
-
-    def _http_error(self, response: httpx.Response, attempts: int) -> ProviderError:
-        status = response.status_code
-        excerpt = response.text[:_BODY_EXCERPT]
-        details = {"url": self._url, "status": status, "body": excerpt, "attempts": attempts}
-        if status == 401 and not self._has_key:
-            return MissingCredentials(
+        response, attempts = post_json(self._client, self._url, body, self._retry)
+        if response.is_success:
+            return json_body(response)
+        if response.status_code == 401 and not self._has_key:
+            raise MissingCredentials(
                 f"{self._url} answered 401 Unauthorized and no API key is configured: "
                 "set KGSEARCH_EMBED__API_KEY.",
-                details=details,
+                details=status_error(response, attempts).details,
             )
-        return ProviderError(
-            f"{self._url} answered HTTP {status} after {attempts} attempt(s): {excerpt}",
-            details=details,
-        )
+        raise status_error(response, attempts)
 
     def _parse(self, payload: Any, expected: int) -> np.ndarray[Any, np.dtype[np.float32]]:
         """Return the response's vectors as a (texts, dims) array in input order."""
@@ -232,13 +197,3 @@ class OpenAIEmbedder:
                 "declared; fix the configured dims or the model name.",
                 details={"model_id": self.model_id, "expected": self._dims, "got": got},
             )
-
-
-def _json(response: httpx.Response) -> Any:
-    try:
-        return response.json()
-    except ValueError as exc:
-        raise ProviderError(
-            f"{response.request.url} returned a non-JSON body: {response.text[:_BODY_EXCERPT]}",
-            details={"url": str(response.request.url), "status": response.status_code},
-        ) from exc
