@@ -188,7 +188,7 @@ def write_ops() -> list[tuple[str, Any, Any, Any]]:
             "add_text",
             lambda e: e.add_text(NEW_TEXT, title="Notes", max_chars=100, project=P),
             ("POST", "/api/text", {"text": NEW_TEXT, "title": "Notes", "max_chars": 100}),
-            ("add_text", {"text": NEW_TEXT, "title": "Notes", "max_chars": 100}),
+            ("add_text", {"text": NEW_TEXT, "title": "Notes", "max_chars": 100, "extract": False}),
         ),
     ]
 

@@ -23,6 +23,7 @@ from live_server import LiveServer, client
 from kgsearch import Engine, connect
 from kgsearch.api.app import create_app
 from kgsearch.api.background import BackfillJobs
+from kgsearch.api.jobs import JobRegistry
 from kgsearch.testing import FakeEmbedder
 
 Serve = Callable[..., str]
@@ -81,8 +82,11 @@ def module_server(request: pytest.FixtureRequest) -> Iterator[tuple[Any, str]]:
 def base_url(module_server: tuple[Any, str], api_engine: Engine) -> Iterator[str]:
     """The module's server, serving this test's ``api_engine``."""
     app, base = module_server
-    previous = app.state.engine, app.state.jobs
-    app.state.engine, app.state.jobs = api_engine, BackfillJobs(api_engine)
+    state = app.state
+    previous = state.engine, state.jobs, state.extraction_jobs
+    state.engine, state.jobs = api_engine, BackfillJobs(api_engine)
+    state.extraction_jobs = JobRegistry()
     yield base
-    app.state.jobs.stop_all()
-    app.state.engine, app.state.jobs = previous
+    state.jobs.stop_all()
+    state.extraction_jobs.stop_all()
+    state.engine, state.jobs, state.extraction_jobs = previous

@@ -28,6 +28,8 @@ TOOLS = [
     "context",
     "embedding_status",
     "explain",
+    "extract_preview",
+    "extraction_status",
     "get_object",
     "get_relationship",
     "neighbors",
@@ -96,7 +98,8 @@ async def _full_session(client: Client) -> dict[str, Any]:
                 ]
             },
         ),
-        ("add_text", {"text": "Grace wrote a compiler.", "title": "More notes"}),
+        ("add_text", {"text": "Grace wrote a compiler.", "title": "More notes", "extract": False}),
+        ("extraction_status", {}),
         ("missing_object", {"id": "nope"}),
         ("long_query", {"query": "x" * 801}),
         ("bad_limit", {"query": "x", "limit": 101}),
@@ -162,6 +165,16 @@ def test_embedding_status_counts_the_project(full: dict[str, Any]) -> None:
 
     assert {r["project"] for r in body["rows"]} == {"alpha"}
     assert body["percent_embedded"] == 100.0
+
+
+def test_extraction_status_counts_nothing_before_any_extraction(full: dict[str, Any]) -> None:
+    error, body = full["extraction_status"]
+
+    assert (error, body["counts"], body["entities"]) == (
+        False,
+        {"pending": 0, "running": 0, "done": 0, "failed": 0, "dead": 0},
+        0,
+    )
 
 
 def test_writes_store_pending_rows(full: dict[str, Any]) -> None:

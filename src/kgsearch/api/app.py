@@ -31,8 +31,9 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 import kgsearch
 from kgsearch.api.background import BackfillJobs, EmbeddingWorker
+from kgsearch.api.jobs import JobRegistry
 from kgsearch.api.limits import MAX_BODY_BYTES, InputGuard
-from kgsearch.api.routes import embeddings, graph, ingest, search
+from kgsearch.api.routes import embeddings, extract, graph, ingest, search
 from kgsearch.api.schemas import ErrorBody
 from kgsearch.engine import Engine
 from kgsearch.errors import InvalidRequest, KgsearchError
@@ -52,7 +53,7 @@ _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (409, "Conflict"),
         (413, "Request body too large"),
         (500, "Internal error"),
-        (502, "Embedding provider failed"),
+        (502, "Embedding or extraction provider failed"),
         (503, "Store unavailable"),
     )
 }
@@ -96,6 +97,7 @@ def create_app(
             if runner is not None:
                 runner.stop()
             jobs.stop_all()
+            app.state.extraction_jobs.stop_all()
 
     app = FastAPI(
         title="kgsearch",
@@ -107,8 +109,9 @@ def create_app(
     jobs = BackfillJobs(engine)
     app.state.engine = engine
     app.state.jobs = jobs
+    app.state.extraction_jobs = JobRegistry()
     app.state.require_keys = keys
-    for module in (graph, ingest, search, embeddings):
+    for module in (graph, ingest, search, embeddings, extract):
         app.include_router(module.router)
     app.add_api_route("/health", _health, methods=["GET"], tags=["health"])
     _add_error_handlers(app)

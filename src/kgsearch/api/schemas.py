@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kgsearch.api.limits import MAX_BULK_ITEMS, MAX_ID_CHARS, MAX_QUERY_CHARS
 from kgsearch.model import (
@@ -23,6 +23,7 @@ from kgsearch.model import (
     Source,
     SourceIn,
 )
+from kgsearch.reports import ExtractionReport, IngestReport
 from kgsearch.search.request import SearchRequest
 
 __all__ = [
@@ -33,13 +34,19 @@ __all__ = [
     "ChunkPage",
     "ContextRequest",
     "Deleted",
+    "DocumentIn",
     "ErrorBody",
+    "ExtractRun",
     "Id",
     "IdsBody",
+    "IngestRequest",
     "Items",
+    "JobProgress",
+    "JobSnapshot",
     "ObjectCreate",
     "ObjectPage",
     "ObjectPatch",
+    "PreviewRequest",
     "RelationshipCreate",
     "RelationshipPage",
     "RelationshipPatch",
@@ -255,3 +262,104 @@ class SourcePage(_Body):
 
     items: list[Source]
     next_cursor: str | None = None
+
+
+# text → graph ---------------------------------------------------------------------
+_EXTRACTOR = Field(
+    default=None,
+    min_length=1,
+    max_length=50,
+    description="spacy (offline), llm or none (store only); default: the server's setting",
+)
+_DOMAIN = Field(
+    default=None, min_length=1, max_length=100, description="Prompt domain of the LLM extractor"
+)
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("text must not be blank")
+    return text
+
+
+class DocumentIn(_Body):
+    """One document given as text (the server never reads files for a client)."""
+
+    text: str = Field(min_length=1, description="The document's text")
+    title: str | None = Field(default=None, max_length=1000)
+
+    @field_validator("text")
+    @classmethod
+    def _text_not_blank(cls, text: str) -> str:
+        return _not_blank(text)
+
+
+class IngestRequest(_Body):
+    """Documents to ingest: one ``text`` (with an optional ``title``) or ``documents``."""
+
+    text: str | None = Field(default=None, min_length=1, description="One document's text")
+    title: str | None = Field(default=None, max_length=1000, description="Title of ``text``")
+    documents: list[DocumentIn] | None = Field(default=None, min_length=1, max_length=1000)
+    extractor: str | None = _EXTRACTOR
+    domain: str | None = _DOMAIN
+    chunk_chars: int | None = Field(
+        default=None, ge=100, le=100_000, description="Largest chunk in characters"
+    )
+    project: str | None = _PROJECT
+
+    @field_validator("text")
+    @classmethod
+    def _text_not_blank(cls, text: str | None) -> str | None:
+        return None if text is None else _not_blank(text)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> IngestRequest:
+        if (self.text is None) == (self.documents is None):
+            raise ValueError("give either text or documents")
+        if self.documents is not None and self.title is not None:
+            raise ValueError("title goes with text; give each document its own title")
+        return self
+
+
+class ExtractRun(_Body):
+    """Extract the project's due chunks (pending, failed past backoff) in the background."""
+
+    batch_size: int = Field(default=16, ge=1, le=1000, description="Chunks per extractor call")
+    limit: int | None = Field(default=None, ge=1, le=10_000_000, description="Stop after ~N")
+    project: str | None = _PROJECT
+
+
+class PreviewRequest(_Body):
+    """Text to run the extractor on; nothing is written."""
+
+    text: str = Field(min_length=1, max_length=100_000)
+    extractor: str | None = _EXTRACTOR
+    domain: str | None = _DOMAIN
+    project: str | None = _PROJECT
+
+
+class JobProgress(_Body):
+    """What a job has done so far (extraction counters come after each batch)."""
+
+    documents_total: int = Field(default=0, description="Documents given (ingest)")
+    documents: int = Field(default=0, description="Documents stored so far")
+    chunks: int = Field(default=0, description="Chunks extracted so far")
+    entities: int = 0
+    relationships: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+
+
+class JobSnapshot(_Body):
+    """A background ingest or extraction job; ``result`` is set once it is done."""
+
+    id: str
+    project: str
+    kind: Literal["ingest", "extract"]
+    state: Literal["running", "done", "failed", "cancelled"]
+    progress: JobProgress
+    result: IngestReport | ExtractionReport | None = None
+    error: dict[str, Any] | None = None
+    started_at: datetime
+    finished_at: datetime | None = None

@@ -36,6 +36,7 @@ from kgsearch.engine import Engine
 from kgsearch.errors import InvalidRequest, KgsearchError, NotFound
 from kgsearch.keys import ALL_SCOPES, Forbidden, Scope, Unauthorized, check_project, check_scope
 from kgsearch.model import Filters, ObjectIn, RelationshipIn
+from kgsearch.reports import ExtractionReport
 from kgsearch.search.request import SearchRequest
 
 __all__ = ["create_server", "key_guard", "tool_payload"]
@@ -120,9 +121,9 @@ def create_server(
     Args:
         engine: The engine every tool calls.
         project: The one project the tools read and write (default: the engine's).
-        scopes: What the tools may do: ``read`` (search, lookups, status), ``write``
-            (add_objects, add_relationships, add_text), ``debug`` (explain,
-            ``include_debug``).
+        scopes: What the tools may do: ``read`` (search, lookups, status, extraction
+            preview), ``write`` (add_objects, add_relationships, add_text), ``debug``
+            (explain, ``include_debug``).
         name: The server name agents see.
     """
     p = project or engine.project
@@ -132,7 +133,8 @@ def create_server(
         instructions=(
             "Search and grow a knowledge graph. Use `search` for questions (objects, "
             "relationships and text at once), `context` for prompt-ready text, "
-            "`get_object`/`neighbors` to walk the graph, `add_*` to store new facts."
+            "`get_object`/`neighbors` to walk the graph, `add_*` to store new facts "
+            "(`add_text` also extracts objects and relationships from the text)."
         ),
     )
 
@@ -295,13 +297,33 @@ def create_server(
         source_id: Id | None = None,
         title: Annotated[str | None, Field(max_length=1000)] = None,
         max_chars: Annotated[int, Field(ge=100, le=100_000)] = 1000,
+        extract: Annotated[
+            bool, Field(description="Also extract objects and relationships into the graph")
+        ] = True,
     ) -> CallToolResult:
-        """Store free text as searchable chunks (split at paragraphs and sentences)."""
+        """Store free text as searchable chunks (split at paragraphs and sentences)
+        and extract objects and relationships from them into the graph; the result
+        counts the entities and relationships kept (``extraction``)."""
         return await call(
-            "write",
-            lambda: engine.add_text(
-                text, source_id=source_id, title=title, max_chars=max_chars, project=p
-            ),
+            "write", lambda: _add_text(engine, p, text, source_id, title, max_chars, extract)
+        )
+
+    @server.tool(structured_output=False)
+    async def extraction_status() -> CallToolResult:
+        """How far extraction got: chunks per status, entities and relationships kept,
+        rejections by reason, tokens, cost and the last errors of failed chunks."""
+        return await call("read", lambda: engine.extraction_status(project=p))
+
+    @server.tool(structured_output=False)
+    async def extract_preview(
+        text: Annotated[str, Field(min_length=1, max_length=100_000)],
+        extractor: Annotated[str | None, Field(max_length=50)] = None,
+        domain: Annotated[str | None, Field(max_length=100)] = None,
+    ) -> CallToolResult:
+        """Show what extraction would find in a text (entities, relationships, what
+        the quality filter rejects and why) without storing anything."""
+        return await call(
+            "read", lambda: engine.preview_extraction(text, extractor=extractor, domain=domain)
         )
 
     @server.tool(structured_output=False)
@@ -310,6 +332,34 @@ def create_server(
         return await call("read", lambda: engine.embedding_status(project=p))
 
     return server
+
+
+def _add_text(
+    engine: Engine,
+    project: str,
+    text: str,
+    source_id: str | None,
+    title: str | None,
+    max_chars: int,
+    extract: bool,
+) -> Any:
+    """``add_text``, then extraction of its chunks; without an extractor (``extract``
+    false or the ``none`` extractor) the payload is ``add_text``'s alone."""
+    if not extract or engine.extract_settings.extractor == "none":
+        return engine.add_text(
+            text, source_id=source_id, title=title, max_chars=max_chars, project=project
+        )
+    engine.extractor()  # an unknown or missing extractor fails before anything is stored
+    added = engine.add_text(
+        text, source_id=source_id, title=title, max_chars=max_chars, project=project
+    )
+    queued = engine.extract_chunks([c.id for c in added.chunks], project=project)
+    report = ExtractionReport()
+    if queued:
+        # Never sleep on a retry backoff inside a tool call: a failed chunk stays
+        # queued (see ``extraction_status``) for the next extraction run.
+        report = engine.extract(project=project, limit=queued, wait_for_retries=False)
+    return {"source": added.source, "chunks": added.chunks, "queued": queued, "extraction": report}
 
 
 Scope_ = MutableMapping[str, Any]
