@@ -171,16 +171,18 @@ def parse_reply_lenient(text: str) -> Parsed:
 
 
 def _parse_json(text: str) -> Parsed:
+    """The best reading of ``text`` as JSON: the first complete object, or the complete
+    items of a truncated one (whichever reads more), in a fence or in the whole text."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     best = Parsed(format="json")
-    for reader in (_read_first_object, _salvage):
-        for candidate in candidates:
+    for candidate in candidates:
+        for reader in (_read_first_object, _salvage):
             parsed = Parsed(format="json")
             reader(candidate, parsed)
-            if parsed.items:
-                return parsed
-            if parsed.records > best.records:
+            if (parsed.items, parsed.records) > (best.items, best.records):
                 best = parsed
+        if best.items:
+            return best
     return best
 
 
@@ -225,7 +227,8 @@ def _read_container(found: Any, parsed: Parsed) -> None:
                 _read_container(value, parsed)
                 if parsed.items:
                     return
-        _read_item(found, parsed, None)
+        if _first(data, _NAME_KEYS + _SOURCE_KEYS) is not None:
+            _read_item(found, parsed, None)
         return
     for key in _ENTITY_LISTS:
         for item in _as_list(data.get(key)):
@@ -356,9 +359,11 @@ def _strength(value: Any) -> float | None:
 
 def _parse_tuples(text: str) -> Parsed:
     parsed = Parsed(format="tuples")
+    # LightRAG's newer "<|#|>" prompts put the keywords before the description.
+    keywords_first = "<|#|>" in text
     body = _COMPLETE.sub("\n", text).replace("<|#|>", "<|>")
     for piece in _tuple_pieces(body):
-        _read_tuple(piece, parsed)
+        _read_tuple(piece, parsed, keywords_first=keywords_first)
     return parsed
 
 
@@ -400,7 +405,7 @@ def _repair_delimiters(piece: str) -> str:
     return re.sub(r"(?<![<|])\|>", "<|>", piece)
 
 
-def _read_tuple(piece: str, parsed: Parsed) -> None:
+def _read_tuple(piece: str, parsed: Parsed, *, keywords_first: bool) -> None:
     raw = piece.strip()
     piece = _repair_delimiters(raw)
     tag_match = _TAG.search(piece.split("<|>", 1)[0])
@@ -423,6 +428,8 @@ def _read_tuple(piece: str, parsed: Parsed) -> None:
         )
         return
     if kind in ("relationship", "relation") and len(values) >= 3 and values[0] and values[1]:
+        if keywords_first and len(values) == 4:
+            values = [values[0], values[1], values[3], values[2]]
         parsed.add_relation(_tuple_relation(values))
         return
     parsed.malformed(raw)
@@ -516,7 +523,8 @@ def _read_triples(line: str, parsed: Parsed) -> bool:
         pos = match.end() + len(args) + 1
         relation = match.group(1).replace("\\", "")
         subject, obj = _split_args(args)
-        if subject and obj and "(" not in subject + obj:
+        plain = not _TRIPLE_HEAD.search(f"{subject} {obj}")
+        if plain and re.search(r"\w", subject) and re.search(r"\w", obj):
             parsed.add_relation(ExtractedRelation(source=subject, target=obj, relation=relation))
         else:
             parsed.malformed(f"{match.group(1)}({args})")
