@@ -16,7 +16,8 @@ MCP server and the CLI report, so an adapter needs one handler for all of them::
     ├── StoreError                   503  store_error
     │   └── MigrationError           503  migration_error
     ├── ProviderError                502  provider_error
-    │   └── MissingCredentials       502  missing_credentials
+    │   ├── MissingCredentials       502  missing_credentials
+    │   └── ExtractionFailed         502  extraction_failed
     └── MissingDependency            500  missing_dependency   (also an ImportError)
 """
 
@@ -28,6 +29,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "DimensionMismatch",
+    "ExtractionFailed",
     "Forbidden",
     "ImportFailed",
     "InvalidRequest",
@@ -158,6 +160,21 @@ class MissingCredentials(ProviderError):
     """A provider needs a key that is not configured."""
 
     code = "missing_credentials"
+
+
+class ExtractionFailed(ProviderError):
+    """A model's reply held nothing that could be parsed as entities or relationships.
+
+    Args:
+        message: What was wrong with the reply.
+        raw: The reply exactly as the model wrote it (also in ``details['raw']``).
+    """
+
+    code = "extraction_failed"
+
+    def __init__(self, message: str, *, raw: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message, details={**(details or {}), "raw": raw})
+        self.raw = raw
 
 
 class MissingDependency(KgsearchError, ImportError):

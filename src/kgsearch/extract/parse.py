@@ -1,0 +1,559 @@
+"""Tolerant parsing of what chat models actually write back when asked for a graph.
+
+:func:`parse_reply` turns one reply into an :class:`ExtractedGraph` plus the pieces it
+could not use (``Rejection(kind="record", reason="malformed")``). It reads four formats,
+chosen per reply:
+
+- **JSON** (what our prompts ask for): an object with ``entities``/``relationships``
+  (any case, common aliases), inside ```json fences or prose, field aliases
+  (``src``/``tgt``/``source_entity``/``entity_name``…), strength as a string, keywords
+  as a comma string; a truncated reply keeps every item that was complete.
+- **Tuple records** (GraphRAG, nano-graphrag, LightRAG):
+  ``("entity"<|>NAME<|>TYPE<|>DESC)##("relationship"<|>SRC<|>TGT<|>DESC<|>7)<|COMPLETE|>``,
+  LightRAG's ``…<|>DESC<|>KEYWORDS<|>STRENGTH)`` and ``<|#|>`` variants, with markdown
+  headers, numbering, curly or missing quotes and no completion marker.
+- **Bracket lines**: ``Entity1 [relation] Entity2: description`` (one per line; a wrapped
+  description continues on the next lines).
+- **Triples** (Text2KGBench style): ``relation(subject, object)``, several per line or
+  one per line, with ``\\_`` escapes, bullets and numbering.
+
+Prose around the records (notes, echoed sentences, headers) is ignored; only a piece
+that looks like a record and cannot be read is rejected. Only schema fields are copied
+out of a reply, so extra keys a model (or an injected document) adds never survive.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgsearch.errors import ExtractionFailed
+from kgsearch.extract.schema import (
+    ExtractedEntity,
+    ExtractedGraph,
+    ExtractedRelation,
+    Rejection,
+)
+
+__all__ = ["Parsed", "is_empty_reply", "parse_reply", "parse_reply_lenient"]
+
+_ENTITY_LISTS = ("entities", "entity", "nodes", "node_list")
+_RELATION_LISTS = ("relationships", "relationship", "relations", "edges", "triples", "links")
+
+_NAME_KEYS = ("name", "entity_name", "entity", "title", "label", "id")
+_TYPE_KEYS = ("type", "entity_type", "category", "kind")
+_DESC_KEYS = (
+    "description",
+    "desc",
+    "entity_description",
+    "relationship_description",
+    "summary",
+)
+_SOURCE_KEYS = ("source", "src", "source_entity", "src_id", "from", "head", "subject")
+_TARGET_KEYS = ("target", "tgt", "target_entity", "tgt_id", "to", "tail", "object")
+_RELATION_KEYS = ("relation", "relation_type", "relationship", "predicate", "label", "type")
+_KEYWORD_KEYS = ("keywords", "relationship_keywords", "keyword", "tags")
+_STRENGTH_KEYS = ("strength", "relationship_strength", "weight", "score", "confidence")
+_CHUNK_KEYS = ("chunk", "chunk_number", "section", "chunk_index")
+
+_FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)(?:```|\Z)", re.DOTALL)
+_COMPLETE = re.compile(r"<\|\s*complete\s*\|>", re.IGNORECASE)
+_TUPLE_DELIMS = ("<|#|>", "<|>")
+_QUOTES = "\"'“”‘’`"
+_TAG = re.compile(r"[(\[]?\s*[\"“”']?\s*(entity|relationship|relation|content_keywords)\b", re.I)
+_LIST_PREFIX = re.compile(r"^\s*(?:[-*•]+|\d+[.)]|[a-z][.)]|#+)\s+", re.I)
+_BRACKET_LINE = re.compile(
+    r"^(?P<src>[^\[\]:]+?)\s*\[(?P<rel>[^\[\]]+)\]\s*(?P<tgt>[^\[\]:]+?)\s*:\s*(?P<desc>.*)$"
+)
+_TRIPLE_HEAD = re.compile(r"([A-Za-z][A-Za-z0-9_\\]*)\(")
+
+
+@dataclass
+class Parsed:
+    """One reply, parsed.
+
+    Attributes:
+        graph: Every entity and relationship that could be read.
+        rejected: The pieces that looked like records but could not be read.
+        format: ``json``, ``tuples``, ``brackets``, ``triples`` or ``none``.
+        entity_tags: For packed calls, the chunk number each entity was tagged with
+            (parallel to ``graph.entities``; None when untagged).
+        relation_tags: The same for ``graph.relationships``.
+    """
+
+    graph: ExtractedGraph = field(default_factory=ExtractedGraph)
+    rejected: list[Rejection] = field(default_factory=list)
+    format: str = "none"
+    entity_tags: list[int | None] = field(default_factory=list)
+    relation_tags: list[int | None] = field(default_factory=list)
+
+    @property
+    def items(self) -> int:
+        """Entities plus relationships read."""
+        return len(self.graph.entities) + len(self.graph.relationships)
+
+    @property
+    def records(self) -> int:
+        """Items read plus pieces rejected: every record the reply seemed to hold."""
+        return len(self.graph.entities) + len(self.graph.relationships) + len(self.rejected)
+
+    def add_entity(self, entity: ExtractedEntity, tag: int | None = None) -> None:
+        """Keep ``entity`` (with its chunk tag, if any)."""
+        self.graph.entities.append(entity)
+        self.entity_tags.append(tag)
+
+    def add_relation(self, relation: ExtractedRelation, tag: int | None = None) -> None:
+        """Keep ``relation`` (with its chunk tag, if any)."""
+        self.graph.relationships.append(relation)
+        self.relation_tags.append(tag)
+
+    def malformed(self, item: dict[str, Any] | str) -> None:
+        """Record a piece that looked like a record but could not be read."""
+        self.rejected.append(Rejection(kind="record", reason="malformed", item=item))
+
+
+def parse_reply(text: str) -> tuple[ExtractedGraph, list[Rejection]]:
+    """Parse a model's reply into a graph and the rejected pieces.
+
+    Args:
+        text: The reply exactly as the model wrote it.
+
+    Returns:
+        The entities and relationships read, and a ``malformed`` rejection per piece
+        that looked like a record but could not be read.
+
+    Raises:
+        ExtractionFailed: Nothing in the reply could be read (carries the raw reply).
+    """
+    parsed = parse_reply_lenient(text)
+    if not parsed.graph.entities and not parsed.graph.relationships and not is_empty_reply(text):
+        raise ExtractionFailed(
+            "the model's reply holds no entity or relationship in any known format "
+            f"({len(parsed.rejected)} malformed records)",
+            raw=text,
+        )
+    return parsed.graph, parsed.rejected
+
+
+def is_empty_reply(text: str) -> bool:
+    """Whether ``text`` is an empty graph written on purpose: blank, ``{}``, JSON with
+    only empty lists, or a lone completion marker."""
+    stripped = _COMPLETE.sub("", text).strip().strip("`").strip()
+    if not stripped:
+        return True
+    found = _json_object(stripped)
+    return isinstance(found, Mapping) and not any(isinstance(v, list) and v for v in found.values())
+
+
+def parse_reply_lenient(text: str) -> Parsed:
+    """Like :func:`parse_reply`, but never raises: an unreadable reply parses to nothing.
+
+    Args:
+        text: The reply exactly as the model wrote it.
+
+    Returns:
+        What was read, what was rejected, the format detected and any chunk tags.
+    """
+    from_json = _parse_json(text) if "{" in text else None
+    if from_json is not None and from_json.items:
+        return from_json
+    if any(d in text for d in _TUPLE_DELIMS):
+        return _parse_tuples(text)
+    if from_json is not None and from_json.records:
+        return from_json
+    return _parse_lines(text)
+
+
+# --- JSON ---------------------------------------------------------------------------
+
+
+def _parse_json(text: str) -> Parsed:
+    """The best reading of ``text`` as JSON: the first complete object, or the complete
+    items of a truncated one (whichever reads more), in a fence or in the whole text."""
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    best = Parsed(format="json")
+    for candidate in candidates:
+        for reader in (_read_first_object, _salvage):
+            parsed = Parsed(format="json")
+            reader(candidate, parsed)
+            if (parsed.items, parsed.records) > (best.items, best.records):
+                best = parsed
+        if best.items:
+            return best
+    return best
+
+
+def _read_first_object(text: str, parsed: Parsed) -> None:
+    found = _json_object(text)
+    if found is not None:
+        _read_container(found, parsed)
+
+
+def _json_object(text: str) -> Any:
+    """The first complete JSON object or array in ``text``, or None."""
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"[{\[]", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict | list):
+            return value
+    return None
+
+
+def _norm_key(key: str) -> str:
+    return re.sub(r"[\s\-]+", "_", key.strip().casefold())
+
+
+def _normalized(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {_norm_key(str(k)): v for k, v in obj.items()}
+
+
+def _read_container(found: Any, parsed: Parsed) -> None:
+    if isinstance(found, list):
+        for item in found:
+            _read_item(item, parsed, None)
+        return
+    if not isinstance(found, Mapping):
+        return
+    data = _normalized(found)
+    if not any(k in data for k in _ENTITY_LISTS + _RELATION_LISTS):
+        for value in data.values():  # {"graph": {"entities": …}} or {"result": …}
+            if isinstance(value, Mapping):
+                _read_container(value, parsed)
+                if parsed.items:
+                    return
+        if _first(data, _NAME_KEYS + _SOURCE_KEYS) is not None:
+            _read_item(found, parsed, None)
+        return
+    for key in _ENTITY_LISTS:
+        for item in _as_list(data.get(key)):
+            _read_item(item, parsed, "entity")
+    for key in _RELATION_LISTS:
+        for item in _as_list(data.get(key)):
+            _read_item(item, parsed, "relationship")
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _salvage(text: str, parsed: Parsed) -> None:
+    """Read every complete item of a truncated reply's entity and relationship lists."""
+    decoder = json.JSONDecoder()
+    lists = "|".join(_ENTITY_LISTS + _RELATION_LISTS)
+    for match in re.finditer(rf"[\"']?({lists})[\"']?\s*:\s*\[", text, re.IGNORECASE):
+        kind = "entity" if _norm_key(match.group(1)) in _ENTITY_LISTS else "relationship"
+        pos = match.end()
+        while True:
+            while pos < len(text) and text[pos] in " \t\r\n,":
+                pos += 1
+            if pos >= len(text) or text[pos] == "]":
+                break
+            try:
+                item, pos = decoder.raw_decode(text, pos)
+            except json.JSONDecodeError:
+                rest = text[pos:].strip()
+                if rest:
+                    parsed.malformed(rest[:2000])
+                break
+            _read_item(item, parsed, kind)
+
+
+def _first(data: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        value = data.get(key)
+        if value is not None and value != "":
+            return value
+    return None
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return str(value)
+    return None
+
+
+def _tag(data: Mapping[str, Any]) -> int | None:
+    value = _first(data, _CHUNK_KEYS)
+    try:
+        return int(str(value).strip().lstrip("#")) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _read_item(item: Any, parsed: Parsed, kind: str | None) -> None:
+    if not isinstance(item, Mapping):
+        parsed.malformed(json.dumps(item, ensure_ascii=False, default=str)[:2000])
+        return
+    data = _normalized(item)
+    is_relation = kind == "relationship" or (
+        kind is None and _first(data, _SOURCE_KEYS) is not None
+    )
+    made = _relation_from(data) if is_relation else _entity_from(data)
+    if made is None:
+        parsed.malformed({str(k): v for k, v in item.items()})
+    elif isinstance(made, ExtractedRelation):
+        parsed.add_relation(made, _tag(data))
+    else:
+        parsed.add_entity(made, _tag(data))
+
+
+def _entity_from(data: Mapping[str, Any]) -> ExtractedEntity | None:
+    name = _text(_first(data, _NAME_KEYS))
+    if not name:
+        return None
+    return ExtractedEntity(
+        name=name,
+        type=_text(_first(data, _TYPE_KEYS)) or "entity",
+        description=_text(_first(data, _DESC_KEYS)) or "",
+    )
+
+
+def _relation_from(data: Mapping[str, Any]) -> ExtractedRelation | None:
+    source = _text(_first(data, _SOURCE_KEYS))
+    target = _text(_first(data, _TARGET_KEYS))
+    if not source or not target:
+        return None
+    return ExtractedRelation(
+        source=source,
+        target=target,
+        relation=_text(_first(data, _RELATION_KEYS)) or "",
+        description=_text(_first(data, _DESC_KEYS)) or "",
+        keywords=_keywords(_first(data, _KEYWORD_KEYS)),
+        strength=_strength(_first(data, _STRENGTH_KEYS)),
+    )
+
+
+def _keywords(value: Any) -> list[str]:
+    if isinstance(value, str):
+        parts: list[Any] = re.split(r"[,;]", value)
+    elif isinstance(value, list):
+        parts = value
+    else:
+        return []
+    return [s for s in (_text(p) for p in parts) if s]
+
+
+def _strength(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    match = re.search(r"-?\d+(?:\.\d+)?", str(value))
+    return float(match.group()) if match else None
+
+
+# --- tuple records ------------------------------------------------------------------
+
+
+def _parse_tuples(text: str) -> Parsed:
+    parsed = Parsed(format="tuples")
+    # LightRAG's newer "<|#|>" prompts put the keywords before the description.
+    keywords_first = "<|#|>" in text
+    body = _COMPLETE.sub("\n", text).replace("<|#|>", "<|>")
+    for piece in _tuple_pieces(body):
+        _read_tuple(piece, parsed, keywords_first=keywords_first)
+    return parsed
+
+
+def _tuple_pieces(body: str) -> Iterator[str]:
+    """Records split on ``##`` and on new lines; lines without a delimiter are noise
+    (markdown headers, fences, stray quotes) unless they continue a record."""
+    for chunk in body.split("##"):
+        current: list[str] = []
+        for line in chunk.split("\n"):
+            if "<|>" in line:
+                if current:
+                    yield "\n".join(current)
+                current = [line]
+            elif current and line.strip() and not _is_noise(line):
+                current.append(line)
+        if current:
+            yield "\n".join(current)
+
+
+def _is_noise(line: str) -> bool:
+    stripped = line.strip()
+    return (
+        not re.search(r"\w", stripped)
+        or stripped.startswith(("**", "#", "```"))
+        or bool(re.fullmatch(r"[\w\s]{0,40}:", stripped))
+    )
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] in _QUOTES and value[-1] in _QUOTES:
+        return value[1:-1].strip()
+    return value.strip(_QUOTES).strip()
+
+
+def _repair_delimiters(piece: str) -> str:
+    """Delimiters as models mistype them: ``</|>``, ``"|>`` (lost ``<``)."""
+    piece = re.sub(r"<\s*/\s*\|\s*>", "<|>", piece)
+    return re.sub(r"(?<![<|])\|>", "<|>", piece)
+
+
+def _read_tuple(piece: str, parsed: Parsed, *, keywords_first: bool) -> None:
+    raw = piece.strip()
+    piece = _repair_delimiters(raw)
+    tag_match = _TAG.search(piece.split("<|>", 1)[0])
+    if tag_match is None:
+        parsed.malformed(raw)
+        return
+    inner = piece[tag_match.start() :].lstrip("([ \t")
+    end = max(inner.rfind(")"), inner.rfind("]"))
+    if end > inner.rfind("<|>"):
+        inner = inner[:end]
+    fields = [_unquote(f) for f in inner.split("<|>")]
+    kind = fields[0].casefold().strip(_QUOTES)
+    if kind == "content_keywords":
+        return
+    values = fields[1:]
+    if kind == "entity" and len(values) >= 2 and values[0]:
+        description = " ".join(values[2:]).strip()
+        parsed.add_entity(
+            ExtractedEntity(name=values[0], type=values[1] or "entity", description=description)
+        )
+        return
+    if kind in ("relationship", "relation") and len(values) >= 3 and values[0] and values[1]:
+        if keywords_first and len(values) == 4:
+            values = [values[0], values[1], values[3], values[2]]
+        parsed.add_relation(_tuple_relation(values))
+        return
+    parsed.malformed(raw)
+
+
+def _tuple_relation(values: list[str]) -> ExtractedRelation:
+    source, target, description, *rest = values
+    glued = re.fullmatch(r"(.*?)[\"”]\s*(-?\d+(?:\.\d+)?)", description, re.DOTALL)
+    if not rest and glued:  # '…description."7' : the delimiter before the strength lost
+        description, rest = glued.group(1), [glued.group(2)]
+    strength: float | None = None
+    keywords: list[str] = []
+    if rest and _is_number(rest[-1]):
+        strength = float(rest[-1])
+        rest = rest[:-1]
+    elif rest and not rest[-1]:
+        rest = rest[:-1]
+    if rest:
+        keywords = _keywords(", ".join(rest))
+    return ExtractedRelation(
+        source=source,
+        target=target,
+        description=description,
+        keywords=keywords,
+        strength=strength,
+    )
+
+
+def _is_number(value: str) -> bool:
+    return bool(re.fullmatch(r"-?\d+(?:\.\d+)?", value.strip()))
+
+
+# --- line formats: "A [rel] B: desc" and "rel(s, o)" ---------------------------------
+
+
+def _parse_lines(text: str) -> Parsed:
+    parsed = Parsed(format="none")
+    last: ExtractedRelation | None = None
+    formats: set[str] = set()
+    for raw_line in text.replace("\\_", "_").replace("\\*", "*").split("\n"):
+        line = _strip_list_prefix(raw_line.strip().strip("`").strip())
+        if not line:
+            last = None
+            continue
+        bracket = _BRACKET_LINE.match(line.strip(_QUOTES + " "))
+        if bracket:
+            last = _bracket_relation(bracket)
+            parsed.add_relation(last)
+            formats.add("brackets")
+            continue
+        if _read_triples(line, parsed):
+            formats.add("triples")
+            last = None
+            continue
+        if last is not None:  # a wrapped description
+            last.description = f"{last.description} {line.strip(_QUOTES)}".strip()
+    if formats:
+        parsed.format = "+".join(sorted(formats))
+    return parsed
+
+
+def _strip_list_prefix(line: str) -> str:
+    return _LIST_PREFIX.sub("", line, count=1).strip()
+
+
+def _bracket_relation(match: re.Match[str]) -> ExtractedRelation:
+    return ExtractedRelation(
+        source=_unquote(match.group("src")),
+        target=_unquote(match.group("tgt")),
+        relation=match.group("rel").strip(),
+        description=match.group("desc").strip().strip(_QUOTES).strip(),
+    )
+
+
+def _read_triples(line: str, parsed: Parsed) -> bool:
+    """Read every ``rel(s, o)`` in ``line``; True when the line held at least one.
+
+    A triple nested in another's argument (``rank(a, next_rank(b, c))``) is read on
+    its own and the outer one, which has no plain endpoint, is rejected.
+    """
+    seen = False
+    pos = 0
+    while (match := _TRIPLE_HEAD.search(line, pos)) is not None:
+        pos = match.end()
+        if match.start() > 0 and line[match.start() - 1].isalnum():
+            continue
+        args = _balanced(line, match.end())
+        if args is None:
+            continue
+        seen = True
+        pos = match.end() + len(args) + 1
+        relation = match.group(1).replace("\\", "")
+        subject, obj = _split_args(args)
+        plain = not _TRIPLE_HEAD.search(f"{subject} {obj}")
+        if plain and re.search(r"\w", subject) and re.search(r"\w", obj):
+            parsed.add_relation(ExtractedRelation(source=subject, target=obj, relation=relation))
+        else:
+            parsed.malformed(f"{match.group(1)}({args})")
+            _read_triples(args, parsed)
+    return seen
+
+
+def _balanced(line: str, start: int) -> str | None:
+    """The text up to the parenthesis closing the one before ``start``, or None."""
+    depth = 1
+    for pos in range(start, len(line)):
+        if line[pos] == "(":
+            depth += 1
+        elif line[pos] == ")":
+            depth -= 1
+            if depth == 0:
+                return line[start:pos]
+    return None
+
+
+def _split_args(args: str) -> tuple[str, str]:
+    """Subject and object: split at the first comma outside quotes."""
+    quote: str | None = None
+    for pos, char in enumerate(args):
+        if quote:
+            if char == quote:
+                quote = None
+        elif char in '"“':
+            quote = "”" if char == "“" else '"'
+        elif char == ",":
+            return _unquote(args[:pos]), _unquote(args[pos + 1 :])
+    return _unquote(args), ""

@@ -1,0 +1,233 @@
+"""The quality filter between a parsed reply and the graph: what is kept, merged or dropped.
+
+:func:`apply_quality` checks one chunk's :class:`ExtractionResult` against
+:class:`QualityRules` and moves each item it drops to ``rejected`` with a stable reason:
+
+- entities: ``empty_name``, ``long_name``, ``not_in_text`` (hallucination check),
+  ``short_description``; same casefolded name and type twice in a chunk is merged
+  (descriptions joined), not rejected;
+- relationships: ``empty_name``, ``self_loop``, ``unknown_entity`` (an endpoint that is
+  neither a kept entity nor in the text), ``short_description``,
+  ``trivial_description`` ("X is related to Y"), ``duplicate`` (merged into the first),
+  ``over_cap`` (beyond ``max_relationships``).
+
+An endpoint that was not listed as an entity but occurs in the chunk is added as an
+entity of type ``entity`` rather than rejected (models often skip listing them).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kgsearch.extract.schema import (
+    ExtractedEntity,
+    ExtractedGraph,
+    ExtractedRelation,
+    ExtractionResult,
+    Rejection,
+)
+
+__all__ = ["TRIVIAL_PATTERNS", "QualityRules", "apply_quality", "normalize_name"]
+
+TRIVIAL_PATTERNS: tuple[str, ...] = (
+    "is related to",
+    "are related",
+    "relates to",
+    "related to",
+    "is associated with",
+    "are associated",
+    "associated with",
+    "is connected to",
+    "are connected",
+    "connected to",
+    "is linked to",
+    "linked to",
+    "has a relationship with",
+    "have a relationship",
+    "has a connection with",
+    "interacts with",
+    "is mentioned with",
+    "mentioned together",
+    "appears with",
+    "simple connection",
+    "relationship",
+)
+"""Descriptions that say nothing: matched against the whole description once both
+endpoint names, articles and punctuation are removed."""
+
+
+@dataclass(frozen=True)
+class QualityRules:
+    """What :func:`apply_quality` keeps.
+
+    Attributes:
+        min_description_length: Shortest relationship description kept (characters);
+            seed 003's 50 filters "A relates to B" and most one-clause answers.
+        min_entity_description_length: Shortest entity description kept (0: any).
+        trivial_patterns: Relationship descriptions that carry no meaning once the
+            endpoint names are removed (matched on the whole remainder).
+        max_name_length: Longest entity name kept (characters); longer ones are
+            usually a sentence the model put in the name slot.
+        check_in_text: Drop entities whose name does not occur in the chunk
+            (case-, whitespace- and NFKC-insensitive) and relationships whose
+            endpoints are neither kept entities nor in the chunk.
+        max_relationships: Keep at most this many relationships per chunk (the rest
+            are rejected ``over_cap``); None for no cap.
+    """
+
+    min_description_length: int = 50
+    min_entity_description_length: int = 0
+    trivial_patterns: tuple[str, ...] = TRIVIAL_PATTERNS
+    max_name_length: int = 120
+    check_in_text: bool = True
+    max_relationships: int | None = None
+
+
+def normalize_name(text: str) -> str:
+    """NFKC, casefolded, whitespace collapsed: how names are compared."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+@dataclass
+class _Pass:
+    text: str
+    rules: QualityRules
+    rejected: list[Rejection] = field(default_factory=list)
+    entities: dict[tuple[str, str], ExtractedEntity] = field(default_factory=dict)
+    by_name: dict[str, ExtractedEntity] = field(default_factory=dict)
+
+    def reject(self, kind: str, reason: str, item: ExtractedEntity | ExtractedRelation) -> None:
+        self.rejected.append(Rejection(kind=kind, reason=reason, item=item.model_dump()))
+
+    def in_text(self, name: str) -> bool:
+        return not self.rules.check_in_text or normalize_name(name) in self.text
+
+
+def apply_quality(result: ExtractionResult, text: str, rules: QualityRules) -> ExtractionResult:
+    """Filter one chunk's extraction.
+
+    Args:
+        result: The parsed extraction (its ``rejected`` list is kept and extended).
+        text: The chunk text the items must be supported by.
+        rules: What to keep.
+
+    Returns:
+        A copy of ``result`` with the kept graph and every rejection with its reason.
+    """
+    state = _Pass(text=normalize_name(text), rules=rules)
+    for entity in result.graph.entities:
+        _keep_entity(state, entity)
+    relations = _keep_relations(state, result.graph.relationships)
+    graph = ExtractedGraph(entities=list(state.entities.values()), relationships=relations)
+    return result.model_copy(
+        update={"graph": graph, "rejected": [*result.rejected, *state.rejected]}
+    )
+
+
+def _keep_entity(state: _Pass, entity: ExtractedEntity) -> None:
+    rules = state.rules
+    name = " ".join(entity.name.split())
+    entity = entity.model_copy(update={"name": name, "type": entity.type.strip() or "entity"})
+    if not name:
+        state.reject("entity", "empty_name", entity)
+    elif len(name) > rules.max_name_length:
+        state.reject("entity", "long_name", entity)
+    elif not state.in_text(name):
+        state.reject("entity", "not_in_text", entity)
+    elif len(entity.description.strip()) < rules.min_entity_description_length:
+        state.reject("entity", "short_description", entity)
+    else:
+        key = (normalize_name(entity.type), normalize_name(name))
+        known = state.entities.get(key)
+        if known is None:
+            state.entities[key] = entity
+            state.by_name.setdefault(normalize_name(name), entity)
+        else:
+            known.description = _merge_text(known.description, entity.description)
+
+
+def _merge_text(first: str, second: str) -> str:
+    first, second = first.strip(), second.strip()
+    if not second or normalize_name(second) in normalize_name(first):
+        return first
+    if not first or normalize_name(first) in normalize_name(second):
+        return second
+    return f"{first} {second}"
+
+
+def _keep_relations(
+    state: _Pass, relations: Iterable[ExtractedRelation]
+) -> list[ExtractedRelation]:
+    rules = state.rules
+    kept: dict[tuple[str, str, str], ExtractedRelation] = {}
+    for relation in relations:
+        relation = relation.model_copy(
+            update={
+                "source": " ".join(relation.source.split()),
+                "target": " ".join(relation.target.split()),
+            }
+        )
+        reason = _relation_problem(state, relation)
+        if reason is not None:
+            state.reject("relationship", reason, relation)
+            continue
+        key = (
+            normalize_name(relation.source),
+            normalize_name(relation.target),
+            normalize_name(relation.relation),
+        )
+        known = kept.get(key)
+        if known is not None:
+            known.description = _merge_text(known.description, relation.description)
+            known.keywords = list(dict.fromkeys([*known.keywords, *relation.keywords]))
+            state.reject("relationship", "duplicate", relation)
+            continue
+        if rules.max_relationships is not None and len(kept) >= rules.max_relationships:
+            state.reject("relationship", "over_cap", relation)
+            continue
+        for name in (relation.source, relation.target):
+            _ensure_endpoint(state, name)
+        kept[key] = relation
+    return list(kept.values())
+
+
+def _relation_problem(state: _Pass, relation: ExtractedRelation) -> str | None:
+    rules = state.rules
+    source, target = normalize_name(relation.source), normalize_name(relation.target)
+    if not source or not target:
+        return "empty_name"
+    if source == target:
+        return "self_loop"
+    if max(len(relation.source), len(relation.target)) > rules.max_name_length:
+        return "long_name"
+    for name in (relation.source, relation.target):
+        if normalize_name(name) not in state.by_name and not state.in_text(name):
+            return "unknown_entity"
+    description = relation.description.strip()
+    if len(description) < rules.min_description_length:
+        return "short_description"
+    if _is_trivial(description, relation, rules.trivial_patterns):
+        return "trivial_description"
+    return None
+
+
+def _is_trivial(description: str, relation: ExtractedRelation, patterns: Iterable[str]) -> bool:
+    rest = normalize_name(description)
+    for name in sorted((relation.source, relation.target), key=len, reverse=True):
+        rest = rest.replace(normalize_name(name), " ")
+    rest = re.sub(r"[^\w\s]", " ", rest)
+    rest = " ".join(w for w in rest.split() if w not in {"the", "a", "an", "and", "each", "other"})
+    return not rest or any(rest == normalize_name(p) for p in patterns)
+
+
+def _ensure_endpoint(state: _Pass, name: str) -> None:
+    """An endpoint the model did not list as an entity, but that occurs in the text."""
+    key = normalize_name(name)
+    if key in state.by_name:
+        return
+    entity = ExtractedEntity(name=name, type="entity", description="")
+    state.entities[("entity", key)] = entity
+    state.by_name[key] = entity
