@@ -34,7 +34,7 @@ from kgsearch.extract.schema import (
     ExtractedGraph,
     ExtractionResult,
 )
-from kgsearch.llm.base import LLM, Message
+from kgsearch.llm.base import LLM, Message, Usage
 
 __all__ = [
     "FIRST_REPLY_RATIO",
@@ -120,6 +120,17 @@ class LLMExtractor:
                 done = list(pool.map(self._extract_pack, packs))
         return [result for results in done for result in results]
 
+    def estimate(self, texts: Sequence[str]) -> tuple[int, int, float | None]:
+        """Forecast (prompt tokens, completion tokens, US dollars or None) for a dry
+        run, with :func:`estimate_tokens`' heuristic and the model's price."""
+        prompt, completion = estimate_tokens(
+            [ChunkText(str(i), t) for i, t in enumerate(texts)],
+            self.prompt,
+            gleanings=self.gleanings,
+            pack_chars=self.pack_chars,
+        )
+        return prompt, completion, self.llm.estimate_cost(Usage(prompt, completion))
+
     def _extract_pack(self, pack: Sequence[ChunkText]) -> list[ExtractionResult]:
         started = time.perf_counter()
         packed = len(pack) > 1
@@ -159,6 +170,9 @@ class LLMExtractor:
         prompt_tokens = sum(c.usage.prompt_tokens for c in completions)
         completion_tokens = sum(c.usage.completion_tokens for c in completions)
         calls = sum(1 for c in completions if not c.cached)
+        spent = [c.usage for c in completions if not c.cached]
+        costs = [self.llm.estimate_cost(u) for u in spent]
+        cost = None if None in costs else sum(c for c in costs if c is not None)
         first = index == 0
         error = None
         if gleaned.failed:
@@ -174,6 +188,7 @@ class LLMExtractor:
             prompt_tokens=_share(prompt_tokens, index, size),
             completion_tokens=_share(completion_tokens, index, size),
             calls=calls if first else 0,
+            cost_usd=(cost if first else 0.0) if cost is not None else None,
             seconds=seconds,
             error=error,
             raw=[c.text for c in completions] if error is not None else [],
