@@ -109,7 +109,9 @@ class ExtractSettings(BaseModel):
     )
     entity_types: list[str] | None = Field(default=None, description="Override the domain's")
     instructions: str | None = Field(default=None, description="Extra prompt instructions")
-    examples: list[str] | None = Field(default=None, description="Extra few-shot examples")
+    examples: list[dict[str, Any]] | None = Field(
+        default=None, description="Few-shot examples {text, entities, relationships}"
+    )
     language: str | None = Field(default=None, description="Language of descriptions")
     max_attempts: int = Field(default=3, ge=1, le=100)
     backoff_seconds: float = Field(default=2.0, ge=0)

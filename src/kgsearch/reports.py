@@ -74,7 +74,8 @@ class IngestReport(_Frozen):
         chunks: Chunks of the stored documents.
         queued: Chunks queued for extraction (new or changed).
         removed: Chunks deleted because their document no longer has them.
-        problems: Files not ingested, each with its reason.
+        problems: Files not ingested, each with its reason (failures).
+        skipped: Files of other types met in directories (not failures).
         extraction: The extraction run (None with ``extract=False`` or ``none``).
         dry_run: Nothing was written; ``estimate`` holds the forecast.
         estimate: Chunks, estimated prompt/completion tokens and cost of a dry run.
@@ -86,13 +87,15 @@ class IngestReport(_Frozen):
     queued: int = 0
     removed: int = 0
     problems: list[IngestProblem] = Field(default_factory=list)
+    skipped: list[IngestProblem] = Field(default_factory=list)
     extraction: ExtractionReport | None = None
     dry_run: bool = False
     estimate: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
-        """True when every file was ingested and no chunk failed extraction."""
+        """True when every file given was ingested (skipped ones aside) and no chunk
+        failed extraction."""
         failed = self.extraction is not None and (self.extraction.dead or self.extraction.failed)
         return not self.problems and not failed
 

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from kgsearch.cli.common import State, console, emit, engine_from, handle_errors, out, pass_state
@@ -66,14 +73,18 @@ def _detail(totals: Totals) -> str:
 
 def _run_with_progress(engine: Engine, state: State, fn: Any, total: int | None) -> Any:
     with _progress_bar(state.as_json) as bar:
-        docs = bar.add_task("reading", total=None, detail="")
-        chunks = bar.add_task("extracting chunks", total=total, detail="", visible=False)
+        docs: list[TaskID] = []
+        chunks: list[TaskID] = []
 
         def progress(kind: str, value: object) -> None:
             if kind == "document":
-                bar.update(docs, advance=1, detail=str(getattr(value, "title", "")))
+                if not docs:
+                    docs.append(bar.add_task("storing documents", total=None, detail=""))
+                bar.update(docs[0], advance=1, detail=str(getattr(value, "title", "")))
             elif isinstance(value, Totals):
-                bar.update(chunks, completed=value.chunks, detail=_detail(value), visible=True)
+                if not chunks:
+                    chunks.append(bar.add_task("extracting chunks", total=total, detail=""))
+                bar.update(chunks[0], completed=value.chunks, detail=_detail(value))
 
         return fn(progress)
 
@@ -116,8 +127,10 @@ def _render_ingest(report: IngestReport) -> None:
         )
     if report.extraction is not None:
         _render_extraction(report.extraction)
+    for problem in report.skipped:
+        out.print(f"[dim]skipped {problem.path}: {problem.reason}[/]")
     for problem in report.problems:
-        out.print(f"[red]skipped[/] {problem.path}: {problem.reason}")
+        out.print(f"[red]failed[/] {problem.path}: {problem.reason}")
 
 
 @click.command()

@@ -48,6 +48,7 @@ class EngineCore:
         extractors: Makes the extractor for a name (``spacy``, ``llm``) and domain
             (default: from ``extract_settings``, the LLM provider from settings).
         extract_settings: Extraction defaults (extractor, domain, chunk size, quality).
+        llm_settings: The chat model of the default ``llm`` extractor.
     """
 
     def __init__(
@@ -64,11 +65,13 @@ class EngineCore:
         cross_encoder: CrossEncoder | None = None,
         extractors: ExtractorFactory | None = None,
         extract_settings: ExtractSettings | None = None,
+        llm_settings: LLMSettings | None = None,
     ) -> None:
         self.store = store
         self.extract_settings = extract_settings or ExtractSettings()
+        self.llm_settings = llm_settings or LLMSettings()
         self._extractor_factory = extractors or providers.extractor_factory(
-            self.extract_settings, LLMSettings(), store
+            self.extract_settings, self.llm_settings, store
         )
         self._extractors: dict[tuple[str, str], Extractor] = {}
         self._extractors_lock = threading.Lock()
@@ -109,8 +112,8 @@ class EngineCore:
         store = connect(store_url or settings.store.url)
         return cls(
             store,
-            extractors=providers.extractor_factory(settings.extract, settings.llm, store),
             extract_settings=settings.extract,
+            llm_settings=settings.llm,
             embedder_factory=lambda: create_embedder(spec, **options),
             enrichment=load_enrichment_config(embed.enrichment_config),
             project=project or settings.store.project,

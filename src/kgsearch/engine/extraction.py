@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from kgsearch.engine import providers
 from kgsearch.engine.core import EngineCore
 from kgsearch.errors import InvalidRequest
 from kgsearch.extract.schema import ChunkText, ExtractionResult, Extractor
@@ -79,8 +80,15 @@ class ExtractionMethods(EngineCore):
         if not 100 <= max_chars <= 100_000:
             raise InvalidRequest("chunk_chars must be between 100 and 100000")
         name = extractor or self.extract_settings.extractor
-        chosen = None if name == "none" else self.extractor(name, domain)
+        chosen = None if name == "none" or dry_run else self.extractor(name, domain)
         if dry_run:
+            if name != "none":
+                chosen = providers.forecast_extractor(
+                    self.extract_settings,
+                    self.llm_settings,
+                    name,
+                    domain or self.extract_settings.domain,
+                )
             report = IngestReport(
                 dry_run=True,
                 estimate=ingest.estimate(docs, max_chars=max_chars, extractor=chosen),

@@ -17,20 +17,29 @@ entity of type ``entity`` rather than rejected (models often skip listing them).
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
 
 from kgsearch.extract.schema import (
+    ChunkText,
     ExtractedEntity,
     ExtractedGraph,
     ExtractedRelation,
     ExtractionResult,
+    Extractor,
     Rejection,
 )
 
-__all__ = ["TRIVIAL_PATTERNS", "QualityRules", "apply_quality", "normalize_name"]
+__all__ = [
+    "TRIVIAL_PATTERNS",
+    "QualityFiltered",
+    "QualityRules",
+    "apply_quality",
+    "normalize_name",
+]
 
 TRIVIAL_PATTERNS: tuple[str, ...] = (
     "is related to",
@@ -231,3 +240,35 @@ def _ensure_endpoint(state: _Pass, name: str) -> None:
     entity = ExtractedEntity(name=name, type="entity", description="")
     state.entities[("entity", key)] = entity
     state.by_name[key] = entity
+
+
+class QualityFiltered:
+    """Any extractor with the quality filter applied to each successful result.
+
+    Args:
+        inner: The extractor (spaCy, an imported extraction…).
+        rules: The filter.
+    """
+
+    def __init__(self, inner: Extractor, rules: QualityRules) -> None:
+        self.inner = inner
+        self.rules = rules
+
+    @property
+    def name(self) -> str:
+        """The inner extractor's name."""
+        return self.inner.name
+
+    @property
+    def version(self) -> str:
+        """The inner version and a digest of the rules."""
+        digest = hashlib.sha256(repr(sorted(asdict(self.rules).items())).encode()).hexdigest()
+        return f"{self.inner.version}|quality:{digest[:8]}"
+
+    def extract(self, chunks: Sequence[ChunkText]) -> list[ExtractionResult]:
+        """The inner results, filtered (failed ones are passed through)."""
+        results = self.inner.extract(chunks)
+        return [
+            r if r.error is not None else apply_quality(r, c.text, self.rules)
+            for c, r in zip(chunks, results, strict=True)
+        ]

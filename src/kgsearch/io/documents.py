@@ -58,10 +58,12 @@ class Document:
 
 @dataclass(frozen=True)
 class DocumentProblem:
-    """A file that was not read, and why."""
+    """A file that was not read, and why; ``skipped`` marks a file of another type
+    met while walking a directory (not a failure)."""
 
     path: str
     reason: str
+    skipped: bool = False
 
 
 def supported_suffixes() -> frozenset[str]:
@@ -193,7 +195,8 @@ def read_documents(
     """Read files and directories (recursively, hidden entries skipped).
 
     A file named directly must have a supported suffix; inside a directory, files
-    with other suffixes are reported as skipped. Nothing raises for one bad file.
+    with other suffixes are reported as skipped (not failed). Nothing raises for one
+    bad file.
 
     Returns:
         The documents read, in path order, and one problem per file not read.
@@ -202,7 +205,8 @@ def read_documents(
     problems: list[DocumentProblem] = []
     suffixes = supported_suffixes()
     for given in paths:
-        if given.is_dir():
+        walked = given.is_dir()
+        if walked:
             files = list(_walk(given))
             if not files:
                 problems.append(DocumentProblem(str(given), "directory has no files"))
@@ -219,6 +223,7 @@ def read_documents(
                         str(path),
                         f"unsupported file type {shown}; ingest reads "
                         + ", ".join(sorted(suffixes)),
+                        skipped=walked,
                     )
                 )
                 continue

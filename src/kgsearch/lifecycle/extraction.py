@@ -101,6 +101,12 @@ class Totals:
         if result.cost_usd is not None:
             self.cost_usd = (self.cost_usd or 0.0) + result.cost_usd
 
+    @property
+    def cost(self) -> float | None:
+        """Estimated US dollars; 0 when no model was called, None when a called model
+        has no known price."""
+        return 0.0 if self.cost_usd is None and self.calls == 0 else self.cost_usd
+
     def report(self, run: Report) -> ExtractionReport:
         """The public report of a run with these totals."""
         return ExtractionReport(
@@ -114,7 +120,7 @@ class Totals:
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
             calls=self.calls,
-            cost_usd=self.cost_usd,
+            cost_usd=self.cost,
             seconds=round(run.seconds, 3),
             errors=list(run.errors),
         )
@@ -259,7 +265,7 @@ def status_report(store: Store, project: str | None) -> ExtractionStatus:
         rejected=dict(totals.rejected.most_common()),
         prompt_tokens=totals.prompt_tokens,
         completion_tokens=totals.completion_tokens,
-        cost_usd=totals.cost_usd,
+        cost_usd=totals.cost,
         extractors=dict(extractors.most_common()),
         failures=failures,
     )

@@ -88,9 +88,12 @@ def with_problems(
     report: IngestReport, problems: Sequence[DocumentProblem], blank_texts: int
 ) -> IngestReport:
     """The report with the files that were not read and blank texts given."""
-    found = [IngestProblem(path=p.path, reason=p.reason) for p in problems]
+    found = [IngestProblem(path=p.path, reason=p.reason) for p in problems if not p.skipped]
     found += [IngestProblem(path="<text>", reason="empty document (no text)")] * blank_texts
-    return report.model_copy(update={"problems": [*report.problems, *found]})
+    skipped = [IngestProblem(path=p.path, reason=p.reason) for p in problems if p.skipped]
+    return report.model_copy(
+        update={"problems": [*report.problems, *found], "skipped": [*report.skipped, *skipped]}
+    )
 
 
 def queue_stored(

@@ -112,14 +112,9 @@ def test_a_directory_with_good_and_bad_files_ingests_the_good_and_names_the_bad(
     report = engine.ingest([root, tmp_path / "missing.txt"], chunk_chars=100)
     assert report.documents == 2
     reasons = {Path(p.path).name: p.reason for p in report.problems}
-    assert set(reasons) == {
-        "empty.txt",
-        "blank.txt",
-        "binary.txt",
-        "latin1.txt",
-        "image.png",
-        "missing.txt",
-    }
+    assert set(reasons) == {"empty.txt", "blank.txt", "binary.txt", "latin1.txt", "missing.txt"}
+    assert [Path(p.path).name for p in report.skipped] == ["image.png"]
+    reasons["image.png"] = report.skipped[0].reason
     assert "empty" in reasons["empty.txt"] and "empty" in reasons["blank.txt"]
     assert "binary" in reasons["binary.txt"]
     assert "not UTF-8" in reasons["latin1.txt"] and "offset 3" in reasons["latin1.txt"]
