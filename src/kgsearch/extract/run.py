@@ -34,7 +34,7 @@ from kgsearch.extract.schema import (
     ExtractedGraph,
     ExtractionResult,
 )
-from kgsearch.llm.base import LLM, Message, Usage
+from kgsearch.llm.base import LLM, Forgetting, Message, Usage
 
 __all__ = [
     "FIRST_REPLY_RATIO",
@@ -147,6 +147,11 @@ class LLMExtractor:
             json_schema=output_schema(packed=packed),
             max_tokens=self.max_tokens,
         )
+        if gleaned.failed and isinstance(self.llm, Forgetting):
+            # a retry of this chunk must ask the model again, not replay this reply
+            self.llm.forget(
+                messages, json_schema=output_schema(packed=packed), max_tokens=self.max_tokens
+            )
         parts = _split(gleaned.parsed, pack) if packed else [gleaned.parsed]
         seconds = (time.perf_counter() - started) / len(pack)
         results = []

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["LLM", "Completion", "Message", "Usage"]
+__all__ = ["LLM", "Completion", "Forgetting", "Message", "Usage"]
 
 Role = Literal["system", "user", "assistant"]
 
@@ -98,4 +98,21 @@ class LLM(Protocol):
 
     def estimate_cost(self, usage: Usage) -> float | None:
         """US dollars ``usage`` costs with this model, or None when no price is known."""
+        ...
+
+
+@runtime_checkable
+class Forgetting(Protocol):
+    """A model wrapper that keeps replies (a cache) and can drop one its caller could
+    not use, so a retry asks the model again instead of replaying the bad reply."""
+
+    def forget(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ) -> None:
+        """Drop the kept reply to this request, if any."""
         ...

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from kgsearch.errors import ConfigError, ProviderError
-from kgsearch.llm.base import LLM, Completion, Message, Usage
+from kgsearch.llm.base import LLM, Completion, Forgetting, Message, Usage
 
 __all__ = [
     "CachedLLM",
@@ -191,6 +191,25 @@ class CachedLLM:
         """The wrapped model's estimate."""
         return self._llm.estimate_cost(usage)
 
+    def forget(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ) -> None:
+        """Drop the cached reply to this request (a reply its caller could not use),
+        so the next identical request asks the model again."""
+        key = request_key(
+            self.model_id,
+            messages,
+            json_schema=json_schema,
+            temperature=temperature,
+            max_tokens=max_tokens,
+        )
+        self._cache.cache_put(self._namespace, key, "")  # unreadable entries are misses
+
 
 class RecordingLLM:
     """An :class:`~kgsearch.llm.base.LLM` that appends every call to a JSON-lines file.
@@ -254,6 +273,20 @@ class RecordingLLM:
     def estimate_cost(self, usage: Usage) -> float | None:
         """The wrapped model's estimate."""
         return self._llm.estimate_cost(usage)
+
+    def forget(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ) -> None:
+        """Passed on to the wrapped model when it keeps a cache."""
+        if isinstance(self._llm, Forgetting):
+            self._llm.forget(
+                messages, json_schema=json_schema, temperature=temperature, max_tokens=max_tokens
+            )
 
 
 class ReplayLLM:

@@ -125,6 +125,18 @@ def test_failed_call_is_not_cached() -> None:
     assert (len(cache), llm.complete(PROMPT).text) == (0, "ok")
 
 
+def test_a_forgotten_reply_is_asked_again_also_through_a_recorder(tmp_path: Path) -> None:
+    fake = FakeLLM(["unusable", "better"], model="m")
+    cached = CachedLLM(fake, DictCache())
+    recorded = RecordingLLM(cached, tmp_path / "calls.jsonl")
+    assert recorded.complete(PROMPT, json_schema=SCHEMA).text == "unusable"
+    assert recorded.complete(PROMPT, json_schema=SCHEMA).cached
+    recorded.forget(PROMPT, json_schema=SCHEMA)
+    again = recorded.complete(PROMPT, json_schema=SCHEMA)
+    assert (again.text, again.cached, len(fake.calls)) == ("better", False, 2)
+    assert recorded.complete(PROMPT, json_schema=SCHEMA).cached
+
+
 def test_sqlite_store_is_a_response_cache() -> None:
     store = connect(":memory:")
     try:
