@@ -155,6 +155,12 @@ def _render_ingest(report: IngestReport) -> None:
     help="Answer LLM calls from a --record file only (no model calls).",
 )
 @click.option(
+    "--extractions",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Import passages with an extraction made elsewhere (HippoRAG OpenIE JSON), "
+    "labelled with its model, instead of extracting them here.",
+)
+@click.option(
     "--max-bytes",
     default=DEFAULT_MAX_BYTES,
     show_default=True,
@@ -176,6 +182,7 @@ def ingest(
     no_embed: bool,
     record: Path | None,
     replay: Path | None,
+    extractions: Path | None,
     max_bytes: int,
 ) -> None:
     """Ingest documents: chunk them, extract entities and relationships, build the
@@ -191,19 +198,25 @@ def ingest(
       kgsearch ingest docs/
       kgsearch ingest report.md --extractor llm --domain finance --dry-run
       cat notes.txt | kgsearch ingest - --title notes
+      kgsearch ingest --extractions openie_gpt-3.5-turbo-1106.json
     """
-    if not paths:
-        raise click.UsageError("give files, directories or '-' for stdin")
+    if not paths and extractions is None:
+        raise click.UsageError("give files, directories, '-' for stdin or --extractions FILE")
+    if paths and extractions is not None:
+        raise click.UsageError("--extractions brings its own passages; give no PATHS with it")
     texts = [sys.stdin.read()] if Path("-") in paths else []
     files = [p for p in paths if p != Path("-")]
     settings = _settings(
         state, extractor=extractor, domain=domain, llm_model=llm_model, record=record, replay=replay
     )
     with engine_from(state, settings=settings) as engine:
-        report: IngestReport = _run_with_progress(
-            engine,
-            state,
-            lambda progress: engine.ingest(
+
+        def run(progress: Any) -> IngestReport:
+            if extractions is not None:
+                return engine.import_extractions(
+                    extractions, extract=not no_extract, progress=progress
+                )
+            return engine.ingest(
                 files,
                 texts=texts,
                 title=title or ("stdin" if texts else None),
@@ -212,9 +225,9 @@ def ingest(
                 dry_run=dry_run,
                 max_bytes=max_bytes,
                 progress=progress,
-            ),
-            None,
-        )
+            )
+
+        report: IngestReport = _run_with_progress(engine, state, run, None)
         if not (dry_run or no_embed):
             with (
                 console.status("embedding new rows", spinner="dots")

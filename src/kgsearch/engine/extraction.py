@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kgsearch.engine import providers
 from kgsearch.engine.core import EngineCore
 from kgsearch.errors import InvalidRequest
+from kgsearch.extract.imported import ImportedExtractor
+from kgsearch.extract.openie import load_openie
+from kgsearch.extract.quality import QualityFiltered
 from kgsearch.extract.schema import ChunkText, ExtractionResult, Extractor
 from kgsearch.io.documents import DEFAULT_MAX_BYTES, Document, document_from_text, read_documents
 from kgsearch.lifecycle import extraction, ingest
@@ -16,6 +20,9 @@ from kgsearch.lifecycle.runner import RetryPolicy
 from kgsearch.reports import ExtractionRecord, ExtractionReport, ExtractionStatus, IngestReport
 
 __all__ = ["ExtractionMethods", "IngestProgress"]
+
+MAX_CHUNK_CHARS = 100_000
+"""Imported passages are kept whole: one chunk each, so each matches its record."""
 
 IngestProgress = Callable[[str, object], None]
 """Called with ``("document", Document)`` after each document is stored and with
@@ -80,32 +87,92 @@ class ExtractionMethods(EngineCore):
         if not 100 <= max_chars <= 100_000:
             raise InvalidRequest("chunk_chars must be between 100 and 100000")
         name = extractor or self.extract_settings.extractor
-        chosen = None if name == "none" or dry_run else self.extractor(name, domain)
+        domain = domain or self.extract_settings.domain
         if dry_run:
+            chosen = None
             if name != "none":
                 chosen = providers.forecast_extractor(
-                    self.extract_settings,
-                    self.llm_settings,
-                    name,
-                    domain or self.extract_settings.domain,
+                    self.extract_settings, self.llm_settings, name, domain
                 )
             report = IngestReport(
                 dry_run=True,
                 estimate=ingest.estimate(docs, max_chars=max_chars, extractor=chosen),
             )
         else:
-            report = ingest.store_documents(
-                self._writes(project),
-                docs,
-                extractor=chosen,
-                domain=domain or self.extract_settings.domain,
-                max_chars=max_chars,
-                progress=None if progress is None else lambda d: progress("document", d),
+            chosen = None if name == "none" else self.extractor(name, domain)
+            report = self._store_and_extract(
+                docs, chosen, domain, max_chars, project, extract, progress
             )
-            if chosen is not None and extract:
-                run = self.extract(project=project, progress=progress)
-                report = report.model_copy(update={"extraction": run})
         return ingest.with_problems(report, problems, len(blank))
+
+    def import_extractions(
+        self,
+        path: Path | str,
+        *,
+        project: str | None = None,
+        model: str | None = None,
+        extract: bool = True,
+        progress: IngestProgress | None = None,
+    ) -> IngestReport:
+        """Ingest the passages of an extraction made elsewhere (HippoRAG OpenIE JSON)
+        with their extractions as the records of their chunks, labelled with the
+        model that made them, and build the graph from them like a live extraction.
+
+        Args:
+            path: The OpenIE JSON file.
+            project: Overrides the engine's project.
+            model: The model that made it (default: read from the file name).
+            extract: Build the graph now; False leaves the chunks queued.
+            progress: See :data:`IngestProgress`.
+
+        Raises:
+            ImportFailed: The file is not HippoRAG OpenIE JSON (with the position).
+        """
+        records = load_openie(path, model=model)
+        imported = QualityFiltered(
+            ImportedExtractor(records, source=Path(path).name),
+            providers.quality_rules(self.extract_settings, extractive=True),
+        )
+        domain = "imported"
+        with self._extractors_lock:
+            self._extractors[(imported.name, domain)] = imported
+        docs = [
+            Document(
+                source_id=f"passage:{r.position}",
+                title=r.title or f"passage {r.position}",
+                text=r.passage,
+                sha256=hashlib.sha256(r.passage.encode("utf-8", "surrogatepass")).hexdigest(),
+                metadata={"format": "openie", "file": str(path), "position": r.position},
+            )
+            for r in records
+            if r.passage.strip()
+        ]
+        return self._store_and_extract(
+            docs, imported, domain, MAX_CHUNK_CHARS, project, extract, progress
+        )
+
+    def _store_and_extract(
+        self,
+        docs: Sequence[Document],
+        chosen: Extractor | None,
+        domain: str,
+        max_chars: int,
+        project: str | None,
+        extract: bool,
+        progress: IngestProgress | None,
+    ) -> IngestReport:
+        report = ingest.store_documents(
+            self._writes(project),
+            docs,
+            extractor=chosen,
+            domain=domain,
+            max_chars=max_chars,
+            progress=None if progress is None else lambda d: progress("document", d),
+        )
+        if chosen is not None and extract:
+            run = self.extract(project=project, progress=progress)
+            report = report.model_copy(update={"extraction": run})
+        return report
 
     def extract(
         self,

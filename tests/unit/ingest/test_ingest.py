@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kgsearch import Engine
-from kgsearch.errors import InvalidRequest, NotFound
+from kgsearch.errors import ImportFailed, InvalidRequest, NotFound
 from kgsearch.store import connect
 from kgsearch.testing import FakeEmbedder, FakeExtractor
 
@@ -191,3 +191,34 @@ def test_extraction_records_keep_what_the_extractor_returned(engine: Engine) -> 
         "Charles Babbage",
     ]
     assert record.result["built"] == {"objects": 2, "relationships": 1, "mentions": 3}
+
+
+def test_an_imported_openie_file_becomes_records_labelled_with_its_model(
+    engine: Engine, tmp_path: Path
+) -> None:
+    path = tmp_path / "openie_gpt-3.5-turbo-1106.json"
+    path.write_text(
+        '{"docs": [{"idx": 0, "title": "Ada Lovelace", "passage": "", '
+        '"text": "Ada Lovelace worked with Charles Babbage.", '
+        '"extracted_entities": ["Ada Lovelace", "Charles Babbage"], '
+        '"extracted_triples": [["Ada Lovelace", "worked with", "Charles Babbage"], ["bad"]]}]}',
+        encoding="utf-8",
+    )
+    report = engine.import_extractions(path)
+    assert report.documents == 1 and report.extraction is not None
+    assert report.extraction.relationships == 1 and report.extraction.rejected == {"malformed": 1}
+    (rel,) = engine.list_rows("relationship").items
+    assert rel.type == "worked_with" and rel.properties["model"] == "openai:gpt-3.5-turbo-1106"
+    assert rel.properties["extractor"] == "openie"
+    again = engine.import_extractions(path)
+    assert again.unchanged == 1 and again.queued == 0
+
+
+def test_a_file_that_is_not_openie_is_a_clear_error_and_writes_nothing(
+    engine: Engine, tmp_path: Path
+) -> None:
+    path = tmp_path / "x.json"
+    path.write_text('{"passages": []}', encoding="utf-8")
+    with pytest.raises(ImportFailed, match="docs"):
+        engine.import_extractions(path)
+    assert engine.stats().counts["sources"] == 0
