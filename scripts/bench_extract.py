@@ -1,0 +1,265 @@
+"""Offline extractor benchmarks: SpacyExtractor quality on Re-DocRED dev, speed on MuSiQue.
+
+Usage: python scripts/bench_extract.py [--docs 500] [--passages 1890] [--runs 3]
+
+1. Quality (Re-DocRED dev, all 500 documents, one chunk per document): relation-agnostic
+   entity-pair edges. A predicted edge (source, target) is correct when both names match
+   mentions (normalised: NFKC, casefold, determiners and punctuation dropped) of two
+   gold entities that share a fact, in either direction. Precision counts distinct
+   unordered predicted name pairs, recall the gold unordered entity pairs (10,548)
+   reached by some prediction. Run with and without the co-occurrence fallback, plus
+   entity mention recall.
+2. Speed (MuSiQue train-100 corpus, 1,890 passages of ``title + "\\n" + text``):
+   passages/s of ``SpacyExtractor.extract`` with a warm pipeline, per batch size and
+   ``n_process``, and peak RSS (``resource.getrusage``, this process and its children).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import statistics
+import time
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchdoc import table, write_section
+
+from kgsearch.extract.schema import ChunkText, ExtractedGraph
+from kgsearch.extract.spacy import COOCCURS, SpacyExtractor
+
+DATA = Path("/work/shared/eval-data")
+REDOCRED = DATA / "redocred" / "dev.json"
+MUSIQUE = DATA / "musique-hipporag-train100" / "musique_train_corpus.json"
+_DROP = re.compile(r"\b(?:the|a|an)\b|[^\w]+")
+
+
+def norm(name: str) -> str:
+    """NFKC, casefold, no determiners, punctuation as spaces, spaces collapsed."""
+    return " ".join(_DROP.sub(" ", unicodedata.normalize("NFKC", name).casefold()).split())
+
+
+@dataclass
+class Score:
+    """Counts over all documents for one setting."""
+
+    predicted: int = 0
+    both_ends_matched: int = 0
+    correct: int = 0
+    gold_pairs: int = 0
+    gold_pairs_found: int = 0
+    gold_mentions: int = 0
+    mentions_found: int = 0
+    gold_named_mentions: int = 0
+    named_mentions_found: int = 0
+    edges: int = 0
+
+    def prf(self) -> tuple[float, float, float]:
+        p = self.correct / self.predicted if self.predicted else 0.0
+        r = self.gold_pairs_found / self.gold_pairs if self.gold_pairs else 0.0
+        return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def score_doc(doc: dict[str, Any], graph: ExtractedGraph, score: Score, *, only: str = "") -> None:
+    """Add one document's counts; ``only`` keeps the relationships of one label."""
+    entity_of: dict[str, set[int]] = {}
+    for index, mentions in enumerate(doc["vertexSet"]):
+        for m in mentions:
+            entity_of.setdefault(norm(m["name"]), set()).add(index)
+    gold = {frozenset((f["h"], f["t"])) for f in doc["labels"] if f["h"] != f["t"]}
+    rels = [
+        r for r in graph.relationships if not only or (r.relation == COOCCURS) == (only == COOCCURS)
+    ]
+    score.edges += len(rels)
+    pairs = {frozenset((norm(r.source), norm(r.target))) for r in rels}
+    pairs = {p for p in pairs if len(p) == 2}
+    found: set[frozenset[int]] = set()
+    for pair in pairs:
+        left, right = sorted(pair)
+        score.predicted += 1
+        if left not in entity_of or right not in entity_of:
+            continue
+        score.both_ends_matched += 1
+        hits = {
+            frozenset((a, b)) for a in entity_of[left] for b in entity_of[right] if a != b
+        } & gold
+        score.correct += bool(hits)
+        found |= hits
+    score.gold_pairs += len(gold)
+    score.gold_pairs_found += len(found)
+    names = {norm(e.name) for e in graph.entities}
+    for mentions in doc["vertexSet"]:
+        for m in mentions:
+            hit = norm(m["name"]) in names
+            score.gold_mentions += 1
+            score.mentions_found += hit
+            if m["type"] not in ("TIME", "NUM"):
+                score.gold_named_mentions += 1
+                score.named_mentions_found += hit
+
+
+def quality(n_docs: int) -> tuple[dict[str, Score], float, Counter[str]]:
+    """Scores per setting, the extraction seconds, and the top relation labels."""
+    docs = json.loads(REDOCRED.read_text(encoding="utf-8"))[:n_docs]
+    chunks = [
+        ChunkText(str(i), " ".join(" ".join(s) for s in d["sents"])) for i, d in enumerate(docs)
+    ]
+    extractor = SpacyExtractor(cooccurrence=True)
+    started = time.perf_counter()
+    results = extractor.extract(chunks)
+    seconds = time.perf_counter() - started
+    scores = {
+        "dependency only": Score(),
+        "dependency + co-occurrence": Score(),
+        "co-occurrence edges alone": Score(),
+    }
+    labels: Counter[str] = Counter()
+    for doc, result in zip(docs, results, strict=True):
+        score_doc(doc, result.graph, scores["dependency only"], only="dependency")
+        score_doc(doc, result.graph, scores["dependency + co-occurrence"])
+        score_doc(doc, result.graph, scores["co-occurrence edges alone"], only=COOCCURS)
+        labels.update(r.relation for r in result.graph.relationships if r.relation != COOCCURS)
+    return scores, seconds, labels
+
+
+def peak_rss_mb() -> str:
+    """Peak resident set size so far: this process / its largest finished worker."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return f"{own:.0f} / {children:.0f}" if children else f"{own:.0f}"
+
+
+def speed(n_passages: int, runs: int, settings: list[tuple[int, int]]) -> list[list[object]]:
+    """One row per (batch size, n_process): median passages/s over ``runs``, CPU use."""
+    corpus = json.loads(MUSIQUE.read_text(encoding="utf-8"))[:n_passages]
+    chunks = [ChunkText(str(i), f"{p['title']}\n{p['text']}") for i, p in enumerate(corpus)]
+    rows: list[list[object]] = []
+    for batch_size, n_process in settings:
+        extractor = SpacyExtractor(batch_size=batch_size, n_process=n_process)
+        extractor.extract(chunks[:64])
+        rates, cpu = [], []
+        for _ in range(runs):
+            started, cpu_started = time.perf_counter(), time.process_time()
+            results = extractor.extract(chunks)
+            wall = time.perf_counter() - started
+            rates.append(len(chunks) / wall)
+            cpu.append((time.process_time() - cpu_started) / wall)
+        edges = sum(len(r.graph.relationships) for r in results)
+        deps = sum(r.relation != COOCCURS for res in results for r in res.graph.relationships)
+        rows.append(
+            [
+                batch_size,
+                n_process,
+                f"**{statistics.median(rates):.1f}**",
+                f"{min(rates):.1f}–{max(rates):.1f}",
+                f"{statistics.median(cpu):.2f}",
+                (
+                    f"{statistics.median(r / c for r, c in zip(rates, cpu, strict=True)):.1f}"
+                    if n_process == 1
+                    else "—"
+                ),
+                f"{deps / len(chunks):.1f} / {edges / len(chunks):.1f}",
+                peak_rss_mb(),
+            ]
+        )
+        print(rows[-1], flush=True)
+    return rows
+
+
+def main() -> None:
+    """Run both benchmarks and write docs/benchmarks.md."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=500)
+    parser.add_argument("--passages", type=int, default=1890)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    rows = speed(args.passages, args.runs, [(64, 1), (64, 2), (256, 1)])
+    scores, seconds, labels = quality(args.docs)
+    quality_rows = []
+    for name, s in scores.items():
+        p, r, f = s.prf()
+        quality_rows.append(
+            [
+                name,
+                f"{s.edges / args.docs:.1f}",
+                s.predicted,
+                s.both_ends_matched,
+                s.correct,
+                f"{s.gold_pairs_found} / {s.gold_pairs}",
+                f"**{p:.3f}**",
+                f"**{r:.3f}**",
+                f"**{f:.3f}**",
+            ]
+        )
+    s = scores["dependency only"]
+    body = (
+        f"### Quality: Re-DocRED dev ({args.docs} documents, one chunk each, "
+        f"{seconds:.0f} s)\n\n"
+        + table(
+            [
+                "relationships",
+                "edges/doc",
+                "pairs predicted",
+                "both ends gold",
+                "correct",
+                "gold pairs found",
+                "P",
+                "R",
+                "F1",
+            ],
+            quality_rows,
+        )
+        + "\n\nRelation-agnostic unordered entity pairs: a predicted (source, target) is "
+        "correct when both names match mentions of two gold entities that share a fact "
+        "(either direction); names normalised by NFKC, casefold, dropping a/an/the and "
+        "punctuation. Predictions are distinct normalised name pairs per document. "
+        "Reference: a spaCy SVO extractor in research/extraction-data.md scored P 0.36, "
+        "R 0.11.\n\n"
+        f"Entity mention recall: **{s.mentions_found / s.gold_mentions:.3f}** of all "
+        f"{s.gold_mentions} gold mentions have an extracted entity of the same normalised "
+        f"name; **{s.named_mentions_found / s.gold_named_mentions:.3f}** of the "
+        f"{s.gold_named_mentions} that are not TIME or NUM (dates and numbers are dropped "
+        "by default). Top dependency relations: "
+        + ", ".join(f"{k} {v}" for k, v in labels.most_common(8))
+        + ".\n\n"
+        f"### Speed: MuSiQue train-100 corpus ({args.passages} passages, median of "
+        f"{args.runs} warm runs)\n\n"
+        + table(
+            [
+                "batch size",
+                "n_process",
+                "passages/s",
+                "range",
+                "CPU/wall",
+                "passages per CPU-s",
+                "dependency / all edges per passage",
+                "peak RSS MB so far (process / workers)",
+            ],
+            rows,
+        )
+        + "\n\nTarget ≥ 30 passages/s. Co-occurrence on (the default). The pipeline runs "
+        "tok2vec, tagger, parser, attribute_ruler, lemmatizer and ner (senter excluded); "
+        "every one is used. Peak RSS is a high-water mark, so a row also covers the rows "
+        "above it: the first row is the default setting alone, and with n_process=2 the "
+        "workers' peak follows the slash. CPU/wall is this process's CPU time "
+        "over wall time (worker processes not counted); below 1.0 with n_process=1 means "
+        "the shared machine was busy, and passages per CPU-second is then the steadier "
+        "figure."
+    )
+    print(body)
+    write_section(
+        "extract",
+        "Offline spaCy extractor: Re-DocRED quality and MuSiQue speed",
+        f"python scripts/bench_extract.py --docs {args.docs} --passages {args.passages} "
+        f"--runs {args.runs}",
+        body,
+    )
+
+
+if __name__ == "__main__":
+    main()
