@@ -113,6 +113,9 @@ class ExtractSettings(BaseModel):
         default=None, description="Few-shot examples {text, entities, relationships}"
     )
     language: str | None = Field(default=None, description="Language of descriptions")
+    batch_size: int = Field(
+        default=64, ge=1, le=1000, description="Chunks claimed, extracted and written together"
+    )
     max_attempts: int = Field(default=3, ge=1, le=100)
     backoff_seconds: float = Field(default=2.0, ge=0)
     lease_seconds: float = Field(

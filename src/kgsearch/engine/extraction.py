@@ -178,7 +178,7 @@ class ExtractionMethods(EngineCore):
         self,
         *,
         project: str | None = None,
-        batch_size: int = 16,
+        batch_size: int | None = None,
         limit: int | None = None,
         wait_for_retries: bool = True,
         progress: IngestProgress | None = None,
@@ -188,7 +188,8 @@ class ExtractionMethods(EngineCore):
 
         Args:
             project: One project (the engine's when None).
-            batch_size: Chunks per claim and extractor call.
+            batch_size: Chunks per claim, extractor call and graph write (settings'
+                ``extract.batch_size`` when None).
             limit: Stop after about this many chunks.
             wait_for_retries: Sleep for a retry that is due soon.
             progress: Called with ``("extraction", Totals)`` after each batch.
@@ -210,7 +211,7 @@ class ExtractionMethods(EngineCore):
         return extraction.run_extraction(
             ctx,
             project=self._p(project),
-            batch_size=batch_size,
+            batch_size=batch_size or settings.batch_size,
             limit=limit,
             wait_for_retries=wait_for_retries,
             progress=report,

@@ -14,15 +14,15 @@ sets), so a task re-run after a crash never duplicates anything.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from kgsearch.extract.schema import ExtractionResult
-from kgsearch.model import MentionIn, ObjectIn, ObjectRef, RelationshipIn
+from kgsearch.model import Mention, ObjectIn, ObjectRef, RelationshipIn
 from kgsearch.store.base import Store
+from kgsearch.store.records import Endpoint
 from kgsearch.text.names import entity_key, entity_type, relation_type
-from kgsearch.writes import graph as graph_writes
 from kgsearch.writes.graph import WriteContext
 from kgsearch.writes.rows import relationship_id
 
@@ -50,11 +50,21 @@ class ChunkExtraction:
 
 @dataclass
 class BuiltGraph:
-    """What :func:`add_extractions` wrote: distinct objects, relationships, mentions."""
+    """What :func:`add_extractions` wrote: distinct objects, relationships, mentions,
+    in all and per chunk (``per_chunk[chunk_id]``, with no ``per_chunk`` of its own)."""
 
     objects: int = 0
     relationships: int = 0
     mentions: int = 0
+    per_chunk: dict[str, BuiltGraph] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, int]:
+        """The three counts."""
+        return {
+            "objects": self.objects,
+            "relationships": self.relationships,
+            "mentions": self.mentions,
+        }
 
 
 Ref = tuple[str, str]
@@ -207,61 +217,86 @@ def add_extractions(ctx: WriteContext, items: Sequence[ChunkExtraction]) -> Buil
         return BuiltGraph()
     store, project = ctx.store, ctx.project
     _resolve_implicit(store, project, entities, edges)
-    inner = replace(ctx, after_commit=None)
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     chunk_sources = {i.chunk_id: i.source_id for i in items}
+    text_rules = ctx.rules()
     with store.transaction():
         refs = {ref: ObjectRef(type=ref[0], key=ref[1]) for ref in entities}
         stored = store.resolve(project, list(refs.values()))
         objects = []
         for ref, ent in entities.items():
             old = stored.get(refs[ref])
-            props = dict(old.properties) if old is not None else {}
-            props.setdefault("name", ent.name)
+            props: dict[str, Any] = dict(old.properties) if old is not None else {"name": ent.name}
             description = merge_descriptions(props.get("description"), ent.descriptions)
             if description:
                 props["description"] = description
             objects.append(ObjectIn(type=ent.type, key=ent.key, properties=props))
-        written = graph_writes.add_objects(inner, objects)
-        ids = {(o.type, o.key): o.id for o in written}
+        # A stored object keeps its name, so no display name changes and no
+        # relationship text goes stale: the rows are written directly.
+        object_ids = store.upsert_objects(
+            project, [text_rules.object_row(project, o) for o in objects]
+        )
+        ends = {
+            (o.type, o.key): Endpoint(id=i, type=o.type, key=o.key, properties=o.properties)
+            for o, i in zip(objects, object_ids, strict=True)
+        }
         rel_ids = {
-            id(e): relationship_id(project, e.type, ids[e.source], ids[e.target]) for e in edges
+            id(e): relationship_id(project, e.type, ends[e.source].id, ends[e.target].id)
+            for e in edges
         }
         existing = {r.id: r for r in store.get_relationships(project, list(rel_ids.values()))}
-        rels = []
+        rows = []
         for e in edges:
             old_rel = existing.get(rel_ids[id(e)])
-            props = dict(old_rel.properties) if old_rel is not None else {}
-            props["keywords"] = _union(props.get("keywords", []), e.keywords)
-            props.update({k: v for k, v in e.provenance.items() if v})
-            props["extracted_at"] = props.get("extracted_at", stamp)
+            rel_props = dict(old_rel.properties) if old_rel is not None else {}
+            rel_props["keywords"] = _union(rel_props.get("keywords", []), e.keywords)
+            rel_props.update({k: v for k, v in e.provenance.items() if v})
+            rel_props["extracted_at"] = rel_props.get("extracted_at", stamp)
             weight = e.strength if e.strength is not None else 1.0
-            rels.append(
-                RelationshipIn(
-                    id=rel_ids[id(e)],
-                    type=e.type,
-                    source=ids[e.source],
-                    target=ids[e.target],
-                    label=(old_rel.label if old_rel is not None else None) or e.label or None,
-                    description=merge_descriptions(
-                        old_rel.description if old_rel is not None else None, e.descriptions
-                    )
-                    or None,
-                    source_chunks=_union(old_rel.source_chunks if old_rel else [], e.chunks),
-                    weight=max(weight, old_rel.weight) if old_rel is not None else weight,
-                    properties=props,
+            item = RelationshipIn(
+                id=rel_ids[id(e)],
+                type=e.type,
+                source=ends[e.source].id,
+                target=ends[e.target].id,
+                label=(old_rel.label if old_rel is not None else None) or e.label or None,
+                description=merge_descriptions(
+                    old_rel.description if old_rel is not None else None, e.descriptions
                 )
+                or None,
+                source_chunks=_union(old_rel.source_chunks if old_rel else [], e.chunks),
+                weight=max(weight, old_rel.weight) if old_rel is not None else weight,
+                properties=rel_props,
             )
-        graph_writes.add_relationships(inner, rels)
+            rows.append(text_rules.relationship_row(project, item, ends[e.source], ends[e.target]))
+        store.upsert_relationships(project, rows, endpoints_checked=True)
         mentions = [
-            MentionIn(chunk_id=c, source_id=chunk_sources.get(c), object=ids[ref])
+            Mention(
+                project=project,
+                chunk_id=c,
+                source_id=chunk_sources.get(c),
+                object_id=ends[ref].id,
+            )
             for ref, ent in entities.items()
             for c in ent.chunks
         ] + [
-            MentionIn(chunk_id=c, source_id=chunk_sources.get(c), relationship_id=rel_ids[id(e)])
+            Mention(
+                project=project,
+                chunk_id=c,
+                source_id=chunk_sources.get(c),
+                relationship_id=rel_ids[id(e)],
+            )
             for e in edges
             for c in e.chunks
         ]
-        graph_writes.add_mentions(inner, mentions)
+        store.add_mentions(project, mentions)
     ctx.committed()
-    return BuiltGraph(len(written), len(rels), len(mentions))
+    per_chunk: dict[str, BuiltGraph] = {i.chunk_id: BuiltGraph() for i in items}
+    for ent in entities.values():
+        for c in ent.chunks:
+            per_chunk[c].objects += 1
+            per_chunk[c].mentions += 1
+    for e in edges:
+        for c in e.chunks:
+            per_chunk[c].relationships += 1
+            per_chunk[c].mentions += 1
+    return BuiltGraph(len(objects), len(rows), len(mentions), per_chunk)
