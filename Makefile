@@ -15,7 +15,8 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-## demo: import the MetaQA movie sample, embed it with the bundled model, search it
+## demo: import the MetaQA movie sample, embed it with the bundled model, search it;
+## then ingest two real documents offline (spaCy), building a graph from text, and search it
 demo: install
 	rm -rf .demo && mkdir -p .demo
 	$(KG) --db $(DEMO_DB) import data/sample/metaqa-movies.jsonl
@@ -27,6 +28,10 @@ demo: install
 	$(KG) --db $(DEMO_DB) search "Jesse James" --type-hint movie --limit 3
 	$(KG) --db $(DEMO_DB) search "movies starring Henry Fonda" --recipe multi_hop --limit 5
 	$(KG) --db $(DEMO_DB) context "films directed by Henry King" --max-tokens 120
+	$(KG) --db $(DEMO_DB) --project carol ingest data/sample/documents
+	$(KG) --db $(DEMO_DB) --project carol extract status
+	$(KG) --db $(DEMO_DB) --project carol search "Scrooge's business partner" --limit 5
+	$(KG) --db $(DEMO_DB) --project carol search "the ghost of Christmas past" --limit 5
 
 lint: install
 	$(BIN)/ruff check src tests scripts

@@ -19,6 +19,7 @@ from kgsearch.errors import (
     ConfigError,
     Conflict,
     DimensionMismatch,
+    ExtractionFailed,
     ImportFailed,
     InvalidRequest,
     KgsearchError,
@@ -29,7 +30,9 @@ from kgsearch.errors import (
     ProviderError,
     StoreError,
 )
+from kgsearch.extract.schema import ExtractionResult
 from kgsearch.lifecycle.runner import RetryPolicy
+from kgsearch.llm.base import LLM
 from kgsearch.model import (
     Chunk,
     ChunkIn,
@@ -58,6 +61,13 @@ from kgsearch.model import (
     Stats,
     TextAdded,
 )
+from kgsearch.reports import (
+    ExtractionRecord,
+    ExtractionReport,
+    ExtractionStatus,
+    IngestProblem,
+    IngestReport,
+)
 from kgsearch.search.request import (
     Explain,
     FusedHit,
@@ -76,6 +86,7 @@ from kgsearch.text import EnrichmentConfig
 __version__ = "0.1.0"
 
 __all__ = [
+    "LLM",
     "Chunk",
     "ChunkIn",
     "ConfigError",
@@ -91,11 +102,18 @@ __all__ = [
     "Engine",
     "EnrichmentConfig",
     "Explain",
+    "ExtractionFailed",
+    "ExtractionRecord",
+    "ExtractionReport",
+    "ExtractionResult",
+    "ExtractionStatus",
     "Filters",
     "FusedHit",
     "GraphObject",
     "GraphResult",
     "ImportFailed",
+    "IngestProblem",
+    "IngestReport",
     "InvalidRequest",
     "KgsearchError",
     "Kind",

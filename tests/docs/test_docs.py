@@ -11,7 +11,13 @@ from pathlib import Path
 import click
 
 from kgsearch.cli import cli
-from kgsearch.config import EmbedSettings, SearchSettings, StoreSettings
+from kgsearch.config import (
+    EmbedSettings,
+    ExtractSettings,
+    LLMSettings,
+    SearchSettings,
+    StoreSettings,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,6 +53,8 @@ def test_every_setting_is_documented() -> None:
             ("store", StoreSettings),
             ("embed", EmbedSettings),
             ("search", SearchSettings),
+            ("llm", LLMSettings),
+            ("extract", ExtractSettings),
         )
         for name in model.model_fields
     ]

@@ -11,6 +11,7 @@ import textwrap
 import kgsearch
 
 EXPECTED = [
+    "LLM",
     "Chunk",
     "ChunkIn",
     "ConfigError",
@@ -26,11 +27,18 @@ EXPECTED = [
     "Engine",
     "EnrichmentConfig",
     "Explain",
+    "ExtractionFailed",
+    "ExtractionRecord",
+    "ExtractionReport",
+    "ExtractionResult",
+    "ExtractionStatus",
     "Filters",
     "FusedHit",
     "GraphObject",
     "GraphResult",
     "ImportFailed",
+    "IngestProblem",
+    "IngestReport",
     "InvalidRequest",
     "KgsearchError",
     "Kind",

@@ -194,7 +194,7 @@ def ingest(
     exit code is 1 when any file or chunk failed.
 
     \b
-    Examples:
+    Example:
       kgsearch ingest docs/
       kgsearch ingest report.md --extractor llm --domain finance --dry-run
       cat notes.txt | kgsearch ingest - --title notes
