@@ -106,6 +106,11 @@ def extractor_factory(
                 pack_chars=settings.pack_chars,
                 max_workers=llm.max_concurrency,
             )
+        if name == "openie":
+            raise InvalidRequest(
+                "these chunks wait for an imported extraction: run "
+                "`kgsearch ingest --extractions FILE` with its file again"
+            )
         raise InvalidRequest(
             f"unknown extractor {name!r}; choose one of {', '.join(EXTRACTOR_NAMES)}"
         )

@@ -222,3 +222,19 @@ def test_a_file_that_is_not_openie_is_a_clear_error_and_writes_nothing(
     with pytest.raises(ImportFailed, match="docs"):
         engine.import_extractions(path)
     assert engine.stats().counts["sources"] == 0
+
+
+def test_imported_chunks_left_queued_say_how_to_build_them(tmp_path: Path) -> None:
+    engine = Engine(connect(f"sqlite:///{tmp_path / 'kg.db'}"), embedder=FakeEmbedder(16))
+    path = tmp_path / "openie_gpt-3.5-turbo-1106.json"
+    path.write_text(
+        '{"docs": [{"title": "Ada", "text": "Ada Lovelace met Charles Babbage.", '
+        '"extracted_entities": [], "extracted_triples": []}]}',
+        encoding="utf-8",
+    )
+    engine.import_extractions(path, extract=False)
+    later = Engine(connect(f"sqlite:///{tmp_path / 'kg.db'}"), embedder=FakeEmbedder(16))
+    report = later.extract(wait_for_retries=False)
+    assert report.failed == 1 and "kgsearch ingest --extractions FILE" in report.errors[0]
+    assert later.import_extractions(path).extraction is not None
+    assert later.extraction_status().counts["done"] == 1
