@@ -16,17 +16,15 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from eval_data import EVAL_DATA
 
 from kgsearch.extract.parse import parse_reply, parse_reply_lenient
 
-EVAL = Path(__file__).resolve().parents[4] / "shared" / "eval-data"
+EVAL = EVAL_DATA
 CAROL = EVAL / "christmas-carol-graphrag" / "extractions.jsonl"
 T2KG = EVAL / "text2kgbench" / "wikidata_tekgen" / "baselines"
-
-pytestmark = pytest.mark.skipif(not CAROL.exists(), reason="shared/eval-data not present")
 
 # run → (replies, entities, relationships, malformed, relationships without a strength)
 CAROL_EXPECTED = {

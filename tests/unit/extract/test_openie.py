@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from eval_data import EVAL_DATA
 
 from kgsearch.errors import ImportFailed
 from kgsearch.extract.openie import (
@@ -19,8 +20,7 @@ from kgsearch.extract.openie import (
 )
 from kgsearch.extract.schema import ExtractedEntity, ExtractedRelation, Rejection
 
-REAL = Path("/work/shared/eval-data/musique-hipporag-train100/openie_gpt-3.5-turbo-1106.json")
-needs_real = pytest.mark.skipif(not REAL.is_file(), reason="MuSiQue OpenIE file not present")
+REAL = EVAL_DATA / "musique-hipporag-train100" / "openie_gpt-3.5-turbo-1106.json"
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,6 @@ def errors_of(excinfo: pytest.ExceptionInfo[ImportFailed]) -> list[dict[str, str
     return list(excinfo.value.details["errors"])
 
 
-@needs_real
 def test_real_file_has_the_counts_its_readme_gives(records: list[OpenIERecord]) -> None:
     well_formed = sum(len(r.graph.relationships) for r in records)
     malformed = sum(1 for r in records for x in r.rejected if x.reason == "malformed")
@@ -61,7 +60,6 @@ def test_real_file_has_the_counts_its_readme_gives(records: list[OpenIERecord]) 
     assert sum(1 for r in records if not r.graph.relationships) == 2
 
 
-@needs_real
 def test_real_records_are_labelled_openie_with_the_model_from_the_file_name(
     records: list[OpenIERecord],
 ) -> None:
@@ -69,7 +67,6 @@ def test_real_records_are_labelled_openie_with_the_model_from_the_file_name(
     assert [r.position for r in records] == list(range(1890))
 
 
-@needs_real
 def test_real_triple_becomes_a_relationship_described_by_the_triple(
     records: list[OpenIERecord],
 ) -> None:
@@ -84,7 +81,6 @@ def test_real_triple_becomes_a_relationship_described_by_the_triple(
     )
 
 
-@needs_real
 def test_every_relationship_end_is_an_entity(records: list[OpenIERecord]) -> None:
     for record in records:
         names = {e.name for e in record.graph.entities}
@@ -92,7 +88,6 @@ def test_every_relationship_end_is_an_entity(records: list[OpenIERecord]) -> Non
         assert {e.type for e in record.graph.entities} <= {"entity"}
 
 
-@needs_real
 def test_records_are_found_by_passage_text_with_or_without_title(
     records: list[OpenIERecord],
 ) -> None:

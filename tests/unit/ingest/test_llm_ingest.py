@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from chat_server import ChatServer, chat_reply, start_chat_server
 from click.testing import CliRunner
+from eval_data import EVAL_DATA
 
 from kgsearch import Engine
 from kgsearch.cli import cli
@@ -21,7 +22,7 @@ from kgsearch.config import ExtractSettings, LLMSettings
 from kgsearch.store import connect
 from kgsearch.testing import FakeEmbedder
 
-CAROL = Path(__file__).parents[3].parent / "shared" / "eval-data" / "christmas-carol-graphrag"
+CAROL = EVAL_DATA / "christmas-carol-graphrag"
 RUNS = [
     json.loads(line)
     for line in (CAROL / "extractions.jsonl").read_text("utf-8").splitlines()
