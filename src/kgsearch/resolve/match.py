@@ -21,8 +21,10 @@ never match by similarity at all.
 suffix for fuzzy; a blocked matrix product for embeddings), decides each pair, and
 unions the merges strongest first. A union that would put two incompatible types in
 one cluster (an untyped "Jesse James" between the person and the film) is refused and
-recorded. Blocking finds every fuzzy pair that shares a token, prefix or suffix; a
-pair with a typo in every token and at both ends is the documented miss.
+recorded. An acronym that would expand to two different names among the candidates
+("DC": "District of Columbia", "DC Comics") merges with neither. Blocking finds
+every fuzzy pair that shares a token, prefix or suffix; a pair with a typo in every
+token and at both ends is the documented miss.
 """
 
 from __future__ import annotations
@@ -103,7 +105,8 @@ class MatchRules:
         fuzzy_threshold: Lowest ``token_sort_ratio`` (0–100) that merges.
         embedding_threshold: Lowest cosine similarity (−1–1) that merges.
         min_fuzzy_length: Normalised names shorter than this never fuzzy-match.
-        acronyms: Whether "IBM" ~ "International Business Machines" merges.
+        acronyms: Whether "IBM" ~ "International Business Machines" merges (the
+            acronym written in capitals or with dots, the long name in title case).
         compatible: Groups of types that may merge with each other; a type always
             merges with itself and with ``entity`` (untyped).
         max_block: Fuzzy blocks (shared token, prefix or suffix) larger than this are
@@ -252,6 +255,14 @@ def _initials(normalised: str) -> set[str]:
     return found
 
 
+def _is_title(name: str) -> bool:
+    """Whether every word but stopwords starts upper-case ("Indian Institute of …")."""
+    words = [w for w in _RAW_TOKEN.findall(name) if w.isalpha()]
+    return bool(words) and all(
+        w[0].isupper() for w in words if w.casefold() not in _ACRONYM_STOPWORDS
+    )
+
+
 def _sorted_tokens(normalised: str) -> str:
     return " ".join(sorted(normalised.split()))
 
@@ -285,7 +296,7 @@ def _prepare(candidate: Candidate) -> _Prepared:
         key=key,
         names=names,
         acronym=_acronym_form(candidate.name),
-        initials=frozenset(_initials(key)),
+        initials=frozenset(_initials(key)) if _is_title(candidate.name) else frozenset(),
         numbers=_numbers(candidate.name),
         sorted_key=_sorted_tokens(key),
         unit=unit,
@@ -419,6 +430,22 @@ def _embedding_pairs(
     return pairs
 
 
+_Row = tuple[int, float, int, int, Decision]
+
+
+def _unambiguous_acronyms(decided: list[_Row], items: Sequence[_Prepared]) -> list[_Row]:
+    """Drop acronym merges of an acronym that expands to more than one name here."""
+    expansions: dict[int, set[str]] = defaultdict(set)
+    for _, _, i, j, decision in decided:
+        if decision.reason == "acronym":
+            short, long = (i, j) if items[i].acronym is not None else (j, i)
+            expansions[short].add(items[long].key)
+    ambiguous = {i for i, keys in expansions.items() if len(keys) > 1}
+    return [
+        row for row in decided if row[4].reason != "acronym" or not ambiguous & {row[2], row[3]}
+    ]
+
+
 def resolve(
     candidates: Sequence[Candidate], rules: MatchRules | None = None, *, blocking: bool = True
 ) -> Resolution:
@@ -439,11 +466,12 @@ def resolve(
         pairs = _key_pairs(items) | _fuzzy_pairs(items, rules) | _embedding_pairs(items, rules)
     else:
         pairs = set(_pairs_in(range(len(items))))
-    decided = []
+    decided: list[_Row] = []
     for i, j in pairs:
         decision = _decide(items[i], items[j], rules)
         if decision.merge:
             decided.append((_STRENGTH[decision.reason], -decision.score, i, j, decision))
+    decided = _unambiguous_acronyms(decided, items)
     decided.sort(key=lambda row: row[:4])
     forest = _UnionFind([item.type for item in items])
     merges: list[MergeRecord] = []

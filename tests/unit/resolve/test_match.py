@@ -248,3 +248,23 @@ def test_blocking_gives_the_brute_force_clusters(candidates: list[Candidate]) ->
     for group in blocked.clusters:
         types = {c.type for c in group} - {"entity"}
         assert all(MatchRules().types_compatible(a, b) for a in types for b in types)
+
+
+def test_acronyms_need_a_title_case_expansion() -> None:
+    assert _decide("PLP", "pertaining to the language of the people").merge is False
+
+
+def test_an_ambiguous_acronym_merges_with_neither_expansion() -> None:
+    candidates = [
+        Candidate("1", "DC"),
+        Candidate("2", "District of Columbia"),
+        Candidate("3", "Diocese of Coventry"),
+        Candidate("4", "IOC"),
+        Candidate("5", "International Olympic Committee"),
+    ]
+    assert [[c.id for c in group] for group in cluster(candidates)] == [
+        ["1"],
+        ["2"],
+        ["3"],
+        ["4", "5"],
+    ]
