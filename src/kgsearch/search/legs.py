@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from kgsearch.model import Filters, Kind
+from kgsearch.search.paths import walk_paths
 from kgsearch.search.plan import Plan, Vector
 from kgsearch.search.ppr import personalized_pagerank
 from kgsearch.search.request import SearchRequest
@@ -284,8 +285,10 @@ def graph_legs(
     legs: Legs,
     rows: Rows,
     traces: Traces | None = None,
+    embed: Callable[[str], Vector] | None = None,
 ) -> None:
-    """BFS expansion or personalized PageRank from origins or the first round's hits.
+    """BFS expansion or personalized PageRank from origins or the first round's hits, or
+    relation paths from the objects the query names (see ``paths.py``).
 
     Args:
         store: The store searched.
@@ -294,10 +297,15 @@ def graph_legs(
         legs: Where the graph legs are recorded.
         rows: The search's rows; rows read here are kept for hydration.
         traces: Where the stage's statements go when the search is explained.
+        embed: The query embedder, which scores relation paths (without one the paths
+            leg finds nothing).
     """
     request = plan.request
     started = time.perf_counter()
     trace = log_of(traces, "graph:" + request.graph)
+    if request.graph == "paths":
+        _paths(store, plan, embed, legs, started, rows, trace)
+        return
     if request.bfs_origins:
         live = rows.objects(request.bfs_origins, trace)
         seeds = {i: 1.0 for i in request.bfs_origins if i in live}
@@ -418,3 +426,31 @@ def _ppr(
             [(key(Kind.RELATIONSHIP, r), s) for r, s in rel_scores if s > 0 and r in keep],
             started,
         )
+
+
+def _paths(
+    store: Store,
+    plan: Plan,
+    embed: Callable[[str], Vector] | None,
+    legs: Legs,
+    started: float,
+    rows: Rows,
+    trace: Trace | None,
+) -> None:
+    """The objects at the ends of the relation paths that best match the query."""
+    request = plan.request
+    if embed is None:
+        objects: list[tuple[str, float]] = []
+        rels: list[tuple[str, float]] = []
+    else:
+        found = walk_paths(
+            store, rows.project, request.query, embed, depth=request.graph_depth, trace=trace
+        )
+        allowed = _allowed_objects(rows, request, [i for i, _ in found.objects], trace)
+        objects = [(key(Kind.OBJECT, i), s) for i, s in found.objects if i in allowed]
+        keep = _allowed_relationships(rows, request, [r for r, _ in found.relationships], trace)
+        rels = [(key(Kind.RELATIONSHIP, r), s) for r, s in found.relationships if r in keep]
+    if plan.graph_objects:
+        legs.add("graph:paths", objects, started)
+    if plan.graph_relationships:
+        legs.add("graph:paths:relationships", rels, started)

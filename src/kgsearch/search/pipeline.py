@@ -63,7 +63,8 @@ def run_search(
     if plan.graph:
         with _timed(ms, "fusion"):  # the first round's order picks the graph seeds
             first = _fuse(plan, legs.lists)
-        graph_legs(ctx.store, plan, [(f.key, f.score) for f in first], legs, rows, traces)
+        first_round = [(f.key, f.score) for f in first]
+        graph_legs(ctx.store, plan, first_round, legs, rows, traces, ctx.embed_query)
     with _timed(ms, "fusion"):
         fused = _fuse(plan, legs.lists)
     reranker = choose_reranker(plan, query, ctx.cross_encoder)

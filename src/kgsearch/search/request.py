@@ -74,8 +74,12 @@ class SearchRequest(_Model):
     objects: ScopeConfig | None = Field(default_factory=ScopeConfig)
     relationships: ScopeConfig | None = Field(default_factory=ScopeConfig)
     chunks: ScopeConfig | None = Field(default_factory=ScopeConfig)
-    graph: Literal["none", "bfs", "ppr"] = Field(
-        default="none", description="Graph leg: BFS expansion or personalized PageRank"
+    graph: Literal["none", "bfs", "ppr", "paths"] = Field(
+        default="none",
+        description=(
+            "Graph leg: BFS expansion, personalized PageRank, or relation paths from the "
+            "objects the query names (up to graph_depth hops)"
+        ),
     )
     bfs_origins: list[str] | None = Field(
         default=None,
@@ -122,7 +126,11 @@ RECIPES: dict[str, dict[str, Any]] = {
     "relationships": {"objects": None, "chunks": None},
     "objects_typed": {"relationships": None, "chunks": None},
     "chunks": {"objects": None, "relationships": None},
-    "multi_hop": {"graph": "ppr", "graph_depth": 2},
+    "multi_hop": {
+        "graph": "paths",
+        "graph_depth": 3,
+        "weights": {"graph:paths": 4.0, "graph:paths:relationships": 4.0},
+    },
     "expand": {"graph": "bfs"},
     "node_distance": {"reranker": "node_distance"},
     "mentions": {"reranker": "mentions"},

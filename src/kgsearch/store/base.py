@@ -257,6 +257,20 @@ class GraphReads(Protocol):
         """(relationship id, source id, target id, weight) of live edges touching the ids."""
         ...
 
+    def typed_edges(
+        self,
+        project: str,
+        object_ids: Sequence[str],
+        *,
+        limit: int,
+        as_of: datetime | None = None,
+        trace: Trace | None = None,
+    ) -> list[tuple[str, str, str, str]]:
+        """(relationship id, source id, target id, type) of live edges touching the ids:
+        at most ``limit`` edges out of and ``limit`` edges into each object, oldest first,
+        so a hub costs no more than any other object."""
+        ...
+
     def mentions(
         self,
         project: str,

@@ -230,6 +230,36 @@ class PostgresReads(RowGetters):
         return [(r["id"], r["source_id"], r["target_id"], float(r["weight"])) for r in rows]
 
     @traced
+    def typed_edges(
+        self,
+        project: str,
+        object_ids: Sequence[str],
+        *,
+        limit: int,
+        as_of: datetime | None = None,
+        trace: Trace | None = None,
+    ) -> list[tuple[str, str, str, str]]:
+        """At most ``limit`` live edges out of and into each object (one lateral query)."""
+        cond, cond_params = filter_sql(Kind.RELATIONSHIP, edge_filters(None, as_of))
+        ids = list(dict.fromkeys(object_ids))
+        if not ids:
+            return []
+        side = (
+            "(SELECT t.id, t.source_id, t.target_id, t.type, t.seq FROM relationships t "
+            "WHERE t.project = %s AND t.{column} = o.id AND t.deleted_at IS NULL{cond} "
+            "ORDER BY t.seq LIMIT %s)"
+        )
+        out_side = side.format(column="source_id", cond=cond)
+        in_side = side.format(column="target_id", cond=cond)
+        rows = self.db.all(
+            f"SELECT DISTINCT e.id, e.source_id, e.target_id, e.type, e.seq "
+            f"FROM unnest(%s::text[]) AS o(id), LATERAL ({out_side} UNION ALL {in_side}) e "
+            "ORDER BY e.seq",
+            (ids, project, *cond_params, limit, project, *cond_params, limit),
+        )
+        return [(r["id"], r["source_id"], r["target_id"], r["type"]) for r in rows]
+
+    @traced
     def mentions(
         self,
         project: str,

@@ -264,6 +264,31 @@ class SQLiteReads(RowGetters):
         return list(found.values())
 
     @traced
+    def typed_edges(
+        self,
+        project: str,
+        object_ids: Sequence[str],
+        *,
+        limit: int,
+        as_of: datetime | None = None,
+        trace: Trace | None = None,
+    ) -> list[tuple[str, str, str, str]]:
+        """At most ``limit`` live edges out of and into each object: one indexed probe
+        per object and direction."""
+        cond, cond_params = filter_sql(Kind.RELATIONSHIP, edge_filters(None, as_of))
+        found: dict[str, tuple[str, str, str, str]] = {}
+        for id in dict.fromkeys(object_ids):
+            for column in ("source_id", "target_id"):
+                for row in self.db.all(
+                    f"SELECT t.id, t.source_id, t.target_id, t.type FROM relationships t "
+                    f"WHERE t.project = ? AND t.{column} = ? AND t.deleted_at IS NULL{cond} "
+                    "ORDER BY t.rowid LIMIT ?",
+                    (project, id, *cond_params, limit),
+                ):
+                    found[row["id"]] = (row["id"], row["source_id"], row["target_id"], row["type"])
+        return list(found.values())
+
+    @traced
     def mentions(
         self,
         project: str,

@@ -1,0 +1,303 @@
+"""Structured multi-hop search: link the question's names to objects, follow the relation
+paths that best match the rest of the question, rank the objects at the paths' ends.
+
+Three steps, all bounded:
+
+1. **Linking.** Every span of up to ``_MAX_SPAN_WORDS`` words (brackets dropped) is looked
+   up as an object key (:meth:`~kgsearch.store.base.SearchIndex.objects_named`, an index
+   probe); the longest non-overlapping matches become the seeds.
+2. **Paths.** From the seeds, a beam search walks typed edges hop by hop
+   (:meth:`~kgsearch.store.base.GraphReads.typed_edges`, at most ``_HUB_EDGES`` edges per
+   object and direction, so a hub costs no more than any other object). Each relation-type
+   sequence met on the way (``directed_by`` then ``has_genre``) is scored by the cosine
+   between the question without the linked names and the sequence's humanised text
+   ("directed by has genre"); only the ``_BEAM`` best sequences of each length go on, each
+   over at most ``_FRONTIER`` objects.
+3. **Ends.** Mass flows from the seeds along a sequence, split evenly over the edges each
+   object has of that step (a hub's share per edge is small); the objects at the ends of
+   the best sequences are ranked by their mass weighted by the sequence's score, and the
+   edge that reached each is ranked with it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kgsearch.search.plan import Vector
+from kgsearch.store.base import Store, Trace
+
+__all__ = ["PathHits", "humanise", "link_entities", "walk_paths"]
+
+_MAX_SPAN_WORDS = 10
+_HUB_EDGES = 64
+_FRONTIER = 200
+_BEAM = 4
+_BEST_PATHS = 6
+_TEMPERATURE = 0.03
+_MAX_RESULTS = 200
+_CACHE_SIZE = 50_000
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "of",
+        "on",
+        "or",
+        "she",
+        "that",
+        "the",
+        "their",
+        "them",
+        "they",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "with",
+        "you",
+    ]
+)
+_EDGE = r"^[\s\"'?.,!;:()]+|[\s\"?.,!;:()]+$"
+
+Step = tuple[str, bool]  # relationship type, walked from source to target
+Signature = tuple[Step, ...]
+
+_VECTORS: dict[tuple[Callable[[str], Vector], str], Vector] = {}
+
+
+@dataclass
+class PathHits:
+    """What a path walk found.
+
+    Attributes:
+        objects: End objects, best first, with scores.
+        relationships: The last edge of the best path to each end object, same scores.
+        seeds: The linked object ids.
+        paths: The best relation-type sequences with their scores, for debug output.
+    """
+
+    objects: list[tuple[str, float]] = field(default_factory=list)
+    relationships: list[tuple[str, float]] = field(default_factory=list)
+    seeds: list[str] = field(default_factory=list)
+    paths: list[tuple[str, float]] = field(default_factory=list)
+
+
+def humanise(relationship_type: str) -> str:
+    """A relationship type as words: ``directed_by`` → ``directed by``, ``WORKS_FOR`` →
+    ``works for``, ``hasGenre`` → ``has genre``."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", relationship_type)
+    return " ".join(re.split(r"[\s_\-:./]+", spaced)).strip().lower()
+
+
+def link_entities(
+    store: Store, project: str, question: str, trace: Trace | None = None
+) -> tuple[dict[str, float], str]:
+    """Objects named in the question, and the question without their names.
+
+    Args:
+        store: The store searched.
+        project: The project searched.
+        question: The question; square brackets are dropped, never relied on.
+        trace: Where the lookups' statements go.
+
+    Returns:
+        Seed object id → weight (the span's length over the longest's), and the rest of
+        the question.
+    """
+    text = question.replace("[", "").replace("]", "")
+    words = list(re.finditer(r"\S+", text))
+    found: list[tuple[int, int, int, list[str]]] = []  # chars, first word, end word, ids
+    for i in range(len(words)):
+        for j in range(i + 1, min(len(words), i + _MAX_SPAN_WORDS) + 1):
+            tokens = [w.group().lower().strip("?.,!;:'\"") for w in words[i:j]]
+            if all(t in _STOPWORDS or not t for t in tokens):
+                continue
+            span = text[words[i].start() : words[j - 1].end()]
+            ids = _named(store, project, span, trace)
+            if ids:
+                found.append((len(span), i, j, ids))
+    found.sort(key=lambda f: (-f[0], f[1]))
+    taken: set[int] = set()
+    seeds: dict[str, float] = {}
+    for chars, i, j, ids in found:
+        if taken & set(range(i, j)) or chars < 0.6 * found[0][0] or len(seeds) >= 6:
+            continue
+        taken.update(range(i, j))
+        for id in ids:
+            seeds[id] = max(seeds.get(id, 0.0), chars / found[0][0])
+    rest = " ".join(w.group() for k, w in enumerate(words) if k not in taken)
+    return seeds, rest
+
+
+def _named(store: Store, project: str, span: str, trace: Trace | None) -> list[str]:
+    """Objects whose key is the span, or the span without its edge punctuation or a
+    trailing possessive."""
+    variants = [span, re.sub(_EDGE, "", span)]
+    variants.append(re.sub(r"'s$", "", variants[-1]))
+    ids: list[str] = []
+    for name in dict.fromkeys(v for v in variants if v):
+        ids += [i for i, _ in store.objects_named(project, name, limit=5, trace=trace)]
+    return list(dict.fromkeys(ids))
+
+
+def walk_paths(
+    store: Store,
+    project: str,
+    question: str,
+    embed: Callable[[str], Vector],
+    *,
+    depth: int = 3,
+    trace: Trace | None = None,
+) -> PathHits:
+    """Link the question's names and rank the objects at the ends of its best paths.
+
+    Args:
+        store: The store searched.
+        project: The project searched.
+        question: The question.
+        embed: The query embedder (relation texts are embedded once per process).
+        depth: The longest path, in hops.
+        trace: Where the statements go.
+
+    Returns:
+        The end objects and relationships, best first (empty when nothing was linked).
+    """
+    seeds, rest = link_entities(store, project, question, trace)
+    hits = PathHits(seeds=list(seeds))
+    if not seeds:
+        return hits
+    query = _unit(embed(rest or question))
+    current: dict[Signature, dict[str, float]] = {(): dict(seeds)}
+    scored: dict[Signature, float] = {}
+    masses: dict[Signature, dict[str, float]] = {}
+    via: dict[Signature, dict[str, str]] = {}
+    for _ in range(depth):
+        nxt, nxt_via = _step(store, project, current, trace)
+        if not nxt:
+            break
+        for sig in nxt:
+            text = " ".join(humanise(t) for t, _ in sig)
+            scored[sig] = float(np.dot(query, _text_vector(embed, text)))
+        masses.update(nxt)
+        via.update(nxt_via)
+        best = sorted(nxt, key=lambda s: -scored[s])[:_BEAM]
+        current = {s: _top(nxt[s], _FRONTIER) for s in best}
+    return _rank(hits, seeds, scored, masses, via)
+
+
+def _step(
+    store: Store, project: str, current: Mapping[Signature, dict[str, float]], trace: Trace | None
+) -> tuple[dict[Signature, dict[str, float]], dict[Signature, dict[str, str]]]:
+    """One hop of every live sequence: one batched read of the frontier's typed edges."""
+    nodes = {n for masses in current.values() for n in masses}
+    edges = store.typed_edges(project, sorted(nodes), limit=_HUB_EDGES, trace=trace)
+    out: dict[str, dict[Step, list[tuple[str, str]]]] = defaultdict(lambda: defaultdict(list))
+    for rid, source, target, type in edges:
+        if source in nodes:
+            out[source][(type, True)].append((target, rid))
+        if target in nodes and target != source:
+            out[target][(type, False)].append((source, rid))
+    nxt: dict[Signature, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    nxt_via: dict[Signature, dict[str, str]] = defaultdict(dict)
+    for sig, masses in current.items():
+        for node, mass in masses.items():
+            for step, ends in out.get(node, {}).items():
+                # a hub's mass spreads thin, and a hub cut at _HUB_EDGES counts as bigger
+                share = mass / (len(ends) * (2 if len(ends) >= _HUB_EDGES else 1))
+                bucket = nxt[(*sig, step)]
+                for other, rid in ends:
+                    bucket[other] += share
+                    nxt_via[(*sig, step)].setdefault(other, rid)
+    return {s: dict(m) for s, m in nxt.items()}, dict(nxt_via)
+
+
+def _rank(
+    hits: PathHits,
+    seeds: Mapping[str, float],
+    scored: Mapping[Signature, float],
+    masses: Mapping[Signature, dict[str, float]],
+    via: Mapping[Signature, dict[str, str]],
+) -> PathHits:
+    """End objects of the best sequences, by softmax-weighted normalised mass."""
+    best = sorted(scored, key=lambda s: (-scored[s], len(s)))[:_BEST_PATHS]
+    if not best:
+        return hits
+    top = scored[best[0]]
+    totals: dict[str, float] = defaultdict(float)
+    edge: dict[str, tuple[float, str]] = {}
+    for sig in best:
+        weight = math.exp((scored[sig] - top) / _TEMPERATURE)
+        ends = {n: m for n, m in masses[sig].items() if n not in seeds}
+        peak = max(ends.values(), default=0.0)
+        for node, mass in ends.items():
+            score = weight * mass / peak
+            totals[node] += score
+            if score > edge.get(node, (0.0, ""))[0]:
+                edge[node] = (score, via[sig][node])
+        label = " → ".join(f"{t}{'' if fwd else ' (reverse)'}" for t, fwd in sig)
+        hits.paths.append((label, round(scored[sig], 4)))
+    ranked = sorted(totals.items(), key=lambda x: (-x[1], x[0]))[:_MAX_RESULTS]
+    hits.objects = ranked
+    relationships: dict[str, float] = {}
+    for node, score in ranked:
+        relationships.setdefault(edge[node][1], score)
+    hits.relationships = list(relationships.items())
+    return hits
+
+
+def _top(masses: Mapping[str, float], n: int) -> dict[str, float]:
+    """The ``n`` objects with the most mass."""
+    return dict(sorted(masses.items(), key=lambda x: (-x[1], x[0]))[:n])
+
+
+def _unit(vector: Vector) -> Vector:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
+
+
+def _text_vector(embed: Callable[[str], Vector], text: str) -> Vector:
+    """The unit vector of a relation text, embedded once per embedder."""
+    cache_key = (embed, text)
+    vector = _VECTORS.get(cache_key)
+    if vector is None:
+        if len(_VECTORS) >= _CACHE_SIZE:
+            _VECTORS.clear()
+        vector = _VECTORS[cache_key] = _unit(embed(text))
+    return vector
