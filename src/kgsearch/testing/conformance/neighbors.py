@@ -78,3 +78,26 @@ def test_neighbors_reject_depth_out_of_range(engine: Engine, depth: int) -> None
 
     with pytest.raises(InvalidRequest):
         engine.neighbors([by_key["a"]], depth=depth)
+
+
+def test_typed_edges_are_every_live_edge_touching_the_ids_up_to_a_limit_each_way(
+    engine: Engine,
+) -> None:
+    by_key, edges = build_graph(engine)
+    store, project = engine.store, engine.project
+    for key, id_ in by_key.items():
+        want = {(rid, s, t, ty) for rid, ty, s, t in edges if id_ in (s, t)}
+        got = store.typed_edges(project, [id_], limit=1000)
+        assert set(got) == want and len(got) == len(want), key
+        capped = store.typed_edges(project, [id_], limit=1)
+        outs = [e for e in capped if e[1] == id_]
+        ins = [e for e in capped if e[2] == id_]
+        assert len(outs) <= 1 and len(ins) <= 1 and set(capped) <= want
+        assert bool(outs) == any(s == id_ for _, s, _, _ in want)
+        assert bool(ins) == any(t == id_ for _, _, t, _ in want)
+    hub = max(by_key.values(), key=lambda i: sum(i in (s, t) for _, _, s, t in edges))
+    engine.delete("relationship", [rid for rid, _, s, t in edges if hub in (s, t)][:1])
+    assert len(store.typed_edges(project, [hub], limit=1000)) == (
+        sum(hub in (s, t) for _, _, s, t in edges) - 1
+    )
+    assert store.typed_edges(project, [], limit=5) == []
