@@ -182,6 +182,7 @@ class ExtractionMethods(EngineCore):
         limit: int | None = None,
         wait_for_retries: bool = True,
         progress: IngestProgress | None = None,
+        chunk_ids: Sequence[str] | None = None,
     ) -> ExtractionReport:
         """Extract every due chunk (pending, failed past its backoff, or leased by a
         runner that died), with the extractor and domain each was queued with.
@@ -193,6 +194,7 @@ class ExtractionMethods(EngineCore):
             limit: Stop after about this many chunks.
             wait_for_retries: Sleep for a retry that is due soon.
             progress: Called with ``("extraction", Totals)`` after each batch.
+            chunk_ids: Only these chunks (e.g. the ones a call just added).
         """
         settings = self.extract_settings
         ctx = ExtractionContext(
@@ -215,6 +217,7 @@ class ExtractionMethods(EngineCore):
             limit=limit,
             wait_for_retries=wait_for_retries,
             progress=report,
+            chunk_ids=chunk_ids,
         )
 
     def extract_chunks(

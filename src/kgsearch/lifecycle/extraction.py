@@ -205,6 +205,7 @@ def run_extraction(
     limit: int | None = None,
     wait_for_retries: bool = True,
     progress: Callable[[Totals], None] | None = None,
+    chunk_ids: Sequence[str] | None = None,
 ) -> ExtractionReport:
     """Extract every due chunk (pending, failed past its backoff, or leased by a
     runner that died) and build the graph from what each extraction kept.
@@ -216,6 +217,7 @@ def run_extraction(
         limit: Stop after about this many chunks.
         wait_for_retries: Sleep for a retry or an expiring lease that is due soon.
         progress: Called with the running totals after each batch.
+        chunk_ids: Only these chunks' tasks (None: every due chunk).
     """
     run = run_tasks(
         ctx.store,
@@ -227,6 +229,7 @@ def run_extraction(
         limit=limit,
         wait_for_retries=wait_for_retries,
         progress=None if progress is None else lambda _n: progress(ctx.totals),
+        row_ids=chunk_ids,
     )
     return ctx.totals.report(run)
 

@@ -21,6 +21,8 @@ from kgsearch.store.records import Task
 
 __all__ = ["TaskDone", "TaskJobQueue", "TaskWork", "run_tasks"]
 
+_OPEN = ("pending", "running", "failed")
+
 
 @dataclass(frozen=True)
 class TaskDone:
@@ -42,16 +44,23 @@ class TaskJobQueue:
         store: The task queue.
         job: The job's name (``"extract"``, ``"summarize"``…).
         project: Restrict to one project (None: all).
+        row_ids: Restrict to these rows' tasks (None: all).
     """
 
     store: TaskQueue
     job: str
     project: str | None
+    row_ids: Sequence[str] | None = None
 
     def claim(self, limit: int, now: float, lease_seconds: float) -> list[Task]:
-        """Claim up to ``limit`` due tasks of this job."""
+        """Claim up to ``limit`` due tasks of this job (of ``row_ids`` when set)."""
         return self.store.claim_tasks(
-            self.job, project=self.project, limit=limit, now=now, lease_seconds=lease_seconds
+            self.job,
+            project=self.project,
+            limit=limit,
+            now=now,
+            lease_seconds=lease_seconds,
+            row_ids=self.row_ids,
         )
 
     def complete(self, results: Sequence[TaskDone], *, seconds: float) -> int:
@@ -72,8 +81,17 @@ class TaskJobQueue:
         )
 
     def next_retry_at(self) -> float | None:
-        """When the next failed or leased task of this job is due."""
-        return self.store.next_task_retry_at(self.job, project=self.project)
+        """When the next failed or leased task of this job (of ``row_ids``) is due."""
+        if self.row_ids is None:
+            return self.store.next_task_retry_at(self.job, project=self.project)
+        if self.project is None:
+            raise ValueError("restricting a run to some rows needs its project")
+        due = [
+            max(s.claimed_until, s.next_attempt_at)
+            for s in self.store.get_tasks(self.project, self.job, self.row_ids)
+            if s.status in _OPEN
+        ]
+        return min(due) if due else None
 
 
 def run_tasks(
@@ -87,6 +105,7 @@ def run_tasks(
     limit: int | None = None,
     wait_for_retries: bool = True,
     progress: Callable[[int], None] | None = None,
+    row_ids: Sequence[str] | None = None,
 ) -> Report:
     """Run ``work`` over every due task of ``job`` until none is due.
 
@@ -103,6 +122,7 @@ def run_tasks(
         limit: Stop after about this many tasks.
         wait_for_retries: Sleep for a retry or an expiring lease that is due soon.
         progress: Called with the batch size after each batch.
+        row_ids: Only the tasks of these rows (None: every due task).
 
     Returns:
         What the run did.
@@ -110,7 +130,7 @@ def run_tasks(
     report = Report()
     started = time.perf_counter()
     run_batches(
-        TaskJobQueue(store, job, project),
+        TaskJobQueue(store, job, project, row_ids),
         work,
         report,
         policy=policy or RetryPolicy(),

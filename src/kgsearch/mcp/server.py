@@ -358,7 +358,10 @@ def _add_text(
     if queued:
         # Never sleep on a retry backoff inside a tool call: a failed chunk stays
         # queued (see ``extraction_status``) for the next extraction run.
-        report = engine.extract(project=project, limit=queued, wait_for_retries=False)
+        ids = [c.id for c in added.chunks]  # its own chunks, each tried once
+        report = engine.extract(
+            project=project, chunk_ids=ids, limit=len(ids), wait_for_retries=False
+        )
     return {"source": added.source, "chunks": added.chunks, "queued": queued, "extraction": report}
 
 

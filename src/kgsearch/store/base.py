@@ -453,10 +453,18 @@ class TaskQueue(Protocol):
         ...
 
     def claim_tasks(
-        self, job: str, *, project: str | None, limit: int, now: float, lease_seconds: float = 300.0
+        self,
+        job: str,
+        *,
+        project: str | None,
+        limit: int,
+        now: float,
+        lease_seconds: float = 300.0,
+        row_ids: Sequence[str] | None = None,
     ) -> list[Task]:
         """Claim up to ``limit`` due tasks (pending, failed past backoff, or running
-        with an expired lease) in queueing order; they become ``running``."""
+        with an expired lease) in queueing order, only those of ``row_ids`` when given;
+        they become ``running``."""
         ...
 
     def complete_tasks(

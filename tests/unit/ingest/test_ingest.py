@@ -238,3 +238,19 @@ def test_imported_chunks_left_queued_say_how_to_build_them(tmp_path: Path) -> No
     assert report.failed == 1 and "kgsearch ingest --extractions FILE" in report.errors[0]
     assert later.import_extractions(path).extraction is not None
     assert later.extraction_status().counts["done"] == 1
+
+
+def test_extracting_some_chunks_leaves_the_other_queued_chunks_alone(engine: Engine) -> None:
+    engine.ingest(texts=["Ada Lovelace met Charles Babbage."], title="a", extract=False)
+    added = engine.add_text("Grace Hopper met Alan Turing.", title="b")
+    engine.extract_chunks([c.id for c in added.chunks])
+    report = engine.extract(chunk_ids=[c.id for c in added.chunks])
+    assert report.extracted == 1
+    assert engine.extraction_status().counts == {
+        "pending": 1,
+        "running": 0,
+        "done": 1,
+        "failed": 0,
+        "dead": 0,
+    }
+    assert {o.key for o in engine.list_rows("object").items} == {"grace hopper", "alan turing"}

@@ -66,13 +66,23 @@ class PostgresTaskQueue:
         return sum(1 for row_id, digest in latest.items() if known.get(row_id) != digest)
 
     def claim_tasks(
-        self, job: str, *, project: str | None, limit: int, now: float, lease_seconds: float = 300.0
+        self,
+        job: str,
+        *,
+        project: str | None,
+        limit: int,
+        now: float,
+        lease_seconds: float = 300.0,
+        row_ids: Sequence[str] | None = None,
     ) -> list[Task]:
         """Claim up to ``limit`` due tasks in queueing order: pending, failed past their
-        backoff, or running under an expired lease (its runner died). They become
-        ``running`` under a lease of ``lease_seconds``; concurrent claimers skip rows
-        another one holds."""
+        backoff, or running under an expired lease (its runner died), only those of
+        ``row_ids`` when given. They become ``running`` under a lease of
+        ``lease_seconds``; concurrent claimers skip rows another one holds."""
         scope, params = project_scope(project, "%s")
+        if row_ids is not None:
+            scope += " AND row_id = ANY(%s)"
+            params = [*params, list(row_ids)]
         with self.db.transaction():
             rows = self.db.all(
                 f"""UPDATE tasks t SET status = 'running', claimed_until = %s, updated_at = now()

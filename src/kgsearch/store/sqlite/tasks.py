@@ -58,12 +58,23 @@ class SQLiteTaskQueue:
         return sum(1 for row_id, digest in latest.items() if known.get(row_id) != digest)
 
     def claim_tasks(
-        self, job: str, *, project: str | None, limit: int, now: float, lease_seconds: float = 300.0
+        self,
+        job: str,
+        *,
+        project: str | None,
+        limit: int,
+        now: float,
+        lease_seconds: float = 300.0,
+        row_ids: Sequence[str] | None = None,
     ) -> list[Task]:
         """Claim up to ``limit`` due tasks in queueing order: pending, failed past their
-        backoff, or running under an expired lease (its runner died). They become
-        ``running`` under a lease of ``lease_seconds``."""
+        backoff, or running under an expired lease (its runner died), only those of
+        ``row_ids`` when given. They become ``running`` under a lease of
+        ``lease_seconds``."""
         scope, params = project_scope(project, "?")
+        if row_ids is not None:  # one JSON parameter, however many ids
+            scope += " AND row_id IN (SELECT value FROM json_each(?))"
+            params = [*params, dumps(list(row_ids))]
         with self.db.transaction():
             rows = self.db.all(
                 "SELECT rowid AS r, project, row_id, input_hash, attempts, payload FROM tasks "

@@ -265,6 +265,18 @@ def test_get_tasks_returns_the_rows_tasks_in_the_order_asked(store: Store) -> No
     assert [s.project for s in store.get_tasks("q", JOB, ["a", "b"])] == ["q"]
 
 
+def test_claiming_only_some_rows_leaves_the_others_due(store: Store) -> None:
+    queue(store, "a", "b", "c", "d")
+    got = store.claim_tasks(JOB, project="p", limit=10, now=0.0, row_ids=["d", "b", "zz"])
+    assert [t.row_id for t in got] == ["b", "d"]
+    assert store.claim_tasks(JOB, project="p", limit=10, now=0.0, row_ids=[]) == []
+    assert [t.row_id for t in claim(store)] == ["a", "c"]
+    many = [f"x{i}" for i in range(2000)]  # beyond SQLite's old 999-parameter limit
+    queue(store, *many[:3])
+    got = store.claim_tasks(JOB, project="p", limit=10, now=0.0, row_ids=many)
+    assert [t.row_id for t in got] == ["x0", "x1", "x2"]
+
+
 def test_payloads_round_trip_as_json(store: Store) -> None:
     payload = {"text": "Grüße, 東京 \u0000 done", "ids": [1, 2.5, None], "nested": {"ok": True}}
     store.enqueue_tasks("p", JOB, [TaskIn("a", "h1", payload)])
