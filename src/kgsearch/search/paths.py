@@ -31,6 +31,7 @@ import numpy as np
 
 from kgsearch.search.plan import Vector
 from kgsearch.store.base import Store, Trace
+from kgsearch.text.stopwords import STOPWORDS
 
 __all__ = ["PathHits", "humanise", "link_entities", "walk_paths"]
 
@@ -42,58 +43,8 @@ _BEST_PATHS = 6
 _TEMPERATURE = 0.03
 _MAX_RESULTS = 200
 _CACHE_SIZE = 50_000
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "he",
-        "her",
-        "his",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "me",
-        "of",
-        "on",
-        "or",
-        "she",
-        "that",
-        "the",
-        "their",
-        "them",
-        "they",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "with",
-        "you",
-    ]
-)
+# pronouns never name the entity a question starts from
+_NOT_NAMES = STOPWORDS | {"he", "her", "his", "i", "me", "she", "their", "them", "they", "you"}
 _EDGE = r"^[\s\"'?.,!;:()]+|[\s\"?.,!;:()]+$"
 
 Step = tuple[str, bool]  # relationship type, walked from source to target
@@ -147,7 +98,7 @@ def link_entities(
     for i in range(len(words)):
         for j in range(i + 1, min(len(words), i + _MAX_SPAN_WORDS) + 1):
             tokens = [w.group().lower().strip("?.,!;:'\"") for w in words[i:j]]
-            if all(t in _STOPWORDS or not t for t in tokens):
+            if all(t in _NOT_NAMES or not t for t in tokens):
                 continue
             span = text[words[i].start() : words[j - 1].end()]
             ids = _named(store, project, span, trace)

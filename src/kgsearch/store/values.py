@@ -7,56 +7,13 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from kgsearch.text.stopwords import STOPWORDS
+
 __all__ = ["dumps", "iso", "now_iso", "parse_dt", "query_terms", "words"]
 
-# Words that match most rows and add nothing to BM25 ranking; dropping them keeps an
-# OR query over a large index fast.
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-    ]
-)
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_QUERY_TERMS = 32
+_QUERY_STOPWORDS = STOPWORDS | {"had", "will"}
 
 
 def now_iso() -> str:
@@ -93,7 +50,7 @@ def query_terms(query: str) -> list[str]:
     """The searchable words of any user string: ``\\w`` runs, lowercased, deduplicated,
     stopwords dropped (unless nothing else is left), at most 32."""
     words = [w.lower() for w in _WORD.findall(query)]
-    terms = [w for w in dict.fromkeys(words) if w not in _STOPWORDS][:_MAX_QUERY_TERMS]
+    terms = [w for w in dict.fromkeys(words) if w not in _QUERY_STOPWORDS][:_MAX_QUERY_TERMS]
     if not terms and words:
         terms = list(dict.fromkeys(words))[:_MAX_QUERY_TERMS]
     return terms
