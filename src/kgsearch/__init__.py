@@ -62,6 +62,7 @@ from kgsearch.model import (
     TextAdded,
 )
 from kgsearch.reports import (
+    DeleteReport,
     ExtractionRecord,
     ExtractionReport,
     ExtractionStatus,
@@ -91,6 +92,7 @@ __all__ = [
     "ChunkIn",
     "ConfigError",
     "Conflict",
+    "DeleteReport",
     "DimensionMismatch",
     "EmbedReport",
     "Embedder",

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "DeleteReport",
     "ExtractionRecord",
     "ExtractionReport",
     "ExtractionStatus",
@@ -63,6 +64,30 @@ class IngestProblem(_Frozen):
 
     path: str
     reason: str
+
+
+class DeleteReport(_Frozen):
+    """What deleting documents or chunks did.
+
+    Attributes:
+        sources: Sources deleted.
+        chunks: Chunks deleted (with their extraction tasks).
+        objects_deleted: Extracted objects no remaining chunk supports.
+        relationships_deleted: Extracted relationships no remaining chunk supports.
+        objects_updated: Objects whose description was derived again from the
+            remaining chunks.
+        relationships_updated: Relationships derived again (description, keywords,
+            weight, source chunks).
+        mentions_deleted: Mention links of the deleted chunks.
+    """
+
+    sources: int = 0
+    chunks: int = 0
+    objects_deleted: int = 0
+    relationships_deleted: int = 0
+    objects_updated: int = 0
+    relationships_updated: int = 0
+    mentions_deleted: int = 0
 
 
 class IngestReport(_Frozen):

@@ -327,3 +327,24 @@ def test_openapi_lists_the_extraction_routes(api: httpx.Client) -> None:
         "/api/extraction/run",
         "/api/extraction/preview",
     } <= set(paths)
+
+
+def test_deleting_a_document_takes_what_it_built_and_404s_after(
+    api: httpx.Client, api_engine: Engine
+) -> None:
+    done = finished(api, api.post("/api/documents", json={"text": DOC, "chunk_chars": 100}).json())
+    assert done["state"] == "done"
+    (source,) = api_engine.list_rows("source", project="alpha").items
+    objects = len(api_engine.list_rows("object", project="alpha").items)
+    assert objects > 0
+
+    url = "/api/documents/" + urllib.parse.quote(source.id, safe="")
+    deleted = api.delete(url)
+
+    assert deleted.status_code == 200, deleted.text
+    body = deleted.json()
+    assert (body["sources"], body["chunks"], body["objects_deleted"]) == (1, 2, objects)
+    assert api_engine.list_rows("object", project="alpha").items == []
+    assert api.get(f"/api/sources/{source.id}").status_code == 404
+    again = api.delete(url)
+    assert again.status_code == 404 and source.id in again.text

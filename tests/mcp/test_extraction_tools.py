@@ -145,3 +145,19 @@ def test_a_read_only_server_refuses_add_text(engine: Engine) -> None:
 
     assert (error, body["error"]["code"]) == (True, "forbidden")
     assert engine.stats(project="alpha").counts.get("chunks", 0) == 0
+
+
+def test_delete_document_takes_what_it_built(engine: Engine) -> None:
+    ((_, added), (error, deleted), (_, status), (_, gone)) = calls(
+        engine,
+        ("add_text", {"text": DOC, "max_chars": 100, "source_id": "notes"}),
+        ("delete_document", {"source_id": "notes"}),
+        ("extraction_status", {}),
+        ("delete_document", {"source_id": "notes"}),
+    )
+
+    assert error is False and added["source"]["id"] == "notes"
+    assert (deleted["sources"], deleted["chunks"], deleted["objects_deleted"]) == (1, 2, 5)
+    assert deleted["relationships_deleted"] == 4
+    assert status["counts"] == NONE and status["entities"] == 0
+    assert engine.list_rows("object").items == [] and gone["sources"] == 0

@@ -26,6 +26,7 @@ TOOLS = [
     "add_relationships",
     "add_text",
     "context",
+    "delete_document",
     "embedding_status",
     "explain",
     "extract_preview",

@@ -16,6 +16,7 @@ EXPECTED = [
     "ChunkIn",
     "ConfigError",
     "Conflict",
+    "DeleteReport",
     "DimensionMismatch",
     "EmbedReport",
     "Embedder",

@@ -12,6 +12,7 @@ import sys
 import click
 
 from kgsearch.cli.common import add_json_option, cli
+from kgsearch.cli.documents import documents
 from kgsearch.cli.embed import embed
 from kgsearch.cli.extract import extract, ingest
 from kgsearch.cli.graph import (
@@ -34,6 +35,7 @@ for command in (
     import_cmd,
     ingest,
     extract,
+    documents,
     export_cmd,
     objects,
     relationships,

@@ -10,6 +10,7 @@ from kgsearch import reads
 from kgsearch.engine.core import EngineCore
 from kgsearch.io.exporter import export
 from kgsearch.io.importer import ImportProgress, import_files
+from kgsearch.lifecycle import ingest
 from kgsearch.model import (
     Chunk,
     ChunkIn,
@@ -28,6 +29,7 @@ from kgsearch.model import (
     Stats,
     TextAdded,
 )
+from kgsearch.reports import DeleteReport
 from kgsearch.search.lookups import mentioned_by, neighborhood, sources_mentioning
 from kgsearch.store.base import Neighbor
 from kgsearch.writes import graph as graph_writes
@@ -131,8 +133,30 @@ class GraphMethods(EngineCore):
         *,
         project: str | None = None,
     ) -> int:
-        """Soft-delete rows (an object takes its relationships); every read hides them."""
+        """Soft-delete rows (an object takes its relationships); every read hides them.
+
+        A source takes its chunks with it, and a chunk takes its extraction task,
+        mention links and what it contributed to the graph (see
+        :meth:`delete_documents`). Returns how many rows of ``kind`` went.
+        """
+        if kind == "source":
+            return self.delete_documents(ids, project=project).sources
+        if kind == "chunk":
+            return ingest.delete_chunks(self._writes(project), ids).chunks
         return graph_writes.delete(self._writes(project), kind, ids)
+
+    def delete_documents(
+        self, source_ids: Sequence[str], *, project: str | None = None
+    ) -> DeleteReport:
+        """Delete documents (sources) and everything that came from them.
+
+        Their chunks, extraction tasks and mention links go; objects and
+        relationships that no other chunk supports go; the rest have their
+        descriptions, keywords, weights and source chunks derived again from the
+        remaining chunks' extractions (no model call) and are re-embedded when their
+        text changed. Unknown ids are skipped.
+        """
+        return ingest.delete_documents(self._writes(project), source_ids)
 
     def purge(self, *, project: str | None = None) -> int:
         """Remove soft-deleted rows for good."""

@@ -27,6 +27,7 @@ from kgsearch.reports import ExtractionRecord, ExtractionReport, ExtractionStatu
 from kgsearch.store.base import Store
 from kgsearch.store.records import Task, TaskIn
 from kgsearch.writes.extracted import BuiltGraph, ChunkExtraction, add_extractions
+from kgsearch.writes.forget import forget_chunks
 from kgsearch.writes.graph import WriteContext
 
 __all__ = [
@@ -185,8 +186,12 @@ def _work(ctx: ExtractionContext, tasks: Sequence[Task]) -> Outcome[Task, TaskDo
         # One transaction for the batch's graph. (Writing it in a background thread
         # while the next batch is extracted was tried: the GIL made spaCy slower by
         # more than the writes took, 79 s against 67 s for MuSiQue.)
+        writes = ctx.writes(project)
+        # A chunk extracted before (a new model or prompt) first loses what its last
+        # extraction contributed, so nothing it no longer says stays in the graph.
+        forget_chunks(writes, [t.row_id for t, _ in kept])
         built = add_extractions(
-            ctx.writes(project),
+            writes,
             [ChunkExtraction(t.row_id, chunks[t.row_id].source_id, r) for t, r in kept],
         )
         empty = BuiltGraph()

@@ -3,23 +3,63 @@
 Storing never waits for an extractor: chunks are written (``pending`` for embedding)
 and queued for extraction in the same call, and the extraction job runs after (or in
 another process). A document whose text is unchanged writes nothing; chunks that a
-changed document no longer has are deleted with their extraction tasks.
+changed document no longer has are deleted with their extraction tasks and what
+they contributed to the graph; :func:`delete_documents` does the same for whole
+documents.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from kgsearch.errors import NotFound
 from kgsearch.extract.schema import Extractor, TokenEstimator
 from kgsearch.io.documents import Document, DocumentProblem
 from kgsearch.lifecycle.extraction import EXTRACT_JOB, queue_chunks
-from kgsearch.reports import IngestProblem, IngestReport
+from kgsearch.reports import DeleteReport, IngestProblem, IngestReport
 from kgsearch.store.base import Store
 from kgsearch.writes.documents import chunk_document, store_document
+from kgsearch.writes.forget import forget_chunks
 from kgsearch.writes.graph import WriteContext
 
-__all__ = ["estimate", "queue_stored", "store_documents", "with_problems"]
+__all__ = [
+    "delete_chunks",
+    "delete_documents",
+    "estimate",
+    "queue_stored",
+    "store_documents",
+    "with_problems",
+]
+
+
+def delete_chunks(ctx: WriteContext, chunk_ids: Sequence[str]) -> DeleteReport:
+    """Delete chunks with their extraction tasks, mention links and what they
+    contributed to the graph (rows no other chunk supports go; the rest have their
+    descriptions derived again from the remaining chunks), in one transaction."""
+    store, project = ctx.store, ctx.project
+    live = [c.id for c in store.get_chunks(project, list(dict.fromkeys(chunk_ids)))]
+    inner = replace(ctx, after_commit=None)
+    with store.transaction():
+        rebuilt = forget_chunks(inner, live)
+        deleted = store.delete(project, "chunk", live)
+        store.delete_tasks(project, EXTRACT_JOB, live)
+    ctx.committed()
+    return DeleteReport(sources=0, chunks=deleted, **rebuilt.as_dict())
+
+
+def delete_documents(ctx: WriteContext, source_ids: Sequence[str]) -> DeleteReport:
+    """Delete sources and everything that came from them: their chunks, extraction
+    tasks, mention links and contributions to the graph (see :func:`delete_chunks`),
+    in one transaction. Unknown ids are skipped (the report counts what went)."""
+    store, project = ctx.store, ctx.project
+    wanted = list(dict.fromkeys(source_ids))
+    inner = replace(ctx, after_commit=None)
+    with store.transaction():
+        report = delete_chunks(inner, store.chunk_ids_of(project, wanted))
+        sources = store.delete(project, "source", wanted)
+    ctx.committed()
+    return report.model_copy(update={"sources": sources})
 
 
 def store_documents(
@@ -49,6 +89,7 @@ def store_documents(
         unchanged += result.unchanged
         chunks += len(result.chunks)
         if result.removed:
+            forget_chunks(ctx, result.removed)
             store.delete_tasks(project, EXTRACT_JOB, result.removed)
             removed += len(result.removed)
         if extractor is not None:

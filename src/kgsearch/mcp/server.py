@@ -309,6 +309,13 @@ def create_server(
         )
 
     @server.tool(structured_output=False)
+    async def delete_document(source_id: Id) -> CallToolResult:
+        """Delete a document (source) and everything built from it: its chunks, their
+        mentions, objects and relationships no other document supports; the rest are
+        rebuilt from the remaining documents (no model call). Returns the counts."""
+        return await call("write", lambda: engine.delete_documents([source_id], project=p))
+
+    @server.tool(structured_output=False)
     async def extraction_status() -> CallToolResult:
         """How far extraction got: chunks per status, entities and relationships kept,
         rejections by reason, tokens, cost and the last errors of failed chunks."""

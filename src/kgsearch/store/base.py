@@ -165,6 +165,10 @@ class GraphWrites(Protocol):
         """Soft-delete rows (objects take their relationships with them); return count."""
         ...
 
+    def delete_mentions(self, project: str, chunk_ids: Sequence[str]) -> int:
+        """Remove the mention links of these chunks for good; return how many."""
+        ...
+
     def purge(self, project: str) -> int:
         """Remove soft-deleted rows for good, with their mentions and dangling edges."""
         ...
@@ -269,6 +273,10 @@ class GraphReads(Protocol):
         """(relationship id, source id, target id, type) of live edges touching the ids:
         at most ``limit`` edges out of and ``limit`` edges into each object, oldest first,
         so a hub costs no more than any other object."""
+        ...
+
+    def chunk_ids_of(self, project: str, source_ids: Sequence[str]) -> list[str]:
+        """Ids of the live chunks of these sources, in insertion order."""
         ...
 
     def mentions(

@@ -3,12 +3,10 @@
 Each extracted entity becomes an object keyed by its type and normalised name
 (:func:`kgsearch.text.names.entity_key`), so the same name of the same type from
 two chunks is one object and "Jesse James" the person stays apart from the film.
-Descriptions from every chunk are merged (distinct sentences, up to a cap) and each
-relationship keeps the union of its source chunks, the extractor, model and prompt
-that found it, and the strongest strength seen.
-
-Writing the same records again changes nothing (descriptions and chunk lists are
-sets), so a task re-run after a crash never duplicates anything.
+What each chunk said about a row is kept with the chunk
+(:mod:`kgsearch.writes.contributions`); descriptions, keywords, weights (summed over
+chunks) and source chunks are derived from that, so writing the same records again
+changes nothing and a task re-run after a crash never duplicates anything.
 """
 
 from __future__ import annotations
@@ -23,20 +21,26 @@ from kgsearch.model import Mention, ObjectIn, ObjectRef, RelationshipIn
 from kgsearch.store.base import Store
 from kgsearch.store.records import Endpoint
 from kgsearch.text.names import entity_key, entity_type, relation_type
+from kgsearch.writes.contributions import (
+    EXTRACTED,
+    PROVENANCE,
+    Entries,
+    contributions,
+    merged_entries,
+    object_fields,
+    relationship_fields,
+)
 from kgsearch.writes.graph import WriteContext
 from kgsearch.writes.rows import relationship_id
 
 __all__ = [
-    "MAX_DESCRIPTION_CHARS",
     "BuiltGraph",
     "ChunkExtraction",
     "add_extractions",
-    "merge_descriptions",
 ]
 
-MAX_DESCRIPTION_CHARS = 2000
-"""A merged description stops growing past this many characters (the next issue's
-description summaries replace the cap)."""
+_ENTRY_CHARS = 1000
+"""One chunk's description of one row is cut to this many characters."""
 
 
 @dataclass(frozen=True)
@@ -76,9 +80,15 @@ class _Entity:
     type: str
     key: str
     name: str
-    descriptions: list[str] = field(default_factory=list)
-    chunks: list[str] = field(default_factory=list)
+    entries: Entries = field(default_factory=dict)
     implicit: bool = False  # only named as a relationship endpoint, never listed
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, chunk: str, name: str, description: str) -> None:
+        entry = {"name": " ".join(name.split()), "description": _cut(description)}
+        found = self.entries.setdefault(chunk, [])
+        if entry not in found:
+            found.append(entry)
 
 
 @dataclass
@@ -87,33 +97,21 @@ class _Edge:
     label: str
     source: Ref
     target: Ref
-    descriptions: list[str] = field(default_factory=list)
-    keywords: list[str] = field(default_factory=list)
-    chunks: list[str] = field(default_factory=list)
-    strength: float | None = None
+    entries: Entries = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
-def merge_descriptions(
-    old: str | None, new: Sequence[str], cap: int = MAX_DESCRIPTION_CHARS
-) -> str:
-    """``old``'s lines plus each new distinct description (compared casefolded), one
-    per line, until ``cap`` characters."""
-    lines = [line for line in (old or "").split("\n") if line.strip()]
-    seen = {line.strip().casefold() for line in lines}
-    size = sum(len(line) + 1 for line in lines)
-    for text in new:
-        text = " ".join(text.split())
-        if not text or text.casefold() in seen or size + len(text) > cap:
-            continue
-        seen.add(text.casefold())
-        lines.append(text)
-        size += len(text) + 1
-    return "\n".join(lines)
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _ENTRY_CHARS else text[: _ENTRY_CHARS - 1] + "…"
 
 
-def _union(old: Sequence[str], new: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys([*old, *new]))
+def _provenance(result: ExtractionResult) -> dict[str, Any]:
+    return {
+        "extractor": result.extractor,
+        "model": result.model,
+        "prompt": f"{result.prompt_id}@{result.prompt_version}" if result.prompt_id else "",
+    }
 
 
 def _collect(
@@ -122,16 +120,17 @@ def _collect(
     entities: dict[Ref, _Entity] = {}
     edges: dict[tuple[str, Ref, Ref], _Edge] = {}
     for item in items:
-        result = item.result
+        result, chunk = item.result, item.chunk_id
+        provenance = _provenance(result)
         by_name: dict[str, Ref] = {}
         for e in result.graph.entities:
             ref = (entity_type(e.type), entity_key(e.name))
             if not ref[1]:
                 continue
             ent = entities.setdefault(ref, _Entity(ref[0], ref[1], " ".join(e.name.split())))
-            if e.description.strip():
-                ent.descriptions.append(e.description)
-            ent.chunks = _union(ent.chunks, [item.chunk_id])
+            ent.implicit = False
+            ent.provenance = provenance
+            ent.add(chunk, e.name, e.description)
             by_name.setdefault(ref[1], ref)
         for r in result.graph.relationships:
             ends = []
@@ -140,8 +139,9 @@ def _collect(
                 ref = by_name.get(key) or ("entity", key)
                 if key and ref not in entities:
                     entities[ref] = _Entity(ref[0], key, " ".join(name.split()), implicit=True)
-                if key:
-                    entities[ref].chunks = _union(entities[ref].chunks, [item.chunk_id])
+                if key and chunk not in entities[ref].entries:
+                    entities[ref].add(chunk, name, "")
+                    entities[ref].provenance = provenance
                 ends.append(ref)
             source, target = ends
             if not source[1] or not target[1] or source == target:
@@ -151,18 +151,24 @@ def _collect(
                 (rtype, source, target),
                 _Edge(rtype, r.relation.strip(), source, target),
             )
-            if r.description.strip():
-                edge.descriptions.append(r.description)
-            edge.keywords = _union(edge.keywords, [k.strip() for k in r.keywords if k.strip()])
-            edge.chunks = _union(edge.chunks, [item.chunk_id])
-            if r.strength is not None:
-                edge.strength = max(edge.strength or r.strength, r.strength)
-            edge.provenance = {
-                "extractor": result.extractor,
-                "model": result.model,
-                "prompt": f"{result.prompt_id}@{result.prompt_version}" if result.prompt_id else "",
+            entry = {
+                "description": _cut(r.description),
+                "keywords": [k.strip() for k in r.keywords if k.strip()],
+                "strength": r.strength,
             }
+            found = edge.entries.setdefault(chunk, [])
+            if entry not in found:
+                found.append(entry)
+            edge.provenance = provenance
     return entities, list(edges.values())
+
+
+def _combine(a: Entries, b: Entries) -> Entries:
+    out = {c: list(v) for c, v in a.items()}
+    for c, entries in b.items():
+        found = out.setdefault(c, [])
+        found.extend(e for e in entries if e not in found)
+    return out
 
 
 def _resolve_implicit(
@@ -192,7 +198,7 @@ def _resolve_implicit(
                     entities[target] = _Entity(target[0], target[1], found[0].name)
         if target is None or target == ref:
             continue
-        entities[target].chunks = _union(entities[target].chunks, ent.chunks)
+        entities[target].entries = _combine(entities[target].entries, ent.entries)
         del entities[ref]
         remap[ref] = target
     for edge in edges:
@@ -204,10 +210,11 @@ def _resolve_implicit(
 def add_extractions(ctx: WriteContext, items: Sequence[ChunkExtraction]) -> BuiltGraph:
     """Write extraction results into the graph in one transaction.
 
-    Objects and relationships are created or merged with what is stored (descriptions
-    and source chunks are unions, so writing the same results twice changes nothing);
-    each chunk gets a mention of every object and relationship extracted from it. New
-    and changed rows are ``pending`` for embedding.
+    Each row's ``_chunks`` gains (or has replaced) the contributions of these chunks
+    and its derived fields are computed again (:mod:`kgsearch.writes.contributions`),
+    so writing the same results twice changes nothing; each chunk gets a mention of
+    every object and relationship extracted from it. New and changed rows are
+    ``pending`` for embedding.
 
     Returns:
         How many objects, relationships and mentions were written.
@@ -226,13 +233,21 @@ def add_extractions(ctx: WriteContext, items: Sequence[ChunkExtraction]) -> Buil
         objects = []
         for ref, ent in entities.items():
             old = stored.get(refs[ref])
-            props: dict[str, Any] = dict(old.properties) if old is not None else {"name": ent.name}
-            description = merge_descriptions(props.get("description"), ent.descriptions)
-            if description:
-                props["description"] = description
-            objects.append(ObjectIn(type=ent.type, key=ent.key, properties=props))
-        # A stored object keeps its name, so no display name changes and no
-        # relationship text goes stale: the rows are written directly.
+            props: dict[str, Any] = (
+                dict(old.properties) if old is not None else {"name": ent.name, EXTRACTED: True}
+            )
+            entries = merged_entries(contributions(props), ent.entries)
+            seen = props.get(PROVENANCE)
+            first = seen.get("extracted_at") if isinstance(seen, dict) else None
+            props[PROVENANCE] = {
+                **{k: v for k, v in ent.provenance.items() if v},
+                "extracted_at": first or stamp,
+            }
+            objects.append(
+                ObjectIn(type=ent.type, key=ent.key, properties=object_fields(props, entries))
+            )
+        # The display name stays while a chunk still uses it, so relationship texts
+        # do not go stale: the rows are written directly.
         object_ids = store.upsert_objects(
             project, [text_rules.object_row(project, o) for o in objects]
         )
@@ -248,24 +263,31 @@ def add_extractions(ctx: WriteContext, items: Sequence[ChunkExtraction]) -> Buil
         rows = []
         for e in edges:
             old_rel = existing.get(rel_ids[id(e)])
-            rel_props = dict(old_rel.properties) if old_rel is not None else {}
-            rel_props["keywords"] = _union(rel_props.get("keywords", []), e.keywords)
+            rel_props: dict[str, Any] = (
+                dict(old_rel.properties) if old_rel is not None else {EXTRACTED: True}
+            )
+            entries = merged_entries(contributions(rel_props), e.entries)
+            rel_props, fields, source_chunks = relationship_fields(
+                rel_props, entries, old_rel.source_chunks if old_rel is not None else ()
+            )
             rel_props.update({k: v for k, v in e.provenance.items() if v})
             rel_props["extracted_at"] = rel_props.get("extracted_at", stamp)
-            weight = e.strength if e.strength is not None else 1.0
             item = RelationshipIn(
                 id=rel_ids[id(e)],
                 type=e.type,
                 source=ends[e.source].id,
                 target=ends[e.target].id,
                 label=(old_rel.label if old_rel is not None else None) or e.label or None,
-                description=merge_descriptions(
-                    old_rel.description if old_rel is not None else None, e.descriptions
-                )
-                or None,
-                source_chunks=_union(old_rel.source_chunks if old_rel else [], e.chunks),
-                weight=max(weight, old_rel.weight) if old_rel is not None else weight,
+                description=fields.description
+                if fields is not None
+                else (old_rel.description if old_rel is not None else None),
+                source_chunks=source_chunks,
+                weight=fields.weight
+                if fields is not None
+                else (old_rel.weight if old_rel is not None else 1.0),
                 properties=rel_props,
+                valid_from=old_rel.valid_from if old_rel is not None else None,
+                valid_to=old_rel.valid_to if old_rel is not None else None,
             )
             rows.append(text_rules.relationship_row(project, item, ends[e.source], ends[e.target]))
         store.upsert_relationships(project, rows, endpoints_checked=True)
@@ -277,7 +299,7 @@ def add_extractions(ctx: WriteContext, items: Sequence[ChunkExtraction]) -> Buil
                 object_id=ends[ref].id,
             )
             for ref, ent in entities.items()
-            for c in ent.chunks
+            for c in ent.entries
         ] + [
             Mention(
                 project=project,
@@ -286,17 +308,17 @@ def add_extractions(ctx: WriteContext, items: Sequence[ChunkExtraction]) -> Buil
                 relationship_id=rel_ids[id(e)],
             )
             for e in edges
-            for c in e.chunks
+            for c in e.entries
         ]
         store.add_mentions(project, mentions)
     ctx.committed()
     per_chunk: dict[str, BuiltGraph] = {i.chunk_id: BuiltGraph() for i in items}
     for ent in entities.values():
-        for c in ent.chunks:
+        for c in ent.entries:
             per_chunk[c].objects += 1
             per_chunk[c].mentions += 1
     for e in edges:
-        for c in e.chunks:
+        for c in e.entries:
             per_chunk[c].relationships += 1
             per_chunk[c].mentions += 1
     return BuiltGraph(len(objects), len(rows), len(mentions), per_chunk)

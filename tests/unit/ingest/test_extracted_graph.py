@@ -12,7 +12,7 @@ from kgsearch.extract.schema import (
 )
 from kgsearch.model import ChunkIn, SourceIn
 from kgsearch.text.names import entity_key, entity_type, relation_type
-from kgsearch.writes.extracted import ChunkExtraction, add_extractions, merge_descriptions
+from kgsearch.writes.extracted import ChunkExtraction, add_extractions
 
 
 def result(
@@ -51,12 +51,6 @@ def test_keys_normalise_width_case_and_space_but_keep_every_script() -> None:
     assert entity_key("東京") != entity_key("大阪")
     assert entity_type("Legal Case") == "legal_case" and entity_type("") == "entity"
     assert relation_type("works for") == "works_for" and relation_type("  ") == "related_to"
-
-
-def test_descriptions_merge_as_distinct_lines_up_to_a_cap() -> None:
-    merged = merge_descriptions("A is a city.", ["a is a city.", "A hosts B.", ""])
-    assert merged == "A is a city.\nA hosts B."
-    assert len(merge_descriptions(None, ["x" * 60] * 1 + ["y" * 60], cap=100)) == 60
 
 
 def test_same_name_of_two_types_is_two_objects_and_one_type_merges_across_chunks(
@@ -105,7 +99,8 @@ def test_relationships_keep_provenance_and_union_their_chunks(engine: Engine) ->
     assert edge.description == (
         "Ada worked with Babbage on the engine design.\nThey corresponded for years."
     )
-    assert edge.weight == 7
+    assert edge.weight == 14  # strengths summed over the chunks that saw it
+    assert sorted(edge.properties["_chunks"]) == ["c0", "c2"]
     assert edge.properties["prompt"] == "extract/general@3"
     assert edge.properties["model"] == "fake:m"
     babbage = engine.get_object_by_key("entity", "babbage")  # endpoint never listed as entity

@@ -110,7 +110,8 @@ def test_a_document_that_instructs_the_model_stays_within_the_schema(
     )
     engine.ingest(texts=[text], title="injection")
     (marley,) = engine.list_rows("object").items
-    assert marley.key == "marley" and set(marley.properties) == {"name", "description"}
+    assert marley.key == "marley"
+    assert set(marley.properties) == {"name", "description", "_chunks", "_extracted", "_provenance"}
     (chunk,) = engine.list_rows("chunk").items
     record = engine.extraction_record(chunk.id).result
     assert record is not None

@@ -25,10 +25,17 @@ from kgsearch.api.schemas import (
 )
 from kgsearch.engine import Engine
 from kgsearch.engine.extraction import IngestProgress
+from kgsearch.errors import NotFound
 from kgsearch.extract.schema import ExtractionResult
 from kgsearch.io.documents import document_from_text
 from kgsearch.lifecycle.extraction import Totals
-from kgsearch.reports import ExtractionRecord, ExtractionReport, ExtractionStatus, IngestReport
+from kgsearch.reports import (
+    DeleteReport,
+    ExtractionRecord,
+    ExtractionReport,
+    ExtractionStatus,
+    IngestReport,
+)
 
 __all__ = ["router"]
 
@@ -109,6 +116,22 @@ def ingest_documents(
 
     started = jobs.start(who.project, "ingest", work, progress={"documents_total": len(documents)})
     return _accepted(started, response)
+
+
+@router.delete("/documents/{id:path}")
+def delete_document(
+    id: Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS)],
+    who: Writer,
+    engine: EngineDep,
+) -> DeleteReport:
+    """Delete a document (source) and everything built from it: its chunks, their
+    extraction records and mention links; objects and relationships no other document
+    supports; the rest are rebuilt from the remaining documents' extractions (no model
+    call). 404 when the project has no such document."""
+    report = engine.delete_documents([id], project=who.project)
+    if not report.sources:
+        raise NotFound(f"no document {id!r}")
+    return report
 
 
 @router.post("/extraction/run", status_code=status.HTTP_202_ACCEPTED)

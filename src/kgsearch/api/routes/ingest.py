@@ -70,7 +70,8 @@ def get_source(id: IdPath, who: Reader, engine: EngineDep) -> Source:
 
 @router.delete("/sources/{id}", tags=["sources"])
 def delete_source(id: IdPath, who: Writer, engine: EngineDep) -> Deleted:
-    """Delete a source."""
+    """Delete a source with its chunks and what they contributed to the graph
+    (``DELETE /api/documents/{id}`` returns the details)."""
     return _deleted(engine.delete("source", [id], project=who.project), "source", id)
 
 
@@ -106,7 +107,7 @@ def get_chunk(id: IdPath, who: Reader, engine: EngineDep) -> Chunk:
 
 @router.delete("/chunks/{id}", tags=["chunks"])
 def delete_chunk(id: IdPath, who: Writer, engine: EngineDep) -> Deleted:
-    """Delete a chunk."""
+    """Delete a chunk with its extraction record and what it contributed to the graph."""
     return _deleted(engine.delete("chunk", [id], project=who.project), "chunk", id)
 
 

@@ -260,6 +260,15 @@ class PostgresReads(RowGetters):
         return [(r["id"], r["source_id"], r["target_id"], r["type"]) for r in rows]
 
     @traced
+    def chunk_ids_of(self, project: str, source_ids: Sequence[str]) -> list[str]:
+        """Ids of the live chunks of these sources, in insertion order."""
+        rows = self.db.all(
+            "SELECT id FROM chunks WHERE project = %s AND deleted_at IS NULL "
+            "AND source_id = ANY(%s) ORDER BY seq",
+            (project, list(source_ids)),
+        )
+        return [r["id"] for r in rows]
+
     def mentions(
         self,
         project: str,

@@ -243,6 +243,13 @@ class PostgresWrites(PostgresReads):
             mention_rows(project, mentions),
         )
 
+    def delete_mentions(self, project: str, chunk_ids: Sequence[str]) -> int:
+        """Remove the mention links of these chunks for good; return how many."""
+        return self.db.execute(
+            "DELETE FROM mentions WHERE project = %s AND chunk_id = ANY(%s)",
+            (project, list(chunk_ids)),
+        )
+
     def delete(self, project: str, kind: RowKind, ids: Sequence[str]) -> int:
         """Soft-delete rows; deleting an object also deletes its relationships.
 

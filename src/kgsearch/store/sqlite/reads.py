@@ -289,6 +289,20 @@ class SQLiteReads(RowGetters):
         return list(found.values())
 
     @traced
+    def chunk_ids_of(self, project: str, source_ids: Sequence[str]) -> list[str]:
+        """Ids of the live chunks of these sources, in insertion order."""
+        found: list[str] = []
+        for part in chunked(list(source_ids)):
+            found.extend(
+                row["id"]
+                for row in self.db.all(
+                    f"SELECT id FROM chunks WHERE project = ? AND deleted_at IS NULL "
+                    f"AND source_id IN ({placeholders(len(part))}) ORDER BY rowid",
+                    (project, *part),
+                )
+            )
+        return found
+
     def mentions(
         self,
         project: str,

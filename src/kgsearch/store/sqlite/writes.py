@@ -181,6 +181,19 @@ class SQLiteWrites(SQLiteReads):
             mention_rows(project, mentions),
         )
 
+    def delete_mentions(self, project: str, chunk_ids: Sequence[str]) -> int:
+        """Remove the mention links of these chunks for good; return how many."""
+        count = 0
+        with self.db.transaction():
+            for part in chunked(list(chunk_ids)):
+                cur = self.db.execute(
+                    f"DELETE FROM mentions WHERE project = ? AND chunk_id IN "
+                    f"({placeholders(len(part))})",
+                    (project, *part),
+                )
+                count += cur.rowcount
+        return count
+
     def delete(self, project: str, kind: RowKind, ids: Sequence[str]) -> int:
         """Soft-delete rows; deleting an object also deletes its relationships.
 

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from kgsearch.engine import Engine
+from kgsearch.extract.schema import (
+    ExtractedEntity,
+    ExtractedGraph,
+    ExtractedRelation,
+    ExtractionResult,
+)
 from kgsearch.model import ChunkIn, Kind, Mention, MentionIn, ObjectRef, SourceIn
 from kgsearch.testing import FakeEmbedder
 from kgsearch.testing.conformance.builders import DIMS, all_ids, build_graph, ids, knows, person
 from kgsearch.testing.oracles import bfs
+from kgsearch.writes.extracted import ChunkExtraction, add_extractions
 
 
 def test_soft_deleted_object_is_hidden_from_every_read(engine: Engine) -> None:
@@ -133,3 +140,64 @@ def test_purged_object_comes_back_as_a_new_row(engine: Engine) -> None:
     assert fresh.embedding.status == "pending"
     assert fresh.embedding.embedded_text is None
     assert fresh.created_at > ada.created_at
+
+
+def test_chunks_of_sources_and_deleting_their_mentions(engine: Engine) -> None:
+    engine.add_sources([SourceIn(id="s1"), SourceIn(id="s2")])
+    engine.add_chunks(
+        [
+            ChunkIn(id="c1", text="one", source_id="s1"),
+            ChunkIn(id="c2", text="two", source_id="s1"),
+            ChunkIn(id="c3", text="three", source_id="s2"),
+        ]
+    )
+    engine.add_objects([person("a", "Ada")])
+    engine.add_mentions(
+        [
+            MentionIn(chunk_id=c, source_id=s, object=ObjectRef(type="Person", key="a"))
+            for c, s in (("c1", "s1"), ("c2", "s1"), ("c3", "s2"))
+        ]
+    )
+    store = engine.store
+    assert store.chunk_ids_of("default", ["s1"]) == ["c1", "c2"]
+    assert store.chunk_ids_of("default", ["s1", "s2", "nope"]) == ["c1", "c2", "c3"]
+    assert store.chunk_ids_of("other", ["s1"]) == []
+    store.delete("default", "chunk", ["c2"])
+    assert store.chunk_ids_of("default", ["s1"]) == ["c1"]
+
+    assert store.delete_mentions("default", ["c1", "c2", "nope"]) == 2
+    assert {m.chunk_id for m in store.mentions("default", chunk_ids=["c1", "c2", "c3"])} == {"c3"}
+    assert store.delete_mentions("other", ["c3"]) == 0
+
+
+def test_deleting_a_document_takes_its_chunks_and_unsupported_rows(engine: Engine) -> None:
+    engine.add_sources([SourceIn(id="s1"), SourceIn(id="s2")])
+    engine.add_chunks(
+        [
+            ChunkIn(id="c1", text="Ada met Bob.", source_id="s1"),
+            ChunkIn(id="c2", text="Ada.", source_id="s2"),
+        ]
+    )
+
+    def found(chunk: str, names: list[str], rel: bool) -> ChunkExtraction:
+        relationships = [ExtractedRelation(source="Ada", target="Bob", relation="met")]
+        graph = ExtractedGraph(
+            entities=[
+                ExtractedEntity(name=n, type="person", description=f"{n} in {chunk}.")
+                for n in names
+            ],
+            relationships=relationships if rel else [],
+        )
+        return ChunkExtraction(chunk, None, ExtractionResult(chunk_id=chunk, graph=graph))
+
+    add_extractions(
+        engine._writes(None), [found("c1", ["Ada", "Bob"], True), found("c2", ["Ada"], False)]
+    )
+    report = engine.delete_documents(["s1"])
+    assert (report.sources, report.chunks, report.objects_deleted) == (1, 1, 1)
+    assert report.relationships_deleted == 1
+    (ada,) = engine.list_rows("object").items
+    assert ada.key == "ada" and ada.properties["description"] == "Ada in c2."
+    assert engine.list_rows("relationship").items == []
+    assert [c.id for c in engine.list_rows("chunk").items] == ["c2"]
+    assert engine.store.mentions("default", chunk_ids=["c1"]) == []

@@ -1,0 +1,127 @@
+"""One description from many: near-duplicates collapse, long sets are summarised.
+
+An entity or relationship extracted from many chunks has one description per chunk.
+:func:`merge_descriptions` turns them into the text that is stored and embedded:
+
+1. Whitespace is normalised and exact repeats (casefolded) go.
+2. Near-duplicates collapse: two descriptions whose word sets overlap by at least
+   :data:`NEAR_DUPLICATE` (Jaccard) keep only the longer one.
+3. If what is left fits in the budget it is joined one per line, in the order given.
+   Otherwise it is summarised extractively: the descriptions are cut into sentences,
+   each sentence is scored by its cosine similarity to the centroid of all sentences
+   (the sentences most like the rest are the most representative, as in centroid
+   summarisers such as MEAD), and the best are kept, in their original order, until
+   the budget is used.
+
+The result depends only on the list given, so the same contributions always give the
+same text, whichever order the chunks were ingested in (callers pass them sorted).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from kgsearch.text.stopwords import STOPWORDS
+
+__all__ = ["DESCRIPTION_BUDGET", "NEAR_DUPLICATE", "merge_descriptions", "sentences"]
+
+DESCRIPTION_BUDGET = 2000
+"""Characters a merged description may use before it is summarised."""
+
+NEAR_DUPLICATE = 0.8
+"""Word-set Jaccard similarity from which two descriptions count as one."""
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9À-ÖØ-Þ])")
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold())}
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def _distinct(texts: Sequence[str]) -> list[str]:
+    """Normalised texts without repeats and near-duplicates (the longer one stays, at
+    the position of the first)."""
+    kept: list[str] = []
+    words: list[set[str]] = []
+    seen: set[str] = set()
+    for raw in texts:
+        text = " ".join(raw.split())
+        folded = text.casefold()
+        if not text or folded in seen:
+            continue
+        seen.add(folded)
+        these = _words(text)
+        for i, other in enumerate(words):
+            if _jaccard(these, other) >= NEAR_DUPLICATE:
+                if len(text) > len(kept[i]):
+                    kept[i], words[i] = text, these
+                break
+        else:
+            kept.append(text)
+            words.append(these)
+    return kept
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` cut after ``.``, ``!`` or ``?`` followed by a capital or a digit."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def _vector(text: str) -> Counter[str]:
+    return Counter(w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS)
+
+
+def _cosine(a: Counter[str], b: Counter[str]) -> float:
+    dot = sum(v * b.get(k, 0) for k, v in a.items())
+    if not dot:
+        return 0.0
+    norm = math.sqrt(sum(v * v for v in a.values())) * math.sqrt(sum(v * v for v in b.values()))
+    return dot / norm
+
+
+def _summary(texts: Sequence[str], budget: int) -> str:
+    pieces = _distinct([s for t in texts for s in sentences(t)])
+    vectors = [_vector(p) for p in pieces]
+    centroid: Counter[str] = Counter()
+    for v in vectors:
+        centroid.update(v)
+    ranked = sorted(range(len(pieces)), key=lambda i: (-_cosine(vectors[i], centroid), i))
+    chosen: list[int] = []
+    size = 0
+    for i in ranked:
+        cost = len(pieces[i]) + (1 if chosen else 0)
+        if size + cost > budget:
+            continue
+        chosen.append(i)
+        size += cost
+    if not chosen and pieces:  # one sentence longer than the whole budget
+        return pieces[ranked[0]][: max(budget - 1, 0)].rstrip() + "…"
+    return "\n".join(pieces[i] for i in sorted(chosen))
+
+
+def merge_descriptions(texts: Sequence[str], budget: int = DESCRIPTION_BUDGET) -> str:
+    """The stored description of something described by each of ``texts``.
+
+    Args:
+        texts: One description per mention, in a stable order (empty ones are skipped).
+        budget: Characters the result may use; past it the set is summarised.
+
+    Returns:
+        The distinct descriptions one per line, or a summary of at most ``budget``
+        characters made of their most representative sentences.
+    """
+    distinct = _distinct(texts)
+    joined = "\n".join(distinct)
+    if len(joined) <= budget:
+        return joined
+    return _summary(distinct, budget)

@@ -1,0 +1,141 @@
+"""Forgetting chunks: what they contributed to the graph goes, the rest is derived again.
+
+Reference counting over the ``_chunks`` provenance (:mod:`kgsearch.writes.contributions`):
+a row's support is the set of chunks that contributed to it. Forgetting chunks removes
+their entries and their mention links; an extracted row left with no support is
+deleted, every other touched row has its description, keywords, weight and source
+chunks derived again from the entries that remain (no model call), and its embedding
+goes back to ``pending`` when its text changed. Rows extraction did not create (imported
+data an extraction linked to) only lose the provenance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from kgsearch.model import ObjectIn, RelationshipIn
+from kgsearch.writes.contributions import (
+    contributions,
+    object_fields,
+    owned,
+    relationship_fields,
+    without_chunks,
+)
+from kgsearch.writes.graph import WriteContext, add_objects, add_relationships
+
+__all__ = ["Rebuilt", "forget_chunks", "rebuild"]
+
+
+@dataclass
+class Rebuilt:
+    """What forgetting chunks did to the graph.
+
+    Attributes:
+        objects_deleted: Extracted objects no remaining chunk supports.
+        relationships_deleted: Extracted relationships no remaining chunk supports.
+        objects_updated: Objects whose fields were derived again.
+        relationships_updated: Relationships whose fields were derived again.
+        mentions_deleted: Mention links of the forgotten chunks.
+    """
+
+    objects_deleted: int = 0
+    relationships_deleted: int = 0
+    objects_updated: int = 0
+    relationships_updated: int = 0
+    mentions_deleted: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """The counts by name."""
+        return dict(self.__dict__)
+
+
+def rebuild(
+    ctx: WriteContext,
+    object_ids: Sequence[str],
+    relationship_ids: Sequence[str],
+    *,
+    drop: Sequence[str] = (),
+) -> Rebuilt:
+    """Derive the fields of these rows again from their contributions minus ``drop``'s
+    chunks, deleting extracted rows left with none, in one transaction."""
+    store, project = ctx.store, ctx.project
+    gone = set(drop)
+    done = Rebuilt()
+    rel_updates: list[RelationshipIn] = []
+    rel_deletes: list[str] = []
+    for r in store.get_relationships(project, list(dict.fromkeys(relationship_ids))):
+        entries = without_chunks(contributions(r.properties), gone)
+        if owned(r.properties) and not entries:
+            rel_deletes.append(r.id)
+            continue
+        props, fields, chunks = relationship_fields(
+            r.properties, entries, [c for c in r.source_chunks if c not in gone]
+        )
+        updated = RelationshipIn(
+            id=r.id,
+            type=r.type,
+            source=r.source_id,
+            target=r.target_id,
+            label=r.label,
+            properties=props,
+            weight=fields.weight if fields is not None else r.weight,
+            valid_from=r.valid_from,
+            valid_to=r.valid_to,
+            description=fields.description if fields is not None else r.description,
+            source_chunks=chunks,
+        )
+        if (props, updated.weight, updated.description, chunks) != (
+            r.properties,
+            r.weight,
+            r.description,
+            r.source_chunks,
+        ):
+            rel_updates.append(updated)
+    obj_updates: list[ObjectIn] = []
+    obj_deletes: list[str] = []
+    for o in store.get_objects(project, list(dict.fromkeys(object_ids))):
+        entries = without_chunks(contributions(o.properties), gone)
+        if owned(o.properties) and not entries:
+            obj_deletes.append(o.id)
+            continue
+        props = object_fields(o.properties, entries)
+        if props != o.properties:
+            obj_updates.append(
+                ObjectIn(
+                    id=o.id,
+                    type=o.type,
+                    key=o.key,
+                    tags=o.tags,
+                    properties=props,
+                    labels=o.labels,
+                )
+            )
+    inner = replace(ctx, after_commit=None)
+    with store.transaction():
+        done.relationships_deleted = store.delete(project, "relationship", rel_deletes)
+        done.objects_deleted = store.delete(project, "object", obj_deletes)
+        done.objects_updated = len(add_objects(inner, obj_updates))
+        deleted = set(obj_deletes)
+        live = [r for r in rel_updates if r.source not in deleted and r.target not in deleted]
+        done.relationships_updated = len(add_relationships(inner, live))
+    return done
+
+
+def forget_chunks(ctx: WriteContext, chunk_ids: Sequence[str]) -> Rebuilt:
+    """Remove what these chunks contributed to the graph, and their mention links.
+
+    The chunk rows themselves are left to the caller (a changed document has already
+    replaced them; a deleted one deletes them in the same transaction).
+    """
+    store, project = ctx.store, ctx.project
+    if not chunk_ids:
+        return Rebuilt()
+    links = store.mentions(project, chunk_ids=chunk_ids)
+    objects = [m.object_id for m in links if m.object_id]
+    relationships = [m.relationship_id for m in links if m.relationship_id]
+    with store.transaction():
+        done = rebuild(ctx, objects, relationships, drop=chunk_ids)
+        done.mentions_deleted = store.delete_mentions(project, chunk_ids)
+    ctx.committed()
+    return done
