@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import (
@@ -113,6 +113,10 @@ class ExtractSettings(BaseModel):
         default=None, description="Few-shot examples {text, entities, relationships}"
     )
     language: str | None = Field(default=None, description="Language of descriptions")
+    summaries: Literal["extractive", "llm"] = Field(
+        default="extractive",
+        description="Long merged descriptions: central sentences (offline) or LLM summaries",
+    )
     batch_size: int = Field(
         default=64, ge=1, le=1000, description="Chunks claimed, extracted and written together"
     )

@@ -18,6 +18,7 @@ __all__ = [
     "ExtractionStatus",
     "IngestProblem",
     "IngestReport",
+    "SummaryReport",
 ]
 
 
@@ -90,6 +91,26 @@ class DeleteReport(_Frozen):
     mentions_deleted: int = 0
 
 
+class SummaryReport(_Frozen):
+    """What summarising long descriptions with the model did.
+
+    Attributes:
+        due: Extracted rows whose descriptions pass the budget with no summary yet.
+        summarized: Rows that got one.
+        failed: Rows the model failed on (they keep the offline summary).
+        calls: Model calls (cached replies included).
+        cached: Calls answered from the response cache.
+        errors: The first errors, by row id.
+    """
+
+    due: int = 0
+    summarized: int = 0
+    failed: int = 0
+    calls: int = 0
+    cached: int = 0
+    errors: dict[str, str] = Field(default_factory=dict)
+
+
 class IngestReport(_Frozen):
     """What an ingest did.
 
@@ -102,6 +123,8 @@ class IngestReport(_Frozen):
         problems: Files not ingested, each with its reason (failures).
         skipped: Files of other types met in directories (not failures).
         extraction: The extraction run (None with ``extract=False`` or ``none``).
+        summaries: LLM summaries of long descriptions (with ``extract.summaries =
+            "llm"`` only).
         dry_run: Nothing was written; ``estimate`` holds the forecast.
         estimate: Chunks, estimated prompt/completion tokens and cost of a dry run.
     """
@@ -114,6 +137,7 @@ class IngestReport(_Frozen):
     problems: list[IngestProblem] = Field(default_factory=list)
     skipped: list[IngestProblem] = Field(default_factory=list)
     extraction: ExtractionReport | None = None
+    summaries: SummaryReport | None = None
     dry_run: bool = False
     estimate: dict[str, Any] | None = None
 

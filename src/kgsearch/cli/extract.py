@@ -26,7 +26,7 @@ from kgsearch.engine import Engine
 from kgsearch.engine.providers import EXTRACTOR_NAMES
 from kgsearch.io.documents import DEFAULT_MAX_BYTES
 from kgsearch.lifecycle.extraction import Totals
-from kgsearch.reports import ExtractionReport, ExtractionStatus, IngestReport
+from kgsearch.reports import ExtractionReport, ExtractionStatus, IngestReport, SummaryReport
 
 __all__ = ["extract", "ingest"]
 
@@ -352,3 +352,49 @@ def preview(
     settings = _settings(state, extractor=extractor, domain=domain, llm_model=llm_model)
     with engine_from(state, settings=settings) as engine:
         emit(state, engine.preview_extraction(text))
+
+
+@extract.command("summarize")
+@click.option("--limit", type=click.IntRange(1), help="At most this many rows.")
+@click.option("--llm-model", help="Chat model, e.g. openai:gpt-4o-mini (default: [llm] model).")
+@click.option("--record", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--replay", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@pass_state
+@handle_errors
+def summarize(
+    state: State,
+    limit: int | None,
+    llm_model: str | None,
+    record: Path | None,
+    replay: Path | None,
+) -> None:
+    """Have the chat model summarise long merged descriptions.
+
+    An object or relationship described by many chunks gets, past 2,000 characters,
+    an offline summary of its most central sentences. This asks the [llm] model for
+    a written one instead (map-reduce, every reply cached in the store), used while
+    the descriptions are unchanged. Rows the model fails on keep the offline summary.
+    Set extract.summaries = "llm" to do this after every ingest.
+
+    Example: kgsearch extract summarize --llm-model openai:gpt-4o-mini
+    """
+    settings = _settings(state, llm_model=llm_model, record=record, replay=replay)
+    with engine_from(state, settings=settings) as engine, _progress_bar(state.as_json) as bar:
+        task = bar.add_task("summarising descriptions", total=None, detail="")
+
+        def progress(done: int, due: int) -> None:
+            bar.update(task, completed=done, total=due)
+
+        report = engine.summarize_descriptions(limit=limit, progress=progress)
+    emit(state, report, _render_summaries)
+    if report.failed:
+        raise click.exceptions.Exit(1)
+
+
+def _render_summaries(report: SummaryReport) -> None:
+    out.print(
+        f"summarised {report.summarized} of {report.due} long descriptions "
+        f"({report.calls} model calls, {report.cached} from the cache); {report.failed} failed"
+    )
+    for row, error in report.errors.items():
+        out.print(f"[red]{row}[/]: {error}")

@@ -14,10 +14,16 @@ from kgsearch.extract.openie import load_openie
 from kgsearch.extract.quality import QualityFiltered
 from kgsearch.extract.schema import ChunkText, ExtractionResult, Extractor
 from kgsearch.io.documents import DEFAULT_MAX_BYTES, Document, document_from_text, read_documents
-from kgsearch.lifecycle import extraction, ingest
+from kgsearch.lifecycle import extraction, ingest, summaries
 from kgsearch.lifecycle.extraction import ExtractionContext, Totals
 from kgsearch.lifecycle.runner import RetryPolicy
-from kgsearch.reports import ExtractionRecord, ExtractionReport, ExtractionStatus, IngestReport
+from kgsearch.reports import (
+    ExtractionRecord,
+    ExtractionReport,
+    ExtractionStatus,
+    IngestReport,
+    SummaryReport,
+)
 
 __all__ = ["ExtractionMethods", "IngestProgress"]
 
@@ -172,7 +178,33 @@ class ExtractionMethods(EngineCore):
         if chosen is not None and extract:
             run = self.extract(project=project, progress=progress)
             report = report.model_copy(update={"extraction": run})
+            if self.extract_settings.summaries == "llm":
+                summaries = self.summarize_descriptions(project=project)
+                report = report.model_copy(update={"summaries": summaries})
         return report
+
+    def summarize_descriptions(
+        self,
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> SummaryReport:
+        """Have the configured chat model summarise every extracted description that
+        passes the 2,000-character budget (map-reduce, each call cached), in place of
+        the offline summary of its most central sentences. A summary is kept with the
+        digest of the descriptions it was made from and used while they are unchanged.
+        Rows the model fails on keep the offline summary (see ``errors``).
+
+        Args:
+            project: One project (the engine's when None).
+            limit: At most this many rows.
+            progress: Called with (rows done, rows due) after each row.
+        """
+        llm = providers.make_llm(self.llm_settings, self.store)
+        return summaries.summarize_descriptions(
+            self._writes(project), llm, limit=limit, progress=progress
+        )
 
     def extract(
         self,

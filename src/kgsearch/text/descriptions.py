@@ -19,6 +19,7 @@ same text, whichever order the chunks were ingested in (callers pass them sorted
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import Counter
@@ -26,7 +27,14 @@ from collections.abc import Sequence
 
 from kgsearch.text.stopwords import STOPWORDS
 
-__all__ = ["DESCRIPTION_BUDGET", "NEAR_DUPLICATE", "merge_descriptions", "sentences"]
+__all__ = [
+    "DESCRIPTION_BUDGET",
+    "NEAR_DUPLICATE",
+    "digest",
+    "distinct",
+    "merge_descriptions",
+    "sentences",
+]
 
 DESCRIPTION_BUDGET = 2000
 """Characters a merged description may use before it is summarised."""
@@ -48,7 +56,7 @@ def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b)
 
 
-def _distinct(texts: Sequence[str]) -> list[str]:
+def distinct(texts: Sequence[str]) -> list[str]:
     """Normalised texts without repeats and near-duplicates (the longer one stays, at
     the position of the first)."""
     kept: list[str] = []
@@ -90,7 +98,7 @@ def _cosine(a: Counter[str], b: Counter[str]) -> float:
 
 
 def _summary(texts: Sequence[str], budget: int) -> str:
-    pieces = _distinct([s for t in texts for s in sentences(t)])
+    pieces = distinct([s for t in texts for s in sentences(t)])
     vectors = [_vector(p) for p in pieces]
     centroid: Counter[str] = Counter()
     for v in vectors:
@@ -120,8 +128,17 @@ def merge_descriptions(texts: Sequence[str], budget: int = DESCRIPTION_BUDGET) -
         The distinct descriptions one per line, or a summary of at most ``budget``
         characters made of their most representative sentences.
     """
-    distinct = _distinct(texts)
-    joined = "\n".join(distinct)
+    kept = distinct(texts)
+    joined = "\n".join(kept)
     if len(joined) <= budget:
         return joined
-    return _summary(distinct, budget)
+    return _summary(kept, budget)
+
+
+def digest(texts: Sequence[str]) -> str:
+    """A hash of the distinct descriptions (what a stored summary was made from)."""
+    h = hashlib.sha256()
+    for text in distinct(texts):
+        h.update(text.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()[:32]

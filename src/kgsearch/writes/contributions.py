@@ -23,20 +23,24 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kgsearch.text.descriptions import merge_descriptions
+from kgsearch.text.descriptions import DESCRIPTION_BUDGET, digest, distinct, merge_descriptions
 
 __all__ = [
     "CHUNKS",
     "EXTRACTED",
     "PROVENANCE",
+    "SUMMARY",
     "Entries",
     "ObjectFields",
     "RelationshipFields",
     "contributions",
+    "describe",
     "merged_entries",
     "object_fields",
     "owned",
     "relationship_fields",
+    "summary_due",
+    "texts",
     "without_chunks",
 ]
 
@@ -45,6 +49,10 @@ CHUNKS = "_chunks"
 
 EXTRACTED = "_extracted"
 """Property marking a row extraction created (deleted when no chunk supports it)."""
+
+SUMMARY = "_summary"
+"""A model-written summary of the row's descriptions: ``{"of": digest, "text", "model"}``;
+used while the descriptions are those it was made from (:func:`describe`)."""
 
 PROVENANCE = "_provenance"
 """Object property: the extractor, model and prompt that last touched it and when it
@@ -81,7 +89,8 @@ def without_chunks(entries: Entries, chunk_ids: Iterable[str]) -> Entries:
     return {c: v for c, v in entries.items() if c not in gone}
 
 
-def _texts(entries: Entries) -> list[str]:
+def texts(entries: Entries) -> list[str]:
+    """Every description of the row, in chunk order."""
     return [
         str(e.get("description") or "")
         for c in sorted(entries)
@@ -90,11 +99,41 @@ def _texts(entries: Entries) -> list[str]:
     ]
 
 
+def describe(properties: Mapping[str, Any], entries: Entries) -> str:
+    """The row's description: its model summary while that was made from these
+    descriptions, else the offline merge (:func:`merge_descriptions`)."""
+    said = texts(entries)
+    summary = properties.get(SUMMARY)
+    if (
+        isinstance(summary, dict)
+        and isinstance(summary.get("text"), str)
+        and summary.get("of") == digest(said)
+    ):
+        return str(summary["text"])
+    return merge_descriptions(said)
+
+
+def summary_due(properties: Mapping[str, Any]) -> tuple[str, list[str]] | None:
+    """(digest, distinct descriptions) of an extracted row whose descriptions pass the
+    budget and have no model summary yet; None otherwise."""
+    if not owned(properties):
+        return None
+    said = texts(contributions(properties))
+    kept = distinct(said)
+    if sum(len(t) + 1 for t in kept) - 1 <= DESCRIPTION_BUDGET:
+        return None
+    summary = properties.get(SUMMARY)
+    done = digest(said)
+    if isinstance(summary, dict) and summary.get("of") == done:
+        return None
+    return done, kept
+
+
 class ObjectFields:
     """Fields of an extracted object derived from its contributions."""
 
-    def __init__(self, entries: Entries) -> None:
-        self.description = merge_descriptions(_texts(entries))
+    def __init__(self, properties: Mapping[str, Any], entries: Entries) -> None:
+        self.description = describe(properties, entries)
         names: Counter[str] = Counter()
         first: dict[str, int] = {}
         for i, name in enumerate(
@@ -126,7 +165,7 @@ def object_fields(properties: Mapping[str, Any], entries: Entries) -> dict[str, 
         props.pop(PROVENANCE, None)
     if not owned(props):
         return props
-    fields = ObjectFields(entries)
+    fields = ObjectFields(props, entries)
     if fields.description:
         props["description"] = fields.description
     else:
@@ -147,8 +186,8 @@ class RelationshipFields:
         source_chunks: The contributing chunk ids, sorted.
     """
 
-    def __init__(self, entries: Entries) -> None:
-        self.description = merge_descriptions(_texts(entries)) or None
+    def __init__(self, properties: Mapping[str, Any], entries: Entries) -> None:
+        self.description = describe(properties, entries) or None
         counts: Counter[str] = Counter()
         weight = 0.0
         for chunk in entries.values():
@@ -183,7 +222,7 @@ def relationship_fields(
         props.pop(CHUNKS, None)
     if not owned(props):
         return props, None, list(dict.fromkeys([*old_chunks, *sorted(entries)]))
-    fields = RelationshipFields(entries)
+    fields = RelationshipFields(props, entries)
     if fields.keywords:
         props["keywords"] = fields.keywords
     else:

@@ -11,8 +11,9 @@ data an extraction linked to) only lose the provenance.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from kgsearch.model import ObjectIn, RelationshipIn
 from kgsearch.writes.contributions import (
@@ -56,9 +57,19 @@ def rebuild(
     relationship_ids: Sequence[str],
     *,
     drop: Sequence[str] = (),
+    extra: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Rebuilt:
     """Derive the fields of these rows again from their contributions minus ``drop``'s
-    chunks, deleting extracted rows left with none, in one transaction."""
+    chunks, deleting extracted rows left with none, in one transaction.
+
+    Args:
+        ctx: Where the rows are.
+        object_ids: Objects to derive again.
+        relationship_ids: Relationships to derive again.
+        drop: Chunks whose contributions go.
+        extra: Properties to set first, by row id (a model summary, for instance).
+    """
+    extra = extra or {}
     store, project = ctx.store, ctx.project
     gone = set(drop)
     done = Rebuilt()
@@ -70,7 +81,9 @@ def rebuild(
             rel_deletes.append(r.id)
             continue
         props, fields, chunks = relationship_fields(
-            r.properties, entries, [c for c in r.source_chunks if c not in gone]
+            {**r.properties, **extra.get(r.id, {})},
+            entries,
+            [c for c in r.source_chunks if c not in gone],
         )
         updated = RelationshipIn(
             id=r.id,
@@ -99,7 +112,7 @@ def rebuild(
         if owned(o.properties) and not entries:
             obj_deletes.append(o.id)
             continue
-        props = object_fields(o.properties, entries)
+        props = object_fields({**o.properties, **extra.get(o.id, {})}, entries)
         if props != o.properties:
             obj_updates.append(
                 ObjectIn(
