@@ -9,6 +9,7 @@ classes serve as library return values, REST bodies and MCP tool schemas; their 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
@@ -54,6 +55,7 @@ __all__ = [
     "SourceMentions",
     "Stats",
     "TextAdded",
+    "check_json",
     "display_name",
 ]
 
@@ -82,6 +84,48 @@ def display_name(properties: Mapping[str, Any], key: str | None, id: str) -> str
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+MAX_JSON_DEPTH = 32
+"""Properties and metadata nest at most this deep (objects and lists)."""
+
+MAX_JSON_CHARS = 8_000_000
+"""Properties and metadata hold at most about this many characters of keys and text."""
+
+
+def check_json(value: Mapping[str, Any], what: str) -> Mapping[str, Any]:
+    """Refuse a JSON value nested deeper than :data:`MAX_JSON_DEPTH`, larger than
+    :data:`MAX_JSON_CHARS`, or holding a non-finite number (they would be stored and
+    then break every read of the row).
+
+    Raises:
+        ValueError: With the path of the first problem.
+    """
+    size = 0
+    stack: list[tuple[Any, str, int]] = [(value, what, 1)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, dict | list) and depth > MAX_JSON_DEPTH:
+            raise ValueError(f"{path} nests deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                size += len(str(key))
+                stack.append((inner, f"{path}.{key}", depth + 1))
+        elif isinstance(item, list):
+            stack.extend((inner, f"{path}[{i}]", depth + 1) for i, inner in enumerate(item))
+        elif isinstance(item, str):
+            size += len(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ValueError(f"{path} is {item}; numbers must be finite")
+        if size > MAX_JSON_CHARS:
+            raise ValueError(f"{what} is larger than {MAX_JSON_CHARS:,} characters")
+    return value
+
+
+class _Input(_Frozen):
+    """An input model: non-finite numbers are refused."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Kind(StrEnum):
@@ -134,7 +178,7 @@ def _check_name(value: str, what: str) -> str:
     return value
 
 
-class ObjectIn(_Frozen):
+class ObjectIn(_Input):
     """An object (graph node) to create or update; upserted by project + type + key."""
 
     type: str
@@ -149,8 +193,14 @@ class ObjectIn(_Frozen):
     def _not_blank(cls, value: str) -> str:
         return _check_name(value, "type and key")
 
+    @field_validator("properties")
+    @classmethod
+    def _json(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_json(value, "properties")
+        return value
 
-class RelationshipIn(_Frozen):
+
+class RelationshipIn(_Input):
     """A relationship (edge) to create; endpoints are ids or ``{type, key}`` references.
 
     Without an ``id`` the relationship is identified by (type, source, target), so a
@@ -174,8 +224,14 @@ class RelationshipIn(_Frozen):
     def _not_blank(cls, value: str) -> str:
         return _check_name(value, "type")
 
+    @field_validator("properties")
+    @classmethod
+    def _json(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_json(value, "properties")
+        return value
 
-class SourceIn(_Frozen):
+
+class SourceIn(_Input):
     """A document or episode that chunks and facts came from."""
 
     id: str
@@ -183,8 +239,14 @@ class SourceIn(_Frozen):
     uri: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("metadata")
+    @classmethod
+    def _json(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_json(value, "metadata")
+        return value
 
-class ChunkIn(_Frozen):
+
+class ChunkIn(_Input):
     """A span of source text."""
 
     id: str
@@ -193,8 +255,14 @@ class ChunkIn(_Frozen):
     position: int = 0
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("metadata")
+    @classmethod
+    def _json(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_json(value, "metadata")
+        return value
 
-class MentionIn(_Frozen):
+
+class MentionIn(_Input):
     """A source or chunk mentions an object or a relationship."""
 
     source_id: str | None = None
@@ -302,7 +370,7 @@ class Hit(_Frozen):
     found_by: list[LegHit] = Field(default_factory=list)
 
 
-class Filters(_Frozen):
+class Filters(_Input):
     """Restrictions applied inside every search leg (never after fusion).
 
     Attributes:

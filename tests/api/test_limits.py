@@ -155,3 +155,59 @@ def test_a_number_too_large_for_the_store_is_400(c: httpx.Client) -> None:
 def test_unknown_routes_and_methods_use_the_error_shape(c: httpx.Client) -> None:
     assert error(c.get("/api/nothing")) == (404, "not_found")
     assert error(c.put("/api/graph/objects")) == (405, "method_not_allowed")
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/graph/objects", {"type": "T", "key": "deep", "properties": _nested(300)}),
+        ("/api/sources", {"id": "s-deep", "metadata": _nested(300)}),
+        ("/api/text", {"text": "hello", "metadata": _nested(300)}),
+    ],
+)
+def test_deeply_nested_json_is_refused_and_never_stored(
+    c: httpx.Client, api_engine: Engine, path: str, body: dict[str, Any]
+) -> None:
+    response = c.post(path, json=body)
+
+    assert error(response) == (400, "invalid_request")
+    assert "nests deeper than 32 levels" in response.text
+    assert api_engine.stats(project="alpha").counts == {
+        "objects": 0,
+        "relationships": 0,
+        "chunks": 0,
+        "sources": 0,
+        "mentions": 0,
+    }
+
+
+def test_a_patch_with_deep_properties_is_refused(c: httpx.Client) -> None:
+    created = c.post("/api/graph/objects", json={"type": "T", "key": "k"}).json()
+    response = c.patch(f"/api/graph/objects/{created['id']}", json={"properties": _nested(100)})
+
+    assert error(response) == (400, "invalid_request")
+    assert c.get(f"/api/graph/objects/{created['id']}").status_code == 200  # still readable
+
+
+@pytest.mark.parametrize("weight", ["1e999", "-1e999", "NaN", "Infinity"])
+def test_a_non_finite_weight_is_refused(c: httpx.Client, weight: str) -> None:
+    for key in ("a", "b"):
+        c.post("/api/graph/objects", json={"type": "T", "key": key})
+    body = (
+        '{"type": "knows", "source": {"type": "T", "key": "a"}, '
+        f'"target": {{"type": "T", "key": "b"}}, "weight": {weight}}}'
+    )
+    response = c.post(
+        "/api/graph/relationships", content=body, headers={"content-type": "application/json"}
+    )
+
+    status, _ = error(response)
+    assert status == 400
+    assert c.get("/api/graph/relationships").json()["items"] == []

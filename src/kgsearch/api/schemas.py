@@ -22,6 +22,7 @@ from kgsearch.model import (
     RelationshipIn,
     Source,
     SourceIn,
+    check_json,
 )
 from kgsearch.reports import ExtractionReport, IngestReport
 from kgsearch.search.request import SearchRequest
@@ -158,6 +159,11 @@ class ObjectPatch(_Body):
     properties: dict[str, Any] | None = None
     project: str | None = _PROJECT
 
+    @field_validator("properties")
+    @classmethod
+    def _json(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return value if value is None else dict(check_json(value, "properties"))
+
 
 class RelationshipPatch(_Body):
     """Changes to a relationship; ``properties`` merge, the rest replace.
@@ -172,6 +178,11 @@ class RelationshipPatch(_Body):
     source_chunks: list[str] | None = None
     project: str | None = _PROJECT
 
+    @field_validator("properties")
+    @classmethod
+    def _json(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return value if value is None else dict(check_json(value, "properties"))
+
 
 class TextIn(_Body):
     """Free text to store as chunks under one source."""
@@ -182,6 +193,11 @@ class TextIn(_Body):
     metadata: dict[str, Any] | None = None
     max_chars: int = Field(default=1000, ge=100, le=100_000)
     project: str | None = _PROJECT
+
+    @field_validator("metadata")
+    @classmethod
+    def _json(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return value if value is None else dict(check_json(value, "metadata"))
 
 
 class UnifiedSearch(SearchRequest):

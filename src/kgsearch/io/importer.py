@@ -87,19 +87,22 @@ _RECORDS: dict[str, type[BaseModel]] = {
     "chunk": _ChunkRecord,
     "mention": _MentionRecord,
 }
-_KIND = re.compile(r'"kind"\s*:\s*"([a-z]+)"')
+_KIND = re.compile(r'\s*\{\s*"kind"\s*:\s*"([a-z]+)"')
+"""A line that starts with its kind (as exported ones do) is sorted without parsing it;
+any other is parsed, and only its top-level ``kind`` counts (a property named kind
+does not)."""
 
 
 def _kind_of(raw: dict[str, Any] | str) -> Any:
     """The record's kind, read without parsing the whole line when possible."""
     if isinstance(raw, dict):
         return raw.get("kind")
-    match = _KIND.search(raw)
+    match = _KIND.match(raw)
     if match is not None:
         return match.group(1)
     try:
         record = json.loads(raw)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return _INVALID
     return record.get("kind") if isinstance(record, dict) else _NOT_OBJECT
 
@@ -114,6 +117,8 @@ def _bad_kind(raw: dict[str, Any] | str, kind: Any) -> str:
             json.loads(raw)
         except json.JSONDecodeError as exc:
             return f"invalid JSON: {exc.msg} (column {exc.colno})"
+        except RecursionError:
+            return "invalid JSON: nested too deeply to read"
     if kind is _NOT_OBJECT:
         return "a record must be a JSON object with a 'kind'"
     return f"unknown kind {kind!r}; expected one of {list(_MODELS)}"
@@ -296,6 +301,11 @@ class _Run:
                 self.project, [c.source_id for _, c in items if c.source_id]
             )
         }
+        dangling = [(loc, c) for loc, c in items if c.source_id and c.source_id not in titles]
+        for location, c in dangling:  # sources are all written in the first pass
+            self.error(location, f"source not found: {c.source_id!r}")
+        if dangling:
+            return
         now = datetime.now(UTC)
         rows = []
         for _, c in items:

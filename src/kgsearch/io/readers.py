@@ -78,7 +78,7 @@ def read_records(path: Path) -> Iterator[tuple[str, Raw]]:
 
 
 def _jsonl(path: Path) -> Iterator[tuple[str, Raw]]:
-    with path.open(encoding="utf-8") as handle:
+    with path.open(encoding="utf-8-sig") as handle:  # a BOM (Excel, Notepad) is skipped
         lineno = 0
         while True:
             lineno += 1
@@ -99,11 +99,14 @@ def _jsonl(path: Path) -> Iterator[tuple[str, Raw]]:
 
 def _json(path: Path) -> Iterator[tuple[str, Raw]]:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(path.read_text(encoding="utf-8-sig"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         line = getattr(exc, "lineno", None)
         loc = f"{path}:{line}" if line else str(path)
         yield loc, RecordError(loc, f"invalid JSON: {exc}")
+        return
+    except RecursionError:
+        yield str(path), RecordError(str(path), "invalid JSON: nested too deeply to read")
         return
     if isinstance(document, list):
         for index, record in enumerate(document):
@@ -139,7 +142,7 @@ def _json(path: Path) -> Iterator[tuple[str, Raw]]:
 
 
 def _csv(path: Path) -> Iterator[tuple[str, Raw]]:
-    with path.open(encoding="utf-8", newline="") as handle:
+    with path.open(encoding="utf-8-sig", newline="") as handle:
         reader = csv.DictReader(handle)
         header = [h.strip() for h in (reader.fieldnames or [])]
         is_rel = "source_id" in header or "source_key" in header

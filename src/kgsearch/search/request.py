@@ -52,7 +52,13 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
 
-class ScopeConfig(_Model):
+class _Input(_Model):
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False
+    )
+
+
+class ScopeConfig(_Input):
     """Which methods run over one scope and how many candidates each returns."""
 
     methods: list[Method] = Field(default_factory=lambda: list(_ALL_METHODS))
@@ -61,7 +67,7 @@ class ScopeConfig(_Model):
     )
 
 
-class SearchRequest(_Model):
+class SearchRequest(_Input):
     """One unified search over objects, relationships and chunks.
 
     ``result_types`` follows seed 000: ``both`` searches everything, ``graph``

@@ -1,0 +1,131 @@
+"""Import files a hostile or careless user writes: deep nesting, non-finite numbers, a
+byte-order mark, a property named ``kind``, a chunk of a missing source. Every failure
+is ``file:line: reason`` with nothing written; every valid file imports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kgsearch.engine import Engine
+from kgsearch.errors import ImportFailed
+
+EMPTY = {"objects": 0, "relationships": 0, "sources": 0, "chunks": 0, "mentions": 0}
+
+
+def nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def refused(engine: Engine, path: Path) -> list[dict[str, str]]:
+    with pytest.raises(ImportFailed) as caught:
+        engine.import_files([path])
+    assert engine.store.counts("default") == EMPTY
+    return list(caught.value.details["errors"])
+
+
+def test_deep_properties_are_refused_with_their_line(engine: Engine, tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsonl"
+    lines = [
+        {"kind": "object", "type": "T", "key": "ok"},
+        {"kind": "object", "type": "T", "key": "deep", "properties": nested(100)},
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+
+    (error,) = refused(engine, path)
+    assert error["location"] == f"{path}:2"
+    assert "nests deeper than 32 levels" in error["reason"]
+
+
+def test_a_json_file_nested_past_the_parser_is_a_clear_error(
+    engine: Engine, tmp_path: Path
+) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 5000 + "]" * 5000, encoding="utf-8")
+
+    (error,) = refused(engine, path)
+    assert error["location"] == str(path) and "nested too deeply" in error["reason"]
+
+
+def test_a_jsonl_line_nested_past_the_parser_is_a_clear_error(
+    engine: Engine, tmp_path: Path
+) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"type": "T", "x": ' + "[" * 5000 + "]" * 5000 + "}\n", encoding="utf-8")
+
+    (error,) = refused(engine, path)
+    assert error["location"] == f"{path}:1" and "invalid JSON" in error["reason"]
+
+
+@pytest.mark.parametrize("weight", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_non_finite_weights_are_refused_with_their_line(
+    engine: Engine, tmp_path: Path, weight: str
+) -> None:
+    path = tmp_path / "w.jsonl"
+    path.write_text(
+        '{"kind": "object", "type": "T", "key": "a"}\n'
+        '{"kind": "object", "type": "T", "key": "b"}\n'
+        '{"kind": "relationship", "type": "r", "source": {"type": "T", "key": "a"}, '
+        f'"target": {{"type": "T", "key": "b"}}, "weight": {weight}}}\n',
+        encoding="utf-8",
+    )
+
+    (error,) = refused(engine, path)
+    assert error["location"] == f"{path}:3" and "finite" in error["reason"]
+
+
+def test_non_finite_numbers_in_properties_are_refused(engine: Engine, tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_text(
+        '{"kind": "object", "type": "T", "key": "a", "properties": {"score": NaN}}\n',
+        encoding="utf-8",
+    )
+
+    (error,) = refused(engine, path)
+    assert error["location"] == f"{path}:1" and "finite" in error["reason"]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json", ".csv"])
+def test_a_byte_order_mark_is_accepted(engine: Engine, tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"bom{suffix}"
+    body = {
+        ".jsonl": '{"kind": "object", "type": "T", "key": "a"}\n',
+        ".json": '{"objects": [{"type": "T", "key": "a"}]}',
+        ".csv": "type,key\nT,a\n",
+    }[suffix]
+    path.write_bytes(b"\xef\xbb\xbf" + body.encode("utf-8"))
+
+    engine.import_files([path])
+
+    assert engine.get_object_by_key("T", "a").key == "a"
+
+
+def test_a_property_named_kind_is_not_the_records_kind(engine: Engine, tmp_path: Path) -> None:
+    path = tmp_path / "k.jsonl"
+    path.write_text(
+        '{"type": "Widget", "properties": {"kind": "gadget"}, "key": "w", "kind": "object"}\n',
+        encoding="utf-8",
+    )
+
+    engine.import_files([path])
+
+    assert engine.get_object_by_key("Widget", "w").properties == {"kind": "gadget"}
+
+
+def test_a_chunk_of_a_missing_source_is_refused(engine: Engine, tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_text(
+        '{"kind": "source", "id": "s1"}\n'
+        '{"kind": "chunk", "id": "c1", "text": "fine", "source_id": "s1"}\n'
+        '{"kind": "chunk", "id": "c2", "text": "orphan", "source_id": "nowhere"}\n',
+        encoding="utf-8",
+    )
+
+    (error,) = refused(engine, path)
+    assert error["location"] == f"{path}:3" and "source not found: 'nowhere'" in error["reason"]
