@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -37,6 +38,7 @@ __all__ = [
     "Filters",
     "GraphObject",
     "Hit",
+    "Instant",
     "Kind",
     "LegHit",
     "Mention",
@@ -120,6 +122,21 @@ def check_json(value: Mapping[str, Any], what: str) -> Mapping[str, Any]:
         if size > MAX_JSON_CHARS:
             raise ValueError(f"{what} is larger than {MAX_JSON_CHARS:,} characters")
     return value
+
+
+def _in_range(value: datetime) -> datetime:
+    """``value`` in UTC (naive ones are UTC), refused when that leaves years 1-9999."""
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    try:
+        return aware.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(
+            f"{value.isoformat()} is out of range once converted to UTC (years 1-9999)"
+        ) from None
+
+
+Instant = Annotated[datetime, AfterValidator(_in_range)]
+"""An input date-time: converted to UTC, refused when that overflows."""
 
 
 class _Input(_Frozen):
@@ -214,8 +231,8 @@ class RelationshipIn(_Input):
     label: str | None = None
     properties: dict[str, Any] = Field(default_factory=dict)
     weight: float = 1.0
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
+    valid_from: Instant | None = None
+    valid_to: Instant | None = None
     description: str | None = None
     source_chunks: list[str] = Field(default_factory=list)
 
@@ -386,7 +403,7 @@ class Filters(_Input):
     relationship_types: list[str] | None = None
     labels: list[str] | None = None
     properties: dict[str, str | int | float | bool] | None = None
-    as_of: datetime | None = None
+    as_of: Instant | None = None
     embedded_only: bool = False
 
 

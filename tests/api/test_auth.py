@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import httpx
 import pytest
+from starlette.datastructures import Headers, QueryParams
 
 from kgsearch import Engine, InvalidRequest, NotFound
 from kgsearch.api.app import create_app
@@ -218,11 +219,70 @@ def test_keyless_mode_refuses_non_loopback_clients() -> None:
         state = State()
 
     class Request:
-        headers: ClassVar[dict[str, str]] = {}
+        headers = Headers({})
         scope: ClassVar[dict[str, str]] = {}
-        query_params: ClassVar[dict[str, str]] = {}
+        query_params = QueryParams("")
         client = Client()
         app = App()
 
     with pytest.raises(Forbidden):
         require("read")(Request(), None)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Host": "attacker.example"},
+        {"Host": "attacker.example:8000"},
+        {"Origin": "http://attacker.example"},
+        {"Origin": "null"},
+    ],
+)
+def test_keyless_mode_refuses_requests_for_other_names(
+    serve: Serve, http: Http, api_engine: Engine, headers: dict[str, str]
+) -> None:
+    base = serve(create_app(api_engine, keys=False))
+
+    response = http(base, None, **headers).post("/api/graph/objects", json=ADA)
+
+    assert response.status_code == 403
+    assert "keyless mode" in response.json()["error"]["message"]
+    assert api_engine.list_rows("object").items == []
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Host": "localhost:8000"},
+        {"Host": "127.0.0.1"},
+        {"Host": "[::1]:9000"},
+        {"Origin": "http://localhost:5173"},
+    ],
+)
+def test_keyless_mode_serves_loopback_names(
+    serve: Serve, http: Http, api_engine: Engine, headers: dict[str, str]
+) -> None:
+    base = serve(create_app(api_engine, keys=False))
+
+    assert http(base, None, **headers).post("/api/graph/objects", json=ADA).status_code == 201
+
+
+def test_two_project_headers_are_refused(serve: Serve, http: Http, api_engine: Engine) -> None:
+    key, _ = api_engine.create_api_key("alpha", "read,write")
+    base = serve(create_app(api_engine))
+    with httpx.Client(base_url=base) as c:
+        response = c.get(
+            "/api/graph/objects",
+            headers=[
+                ("Authorization", f"Bearer {key}"),
+                ("X-Kgsearch-Project", "alpha"),
+                ("X-Kgsearch-Project", "beta"),
+            ],
+        )
+        twice = c.get(
+            "/api/graph/objects?project=alpha&project=beta",
+            headers={"Authorization": f"Bearer {key}"},
+        )
+
+    assert response.status_code == 400 and "at most one" in response.text
+    assert twice.status_code == 400

@@ -211,3 +211,33 @@ def test_a_non_finite_weight_is_refused(c: httpx.Client, weight: str) -> None:
     status, _ = error(response)
     assert status == 400
     assert c.get("/api/graph/relationships").json()["items"] == []
+
+
+@pytest.mark.parametrize("instant", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"])
+def test_datetimes_past_the_utc_range_are_400(c: httpx.Client, instant: str) -> None:
+    search = c.post("/api/search/unified", json={"query": "a", "filters": {"as_of": instant}})
+    for key in ("a", "b"):
+        c.post("/api/graph/objects", json={"type": "T", "key": key})
+    edge = c.post(
+        "/api/graph/relationships",
+        json={
+            "type": "r",
+            "source": {"type": "T", "key": "a"},
+            "target": {"type": "T", "key": "b"},
+            "valid_from": instant,
+        },
+    )
+
+    assert error(search) == (400, "invalid_request") and "out of range" in search.text
+    assert error(edge) == (400, "invalid_request")
+    assert c.get("/health").status_code == 200  # the connection is still served
+
+
+@pytest.mark.parametrize("cursor", ["9" * 40, "-5", "1e5"])
+def test_a_cursor_no_store_handed_out_is_400_without_internals(
+    c: httpx.Client, cursor: str
+) -> None:
+    response = c.get("/api/graph/objects", params={"cursor": cursor})
+
+    assert error(response) == (400, "invalid_request")
+    assert "invalid cursor" in response.text and "SQLite" not in response.text

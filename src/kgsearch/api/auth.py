@@ -102,8 +102,15 @@ def _reject_unknown_query(request: Request) -> None:
             )
 
 
+def _one(values: list[str], what: str) -> str | None:
+    if len(values) > 1:
+        raise InvalidRequest(f"send at most one {what}", details={"got": values})
+    return values[0] if values else None
+
+
 def _named_project(request: Request, query: str | None) -> str | None:
-    header = request.headers.get(PROJECT_HEADER)
+    header = _one(request.headers.getlist(PROJECT_HEADER), f"{PROJECT_HEADER} header")
+    query = _one(request.query_params.getlist("project"), "project query parameter")
     if header is not None and query is not None and header != query:
         raise InvalidRequest(
             f"the {PROJECT_HEADER} header and the project query parameter disagree",
@@ -113,6 +120,31 @@ def _named_project(request: Request, query: str | None) -> str | None:
     if named is not None and not (named.strip() and len(named) <= 200):
         raise InvalidRequest("project must be a non-blank name of at most 200 characters")
     return named
+
+
+def _hostname(value: str) -> str:
+    """The host of a ``Host`` header or an origin's authority, without its port."""
+    if value.startswith("["):  # [::1]:8000
+        return value[1:].partition("]")[0]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _check_loopback_names(request: Request) -> None:
+    """In keyless mode a request must be addressed to a loopback name, and a browser's
+    ``Origin`` must be one too: a web page that rebinds its own name to 127.0.0.1
+    sends its own name in ``Host`` and is refused (DNS rebinding)."""
+    host = request.headers.get("host", "")
+    if not is_loopback(_hostname(host)):
+        raise Forbidden(
+            f"keyless mode answers requests addressed to localhost only, not Host {host!r}"
+        )
+    origin = request.headers.get("origin")
+    if origin is not None and origin != "null":
+        authority = origin.partition("://")[2].split("/", 1)[0]
+        if not is_loopback(_hostname(authority)):
+            raise Forbidden(f"keyless mode refuses requests from the page at {origin!r}")
+    elif origin == "null":
+        raise Forbidden("keyless mode refuses requests from opaque origins")
 
 
 def _authenticate(request: Request, credentials: HTTPAuthorizationCredentials | None) -> ApiKey:
@@ -155,6 +187,7 @@ def require(scope: Scope) -> Callable[..., Principal]:
             client = request.client.host if request.client else None
             if not is_loopback(client):
                 raise Forbidden("keyless mode serves loopback clients only; use an API key")
+            _check_loopback_names(request)
             default = get_engine(request).project
             principal = Principal(named or default, frozenset(ALL_SCOPES))
         principal.need(scope)

@@ -17,6 +17,7 @@ from kgsearch.model import (
     Chunk,
     ChunkIn,
     GraphObject,
+    Instant,
     ObjectIn,
     Relationship,
     RelationshipIn,
@@ -172,8 +173,8 @@ class RelationshipPatch(_Body):
     label: str | None = None
     properties: dict[str, Any] | None = None
     weight: float | None = Field(default=None, allow_inf_nan=False)
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
+    valid_from: Instant | None = None
+    valid_to: Instant | None = None
     description: str | None = None
     source_chunks: list[str] | None = None
     project: str | None = _PROJECT

@@ -222,9 +222,12 @@ def page_start(limit: int, cursor: str | None) -> int:
     if not cursor:
         return 0
     try:
-        return int(cursor)
+        position = int(cursor)
     except ValueError:
-        raise InvalidRequest(f"invalid cursor {cursor!r}") from None
+        raise InvalidRequest(f"invalid cursor {cursor[:50]!r}") from None
+    if not 0 <= position < 2**63:  # positions are 64-bit row numbers
+        raise InvalidRequest(f"invalid cursor {cursor[:50]!r}")
+    return position
 
 
 def page_of(rows: Sequence[Any], limit: int, decode: Callable[[Any], Any], position: str) -> Page:
