@@ -65,6 +65,15 @@ class SearchSettings(BaseModel):
 
     rrf_k: int = Field(default=60, ge=1)
     limit: int = Field(default=10, ge=1, le=100)
+    query_deadline_seconds: float = Field(
+        default=5.0, gt=0, description="A search waits this long for a remote query embedding"
+    )
+    breaker_failures: int = Field(
+        default=3, ge=1, description="Query embedding failures in a row that open the breaker"
+    )
+    breaker_cooldown_seconds: float = Field(
+        default=30.0, ge=0, description="Searches skip a failing embedder this long"
+    )
 
 
 class LLMSettings(BaseModel):

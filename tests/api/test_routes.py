@@ -413,6 +413,19 @@ def test_context_formats_hits_as_prompt_lines(seeded: httpx.Client) -> None:
     assert 0 < body["tokens"] <= 200
 
 
+def test_context_sections_with_a_query_mode(seeded: httpx.Client) -> None:
+    body = seeded.post(
+        "/api/search/context",
+        json={"query": "Ada works for Acme", "recipe": "hybrid", "style": "sections"},
+    ).json()
+
+    assert body["context"].startswith("## Entities\n[E1] ")
+    assert "## Relationships\n[R1] Ada Lovelace works for Acme Corp" in body["context"]
+    assert set(body["citations"]) >= {"E1", "R1"}
+    bad = seeded.post("/api/search/context", json={"query": "a", "style": "poem"})
+    assert bad.status_code == 400
+
+
 def test_explain_shows_legs_and_the_fused_order(seeded: httpx.Client) -> None:
     body = seeded.post("/api/search/explain", json={"query": "Ada"}).json()
 

@@ -83,6 +83,10 @@ async def _full_session(client: Client) -> dict[str, Any]:
     calls: list[tuple[str, dict[str, Any]]] = [
         ("search", {"query": "Ada works for Acme", "include_debug": True}),
         ("context", {"query": "Ada works for Acme", "max_tokens": 100}),
+        (
+            "context_sections",
+            {"query": "Ada works for Acme", "recipe": "mix", "style": "sections"},
+        ),
         ("explain", {"query": "Ada"}),
         ("get_object_by_key", {"type": "Person", "key": "ada"}),
         ("embedding_status", {}),
@@ -113,6 +117,7 @@ async def _full_session(client: Client) -> dict[str, Any]:
             "long_query": "search",
             "bad_limit": "search",
             "unknown_tool": "no_such_tool",
+            "context_sections": "context",
         }.get(name, name)
         result = await client.call_tool(tool, args)
         out[name] = (result.is_error, tool_payload(result))
@@ -141,6 +146,17 @@ def test_search_returns_the_unified_response(full: dict[str, Any]) -> None:
     assert {r["type"] for r in body["results"]} == {"graph", "relationship", "text"}
     assert body["metadata"]["fusionStrategy"] == "rrf"
     assert "score_distribution" in body["debug"]
+
+
+def test_context_sections_cite_their_rows(
+    full: dict[str, Any], db: tuple[Path, dict[str, str]]
+) -> None:
+    error, body = full["context_sections"]
+
+    assert error is False
+    assert "## Entities" in body["context"] and "## Relationships" in body["context"]
+    assert body["citations"]["E1"] in db[1].values()
+    assert all(f"[{c}]" in body["context"] for c in body["citations"])
 
 
 def test_context_returns_prompt_lines(full: dict[str, Any]) -> None:

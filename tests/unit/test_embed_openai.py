@@ -119,14 +119,14 @@ def test_embeds_documents_in_order(serve: Callable[[Responder], Server]) -> None
 def test_vectors_are_normalised_to_unit_length(serve: Callable[[Responder], Server]) -> None:
     server = serve(embeddings_ok)
     with _embedder(server) as embedder:
-        vector = embedder.embed_query("Ada works for Acme")
+        vector = embedder.embed_documents(["Ada works for Acme"])[0]
     assert (vector.dtype, round(float(np.linalg.norm(vector)), 5)) == (np.dtype("float32"), 1.0)
 
 
 def test_posts_model_and_inputs_to_embeddings_path(serve: Callable[[Responder], Server]) -> None:
     server = serve(embeddings_ok)
     with _embedder(server) as embedder:
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
     assert server.requests == [
         {
             "path": "/v1/embeddings",
@@ -139,7 +139,7 @@ def test_posts_model_and_inputs_to_embeddings_path(serve: Callable[[Responder], 
 def test_sends_api_key_as_bearer_token(serve: Callable[[Responder], Server]) -> None:
     server = serve(embeddings_ok)
     with _embedder(server, api_key="sk-test") as embedder:
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
     assert [r["authorization"] for r in server.requests] == ["Bearer sk-test"]
 
 
@@ -189,7 +189,7 @@ def test_dims_are_discovered_from_the_first_embedding(
 ) -> None:
     server = serve(embeddings_ok)
     with _embedder(server) as embedder:
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
         assert (embedder.dims, len(server.requests)) == (8, 1)
 
 
@@ -202,7 +202,7 @@ def test_declared_dims_need_no_request(serve: Callable[[Responder], Server]) -> 
 def test_wrong_dims_raise_dimension_mismatch(serve: Callable[[Responder], Server]) -> None:
     server = serve(embeddings_ok)
     with _embedder(server, dims=16) as embedder, pytest.raises(DimensionMismatch) as caught:
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
     assert caught.value.details == {"model_id": "openai:test-embed", "expected": 16, "got": 8}
 
 
@@ -212,7 +212,7 @@ def test_retries_two_server_errors_then_succeeds(serve: Callable[[Responder], Se
 
     server = serve(fail_twice)
     with _embedder(server) as embedder:
-        vector = embedder.embed_query("hello")
+        vector = embedder.embed_documents(["hello"])[0]
     assert (np.allclose(vector, _unit("hello")), len(server.requests)) == (True, 3)
 
 
@@ -227,7 +227,7 @@ def test_retries_rate_limit_after_retry_after_seconds(
     server = serve(limited_once)
     started = time.monotonic()
     with _embedder(server) as embedder:
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
     assert (len(server.requests), time.monotonic() - started >= 0.2) == (2, True)
 
 
@@ -242,7 +242,7 @@ def test_http_date_retry_after_falls_back_to_backoff(
     server = serve(limited_once)
     started = time.monotonic()
     with _embedder(server) as embedder:
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
     assert (len(server.requests), time.monotonic() - started < 1) == (2, True)
 
 
@@ -252,7 +252,7 @@ def test_persistent_server_error_raises_after_retries(
     server = serve(lambda number, body: (500, {"error": "boom"}))
     started = time.monotonic()
     with _embedder(server, max_retries=3) as embedder, pytest.raises(ProviderError) as caught:
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
     assert (caught.value.details, len(server.requests), time.monotonic() - started < 2) == (
         {
             "url": f"{server.url}/embeddings",
@@ -268,7 +268,7 @@ def test_persistent_server_error_raises_after_retries(
 def test_provider_error_message_has_status_and_body(serve: Callable[[Responder], Server]) -> None:
     server = serve(lambda number, body: (503, "upstream down"))
     with _embedder(server, max_retries=0) as embedder, pytest.raises(ProviderError) as caught:
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
     assert caught.value.message == (
         f"{server.url}/embeddings answered HTTP 503 after 1 attempt(s): upstream down"
     )
@@ -277,7 +277,7 @@ def test_provider_error_message_has_status_and_body(serve: Callable[[Responder],
 def test_client_error_is_not_retried(serve: Callable[[Responder], Server]) -> None:
     server = serve(lambda number, body: (400, {"error": "bad model"}))
     with _embedder(server) as embedder, pytest.raises(ProviderError):
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
     assert len(server.requests) == 1
 
 
@@ -286,7 +286,7 @@ def test_unauthorized_without_key_raises_missing_credentials(
 ) -> None:
     server = serve(lambda number, body: (401, {"error": "no key"}))
     with _embedder(server) as embedder, pytest.raises(MissingCredentials) as caught:
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
     assert caught.value.message == (
         f"{server.url}/embeddings answered 401 Unauthorized and no API key is configured: "
         "set KGSEARCH_EMBED__API_KEY."
@@ -296,14 +296,14 @@ def test_unauthorized_without_key_raises_missing_credentials(
 def test_unauthorized_with_key_raises_provider_error(serve: Callable[[Responder], Server]) -> None:
     server = serve(lambda number, body: (401, {"error": "bad key"}))
     with _embedder(server, api_key="sk-wrong") as embedder, pytest.raises(ProviderError) as caught:
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
     assert type(caught.value) is ProviderError
 
 
 def test_non_json_body_raises_provider_error(serve: Callable[[Responder], Server]) -> None:
     server = serve(lambda number, body: (200, "<html>proxy login</html>"))
     with _embedder(server) as embedder, pytest.raises(ProviderError) as caught:
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
     assert caught.value.message == (
         f"{server.url}/embeddings returned a non-JSON body: <html>proxy login</html>"
     )
@@ -314,7 +314,7 @@ def test_response_without_data_raises_provider_error(
 ) -> None:
     server = serve(lambda number, body: (200, {"object": "list"}))
     with _embedder(server) as embedder, pytest.raises(ProviderError) as caught:
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
     assert caught.value.message == (
         f"{server.url}/embeddings did not return an embeddings response: KeyError('data')"
     )
@@ -335,7 +335,7 @@ def test_wrong_number_of_vectors_raises_provider_error(
 def test_zero_vector_raises_provider_error(serve: Callable[[Responder], Server]) -> None:
     server = serve(lambda number, body: (200, {"data": [{"index": 0, "embedding": [0.0] * 8}]}))
     with _embedder(server) as embedder, pytest.raises(ProviderError) as caught:
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
     assert caught.value.message == "openai:test-embed returned a zero or non-finite vector."
 
 
@@ -352,7 +352,7 @@ def test_unreachable_server_raises_provider_error_after_retries() -> None:
         OpenAIEmbedder("m", base_url=url, max_retries=2, backoff=0.001) as embedder,
         pytest.raises(ProviderError) as caught,
     ):
-        embedder.embed_query("hello")
+        embedder.embed_documents(["hello"])
     assert caught.value.details == {"url": f"{url}/embeddings", "attempts": 3}
 
 
@@ -381,3 +381,10 @@ def test_identity_and_token_estimate() -> None:
 def test_constructor_rejects_non_positive_sizes(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         OpenAIEmbedder("m", base_url="http://localhost:1/v1", **options)
+
+
+def test_a_query_embedding_is_tried_once(serve: Callable[[Responder], Server]) -> None:
+    server = serve(lambda number, body: (500, {"error": "boom"}))
+    with _embedder(server, max_retries=3) as embedder, pytest.raises(ProviderError):
+        embedder.embed_query("hello")
+    assert len(server.requests) == 1  # a search has a deadline; retries would outlive it

@@ -120,14 +120,16 @@ def create_app(
     return app
 
 
-def _health(request: Request) -> dict[str, Any]:
+_HEALTH_THREADS = anyio.CapacityLimiter(2)
+"""/health runs on threads of its own, so it answers while every request thread is
+busy (a slow provider, a long import)."""
+
+
+async def _health(request: Request) -> dict[str, Any]:
     """Liveness: the store answers. Needs no key."""
     engine: Engine = request.app.state.engine
-    return {
-        "status": "ok",
-        "version": kgsearch.__version__,
-        "schema": engine.store.info().schema_version,
-    }
+    info = await anyio.to_thread.run_sync(engine.store.info, limiter=_HEALTH_THREADS)
+    return {"status": "ok", "version": kgsearch.__version__, "schema": info.schema_version}
 
 
 def _error(exc: KgsearchError) -> JSONResponse:

@@ -212,6 +212,10 @@ class ContextRequest(UnifiedSearch):
     """A search whose hits are formatted as RAG prompt context."""
 
     max_tokens: int = Field(default=1000, ge=1, le=100_000, alias="maxTokens")
+    style: Literal["lines", "sections"] = Field(
+        default="lines",
+        description="lines (best first) or sections (entities, relationships, sources; cited)",
+    )
 
 
 class BackfillRequest(_Body):

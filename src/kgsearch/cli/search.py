@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import click
 from rich.markup import escape
@@ -104,16 +104,26 @@ def search(state: State, /, query: str, debug: bool, explain: bool, **options: A
     type=click.IntRange(1, 100_000),
     help="Token budget of the context.",
 )
+@click.option(
+    "--sections",
+    is_flag=True,
+    help="Entities, Relationships and Sources sections with citations ([E1], [R1], [S1]).",
+)
 @pass_state
 @handle_errors
-def context(state: State, /, query: str, max_tokens: int, **options: Any) -> None:
+def context(state: State, /, query: str, max_tokens: int, sections: bool, **options: Any) -> None:
     """Print RAG prompt context for a question: objects, triplets and snippets.
 
-    Example: kgsearch context "films by Henry King" --max-tokens 300
+    With a query mode (--recipe local, global, hybrid, mix or naive) and --sections it
+    is LightRAG-style context: the entities, relationships and source passages the mode
+    found, each cited, within the budget.
+
+    Example: kgsearch context "films by Henry King" --recipe hybrid --sections
     """
     request = _build(query, **options)
+    style: Literal["lines", "sections"] = "sections" if sections else "lines"
     with engine_from(state) as engine:
-        value = engine.context(request.pop("query"), max_tokens=max_tokens, **request)
+        value = engine.context(request.pop("query"), max_tokens=max_tokens, style=style, **request)
     emit(state, value, lambda v: out.print(v.context, markup=False))
 
 

@@ -26,6 +26,9 @@ __all__ = ["OpenAIEmbedder"]
 _PROBE_TEXT = "dimension probe"
 
 
+_ONCE = RetryPolicy(max_retries=0)
+
+
 class OpenAIEmbedder:
     """An embedder that calls an OpenAI-compatible ``POST {base_url}/embeddings``.
 
@@ -53,6 +56,9 @@ class OpenAIEmbedder:
     An empty text is sent as a single space, because OpenAI rejects empty inputs.
     The HTTP client is thread-safe; call :meth:`close` (or use ``with``) when done.
     """
+
+    remote = True
+    """Calls leave the process (so searches guard them with a deadline)."""
 
     def __init__(
         self,
@@ -128,8 +134,9 @@ class OpenAIEmbedder:
         return vectors
 
     def embed_query(self, text: str) -> Vector:
-        """Embed one search query (sent the same way as a document)."""
-        return self._embed_batch([text])[0]
+        """Embed one search query (sent the same way as a document, but tried once: a
+        search waiting on it has a deadline, and a retry would only outlive it)."""
+        return self._embed_batch([text], retry=_ONCE)[0]
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -141,11 +148,13 @@ class OpenAIEmbedder:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _embed_batch(self, texts: Sequence[str]) -> list[Vector]:
+    def _embed_batch(
+        self, texts: Sequence[str], *, retry: RetryPolicy | None = None
+    ) -> list[Vector]:
         # OpenAI rejects an empty string in `input` with a 400; a single space
         # embeds as "no content" on every server we target.
         inputs = [text or " " for text in texts]
-        payload = self._post({"model": self._model, "input": inputs})
+        payload = self._post({"model": self._model, "input": inputs}, retry or self._retry)
         matrix = self._parse(payload, len(inputs))
         self._check_dims(matrix.shape[1])
         if not np.isfinite(matrix).all() or not np.linalg.norm(matrix, axis=1).all():
@@ -155,9 +164,9 @@ class OpenAIEmbedder:
             )
         return unit_vectors(matrix)
 
-    def _post(self, body: dict[str, Any]) -> Any:
+    def _post(self, body: dict[str, Any], retry: RetryPolicy) -> Any:
         """POST ``body``, retrying transient failures; return the decoded JSON."""
-        response, attempts = post_json(self._client, self._url, body, self._retry)
+        response, attempts = post_json(self._client, self._url, body, retry)
         if response.is_success:
             return json_body(response)
         if response.status_code == 401 and not self._has_key:

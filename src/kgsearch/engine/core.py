@@ -11,6 +11,7 @@ from typing import Any, Self
 from kgsearch.config import ExtractSettings, LLMSettings, Settings
 from kgsearch.embed import create_embedder
 from kgsearch.embed.base import Embedder
+from kgsearch.embed.guard import QueryGuard
 from kgsearch.engine import providers
 from kgsearch.engine.providers import ExtractorFactory
 from kgsearch.errors import InvalidRequest
@@ -66,8 +67,10 @@ class EngineCore:
         extractors: ExtractorFactory | None = None,
         extract_settings: ExtractSettings | None = None,
         llm_settings: LLMSettings | None = None,
+        query_guard: QueryGuard | None = None,
     ) -> None:
         self.store = store
+        self.query_guard = query_guard or QueryGuard()
         self.extract_settings = extract_settings or ExtractSettings()
         self.llm_settings = llm_settings or LLMSettings()
         self._extractor_factory = extractors or providers.extractor_factory(
@@ -118,6 +121,11 @@ class EngineCore:
             enrichment=load_enrichment_config(embed.enrichment_config),
             project=project or settings.store.project,
             retry=RetryPolicy(embed.max_attempts, embed.backoff_seconds),
+            query_guard=QueryGuard(
+                deadline=settings.search.query_deadline_seconds,
+                failures=settings.search.breaker_failures,
+                cooldown=settings.search.breaker_cooldown_seconds,
+            ),
         )
 
     # build -----------------------------------------------------------------
@@ -161,6 +169,7 @@ class EngineCore:
 
     def close(self) -> None:
         """Close the store."""
+        self.query_guard.close()
         self.store.close()
 
     def __enter__(self) -> Self:
@@ -210,5 +219,10 @@ class EngineCore:
 
     def _searching(self, project: str | None) -> SearchSetup:
         return SearchSetup(
-            self.store, self._p(project), self._info, lambda: self.embedder, self.cross_encoder
+            self.store,
+            self._p(project),
+            self._info,
+            lambda: self.embedder,
+            self.cross_encoder,
+            self.query_guard,
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from kgsearch import keys
 from kgsearch.engine.core import EngineCore
@@ -46,10 +46,13 @@ class SearchMethods(EngineCore):
         *,
         max_tokens: int = 1000,
         project: str | None = None,
+        style: Literal["lines", "sections"] = "lines",
         **options: Any,
     ) -> RagContext:
-        """RAG context: the search's hits as prompt lines within ``max_tokens``."""
-        return searching.context(self._searching(project), request, options, max_tokens)
+        """RAG context: the search's hits within ``max_tokens``, as prompt lines best
+        first, or (``style="sections"``) as Entities, Relationships and Sources
+        sections whose items carry citations (``citations`` maps them to row ids)."""
+        return searching.context(self._searching(project), request, options, max_tokens, style)
 
     # keys (used by the REST/MCP adapters) --------------------------------------
     def create_api_key(

@@ -203,15 +203,21 @@ def create_server(
         recipe: Recipe = None,
         filters: Filters | None = None,
         max_tokens: Annotated[int, Field(ge=1, le=100_000)] = 1000,
+        style: Annotated[
+            Literal["lines", "sections"],
+            Field(description="sections: entities, relationships and sources, each cited"),
+        ] = "lines",
     ) -> CallToolResult:
         """Prompt-ready context for a question: the best objects, triplets and text
-        snippets as lines, within ``max_tokens``."""
+        snippets as lines, within ``max_tokens``; with ``style="sections"`` and a query
+        mode recipe (local, global, hybrid, mix, naive), cited sections."""
         return await call(
             "read",
             lambda: engine.context(
                 request(query, limit, result_types, type_hint, recipe, filters),
                 max_tokens=max_tokens,
                 project=p,
+                style=style,
             ),
         )
 

@@ -440,13 +440,17 @@ def _key_pairs(items: Sequence[_Prepared]) -> set[tuple[int, int]]:
 
 
 def _fuzzy_pairs(items: Sequence[_Prepared], rules: MatchRules) -> set[tuple[int, int]]:
-    """Pairs over the fuzzy threshold among names sharing a token, prefix or suffix."""
+    """Pairs over the fuzzy threshold among names sharing a token, a prefix or suffix,
+    or a word's first or last three characters."""
     blocks: dict[str, list[int]] = defaultdict(list)
     for i, item in enumerate(items):
         if len(item.key) < rules.min_fuzzy_length:
             continue
-        keys = {f"t:{token}" for token in item.key.split()}
+        tokens = item.key.split()
+        keys = {f"t:{token}" for token in tokens}
         keys |= {f"p:{item.key[:3]}", f"s:{item.key[-3:]}"}
+        # a typo changes a word's start or its end, rarely both
+        keys |= {f"tp:{token[:3]}" for token in tokens} | {f"ts:{token[-3:]}" for token in tokens}
         for key in keys:
             blocks[key].append(i)
     pairs: set[tuple[int, int]] = set()

@@ -30,7 +30,7 @@ from kgsearch.search.statements import Traces, log_of
 from kgsearch.store.base import Store, Trace
 from kgsearch.text.fields import normalize_tag
 
-__all__ = ["Legs", "graph_legs", "key", "scope_legs", "split_key"]
+__all__ = ["Legs", "allowed_objects", "graph_legs", "key", "scope_legs", "split_key"]
 
 _PPR_MAX_EDGES = 50_000
 
@@ -338,7 +338,7 @@ def _bfs(
         as_of=request.filters.as_of,
         trace=trace,
     )
-    allowed = _allowed_objects(rows, request, [n.id for n in found], trace)
+    allowed = allowed_objects(rows, request, [n.id for n in found], trace)
     if plan.graph_objects:
         objects = [(key(Kind.OBJECT, n.id), 1.0 / n.depth) for n in found if n.id in allowed]
         legs.add("graph:bfs", objects, started)
@@ -348,7 +348,7 @@ def _bfs(
         legs.add("graph:bfs:relationships", list(dict.fromkeys(rels)), started)
 
 
-def _allowed_objects(
+def allowed_objects(
     rows: Rows, request: SearchRequest, ids: Sequence[str], trace: Trace | None
 ) -> set[str]:
     """Object ids passing the type, label and property filters (read through ``rows``)."""
@@ -409,7 +409,7 @@ def _ppr(
         if len(edges) > _PPR_MAX_EDGES or not frontier:
             break
     scores = personalized_pagerank(edges.values(), seeds)
-    allowed = _allowed_objects(rows, request, list(scores), trace)
+    allowed = allowed_objects(rows, request, list(scores), trace)
     ranked = sorted(
         ((i, s) for i, s in scores.items() if i in allowed), key=lambda x: (-x[1], x[0])
     )[:500]
@@ -446,7 +446,7 @@ def _paths(
         found = walk_paths(
             store, rows.project, request.query, embed, depth=request.graph_depth, trace=trace
         )
-        allowed = _allowed_objects(rows, request, [i for i, _ in found.objects], trace)
+        allowed = allowed_objects(rows, request, [i for i, _ in found.objects], trace)
         objects = [(key(Kind.OBJECT, i), s) for i, s in found.objects if i in allowed]
         keep = _allowed_relationships(rows, request, [r for r, _ in found.relationships], trace)
         rels = [(key(Kind.RELATIONSHIP, r), s) for r, s in found.relationships if r in keep]

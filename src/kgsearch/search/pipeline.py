@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from kgsearch.search.fusion import Fused, rrf, weighted
 from kgsearch.search.hydrate import hydrate
 from kgsearch.search.legs import graph_legs, scope_legs
+from kgsearch.search.modes import MODES, mode_legs
+from kgsearch.search.passages import passage_leg
 from kgsearch.search.plan import Plan, Vector, choose_reranker, embed_query, make_plan
 from kgsearch.search.request import SearchRequest, SearchResponse
 from kgsearch.search.rerank import Candidate, CrossEncoder, Reranker
@@ -64,7 +66,12 @@ def run_search(
         with _timed(ms, "fusion"):  # the first round's order picks the graph seeds
             first = _fuse(plan, legs.lists)
         first_round = [(f.key, f.score) for f in first]
-        graph_legs(ctx.store, plan, first_round, legs, rows, traces, ctx.embed_query)
+        if plan.request.graph in MODES:
+            mode_legs(ctx.store, plan, first_round, legs, rows, traces)
+        else:
+            graph_legs(ctx.store, plan, first_round, legs, rows, traces, ctx.embed_query)
+        if plan.request.graph == "paths" and plan.graph_chunks:
+            passage_leg(ctx.store, plan, first_round, legs, rows, traces)
     with _timed(ms, "fusion"):
         fused = _fuse(plan, legs.lists)
     reranker = choose_reranker(plan, query, ctx.cross_encoder)

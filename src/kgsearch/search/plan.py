@@ -53,6 +53,7 @@ class Plan:
         graph: Whether graph legs (BFS or PPR) expand the first round.
         graph_objects: Whether graph legs rank objects.
         graph_relationships: Whether graph legs rank relationships.
+        graph_chunks: Whether graph legs rank chunks (the query modes' expansions).
         seed_top: How many first-round hits seed the graph legs.
         pool_size: How many fused hits are hydrated and handed to reranking.
         pool_kinds: The kinds of row the pool can hold (searched scopes and the kinds
@@ -66,6 +67,7 @@ class Plan:
     graph: bool
     graph_objects: bool
     graph_relationships: bool
+    graph_chunks: bool
     seed_top: int
     pool_size: int
     pool_kinds: tuple[Kind, ...]
@@ -97,6 +99,11 @@ class QueryVectors:
         return next((v for v in self.by_kind.values() if v is not None), None)
 
 
+_CHUNK_GRAPHS = ("local", "global", "hybrid", "paths")
+"""Graph legs that rank chunks: the query modes (``search/modes.py``) and, with
+relation paths, the multi-hop passages (``search/passages.py``)."""
+
+
 def make_plan(request: SearchRequest) -> Plan:
     """Apply the request's recipe and decide scopes, legs, candidate counts and pool size.
 
@@ -114,10 +121,12 @@ def make_plan(request: SearchRequest) -> Plan:
     graph = request.graph != "none" and request.result_types != "text"
     graph_objects = request.objects is not None
     graph_relationships = request.relationships is not None
+    graph_chunks = request.chunks is not None and request.graph in _CHUNK_GRAPHS
     ranked = {
         *scopes,
         *([Kind.OBJECT] if graph and graph_objects else []),
         *([Kind.RELATIONSHIP] if graph and graph_relationships else []),
+        *([Kind.CHUNK] if graph and graph_chunks else []),
     }
     reranked = request.reranker != "none"
     return Plan(
@@ -128,6 +137,7 @@ def make_plan(request: SearchRequest) -> Plan:
         graph=graph,
         graph_objects=graph_objects,
         graph_relationships=graph_relationships,
+        graph_chunks=graph_chunks,
         seed_top=max(5, request.limit // 2),
         # rerankers get a deeper pool to choose from than plain fused order needs
         pool_size=max(request.limit * 3, 30) if reranked else request.limit * 2,

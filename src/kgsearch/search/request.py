@@ -80,11 +80,13 @@ class SearchRequest(_Input):
     objects: ScopeConfig | None = Field(default_factory=ScopeConfig)
     relationships: ScopeConfig | None = Field(default_factory=ScopeConfig)
     chunks: ScopeConfig | None = Field(default_factory=ScopeConfig)
-    graph: Literal["none", "bfs", "ppr", "paths"] = Field(
+    graph: Literal["none", "bfs", "ppr", "paths", "local", "global", "hybrid"] = Field(
         default="none",
         description=(
-            "Graph leg: BFS expansion, personalized PageRank, or relation paths from the "
-            "objects the query names (up to graph_depth hops)"
+            "Graph leg: BFS expansion, personalized PageRank, relation paths from the "
+            "objects the query names (up to graph_depth hops), or a query mode's "
+            "expansion: local (object hits → their relationships and chunks), global "
+            "(relationship hits → their objects and chunks) or hybrid (both)"
         ),
     )
     bfs_origins: list[str] | None = Field(
@@ -135,9 +137,22 @@ RECIPES: dict[str, dict[str, Any]] = {
     "multi_hop": {
         "graph": "paths",
         "graph_depth": 3,
-        "weights": {"graph:paths": 4.0, "graph:paths:relationships": 4.0},
+        # passages: the walk ranks chunks better than their own legs on multi-hop
+        # questions (docs/benchmarks.md "passages"), so it leads their fused order
+        "weights": {
+            "graph:paths": 4.0,
+            "graph:paths:relationships": 4.0,
+            "graph:passages": 12.0,
+        },
     },
     "expand": {"graph": "bfs"},
+    # LightRAG's query modes (search/modes.py): an empty methods list keeps a scope out
+    # of the first round while the mode's expansion still ranks its rows
+    "naive": {"objects": None, "relationships": None},
+    "local": {"graph": "local", "relationships": {"methods": []}, "chunks": {"methods": []}},
+    "global": {"graph": "global", "objects": {"methods": []}, "chunks": {"methods": []}},
+    "hybrid": {"graph": "hybrid", "chunks": {"methods": []}},
+    "mix": {"graph": "hybrid"},
     "node_distance": {"reranker": "node_distance"},
     "mentions": {"reranker": "mentions"},
 }
@@ -285,9 +300,12 @@ class RagContext(_Model):
         tokens: Their length in the embedder's tokens.
         results: How many results the search returned.
         metadata: The search's metadata.
+        citations: With the ``sections`` style, each citation (``E1``, ``R2``,
+            ``S3``) and the id of the row it cites.
     """
 
     context: str
     tokens: int
     results: int
     metadata: dict[str, Any]
+    citations: dict[str, str] = Field(default_factory=dict)

@@ -93,7 +93,10 @@ def results(
         row = rows.get(c.key)
         found_by = list(c.found_by)
         if isinstance(row, GraphObject):
-            fields = {k: v for k, v in row.properties.items() if k != "name"}
+            # hidden properties (provenance: ``_chunks``…) stay on the row, out of hits
+            fields = {
+                k: v for k, v in row.properties.items() if k != "name" and not k.startswith("_")
+            }
             out.append(
                 GraphResult(
                     id=row.id,
@@ -118,7 +121,7 @@ def results(
                     source_id=row.source_id,
                     target_id=row.target_id,
                     label=row.label,
-                    properties=row.properties,
+                    properties={k: v for k, v in row.properties.items() if not k.startswith("_")},
                 )
             )
         elif isinstance(row, Chunk):

@@ -16,14 +16,16 @@ model changed, the search fails with the model check's ``ConfigError`` instead.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kgsearch.embed.base import Embedder, Vector
+from kgsearch.embed.guard import QueryGuard
 from kgsearch.errors import ConfigError, DimensionMismatch, InvalidRequest
-from kgsearch.search.context import format_context
+from kgsearch.search.context import format_context, format_sections
 from kgsearch.search.pipeline import SearchContext, run_search
 from kgsearch.search.request import (
     Explain,
@@ -102,6 +104,8 @@ class SearchSetup:
         embedder: Returns the engine's embedder (made on first use, so a search of a
             store with nothing embedded never loads a model).
         cross_encoder: For the ``cross_encoder`` reranker, if the engine has one.
+        guard: Deadline and circuit breaker for an embedder that calls out of the
+            process (one whose ``remote`` is true).
     """
 
     store: Store
@@ -109,6 +113,7 @@ class SearchSetup:
     info: StoreInfoCache
     embedder: Callable[[], Embedder]
     cross_encoder: CrossEncoder | None = None
+    guard: QueryGuard | None = None
 
 
 def search_request(request: SearchRequest | str, options: Mapping[str, Any]) -> SearchRequest:
@@ -145,6 +150,8 @@ def search_context(setup: SearchSetup) -> SearchContext:
                 "`kgsearch embed generate --model ... --force`"
             )
         embed_query = embedder.embed_query
+        if setup.guard is not None and getattr(embedder, "remote", False):
+            embed_query = functools.partial(setup.guard.embed, embedder.embed_query)
     return SearchContext(setup.store, setup.project, embed_query, setup.cross_encoder)
 
 
@@ -202,7 +209,11 @@ def _run(
 
 
 def context(
-    setup: SearchSetup, request: SearchRequest | str, options: Mapping[str, Any], max_tokens: int
+    setup: SearchSetup,
+    request: SearchRequest | str,
+    options: Mapping[str, Any],
+    max_tokens: int,
+    style: str = "lines",
 ) -> RagContext:
     """A search's hits as prompt lines within ``max_tokens`` of the embedder's tokens.
 
@@ -211,6 +222,8 @@ def context(
         request: A request, or a query string.
         options: Request fields that override or complete ``request``.
         max_tokens: The budget, 1 to 100000.
+        style: ``lines`` (one line per hit, best first) or ``sections`` (entities,
+            relationships and sources, each item cited; ``citations`` maps them).
 
     Returns:
         The context lines, their token count, the number of results and the metadata.
@@ -220,12 +233,21 @@ def context(
     """
     if not 1 <= max_tokens <= 100_000:
         raise InvalidRequest("max_tokens must be between 1 and 100000")
+    if style not in ("lines", "sections"):
+        raise InvalidRequest(f"unknown context style {style!r}; use lines or sections")
     response = search(setup, request, options)
     count = setup.embedder().count_tokens
-    text = format_context(response.results, max_tokens=max_tokens, count_tokens=count)
+    citations: dict[str, str] = {}
+    if style == "sections":
+        text, citations = format_sections(
+            response.results, max_tokens=max_tokens, count_tokens=count
+        )
+    else:
+        text = format_context(response.results, max_tokens=max_tokens, count_tokens=count)
     return RagContext(
         context=text,
         tokens=count(text) if text else 0,
         results=len(response.results),
         metadata=response.metadata,
+        citations=citations,
     )

@@ -40,7 +40,9 @@ def context(body: ContextRequest, who: Reader, engine: EngineDep) -> RagContext:
     if body.include_debug:
         who.need("debug")
     request = plain(body, SearchRequest)
-    return engine.context(request, max_tokens=body.max_tokens, project=who.project)
+    return engine.context(
+        request, max_tokens=body.max_tokens, project=who.project, style=body.style
+    )
 
 
 @router.post("/explain")

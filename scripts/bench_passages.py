@@ -1,0 +1,209 @@
+"""Multi-hop passage retrieval: recall@2 and @5 of the multi_hop recipe next to the
+project's own dense and hybrid chunk search, on the HippoRAG benchmark subsets.
+
+    python scripts/bench_passages.py [--sets musique-openie,musique-spacy,hotpotqa-spacy,2wiki-spacy]
+                                     [--questions N] [--write]
+
+Each set's corpus is ingested once into ``bench-data/passages-<set>.db`` (each passage
+one document of title + text, one chunk; the graph from the recorded GPT-3.5 OpenIE
+file of MuSiQue, or from the offline spaCy extractor) and embedded with the bundled
+model. Per question, three searches over the same store:
+
+- dense: chunks only, vector leg only;
+- hybrid: chunks only, vector + BM25 (the ``chunks`` recipe);
+- multi_hop: the ``multi_hop`` recipe (objects, relationships and chunks, relation
+  paths and the ``graph:passages`` leg), its text results in order.
+
+Recall@k is HippoRAG's: the share of a question's gold supporting passages among the
+first k distinct passages retrieved, averaged over questions. Gold passages are
+matched by title. Latency is the wall time of each search (p50 / p95).
+
+Data: MuSiQue (CC BY 4.0), 2WikiMultihopQA (Apache-2.0) and HotpotQA (CC BY-SA 4.0)
+subsets as published with HippoRAG (eval-data/*-hipporag*; see their READMEs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchdoc import table, write_section
+
+from kgsearch import Engine, SearchRequest, connect
+from kgsearch.io.documents import Document
+from kgsearch.search.request import ScopeConfig, TextResult
+
+ROOT = Path(__file__).resolve().parent.parent
+EVAL = ROOT.parent / "shared" / "eval-data"
+DATA = ROOT / "bench-data"
+MUSIQUE = EVAL / "musique-hipporag-train100"
+HOTPOT = EVAL / "hotpotqa-hipporag-train100"
+TWOWIKI = EVAL / "2wikimultihopqa-hipporag"
+SETS = ["musique-openie", "musique-spacy", "hotpotqa-spacy", "2wiki-spacy"]
+
+
+def corpus(name: str) -> list[tuple[str, str]]:
+    """(title, text) of each passage of a set."""
+    if name.startswith("musique"):
+        rows = json.loads((MUSIQUE / "musique_train_corpus.json").read_text("utf-8"))
+        return [(r["title"], r["text"]) for r in rows]
+    if name.startswith("hotpotqa"):
+        rows = json.loads((HOTPOT / "hotpotqa_train_corpus.json").read_text("utf-8"))
+        return [(title, "".join(sentences)) for title, sentences in rows.items()]
+    rows = json.loads((TWOWIKI / "2wikimultihopqa_corpus.json").read_text("utf-8"))
+    return [(r["title"], r["text"]) for r in rows]
+
+
+def questions(name: str) -> list[tuple[str, set[str]]]:
+    """(question, gold passage titles) of a set."""
+    if name.startswith("musique"):
+        rows = json.loads((MUSIQUE / "musique_train.json").read_text("utf-8"))
+        out = []
+        for r in rows:
+            paragraphs = r["paragraphs"]
+            if isinstance(paragraphs, str):
+                paragraphs = ast.literal_eval(paragraphs)
+            gold = {p["title"] for p in paragraphs if str(p["is_supporting"]) == "True"}
+            out.append((r["question"], gold))
+        return out
+    if name.startswith("hotpotqa"):
+        rows = json.loads((HOTPOT / "hotpotqa_train.json").read_text("utf-8"))
+        return [
+            (r["question"], {t for t, _ in ast.literal_eval(r["supporting_facts"])}) for r in rows
+        ]
+    out = []
+    for line in (TWOWIKI / "gold_dev51.jsonl").read_text("utf-8").splitlines():
+        r = json.loads(line)
+        out.append((r["question"], set(ast.literal_eval(r["gold_titles"]))))
+    return out
+
+
+def build(name: str) -> Path:
+    """The set's store, built (ingested and embedded) on first use."""
+    path = DATA / f"passages-{name}.db"
+    if path.exists():
+        return path
+    DATA.mkdir(exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.unlink(missing_ok=True)
+    started = time.perf_counter()
+    with Engine(connect(str(partial))) as engine:
+        if name == "musique-openie":
+            engine.import_extractions(MUSIQUE / "openie_gpt-3.5-turbo-1106.json")
+        else:
+            docs = [
+                Document(
+                    source_id=f"passage:{i}",
+                    title=title,
+                    text=f"{title}\n{text}",
+                    sha256=str(i),
+                )
+                for i, (title, text) in enumerate(corpus(name))
+            ]
+            engine.ingest(documents=docs, extractor="spacy", chunk_chars=100_000)
+        engine.embed_pending()
+        counts = engine.stats().counts
+    partial.rename(path)
+    print(f"built {path.name} in {time.perf_counter() - started:.0f} s: {counts}", file=sys.stderr)
+    return path
+
+
+def dense(query: str) -> SearchRequest:
+    return SearchRequest(
+        query=query,
+        limit=5,
+        objects=None,
+        relationships=None,
+        chunks=ScopeConfig(methods=["vector"]),
+    )
+
+
+def hybrid(query: str) -> SearchRequest:
+    return SearchRequest(query=query, limit=5, recipe="chunks")
+
+
+def multi_hop(query: str) -> SearchRequest:
+    return SearchRequest(query=query, limit=40, recipe="multi_hop")
+
+
+METHODS: dict[str, Callable[[str], SearchRequest]] = {
+    "dense": dense,
+    "hybrid": hybrid,
+    "multi_hop": multi_hop,
+}
+
+
+def run_set(name: str, limit: int | None) -> dict[str, dict[str, float]]:
+    """Recall@2, @5 and latency per method on one set."""
+    path = build(name)
+    asked = questions(name)[:limit]
+    out: dict[str, dict[str, float]] = {}
+    with Engine(connect(str(path))) as engine:
+        titles = {s.id: s.title for s in engine.store.iter_rows(engine.project, "source")}
+        engine.search("warm up")
+        for method, make in METHODS.items():
+            hits = {2: [], 5: []}  # type: dict[int, list[float]]
+            seconds = []
+            for question, gold in asked:
+                started = time.perf_counter()
+                response = engine.search(make(question))
+                seconds.append(time.perf_counter() - started)
+                found: list[str] = []
+                for r in response.results:
+                    if isinstance(r, TextResult):
+                        title = titles.get(r.source_id or "", "")
+                        if title not in found:
+                            found.append(title)
+                for k in hits:
+                    hits[k].append(len(gold & set(found[:k])) / len(gold))
+            seconds.sort()
+            out[method] = {
+                "recall@2": statistics.mean(hits[2]),
+                "recall@5": statistics.mean(hits[5]),
+                "p50_ms": 1000 * seconds[len(seconds) // 2],
+                "p95_ms": 1000 * seconds[min(len(seconds) - 1, int(len(seconds) * 0.95))],
+            }
+            print(name, method, json.dumps(out[method]), file=sys.stderr)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--questions", type=int, help="Only the first N questions per set.")
+    parser.add_argument("--write", action="store_true", help="Write docs/benchmarks.md.")
+    args = parser.parse_args()
+    results: dict[str, Any] = {}
+    for name in args.sets.split(","):
+        results[name] = run_set(name, args.questions)
+    rows = []
+    for name, methods in results.items():
+        for method, m in methods.items():
+            rows.append(
+                [
+                    name,
+                    method,
+                    f"{m['recall@2']:.3f}",
+                    f"{m['recall@5']:.3f}",
+                    f"{m['p50_ms']:.1f}",
+                    f"{m['p95_ms']:.1f}",
+                ]
+            )
+    body = table(["set", "method", "recall@2", "recall@5", "p50 ms", "p95 ms"], rows)
+    print(body)
+    if args.write:
+        command = "python scripts/bench_passages.py" + (
+            f" --sets {args.sets}" if args.sets != ",".join(SETS) else ""
+        )
+        write_section("passages", "Multi-hop passage retrieval", command, body)
+
+
+if __name__ == "__main__":
+    main()

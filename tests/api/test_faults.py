@@ -1,0 +1,125 @@
+"""A hanging embedder never stalls search or the server (issue 18, defect 1).
+
+The embedder is a real OpenAI-compatible client pointed at a loopback socket that
+accepts connections and never answers. Searches degrade to lexical legs within the
+query deadline (then at once, while the breaker is open), writes never wait, and
+``/health`` answers throughout, over a real HTTP server with concurrent clients.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+from live_server import LiveServer
+
+from kgsearch import Engine, ObjectIn, connect
+from kgsearch.api.app import create_app
+from kgsearch.embed.guard import QueryGuard
+from kgsearch.embed.openai import OpenAIEmbedder
+
+DEADLINE = 0.5
+
+
+@pytest.fixture
+def hanging_url() -> Iterator[str]:
+    """A server that accepts every connection and never answers."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    listener.close()
+
+
+def hung_engine(url: str, path: str, *, cooldown: float = 60.0) -> Engine:
+    embedder = OpenAIEmbedder("hung-model", base_url=url, dims=8, timeout=30.0)
+    store = connect(path)
+    engine = Engine(
+        store,
+        embedder=embedder,
+        query_guard=QueryGuard(deadline=DEADLINE, failures=2, cooldown=cooldown),
+    )
+    engine.store.set_embedding_model(embedder.model_id, 8)
+    engine.add_objects([ObjectIn(type="Person", key="ada", properties={"name": "Ada Lovelace"})])
+    return engine
+
+
+def test_search_degrades_within_the_deadline_then_skips_the_embedder(hanging_url: str) -> None:
+    engine = hung_engine(hanging_url, ":memory:")
+    timings, warnings = [], []
+    for _ in range(3):
+        started = time.perf_counter()
+        response = engine.search("Ada Lovelace")
+        timings.append(time.perf_counter() - started)
+        warnings.append(" ".join(response.metadata["warnings"]))
+        assert [r.name for r in response.results] == ["Ada Lovelace"]  # lexical legs
+    assert all(t < DEADLINE + 1.0 for t in timings[:2]) and "longer than 0.5 s" in warnings[0]
+    assert timings[2] < 0.2 and "skipped for another" in warnings[2]  # breaker open
+    engine.close()
+
+
+def test_a_hung_embedder_never_stalls_the_server(hanging_url: str) -> None:
+    engine = hung_engine(hanging_url, ":memory:")
+    server = LiveServer(create_app(engine, keys=False))
+    base = server.start()
+    health: list[float] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        with httpx.Client(base_url=base, timeout=10) as c:
+            while not done.is_set():
+                started = time.perf_counter()
+                assert c.get("/health").status_code == 200
+                health.append(time.perf_counter() - started)
+                time.sleep(0.02)
+
+    def search(i: int) -> float:
+        with httpx.Client(base_url=base, timeout=30) as c:
+            started = time.perf_counter()
+            response = c.post("/api/search/unified", json={"query": f"Ada {i}"})
+            assert response.status_code == 200
+            assert response.json()["metadata"]["warnings"]
+            return time.perf_counter() - started
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    try:
+        with ThreadPoolExecutor(20) as pool:
+            searches = list(pool.map(search, range(40)))
+        with httpx.Client(base_url=base, timeout=5) as c:
+            started = time.perf_counter()
+            written = c.post("/api/graph/objects", json={"type": "Person", "key": "bob"})
+            write_seconds = time.perf_counter() - started
+    finally:
+        done.set()
+        prober.join()
+        server.stop()
+    assert written.status_code == 201 and write_seconds < 1.0
+    assert max(searches) < DEADLINE + 2.0  # never the provider's 30 s timeout
+    # /health never queued behind the searches' threads (timing figures belong to a
+    # benchmark; here the clients share the server's process and its GIL)
+    assert len(health) > 5 and max(health) < 1.0
+    assert engine.get_object_by_key("Person", "bob").embedding.status == "pending"
+    engine.close()

@@ -1,0 +1,99 @@
+"""The multi-hop passages leg: personalised PageRank over entities and the chunks that
+mention them reaches a passage that shares no word with the question."""
+
+from __future__ import annotations
+
+from kgsearch import Engine, SearchRequest
+from kgsearch.model import ChunkIn, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
+from kgsearch.search.passages import MAX_CHUNKS_PER_ENTITY
+from kgsearch.search.request import TextResult
+
+QUESTION = "Which organisation publishes the Journal of Quirk Studies?"
+
+
+def build(engine: Engine, *, hub_chunks: int = 0) -> None:
+    engine.add_objects(
+        [
+            ObjectIn(type="journal", key="jqs", properties={"name": "Journal of Quirk Studies"}),
+            ObjectIn(type="org", key="zeta", properties={"name": "Zeta Guild"}),
+            ObjectIn(type="person", key="hall", properties={"name": "Ottilie Hall"}),
+            ObjectIn(type="place", key="hub", properties={"name": "Everywhere"}),
+        ]
+    )
+    engine.add_relationships(
+        [
+            RelationshipIn(
+                type="published_by",
+                source=ObjectRef(type="journal", key="jqs"),
+                target=ObjectRef(type="org", key="zeta"),
+            )
+        ]
+    )
+    engine.add_sources([SourceIn(id="s")])
+    texts = {
+        "bridge": "The Journal of Quirk Studies is issued every month.",
+        "answer": "Ottilie Hall established it in 1892 and ran it for decades.",
+        **{f"noise{i}": f"Unrelated note number {i} about gardens and rivers." for i in range(30)},
+        **{f"hub{i}": f"Everywhere note {i}." for i in range(hub_chunks)},
+    }
+    engine.add_chunks([ChunkIn(id=c, text=t, source_id="s") for c, t in texts.items()])
+    links = [
+        ("bridge", ObjectRef(type="journal", key="jqs")),
+        ("bridge", ObjectRef(type="org", key="zeta")),
+        ("answer", ObjectRef(type="org", key="zeta")),
+        ("answer", ObjectRef(type="person", key="hall")),
+        *((f"hub{i}", ObjectRef(type="place", key="hub")) for i in range(hub_chunks)),
+        *((f"hub{i}", ObjectRef(type="journal", key="jqs")) for i in range(hub_chunks)),
+    ]
+    engine.add_mentions([MentionIn(chunk_id=c, source_id="s", object=o) for c, o in links])
+    engine.embed_pending()
+
+
+def passages(engine: Engine, recipe: str) -> list[str]:
+    response = engine.search(SearchRequest(query=QUESTION, limit=40, recipe=recipe))
+    return [r.id for r in response.results if isinstance(r, TextResult)]
+
+
+def test_the_answer_passage_is_reached_through_the_bridge_entity(engine: Engine) -> None:
+    build(engine)
+
+    multi_hop = passages(engine, "multi_hop")
+    hybrid = passages(engine, "chunks")
+
+    assert multi_hop[:2] == ["bridge", "answer"] or multi_hop[:2] == ["answer", "bridge"]
+    assert "answer" not in hybrid[:5]
+    response = engine.search(SearchRequest(query=QUESTION, limit=40, recipe="multi_hop"))
+    (answer,) = [r for r in response.results if r.id == "answer"]
+    assert "graph:passages" in {h.leg for h in answer.found_by}
+
+
+def test_a_hub_entity_is_not_expanded_through(engine: Engine) -> None:
+    build(engine, hub_chunks=MAX_CHUNKS_PER_ENTITY + 5)
+
+    found = passages(engine, "multi_hop")
+
+    assert "answer" in found[:3]
+    hub_hits = [c for c in found if c.startswith("hub")]
+    assert len(hub_hits) < len(found)
+
+
+def test_no_entity_in_the_graph_falls_back_to_the_chunk_legs(engine: Engine) -> None:
+    engine.add_sources([SourceIn(id="s")])
+    engine.add_chunks([ChunkIn(id="c1", text="Only text here, no graph.", source_id="s")])
+    engine.embed_pending()
+
+    response = engine.search(SearchRequest(query="text graph", recipe="multi_hop"))
+
+    assert [r.id for r in response.results] == ["c1"]
+    assert response.metadata["warnings"] == []
+
+
+def test_projects_do_not_leak_into_the_walk(engine: Engine) -> None:
+    build(engine)
+    other = Engine(engine.store, embedder=engine.embedder, project="other")
+    other.add_sources([SourceIn(id="s")])
+    other.add_chunks([ChunkIn(id="x", text="Journal of Quirk Studies elsewhere.", source_id="s")])
+    other.embed_pending()
+
+    assert "answer" not in passages(other, "multi_hop")
+    assert "x" not in passages(engine, "multi_hop")
