@@ -68,6 +68,8 @@ from kgsearch.reports import (
     ExtractionStatus,
     IngestProblem,
     IngestReport,
+    MergeReport,
+    SummaryReport,
 )
 from kgsearch.search.request import (
     Explain,
@@ -122,6 +124,7 @@ __all__ = [
     "LegRank",
     "MentionIn",
     "Mentioned",
+    "MergeReport",
     "MigrationError",
     "MissingCredentials",
     "MissingDependency",
@@ -148,6 +151,7 @@ __all__ = [
     "Stats",
     "Store",
     "StoreError",
+    "SummaryReport",
     "TextAdded",
     "TextResult",
     "__version__",

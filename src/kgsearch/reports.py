@@ -18,6 +18,7 @@ __all__ = [
     "ExtractionStatus",
     "IngestProblem",
     "IngestReport",
+    "MergeReport",
     "SummaryReport",
 ]
 
@@ -89,6 +90,22 @@ class DeleteReport(_Frozen):
     objects_updated: int = 0
     relationships_updated: int = 0
     mentions_deleted: int = 0
+
+
+class MergeReport(_Frozen):
+    """What merging entities (or undoing a merge) did.
+
+    Attributes:
+        kept: The kept object's id.
+        objects: Objects merged into it (or restored from it).
+        relationships: Relationships re-pointed (or restored).
+        self_loops: Relationships dropped because both ends became the kept object.
+    """
+
+    kept: str
+    objects: list[str]
+    relationships: int
+    self_loops: int = 0
 
 
 class SummaryReport(_Frozen):

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from kgsearch import Engine, connect
+from kgsearch import Engine, ObjectIn, connect
 from kgsearch.config import ExtractSettings
 from kgsearch.errors import InvalidRequest
 from kgsearch.extract.schema import Extractor
@@ -161,3 +161,23 @@ def test_delete_document_takes_what_it_built(engine: Engine) -> None:
     assert deleted["relationships_deleted"] == 4
     assert status["counts"] == NONE and status["entities"] == 0
     assert engine.list_rows("object").items == [] and gone["sources"] == 0
+
+
+def test_entity_tools_propose_merge_and_split(engine: Engine) -> None:
+    ada, twin = engine.add_objects(
+        [ObjectIn(type="person", key="Ada Lovelace"), ObjectIn(type="person", key="ada lovelace.")],
+        project="alpha",
+    )
+    (_, proposed), (merge_error, merged), (_, after), (split_error, _) = calls(
+        engine,
+        ("entity_candidates", {}),
+        ("merge_entities", {"keep": ada.id, "merge": [twin.id]}),
+        ("entity_candidates", {}),
+        ("split_entity", {"keep": ada.id, "merged": twin.id}),
+    )
+
+    assert proposed["total"] == 1 and proposed["proposals"][0]["reason"] == "exact"
+    assert merge_error is False and merged["objects"] == [twin.id]
+    assert after["total"] == 0
+    assert split_error is False
+    assert engine.get_object(twin.id, project="alpha").key == "ada lovelace."

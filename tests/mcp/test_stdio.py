@@ -28,13 +28,16 @@ TOOLS = [
     "context",
     "delete_document",
     "embedding_status",
+    "entity_candidates",
     "explain",
     "extract_preview",
     "extraction_status",
     "get_object",
     "get_relationship",
+    "merge_entities",
     "neighbors",
     "search",
+    "split_entity",
 ]
 
 

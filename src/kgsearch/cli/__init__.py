@@ -14,6 +14,7 @@ import click
 from kgsearch.cli.common import add_json_option, cli
 from kgsearch.cli.documents import documents
 from kgsearch.cli.embed import embed
+from kgsearch.cli.entities import entities
 from kgsearch.cli.extract import extract, ingest
 from kgsearch.cli.graph import (
     config,
@@ -36,6 +37,7 @@ for command in (
     ingest,
     extract,
     documents,
+    entities,
     export_cmd,
     objects,
     relationships,

@@ -8,6 +8,7 @@ makes one call into the module that owns the work: ``writes``, ``reads``,
 from __future__ import annotations
 
 from kgsearch.engine.embedding import EmbeddingMethods
+from kgsearch.engine.entities import EntityMethods
 from kgsearch.engine.extraction import ExtractionMethods
 from kgsearch.engine.graph import GraphMethods
 from kgsearch.engine.search import SearchMethods
@@ -15,7 +16,7 @@ from kgsearch.engine.search import SearchMethods
 __all__ = ["Engine"]
 
 
-class Engine(GraphMethods, EmbeddingMethods, SearchMethods, ExtractionMethods):
+class Engine(GraphMethods, EmbeddingMethods, SearchMethods, ExtractionMethods, EntityMethods):
     """Graph storage, embedding lifecycle and search over one store.
 
     Args:

@@ -24,6 +24,7 @@ from kgsearch.lifecycle.runner import Outcome, Report, RetryPolicy
 from kgsearch.lifecycle.tasks import TaskDone, run_tasks
 from kgsearch.model import Chunk
 from kgsearch.reports import ExtractionRecord, ExtractionReport, ExtractionStatus
+from kgsearch.resolve.match import MatchRules
 from kgsearch.store.base import Store
 from kgsearch.store.records import Task, TaskIn
 from kgsearch.writes.extracted import BuiltGraph, ChunkExtraction, add_extractions
@@ -43,6 +44,8 @@ __all__ = [
 ]
 
 EXTRACT_JOB = "extract"
+_RULES = MatchRules()
+"""Entity resolution's type table: which extracted types may land on a stored type."""
 _RAW_KEPT = 4000
 
 
@@ -193,6 +196,7 @@ def _work(ctx: ExtractionContext, tasks: Sequence[Task]) -> Outcome[Task, TaskDo
         built = add_extractions(
             writes,
             [ChunkExtraction(t.row_id, chunks[t.row_id].source_id, r) for t, r in kept],
+            compatible=_RULES.types_compatible,
         )
         empty = BuiltGraph()
         for task, result in kept:

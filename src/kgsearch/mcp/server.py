@@ -315,6 +315,44 @@ def create_server(
         )
 
     @server.tool(structured_output=False)
+    async def entity_candidates(
+        limit: Annotated[int, Field(ge=1, le=1000)] = 50,
+    ) -> CallToolResult:
+        """Duplicate entities entity resolution proposes (none applied): pairs of
+        objects of compatible types with the reason (exact, alias, acronym, fuzzy,
+        embedding) and score."""
+
+        def run() -> Any:
+            found = engine.entity_candidates(project=p)
+            return {
+                "proposals": [
+                    {"keep": m.a_id, "merge": m.b_id, "reason": m.reason, "score": m.score}
+                    for m in found[:limit]
+                ],
+                "total": len(found),
+            }
+
+        return await call("read", run)
+
+    @server.tool(structured_output=False)
+    async def merge_entities(
+        keep: Id,
+        merge: Annotated[list[Id], Field(min_length=1, max_length=100)],
+        force: bool = False,
+    ) -> CallToolResult:
+        """Fold the ``merge`` objects into ``keep``: relationships, provenance and
+        mentions move and the merged objects go; undo with ``split_entity``. Refused
+        across incompatible types (a film and a person) unless ``force``."""
+        return await call(
+            "write", lambda: engine.merge_entities(keep, merge, project=p, force=force)
+        )
+
+    @server.tool(structured_output=False)
+    async def split_entity(keep: Id, merged: Id) -> CallToolResult:
+        """Undo the merge of ``merged`` into ``keep``."""
+        return await call("write", lambda: engine.split_entity(keep, merged, project=p))
+
+    @server.tool(structured_output=False)
     async def delete_document(source_id: Id) -> CallToolResult:
         """Delete a document (source) and everything built from it: its chunks, their
         mentions, objects and relationships no other document supports; the rest are

@@ -165,8 +165,11 @@ class GraphWrites(Protocol):
         """Soft-delete rows (objects take their relationships with them); return count."""
         ...
 
-    def delete_mentions(self, project: str, chunk_ids: Sequence[str]) -> int:
-        """Remove the mention links of these chunks for good; return how many."""
+    def delete_mentions(
+        self, project: str, chunk_ids: Sequence[str], *, object_id: str | None = None
+    ) -> int:
+        """Remove the mention links of these chunks (only those naming ``object_id``
+        when given) for good; return how many."""
         ...
 
     def purge(self, project: str) -> int:

@@ -11,7 +11,7 @@ changes nothing and a task re-run after a crash never duplicates anything.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -36,7 +36,9 @@ from kgsearch.writes.rows import relationship_id
 __all__ = [
     "BuiltGraph",
     "ChunkExtraction",
+    "Compatible",
     "add_extractions",
+    "same_type",
 ]
 
 _ENTRY_CHARS = 1000
@@ -171,34 +173,68 @@ def _combine(a: Entries, b: Entries) -> Entries:
     return out
 
 
-def _resolve_implicit(
-    store: Store, project: str, entities: dict[Ref, _Entity], edges: list[_Edge]
+Compatible = Callable[[str, str], bool]
+"""Whether an extracted entity type and a stored object's type may be one entity."""
+
+
+def same_type(a: str, b: str) -> bool:
+    """The default :data:`Compatible`: the same type once normalised (``Person`` and
+    ``person``)."""
+    return entity_type(a) == entity_type(b)
+
+
+def _stored_match(
+    store: Store, project: str, ref: Ref, implicit: bool, compatible: Compatible
+) -> tuple[Ref, str] | None:
+    """The stored object an entity lands on, with its name: for an endpoint no chunk
+    typed, any object with its key (typed ones first); for a listed entity, one of a
+    compatible type (imported data keyed differently, ``Person/Jesse James``)."""
+    ids = [i for i, _ in store.objects_named(project, ref[1], limit=10)]
+    found = sorted(
+        (
+            o
+            for o in store.get_objects(project, ids)
+            if entity_key(o.key) == ref[1] and (implicit or compatible(ref[0], o.type))
+        ),
+        key=lambda o: (o.type == "entity", o.type != ref[0], o.type, o.key),
+    )
+    if not found or (found[0].type, found[0].key) == ref:
+        return None
+    return (found[0].type, found[0].key), found[0].name
+
+
+def _link_to_stored(
+    store: Store,
+    project: str,
+    entities: dict[Ref, _Entity],
+    edges: list[_Edge],
+    compatible: Compatible,
 ) -> None:
-    """Give an endpoint that no chunk listed as an entity the type of a listed entity
-    or a stored object with the same key (typed ones first), instead of a new
-    ``entity``-typed twin."""
+    """Land entities on what is there already: an endpoint that no chunk listed as an
+    entity takes the type of a listed entity or a stored object with the same key
+    (typed ones first) instead of making an ``entity``-typed twin; a listed entity with
+    no stored object of its own type and key lands on a stored one of a compatible
+    type with the same name (extracted text linked to imported structured data)."""
     typed: dict[str, Ref] = {}
     for ref, ent in entities.items():
         if not ent.implicit:
             typed.setdefault(ref[1], ref)
+    exact = store.resolve(project, [ObjectRef(type=t, key=k) for t, k in entities])
     remap: dict[Ref, Ref] = {}
     for ref, ent in list(entities.items()):
-        if not ent.implicit:
+        if not ent.implicit and ObjectRef(type=ref[0], key=ref[1]) in exact:
             continue
-        target = typed.get(ref[1])
+        target = typed.get(ref[1]) if ent.implicit else None
         if target is None:
-            ids = [i for i, _ in store.objects_named(project, ref[1], limit=5)]
-            found = sorted(
-                (o for o in store.get_objects(project, ids) if o.key == ref[1]),
-                key=lambda o: (o.type == "entity", o.type),
-            )
-            if found:
-                target = (found[0].type, found[0].key)
+            match = _stored_match(store, project, ref, ent.implicit, compatible)
+            if match is not None:
+                target, name = match
                 if target not in entities:
-                    entities[target] = _Entity(target[0], target[1], found[0].name)
+                    entities[target] = _Entity(target[0], target[1], name)
         if target is None or target == ref:
             continue
         entities[target].entries = _combine(entities[target].entries, ent.entries)
+        entities[target].provenance = entities[target].provenance or ent.provenance
         del entities[ref]
         remap[ref] = target
     for edge in edges:
@@ -207,7 +243,12 @@ def _resolve_implicit(
     edges[:] = [e for e in edges if e.source != e.target]
 
 
-def add_extractions(ctx: WriteContext, items: Sequence[ChunkExtraction]) -> BuiltGraph:
+def add_extractions(
+    ctx: WriteContext,
+    items: Sequence[ChunkExtraction],
+    *,
+    compatible: Compatible = same_type,
+) -> BuiltGraph:
     """Write extraction results into the graph in one transaction.
 
     Each row's ``_chunks`` gains (or has replaced) the contributions of these chunks
@@ -216,6 +257,13 @@ def add_extractions(ctx: WriteContext, items: Sequence[ChunkExtraction]) -> Buil
     every object and relationship extracted from it. New and changed rows are
     ``pending`` for embedding.
 
+    Args:
+        ctx: Where the rows go.
+        items: Each chunk's extraction.
+        compatible: Whether an extracted type and a stored object's type may be one
+            entity, for landing extracted entities on stored objects of another type
+            with the same name (the engine passes entity resolution's type table).
+
     Returns:
         How many objects, relationships and mentions were written.
     """
@@ -223,7 +271,7 @@ def add_extractions(ctx: WriteContext, items: Sequence[ChunkExtraction]) -> Buil
     if not entities:
         return BuiltGraph()
     store, project = ctx.store, ctx.project
-    _resolve_implicit(store, project, entities, edges)
+    _link_to_stored(store, project, entities, edges, compatible)
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     chunk_sources = {i.chunk_id: i.source_id for i in items}
     text_rules = ctx.rules()

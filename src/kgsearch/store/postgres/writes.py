@@ -243,11 +243,19 @@ class PostgresWrites(PostgresReads):
             mention_rows(project, mentions),
         )
 
-    def delete_mentions(self, project: str, chunk_ids: Sequence[str]) -> int:
-        """Remove the mention links of these chunks for good; return how many."""
+    def delete_mentions(
+        self, project: str, chunk_ids: Sequence[str], *, object_id: str | None = None
+    ) -> int:
+        """Remove the mention links of these chunks (only those naming ``object_id``
+        when given) for good; return how many."""
+        if object_id is None:
+            return self.db.execute(
+                "DELETE FROM mentions WHERE project = %s AND chunk_id = ANY(%s)",
+                (project, list(chunk_ids)),
+            )
         return self.db.execute(
-            "DELETE FROM mentions WHERE project = %s AND chunk_id = ANY(%s)",
-            (project, list(chunk_ids)),
+            "DELETE FROM mentions WHERE project = %s AND chunk_id = ANY(%s) AND object_id = %s",
+            (project, list(chunk_ids), object_id),
         )
 
     def delete(self, project: str, kind: RowKind, ids: Sequence[str]) -> int:

@@ -181,15 +181,20 @@ class SQLiteWrites(SQLiteReads):
             mention_rows(project, mentions),
         )
 
-    def delete_mentions(self, project: str, chunk_ids: Sequence[str]) -> int:
-        """Remove the mention links of these chunks for good; return how many."""
+    def delete_mentions(
+        self, project: str, chunk_ids: Sequence[str], *, object_id: str | None = None
+    ) -> int:
+        """Remove the mention links of these chunks (only those naming ``object_id``
+        when given) for good; return how many."""
         count = 0
+        only = " AND object_id = ?" if object_id is not None else ""
+        extra = (object_id,) if object_id is not None else ()
         with self.db.transaction():
             for part in chunked(list(chunk_ids)):
                 cur = self.db.execute(
                     f"DELETE FROM mentions WHERE project = ? AND chunk_id IN "
-                    f"({placeholders(len(part))})",
-                    (project, *part),
+                    f"({placeholders(len(part))}){only}",
+                    (project, *part, *extra),
                 )
                 count += cur.rowcount
         return count
