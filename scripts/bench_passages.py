@@ -1,8 +1,9 @@
 """Multi-hop passage retrieval: recall@2 and @5 of the multi_hop recipe next to the
 project's own dense and hybrid chunk search, on the HippoRAG benchmark subsets.
 
-    python scripts/bench_passages.py [--sets musique-openie,musique-spacy,hotpotqa-spacy,2wiki-spacy]
-                                     [--questions N] [--write]
+    python scripts/bench_passages.py [--sets SET,...] [--questions N] [--write]
+
+Sets: musique-openie, musique-spacy, hotpotqa-spacy, 2wiki-spacy (all by default).
 
 Each set's corpus is ingested once into ``bench-data/passages-<set>.db`` (each passage
 one document of title + text, one chunk; the graph from the recorded GPT-3.5 OpenIE

@@ -113,6 +113,9 @@ def passage_leg(
         for m in store.mentions(project, object_ids=list(entity_seeds), trace=trace)
         if m.object_id and m.chunk_id
     ]
+    if not seed_links:  # a structured graph (no chunk mentions anything): nothing to rank
+        legs.add("graph:passages", [], started)
+        return
     chunks_of: dict[str, set[str]] = defaultdict(set)
     for m in seed_links:
         chunks_of[str(m.object_id)].add(str(m.chunk_id))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -136,6 +136,7 @@ def walk_paths(
     *,
     depth: int = 3,
     trace: Trace | None = None,
+    embed_many: Callable[[Sequence[str]], list[Vector]] | None = None,
 ) -> PathHits:
     """Link the question's names and rank the objects at the ends of its best paths.
 
@@ -146,6 +147,8 @@ def walk_paths(
         embed: The query embedder (relation texts are embedded once per process).
         depth: The longest path, in hops.
         trace: Where the statements go.
+        embed_many: Embeds the relation texts of a hop in one call when given (a text
+            graph meets dozens of new relation types per question).
 
     Returns:
         The end objects and relationships, best first (empty when nothing was linked).
@@ -163,8 +166,10 @@ def walk_paths(
         nxt, nxt_via = _step(store, project, current, trace)
         if not nxt:
             break
-        for sig in nxt:
-            text = " ".join(humanise(t) for t, _ in sig)
+        texts = {sig: " ".join(humanise(t) for t, _ in sig) for sig in nxt}
+        if embed_many is not None:
+            _prefill(embed, embed_many, list(texts.values()))
+        for sig, text in texts.items():
             scored[sig] = float(np.dot(query, _text_vector(embed, text)))
         masses.update(nxt)
         via.update(nxt_via)
@@ -241,6 +246,21 @@ def _top(masses: Mapping[str, float], n: int) -> dict[str, float]:
 def _unit(vector: Vector) -> Vector:
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm > 0 else vector
+
+
+def _prefill(
+    embed: Callable[[str], Vector],
+    embed_many: Callable[[Sequence[str]], list[Vector]],
+    texts: Sequence[str],
+) -> None:
+    """Embed the texts not cached yet in one call, cached as ``embed``'s."""
+    missing = list(dict.fromkeys(t for t in texts if (embed, t) not in _VECTORS))
+    if not missing:
+        return
+    if len(_VECTORS) + len(missing) >= _CACHE_SIZE:
+        _VECTORS.clear()
+    for text, vector in zip(missing, embed_many(missing), strict=True):
+        _VECTORS[(embed, text)] = _unit(vector)
 
 
 def _text_vector(embed: Callable[[str], Vector], text: str) -> Vector:

@@ -40,6 +40,7 @@ class SearchContext:
     project: str
     embed_query: Callable[[str], Vector] | None
     cross_encoder: CrossEncoder | None = None
+    embed_texts: Callable[[Sequence[str]], list[Vector]] | None = None
 
 
 def run_search(
@@ -69,7 +70,9 @@ def run_search(
         if plan.request.graph in MODES:
             mode_legs(ctx.store, plan, first_round, legs, rows, traces)
         else:
-            graph_legs(ctx.store, plan, first_round, legs, rows, traces, ctx.embed_query)
+            graph_legs(
+                ctx.store, plan, first_round, legs, rows, traces, ctx.embed_query, ctx.embed_texts
+            )
         if plan.request.graph == "paths" and plan.graph_chunks:
             passage_leg(ctx.store, plan, first_round, legs, rows, traces)
     with _timed(ms, "fusion"):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,6 +139,7 @@ def search_context(setup: SearchSetup) -> SearchContext:
     """
     info = setup.info.get()
     embed_query: Callable[[str], Vector] | None
+    embed_texts: Callable[[Sequence[str]], list[Vector]] | None = None
     if info.embedding_model is None:
         embed_query = None  # nothing embedded yet: vector legs have nothing to find
     else:
@@ -152,7 +153,9 @@ def search_context(setup: SearchSetup) -> SearchContext:
         embed_query = embedder.embed_query
         if setup.guard is not None and getattr(embedder, "remote", False):
             embed_query = functools.partial(setup.guard.embed, embedder.embed_query)
-    return SearchContext(setup.store, setup.project, embed_query, setup.cross_encoder)
+        else:  # a local model embeds the multi-hop leg's relation texts in batches
+            embed_texts = embedder.embed_documents
+    return SearchContext(setup.store, setup.project, embed_query, setup.cross_encoder, embed_texts)
 
 
 def search(

@@ -1,0 +1,1 @@
+"""Communities: hierarchical clustering of the graph (``detect``), pure."""
