@@ -43,7 +43,7 @@ def synthetic_edges(
     n_edges: int = 1_000_000, blocks: int = 1000, size: int = 200
 ) -> list[tuple[str, str, float]]:
     rng = random.Random(42)
-    edges = []
+    edges: list[tuple[str, str, float]] = []
     while len(edges) < n_edges:
         block = rng.randrange(blocks)
         a = block * size + rng.randrange(size)

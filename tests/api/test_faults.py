@@ -74,7 +74,7 @@ def test_search_degrades_within_the_deadline_then_skips_the_embedder(hanging_url
         response = engine.search("Ada Lovelace")
         timings.append(time.perf_counter() - started)
         warnings.append(" ".join(response.metadata["warnings"]))
-        assert [r.name for r in response.results] == ["Ada Lovelace"]  # lexical legs
+        assert [getattr(r, "name", None) for r in response.results] == ["Ada Lovelace"]
     assert all(t < DEADLINE + 1.0 for t in timings[:2]) and "longer than 0.5 s" in warnings[0]
     assert timings[2] < 0.2 and "skipped for another" in warnings[2]  # breaker open
     engine.close()

@@ -28,7 +28,7 @@ def test_a_fast_call_passes_and_resets_the_failure_count() -> None:
 def test_timeouts_open_the_breaker_then_it_probes_again() -> None:
     release = threading.Event()
 
-    def hang(_text: str) -> np.ndarray:  # type: ignore[type-arg]
+    def hang(_text: str) -> np.ndarray:
         release.wait(5)
         return VECTOR
 
@@ -63,7 +63,7 @@ def test_when_every_thread_waits_on_the_provider_a_search_is_refused_at_once() -
 def test_a_dimension_mismatch_is_a_configuration_error_not_an_outage() -> None:
     guard = QueryGuard(deadline=1.0, failures=1, cooldown=60)
 
-    def wrong(_text: str) -> np.ndarray:  # type: ignore[type-arg]
+    def wrong(_text: str) -> np.ndarray:
         raise DimensionMismatch("store has 384 dims, embedder 8")
 
     for _ in range(3):

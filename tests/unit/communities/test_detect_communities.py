@@ -30,7 +30,9 @@ def ari(truth: dict[str, int], found: list[Community]) -> float:
     label = {m: i for i, c in enumerate(found) for m in c.members}
     names = sorted(truth)
     return float(
-        ig.compare_communities([truth[n] for n in names], [label[n] for n in names], method="adjusted_rand")
+        ig.compare_communities(
+            [truth[n] for n in names], [label[n] for n in names], method="adjusted_rand"
+        )
     )
 
 

@@ -6,15 +6,12 @@ mention them."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import pytest
-from eval_data import EVAL_DATA
+from carol_extractions import recorded
 
 from kgsearch import Engine
-from kgsearch.extract.parse import parse_reply_lenient
-from kgsearch.extract.quality import QualityRules, apply_quality
 from kgsearch.extract.schema import ExtractionResult
 from kgsearch.lifecycle.ingest import delete_chunks
 from kgsearch.model import ChunkIn, SourceIn
@@ -23,28 +20,7 @@ from kgsearch.text.names import entity_key
 from kgsearch.writes.contributions import contributions
 from kgsearch.writes.extracted import ChunkExtraction, add_extractions
 
-CAROL = EVAL_DATA / "christmas-carol-graphrag" / "extractions.jsonl"
 HALLUCINATED = ["sam rivera", "washington", "operation: dulce", "alex"]
-
-
-def recorded() -> list[tuple[str, str, ExtractionResult]]:
-    """(chunk id, chunk text, filtered result) of each gpt-3.5 chunk."""
-    out = []
-    for line in CAROL.read_text("utf-8").splitlines():
-        row = json.loads(line)
-        if row["run"] != "fork-dickens":
-            continue
-        parsed = parse_reply_lenient(row["first_pass"] + "\n" + (row["gleaning"] or ""))
-        chunk_id = f"carol#{int(row['chunk_order_index']):03d}"
-        raw = ExtractionResult(
-            chunk_id=chunk_id,
-            graph=parsed.graph,
-            rejected=parsed.rejected,
-            extractor="llm",
-            model="gpt-3.5-turbo",
-        )
-        out.append((chunk_id, row["chunk"], apply_quality(raw, row["chunk"], QualityRules())))
-    return out
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from carol_extractions import recorded
 from chat_server import ChatServer, chat_reply, start_chat_server
 from eval_data import EVAL_DATA
-from test_carol_descriptions import recorded
 
 from kgsearch import Engine, connect
 from kgsearch.config import LLMSettings
