@@ -62,27 +62,28 @@ def corpus(name: str) -> list[tuple[str, str]]:
     return [(r["title"], r["text"]) for r in rows]
 
 
+def _listed(value: Any) -> Any:
+    """A list field, whether stored as JSON or as its Python repr."""
+    return ast.literal_eval(value) if isinstance(value, str) else value
+
+
 def questions(name: str) -> list[tuple[str, set[str]]]:
     """(question, gold passage titles) of a set."""
     if name.startswith("musique"):
         rows = json.loads((MUSIQUE / "musique_train.json").read_text("utf-8"))
         out = []
         for r in rows:
-            paragraphs = r["paragraphs"]
-            if isinstance(paragraphs, str):
-                paragraphs = ast.literal_eval(paragraphs)
+            paragraphs = _listed(r["paragraphs"])
             gold = {p["title"] for p in paragraphs if str(p["is_supporting"]) == "True"}
             out.append((r["question"], gold))
         return out
     if name.startswith("hotpotqa"):
         rows = json.loads((HOTPOT / "hotpotqa_train.json").read_text("utf-8"))
-        return [
-            (r["question"], {t for t, _ in ast.literal_eval(r["supporting_facts"])}) for r in rows
-        ]
+        return [(r["question"], {t for t, _ in _listed(r["supporting_facts"])}) for r in rows]
     out = []
     for line in (TWOWIKI / "gold_dev51.jsonl").read_text("utf-8").splitlines():
         r = json.loads(line)
-        out.append((r["question"], set(ast.literal_eval(r["gold_titles"]))))
+        out.append((r["question"], set(_listed(r["gold_titles"]))))
     return out
 
 
