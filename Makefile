@@ -5,7 +5,7 @@ BIN = $(VENV)/bin
 KG = $(BIN)/kgsearch
 DEMO_DB ?= .demo/kgsearch.db
 
-.PHONY: install demo test lint typecheck bench clean
+.PHONY: install demo test lint typecheck bench clean ui
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,20 @@ typecheck: install
 ## test: lint, strict typing, then the whole suite
 test: lint typecheck
 	$(BIN)/pytest
+
+## ui: rebuild the web UI's vendored libraries (needs Node and npm; the copies are
+## committed, so installing and running kgsearch needs neither)
+UI_VENDOR = src/kgsearch/api/web/static/vendor
+ui:
+	cd ui && npm ci --no-audit --no-fund
+	rm -rf $(UI_VENDOR) && mkdir -p $(UI_VENDOR)
+	cp ui/node_modules/sigma/dist/sigma.min.js $(UI_VENDOR)/sigma.min.js
+	cp ui/node_modules/sigma/LICENSE.txt $(UI_VENDOR)/sigma.LICENSE.txt
+	cp ui/node_modules/graphology/dist/graphology.umd.min.js $(UI_VENDOR)/graphology.umd.min.js
+	cp ui/node_modules/graphology/LICENSE.txt $(UI_VENDOR)/graphology.LICENSE.txt
+	cp ui/node_modules/graphology-library/dist/graphology-library.min.js $(UI_VENDOR)/graphology-library.min.js
+	cp ui/node_modules/graphology-library/LICENSE.txt $(UI_VENDOR)/graphology-library.LICENSE.txt
+	cd ui && node -e 'const l=require("./package-lock.json").packages;for(const n of ["sigma","graphology","graphology-library"])console.log(n+" "+l["node_modules/"+n].version)' > ../$(UI_VENDOR)/VERSIONS.txt
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kgsearch.engine.embedding import EmbeddingMethods
 from kgsearch.engine.entities import EntityMethods
+from kgsearch.engine.explore import ExploreMethods
 from kgsearch.engine.extraction import ExtractionMethods
 from kgsearch.engine.graph import GraphMethods
 from kgsearch.engine.search import SearchMethods
@@ -16,7 +17,14 @@ from kgsearch.engine.search import SearchMethods
 __all__ = ["Engine"]
 
 
-class Engine(GraphMethods, EmbeddingMethods, SearchMethods, ExtractionMethods, EntityMethods):
+class Engine(
+    GraphMethods,
+    EmbeddingMethods,
+    SearchMethods,
+    ExtractionMethods,
+    EntityMethods,
+    ExploreMethods,
+):
     """Graph storage, embedding lifecycle and search over one store.
 
     Args:

@@ -1,0 +1,260 @@
+// Graph page: an object's neighbourhood drawn with sigma.js (WebGL) over a graphology
+// graph, laid out with ForceAtlas2. Click a node to expand it; filter and colour by type.
+"use strict";
+
+(function () {
+  const { api, el, clear, fmt, objectLink, errorBox, toast, pages } = window.KG;
+
+  const VENDOR = "/ui/static/vendor/";
+  const PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+    "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#17becf"];
+  const LAYOUT_BUDGET_MS = 900;
+  let libs = null;
+
+  function loadScript(src) {
+    return new Promise((resolve, reject) => {
+      const s = document.createElement("script");
+      s.src = src;
+      s.onload = resolve;
+      s.onerror = () => reject(new Error("could not load " + src));
+      document.head.appendChild(s);
+    });
+  }
+
+  // The graph libraries load on the first visit of this page only.
+  function loadLibs() {
+    if (!libs) {
+      libs = loadScript(VENDOR + "graphology.umd.min.js")
+        .then(() => Promise.all([loadScript(VENDOR + "graphology-library.min.js"), loadScript(VENDOR + "sigma.min.js")]))
+        .then(() => ({
+          Graph: window.graphology.MultiGraph || window.graphology,
+          fa2: window.graphologyLibrary.layoutForceAtlas2,
+          Sigma: window.Sigma.Sigma || window.Sigma.default || window.Sigma,
+        }));
+    }
+    return libs;
+  }
+
+  class View {
+    constructor(lib, container, info, legend, status) {
+      this.lib = lib;
+      this.container = container;
+      this.info = info;
+      this.legend = legend;
+      this.status = status;
+      this.graph = new lib.Graph({ allowSelfLoops: false });
+      this.colours = new Map();
+      this.hiddenTypes = new Set();
+      this.selected = null;
+      this.renderer = null;
+      this.expanded = new Set();
+    }
+
+    colour(type) {
+      if (!this.colours.has(type)) this.colours.set(type, PALETTE[this.colours.size % PALETTE.length]);
+      return this.colours.get(type);
+    }
+
+    // Adds nodes and edges; new nodes start near `around` (or on rings by hop count).
+    add(data, around) {
+      const g = this.graph;
+      const centre = around && g.hasNode(around) ? g.getNodeAttributes(around) : { x: 0, y: 0 };
+      const fresh = data.nodes.filter((n) => !g.hasNode(n.id));
+      const perRing = {};
+      for (const n of fresh) perRing[n.depth] = (perRing[n.depth] || 0) + 1;
+      const seen = {};
+      for (const n of fresh) {
+        const i = (seen[n.depth] = (seen[n.depth] || 0) + 1);
+        const angle = (2 * Math.PI * i) / perRing[n.depth] + n.depth;
+        const radius = around ? 1 + Math.random() : n.depth * 10 + (i % 7);
+        g.addNode(n.id, {
+          label: n.name, type_: n.type, depth: n.depth,
+          x: centre.x + radius * Math.cos(angle), y: centre.y + radius * Math.sin(angle),
+          size: n.depth === 0 && !around ? 9 : 4, color: this.colour(n.type),
+          hidden: this.hiddenTypes.has(n.type),
+        });
+      }
+      for (const e of data.edges) {
+        if (e.source === e.target || g.hasEdge(e.id)) continue;
+        if (!g.hasNode(e.source) || !g.hasNode(e.target)) continue;
+        g.addEdgeWithKey(e.id, e.source, e.target, { label: e.type, size: 1, color: "#c8ccd4" });
+      }
+      g.forEachNode((id, a) => {
+        if (a.depth !== 0 || around) g.setNodeAttribute(id, "size", Math.min(14, 3 + Math.log2(1 + g.degree(id))));
+      });
+      return fresh.length;
+    }
+
+    // ForceAtlas2 in slices until the time budget is spent (Barnes-Hut past 1000 nodes).
+    layout(budget) {
+      const g = this.graph;
+      if (g.order < 2) return 0;
+      const settings = Object.assign(this.lib.fa2.inferSettings(g), { barnesHutOptimize: g.order > 1000 });
+      const t0 = performance.now();
+      let iterations = 0;
+      const step = g.order > 2000 ? 2 : 10;
+      while (performance.now() - t0 < budget && iterations < 300) {
+        this.lib.fa2.assign(g, { iterations: step, settings });
+        iterations += step;
+      }
+      return iterations;
+    }
+
+    render() {
+      if (this.renderer) {
+        this.renderer.refresh();
+        return;
+      }
+      this.renderer = new this.lib.Sigma(this.graph, this.container, {
+        renderEdgeLabels: false,
+        labelRenderedSizeThreshold: 7,
+        zIndex: true,
+        nodeReducer: (node, data) => {
+          if (node === this.selected) return Object.assign({}, data, { highlighted: true, zIndex: 1 });
+          return data;
+        },
+      });
+      this.renderer.on("clickNode", ({ node }) => this.select(node, true));
+      this.renderer.on("enterNode", ({ node }) => { this.container.style.cursor = "pointer"; this.hover(node); });
+      this.renderer.on("leaveNode", () => { this.container.style.cursor = ""; });
+    }
+
+    hover(node) {
+      this.status.textContent = this.graph.getNodeAttribute(node, "label") + " (" + this.graph.getNodeAttribute(node, "type_") + ")";
+    }
+
+    async select(node, expand) {
+      this.selected = node;
+      this.renderer.refresh();
+      const a = this.graph.getNodeAttributes(node);
+      clear(this.info).append(
+        el("h2", {}, a.label),
+        el("p", {}, el("span", { class: "type" }, a.type_), " · degree " + this.graph.degree(node)),
+        el("p", {}, objectLink(node, "Open object page")),
+        el("button", { type: "button", id: "expand", onclick: () => this.expand(node) }, "Expand"));
+      if (expand) await this.expand(node);
+    }
+
+    async expand(node) {
+      if (this.expanded.has(node)) return;
+      this.expanded.add(node);
+      this.status.textContent = "Expanding…";
+      const data = await api("POST", "/api/explore/subgraph", { ids: [node], depth: 1, limit: 500 });
+      const added = this.add(data, node);
+      this.layout(added > 0 ? 300 : 0);
+      this.updateLegend();
+      this.renderer.refresh();
+      this.publish();
+      this.status.textContent = "Added " + added + " node(s)" + (data.truncated ? " (more exist)" : "") + ".";
+    }
+
+    updateLegend() {
+      const counts = new Map();
+      this.graph.forEachNode((_, a) => counts.set(a.type_, (counts.get(a.type_) || 0) + 1));
+      clear(this.legend);
+      for (const [type, n] of [...counts.entries()].sort((x, y) => y[1] - x[1])) {
+        const box = el("input", { type: "checkbox", checked: !this.hiddenTypes.has(type), "data-type": type });
+        box.addEventListener("change", () => {
+          if (box.checked) this.hiddenTypes.delete(type);
+          else this.hiddenTypes.add(type);
+          this.graph.forEachNode((id, a) => { if (a.type_ === type) this.graph.setNodeAttribute(id, "hidden", !box.checked); });
+          this.publish();
+        });
+        this.legend.appendChild(el("li", {}, el("label", {}, box,
+          el("span", { class: "swatch", style: null, "data-colour": this.colour(type) }), type, " ", el("span", { class: "muted" }, "(" + n + ")"))));
+      }
+      // colours are set through the CSSOM (no inline style attribute with data)
+      for (const swatch of this.legend.querySelectorAll(".swatch")) swatch.style.backgroundColor = swatch.dataset.colour;
+    }
+
+    visible() {
+      let n = 0;
+      this.graph.forEachNode((_, a) => { if (!a.hidden) n += 1; });
+      return n;
+    }
+
+    publish() {
+      this.container.dataset.nodes = String(this.graph.order);
+      this.container.dataset.edges = String(this.graph.size);
+      this.container.dataset.visible = String(this.visible());
+    }
+
+    find(text) {
+      const needle = text.trim().toLowerCase();
+      if (!needle) return;
+      let hit = null;
+      this.graph.forEachNode((id, a) => { if (!hit && String(a.label).toLowerCase().includes(needle)) hit = id; });
+      if (!hit) {
+        toast("No node matches.");
+        return;
+      }
+      const pos = this.renderer.getNodeDisplayData(hit);
+      this.renderer.getCamera().animate({ x: pos.x, y: pos.y, ratio: 0.3 }, { duration: 300 });
+      this.select(hit, false);
+    }
+
+    kill() {
+      if (this.renderer) this.renderer.kill();
+    }
+  }
+
+  let view = null;
+
+  pages.graph = {
+    title: "Graph",
+    leave() {
+      if (view) view.kill();
+      view = null;
+    },
+    async show(root, id, params) {
+      const started = performance.now();
+      const depth = Number(params.get("depth") || 1);
+      const limit = Number(params.get("limit") || 500);
+      const seedForm = el("form", { class: "row graph-form" },
+        el("label", {}, "Object id ", el("input", { id: "seed", value: id || "", required: true, size: "28" })),
+        el("label", {}, "Depth ", el("select", { id: "depth" }, [1, 2, 3].map((d) => el("option", { value: d, selected: d === depth }, d)))),
+        el("label", {}, "Max nodes ", el("input", { id: "max-nodes", type: "number", min: "1", max: "10000", value: limit })),
+        el("button", { type: "submit" }, "Show"));
+      seedForm.addEventListener("submit", (event) => {
+        event.preventDefault();
+        const seed = seedForm.querySelector("#seed").value.trim();
+        location.hash = "#/graph/" + encodeURIComponent(seed) + "?depth=" + seedForm.querySelector("#depth").value +
+          "&limit=" + seedForm.querySelector("#max-nodes").value;
+      });
+      root.append(el("h1", { class: "sr" }, "Graph"), seedForm);
+      if (!id) {
+        root.appendChild(el("p", { class: "muted" }, "Open a graph from a search result or an object page, or enter an object id."));
+        return;
+      }
+      const status = el("p", { id: "graph-status", class: "muted", role: "status" }, "Loading…");
+      const container = el("div", { id: "graph", class: "graph", "aria-label": "graph view (click a node to expand it)" });
+      const info = el("aside", { id: "graph-info", class: "panel" }, el("p", { class: "muted" }, "Click a node to expand it."));
+      const legend = el("ul", { id: "legend", class: "legend", "aria-label": "types (untick to hide)" });
+      const find = el("input", { id: "find-node", type: "search", placeholder: "Find a node (Enter)" });
+      root.append(status, el("div", { class: "graph-layout" }, container,
+        el("div", { class: "graph-side" }, find, info, el("h2", {}, "Types"), legend)));
+      const [lib, data] = await Promise.all([loadLibs(),
+        api("POST", "/api/explore/subgraph", { ids: [id], depth, limit })]);
+      const v = (view = new View(lib, container, info, legend, status));
+      v.add(data, null);
+      const fetched = performance.now();
+      const iterations = v.layout(LAYOUT_BUDGET_MS);
+      v.render();
+      v.updateLegend();
+      v.publish();
+      find.addEventListener("keydown", (event) => {
+        if (event.key === "Enter") v.find(find.value);
+      });
+      requestAnimationFrame(() => {
+        const ready = performance.now();
+        container.dataset.readyMs = String(Math.round(ready - started));
+        container.dataset.fetchMs = String(Math.round(fetched - started));
+        container.dataset.iterations = String(iterations);
+        container.dataset.ready = "1";
+        status.textContent = fmt(data.nodes.length) + " nodes, " + fmt(v.graph.size) + " edges" +
+          (data.truncated ? " (cut at " + limit + ")" : "") + " · ready in " + Math.round(ready - started) + " ms";
+      });
+      window.KG.graphView = v;
+    },
+  };
+})();

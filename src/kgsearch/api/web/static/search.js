@@ -1,0 +1,172 @@
+// Search page: the query form, result cards per kind, and the explain panel.
+"use strict";
+
+(function () {
+  const { api, el, clear, fmt, json, objectLink, errorBox, can, pages, state } = window.KG;
+
+  const RECIPES = [
+    "", "hybrid_rrf", "hybrid_mmr", "relationships", "objects_typed", "chunks", "multi_hop",
+    "expand", "naive", "local", "global", "hybrid", "mix", "mentions",
+  ];
+
+  function select(id, options, chosen, attrs) {
+    return el("select", Object.assign({ id, name: id }, attrs || {}),
+      options.map(([value, label]) => el("option", { value, selected: value === chosen }, label)));
+  }
+
+  function legs(foundBy) {
+    return el("ul", { class: "legs", "aria-label": "found by" },
+      (foundBy || []).map((f) => el("li", { class: "leg", title: "rank " + f.rank + ", score " + fmt(f.score, 4) },
+        f.leg, " ", el("span", { class: "muted" }, "#" + f.rank + " · " + fmt(f.score, 3)))));
+  }
+
+  function fields(map) {
+    const entries = Object.entries(map || {}).filter(([k]) => !k.startsWith("_"));
+    if (!entries.length) return null;
+    return el("dl", { class: "fields" }, entries.map(([k, v]) =>
+      [el("dt", {}, k), el("dd", {}, typeof v === "string" ? v : JSON.stringify(v))]));
+  }
+
+  function card(r, index) {
+    const head = el("div", { class: "card-head" },
+      el("span", { class: "kind kind-" + r.type }, r.type === "graph" ? "object" : r.type),
+      el("span", { class: "score", title: "fused score" }, fmt(r.score, 4)));
+    const body = [];
+    if (r.type === "graph") {
+      head.appendChild(el("h3", {}, objectLink(r.id, r.name || r.key)));
+      head.appendChild(el("span", { class: "type" }, r.object_type));
+      body.push(fields(r.fields));
+      if (r.text) body.push(el("details", {}, el("summary", {}, "embedded text"), el("pre", { class: "embedded" }, r.text)));
+      body.push(el("p", { class: "actions" },
+        el("a", { href: "#/graph/" + encodeURIComponent(r.id), class: "button" }, "Graph")));
+    } else if (r.type === "relationship") {
+      head.appendChild(el("h3", {}, r.triplet_text || r.relationship_type));
+      body.push(el("p", { class: "triple" },
+        objectLink(r.source_id, "source"), " —", el("span", { class: "type" }, r.relationship_type), "→ ",
+        objectLink(r.target_id, "target")));
+      body.push(fields(r.properties));
+    } else {
+      head.appendChild(el("h3", {}, "text " + (r.source_id ? "from " + r.source_id : "")));
+      body.push(el("p", { class: "snippet" }, r.snippet || r.text || ""));
+    }
+    body.push(legs(r.found_by));
+    return el("article", { class: "card", "data-kind": r.type, "data-id": r.id, tabindex: "-1", "aria-posinset": index + 1 },
+      head, body);
+  }
+
+  function timings(meta, roundTrip) {
+    const t = (meta && meta.executionTime) || {};
+    return el("p", { class: "latency" },
+      "total ", el("strong", {}, fmt(t.totalMs, 1) + " ms"), " on the server, ",
+      fmt(roundTrip, 1) + " ms round trip · ",
+      Object.entries(t).filter(([k]) => k !== "totalMs").map(([k, v]) => k.replace(/Ms$/, "") + " " + fmt(v, 1) + " ms").join(" · "));
+  }
+
+  function explainPanel(ex, names) {
+    const label = (key) => {
+      const id = key.split(":").slice(1).join(":");
+      return names[id] ? names[id] + " (" + key.split(":")[0] + ")" : key;
+    };
+    const t = (ex.metadata && ex.metadata.executionTime) || {};
+    const legTables = Object.entries(ex.legs || {}).map(([leg, hits]) =>
+      el("div", { class: "leg-table" },
+        el("h4", {}, leg, " ", el("span", { class: "muted" }, hits.length + " hits")),
+        el("table", {},
+          el("thead", {}, el("tr", {}, el("th", {}, "rank"), el("th", {}, "hit"), el("th", {}, "score"))),
+          el("tbody", {}, hits.map((h) => el("tr", {}, el("td", {}, h.rank), el("td", {}, label(h.key)), el("td", {}, fmt(h.score, 4))))))));
+    const fused = el("ol", { class: "fused" }, (ex.fused || []).map((f) =>
+      el("li", {}, el("span", { class: "kind kind-" + f.type }, f.type), " ", names[f.id] || f.id, " ",
+        el("span", { class: "muted" }, fmt(f.score, 4) + " · " + (f.found_by || []).map((l) => l.leg + " #" + l.rank).join(", ")))));
+    const stages = el("table", { class: "stages" },
+      el("tbody", {}, Object.entries(t).map(([k, v]) => el("tr", {}, el("th", {}, k.replace(/Ms$/, "")), el("td", {}, fmt(v, 2) + " ms")))));
+    const statements = Object.entries(ex.statements || {}).map(([stage, list]) =>
+      el("details", {}, el("summary", {}, stage + " · " + list.length + " SQL"),
+        list.map((s) => el("pre", { class: "sql" }, s.sql + "\n-- " + JSON.stringify(s.params).slice(0, 400)))));
+    return el("section", { id: "explain", class: "panel explain", "aria-label": "explain" },
+      el("h2", {}, "Explain"),
+      el("div", { class: "explain-grid" },
+        el("div", {}, el("h3", {}, "Time per stage"), stages,
+          el("h3", {}, "Fused order"), fused),
+        el("div", { class: "legs-grid" }, legTables)),
+      statements.length ? el("div", {}, el("h3", {}, "Statements"), statements) : null);
+  }
+
+  function form(params) {
+    const types = (state.overview && state.overview.object_types) || [];
+    return el("form", { id: "search-form", class: "search-form", role: "search" },
+      el("div", { class: "row" },
+        el("label", { for: "q", class: "sr" }, "Query"),
+        el("input", { id: "q", name: "q", type: "search", required: true, maxlength: "800",
+          placeholder: "Ask the graph… (press / to focus)", value: params.get("q") || "", autofocus: true }),
+        el("button", { type: "submit" }, "Search")),
+      el("div", { class: "row options" },
+        el("label", {}, "Recipe ", select("recipe", RECIPES.map((r) => [r, r || "default"]), params.get("recipe") || "")),
+        el("label", {}, "Results ", select("result-types", [["both", "everything"], ["graph", "graph only"], ["text", "text only"]], params.get("types") || "both")),
+        el("label", {}, "Object type ", select("type-filter", [["", "any"]].concat(types.map((t) => [t, t])), params.get("type") || "")),
+        el("label", {}, "Type hint ", el("input", { id: "type-hint", list: "type-list", size: "10", value: params.get("hint") || "" }),
+          el("datalist", { id: "type-list" }, types.map((t) => el("option", { value: t })))),
+        el("label", {}, "Limit ", el("input", { id: "limit", type: "number", min: "1", max: "100", value: params.get("limit") || "10" })),
+        can("debug") ? el("label", {}, el("input", { id: "explain-on", type: "checkbox", checked: params.get("explain") !== "0" }), " Explain") : null));
+  }
+
+  async function run(out, form) {
+    const q = form.querySelector("#q").value.trim();
+    if (!q) return;
+    const body = { query: q, limit: Number(form.querySelector("#limit").value) || 10,
+      resultTypes: form.querySelector("#result-types").value };
+    const recipe = form.querySelector("#recipe").value;
+    if (recipe) body.recipe = recipe;
+    const typeFilter = form.querySelector("#type-filter").value;
+    if (typeFilter) body.filters = { object_types: [typeFilter] };
+    const hint = form.querySelector("#type-hint").value.trim();
+    if (hint) body.typeHint = hint;
+    const explainOn = form.querySelector("#explain-on");
+    const params = new URLSearchParams({ q });
+    if (recipe) params.set("recipe", recipe);
+    if (typeFilter) params.set("type", typeFilter);
+    if (hint) params.set("hint", hint);
+    history.replaceState(null, "", "#/search?" + params.toString());
+    clear(out).appendChild(el("p", { class: "muted", role: "status" }, "Searching…"));
+    const t0 = performance.now();
+    let res;
+    try {
+      res = await api("POST", "/api/search/unified", body);
+    } catch (e) {
+      clear(out).appendChild(errorBox(e));
+      return;
+    }
+    const roundTrip = performance.now() - t0;
+    clear(out);
+    out.appendChild(timings(res.metadata, roundTrip));
+    for (const w of (res.metadata && res.metadata.warnings) || []) out.appendChild(el("p", { class: "warning" }, w));
+    const names = {};
+    for (const r of res.results) names[r.id] = r.name || r.triplet_text || (r.snippet || "").slice(0, 60);
+    const list = el("div", { id: "results", class: "results" },
+      res.results.length ? res.results.map(card) : el("p", { class: "muted" }, "No results."));
+    const layout = el("div", { class: "search-layout" }, list);
+    out.appendChild(layout);
+    if (explainOn && explainOn.checked) {
+      try {
+        const ex = await api("POST", "/api/search/explain", body);
+        layout.appendChild(explainPanel(ex, names));
+      } catch (e) {
+        layout.appendChild(errorBox(e));
+      }
+    }
+  }
+
+  pages.search = {
+    title: "Search",
+    async show(root, arg, params) {
+      const f = form(params);
+      const out = el("div", { id: "search-out", "aria-live": "polite" });
+      f.addEventListener("submit", (event) => {
+        event.preventDefault();
+        run(out, f);
+      });
+      root.append(el("h1", { class: "sr" }, "Search"), f, out);
+      f.querySelector("#q").focus();
+      if (params.get("q")) run(out, f);
+    },
+  };
+})();

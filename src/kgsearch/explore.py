@@ -1,0 +1,288 @@
+"""Reads for exploring a graph by eye (the web UI): a bounded subgraph around some
+objects, one object with everything around it, and rows whose embedding failed.
+
+Each read is bounded by its arguments, never by the size of the graph: a hub's
+relationships are counted in full but listed up to a cap, a neighbourhood stops at
+``limit`` nodes and says it was cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from kgsearch.errors import InvalidRequest, NotFound
+from kgsearch.model import Chunk, EmbeddingStatus, GraphObject, Kind, Relationship
+from kgsearch.reads import stats
+from kgsearch.store.base import Store
+
+__all__ = [
+    "EmbeddingFailure",
+    "NodeRef",
+    "ObjectView",
+    "Overview",
+    "RelationshipView",
+    "Subgraph",
+    "SubgraphEdge",
+    "SubgraphNode",
+    "embedding_failures",
+    "object_view",
+    "overview",
+    "subgraph",
+]
+
+MAX_SUBGRAPH_NODES = 10_000
+MAX_EDGES_PER_NODE = 200
+"""A node's edges read for a subgraph (out and in each): a hub costs no more."""
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SubgraphNode(_View):
+    """A node of a subgraph: the object's id, type, display name and hops from a seed."""
+
+    id: str
+    type: str
+    name: str
+    depth: int
+
+
+class SubgraphEdge(_View):
+    """An edge between two nodes of a subgraph."""
+
+    id: str
+    source: str
+    target: str
+    type: str
+
+
+class Subgraph(_View):
+    """Objects around some seeds and the edges among them.
+
+    Attributes:
+        seeds: The seed ids found (unknown ids are left out).
+        nodes: Seeds first, then by hop count, at most the limit asked.
+        edges: Edges whose two ends are both nodes.
+        truncated: True when more objects were within reach than the limit.
+    """
+
+    seeds: list[str]
+    nodes: list[SubgraphNode]
+    edges: list[SubgraphEdge]
+    truncated: bool
+
+
+class NodeRef(_View):
+    """The other end of a relationship, as a link: id, type and name."""
+
+    id: str
+    type: str
+    name: str
+
+
+class RelationshipView(_View):
+    """One relationship of an object, seen from that object."""
+
+    direction: Literal["out", "in"]
+    relationship: Relationship
+    other: NodeRef | None
+
+
+class ObjectView(_View):
+    """One object with what surrounds it.
+
+    Attributes:
+        object: The object (its ``embedding`` holds the status and embedded text).
+        relationships: Up to ``limit`` of its relationships, each with its other end.
+        relationships_total: How many it has in all.
+        chunks: The chunks that mention it or that its extraction came from (``_chunks``),
+            with their text, up to ``limit``.
+        chunks_total: How many such chunks there are.
+    """
+
+    object: GraphObject
+    relationships: list[RelationshipView]
+    relationships_total: int
+    chunks: list[Chunk]
+    chunks_total: int
+
+
+class EmbeddingFailure(_View):
+    """A row whose embedding failed, with the error it left."""
+
+    kind: Kind
+    id: str
+    status: EmbeddingStatus
+    attempts: int
+    last_error: str | None
+
+
+def _name(o: GraphObject) -> str:
+    return o.name
+
+
+def _ref(o: GraphObject) -> NodeRef:
+    return NodeRef(id=o.id, type=o.type, name=_name(o))
+
+
+def subgraph(
+    store: Store,
+    project: str,
+    ids: Sequence[str],
+    *,
+    depth: int = 1,
+    limit: int = 500,
+    types: Sequence[str] | None = None,
+) -> Subgraph:
+    """The objects within ``depth`` hops of ``ids`` (at most ``limit``) and their edges.
+
+    Args:
+        store: The store.
+        project: The project.
+        ids: Seed object ids (unknown ones are skipped).
+        depth: Hops from the seeds, 0 to 3.
+        limit: Most nodes returned, 1 to 10,000.
+        types: Keep only objects of these types (seeds are always kept).
+
+    Raises:
+        InvalidRequest: ``depth`` or ``limit`` out of range.
+        NotFound: None of ``ids`` is a live object of the project.
+    """
+    if not 0 <= depth <= 3:
+        raise InvalidRequest("depth must be between 0 and 3", details={"depth": depth})
+    if not 1 <= limit <= MAX_SUBGRAPH_NODES:
+        raise InvalidRequest(
+            f"limit must be between 1 and {MAX_SUBGRAPH_NODES}", details={"limit": limit}
+        )
+    seeds = store.get_objects(project, list(dict.fromkeys(ids)))
+    if not seeds:
+        raise NotFound(f"none of the {len(ids)} object id(s) is in project {project!r}")
+    seed_ids = [o.id for o in seeds]
+    reached = store.neighbors(project, seed_ids, depth=depth) if depth else []
+    reached.sort(key=lambda n: n.depth)
+    wanted = set(types or ())
+    hops = {n.id: n.depth for n in reached if n.id not in set(seed_ids)}
+    found = store.get_objects(project, list(hops)) if hops else []
+    kept = [o for o in found if not wanted or o.type in wanted]
+    kept.sort(key=lambda o: hops[o.id])
+    room = max(0, limit - len(seeds))
+    truncated = len(kept) > room
+    objects = seeds[:limit] + kept[:room]
+    depths = {o.id: 0 for o in seeds} | {o.id: hops[o.id] for o in kept[:room]}
+    nodes = [SubgraphNode(id=o.id, type=o.type, name=_name(o), depth=depths[o.id]) for o in objects]
+    inside = {n.id for n in nodes}
+    edges = [
+        SubgraphEdge(id=rid, source=s, target=t, type=kind)
+        for rid, s, t, kind in store.typed_edges(project, list(inside), limit=MAX_EDGES_PER_NODE)
+        if s in inside and t in inside
+    ]
+    return Subgraph(seeds=seed_ids, nodes=nodes, edges=edges, truncated=truncated)
+
+
+def _chunk_ids(obj: GraphObject, mentioned: Sequence[str]) -> list[str]:
+    provenance = obj.properties.get("_chunks")
+    from_props = [str(c) for c in provenance] if isinstance(provenance, dict) else []
+    return list(dict.fromkeys([*from_props, *mentioned]))
+
+
+def object_view(store: Store, project: str, id: str, *, limit: int = 100) -> ObjectView:
+    """One object with up to ``limit`` relationships (and their other ends) and up to
+    ``limit`` chunks that mention it or that it was extracted from.
+
+    Raises:
+        NotFound: The project has no live object ``id``.
+        InvalidRequest: ``limit`` is not between 1 and 1000.
+    """
+    if not 1 <= limit <= 1000:
+        raise InvalidRequest("limit must be between 1 and 1000", details={"limit": limit})
+    found = store.get_objects(project, [id])
+    if not found:
+        raise NotFound(f"object {id!r} not found in project {project!r}")
+    obj = found[0]
+    touching = store.relationships_touching(project, [id])
+    shown = touching[:limit]
+    others = {r.target_id if r.source_id == id else r.source_id for r in shown}
+    ends = {o.id: o for o in store.get_objects(project, sorted(others))}
+    views: list[RelationshipView] = []
+    for r in shown:
+        direction: Literal["out", "in"] = "out" if r.source_id == id else "in"
+        other = ends.get(r.target_id if direction == "out" else r.source_id)
+        views.append(
+            RelationshipView(
+                direction=direction, relationship=r, other=_ref(other) if other else None
+            )
+        )
+    mentions = store.mentions(project, object_ids=[id])
+    chunk_ids = _chunk_ids(obj, [m.chunk_id for m in mentions if m.chunk_id])
+    chunks = store.get_chunks(project, chunk_ids[:limit])
+    return ObjectView(
+        object=obj,
+        relationships=views,
+        relationships_total=len(touching),
+        chunks=chunks,
+        chunks_total=len(chunk_ids),
+    )
+
+
+def embedding_failures(store: Store, project: str, *, limit: int = 20) -> list[EmbeddingFailure]:
+    """Up to ``limit`` rows whose embedding is failed or dead, with their last error.
+
+    Kinds with no such row (by the store's counts) are not read, and reading a kind
+    stops at its last failure.
+    """
+    counts: dict[Kind, int] = {}
+    for c in store.embedding_counts(project):
+        bad_rows = c.by_status.get("failed", 0) + c.by_status.get("dead", 0)
+        counts[c.kind] = counts.get(c.kind, 0) + bad_rows
+    bad = {EmbeddingStatus.FAILED, EmbeddingStatus.DEAD}
+    found: list[EmbeddingFailure] = []
+    for kind in Kind:
+        left = counts.get(kind, 0)
+        if left <= 0:
+            continue
+        rows: Any = store.iter_rows(project, kind.value)
+        for row in rows:
+            state = row.embedding
+            if state.status in bad:
+                found.append(
+                    EmbeddingFailure(
+                        kind=kind,
+                        id=row.id,
+                        status=state.status,
+                        attempts=state.attempts,
+                        last_error=state.last_error,
+                    )
+                )
+                left -= 1
+                if len(found) >= limit:
+                    return found
+                if left <= 0:
+                    break
+    return found
+
+
+class Overview(_View):
+    """What a project holds, for a first look: row counts, the embedding model and
+    the object types (for type filters)."""
+
+    project: str
+    counts: dict[str, int]
+    embedding_model: str | None
+    dims: int | None
+    object_types: list[str]
+
+
+def overview(store: Store, project: str) -> Overview:
+    """The project's row counts, embedding model and object types."""
+    found = stats(store, project)
+    return Overview(
+        project=project,
+        counts=found.counts,
+        embedding_model=found.embedding_model,
+        dims=found.dims,
+        object_types=sorted(store.object_types(project)),
+    )
