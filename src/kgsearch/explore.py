@@ -34,6 +34,8 @@ __all__ = [
 ]
 
 MAX_SUBGRAPH_NODES = 10_000
+FRONTIER_SLICE = 200
+"""Objects whose neighbours one read fetches while growing a subgraph."""
 MAX_EDGES_PER_NODE = 200
 """A node's edges read for a subgraph (out and in each): a hub costs no more."""
 
@@ -129,6 +131,32 @@ def _ref(o: GraphObject) -> NodeRef:
     return NodeRef(id=o.id, type=o.type, name=_name(o))
 
 
+def _take(
+    store: Store,
+    project: str,
+    reached: list[str],
+    wanted: set[str],
+    hop: int,
+    limit: int,
+    nodes: list[SubgraphNode],
+    frontier: list[str],
+) -> bool:
+    """Add the reached objects (of the wanted types) as nodes until ``limit``; True
+    when some were left out."""
+    for part in range(0, len(reached), 1000):
+        batch = reached[part : part + 1000]
+        rows = store.endpoints(project, batch)
+        for i in batch:
+            e = rows.get(i)
+            if e is None or (wanted and e.type not in wanted):
+                continue
+            if len(nodes) >= limit:
+                return True
+            nodes.append(SubgraphNode(id=e.id, type=e.type, name=e.name, depth=hop))
+            frontier.append(e.id)
+    return False
+
+
 def subgraph(
     store: Store,
     project: str,
@@ -158,22 +186,33 @@ def subgraph(
         raise InvalidRequest(
             f"limit must be between 1 and {MAX_SUBGRAPH_NODES}", details={"limit": limit}
         )
-    seeds = store.get_objects(project, list(dict.fromkeys(ids)))
+    found = store.endpoints(project, list(dict.fromkeys(ids)))
+    seeds = [found[i] for i in dict.fromkeys(ids) if i in found][:limit]
     if not seeds:
         raise NotFound(f"none of the {len(ids)} object id(s) is in project {project!r}")
-    seed_ids = [o.id for o in seeds]
-    reached = store.neighbors(project, seed_ids, depth=depth) if depth else []
-    reached.sort(key=lambda n: n.depth)
     wanted = set(types or ())
-    hops = {n.id: n.depth for n in reached if n.id not in set(seed_ids)}
-    found = store.get_objects(project, list(hops)) if hops else []
-    kept = [o for o in found if not wanted or o.type in wanted]
-    kept.sort(key=lambda o: hops[o.id])
-    room = max(0, limit - len(seeds))
-    truncated = len(kept) > room
-    objects = seeds[:limit] + kept[:room]
-    depths = {o.id: 0 for o in seeds} | {o.id: hops[o.id] for o in kept[:room]}
-    nodes = [SubgraphNode(id=o.id, type=o.type, name=_name(o), depth=depths[o.id]) for o in objects]
+    nodes = [SubgraphNode(id=e.id, type=e.type, name=e.name, depth=0) for e in seeds]
+    seen = {e.id for e in seeds}
+    frontier = list(seen)
+    truncated = False
+    # one hop at a time, and a hop's frontier a slice at a time, so the reads stop
+    # as soon as the limit is reached (a hub's far neighbourhood is never read)
+    for hop in range(1, depth + 1):
+        if not frontier or truncated:
+            break
+        current, frontier = frontier, []
+        for start in range(0, len(current), FRONTIER_SLICE):
+            reached = [
+                n.id
+                for n in store.neighbors(project, current[start : start + FRONTIER_SLICE], depth=1)
+                if n.id not in seen
+            ]
+            reached = list(dict.fromkeys(reached))
+            seen.update(reached)
+            truncated = _take(store, project, reached, wanted, hop, limit, nodes, frontier)
+            if truncated:
+                break
+    seed_ids = [e.id for e in seeds]
     inside = {n.id for n in nodes}
     edges = [
         SubgraphEdge(id=rid, source=s, target=t, type=kind)

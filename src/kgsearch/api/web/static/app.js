@@ -189,11 +189,11 @@
     document.getElementById("who").textContent =
       "project " + s.project + (s.keyless ? " · keyless (local)" : " · key " + s.key_id);
     document.getElementById("logout").hidden = s.keyless;
-    try {
-      state.overview = await api("GET", "/api/explore/overview");
-    } catch (e) {
-      state.overview = null;
-    }
+    // the overview (object types for the filters) arrives while the page draws
+    state.overviewReady = api("GET", "/api/explore/overview").then(
+      (o) => (state.overview = o),
+      () => null,
+    );
     route();
   }
 

@@ -8,7 +8,8 @@
   const VENDOR = "/ui/static/vendor/";
   const PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
     "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#17becf"];
-  const LAYOUT_BUDGET_MS = 900;
+  const LAYOUT_BUDGET_MS = 600;
+  const FA2_MAX_NODES = 2000;
   let libs = null;
 
   function loadScript(src) {
@@ -66,7 +67,7 @@
       for (const n of fresh) {
         const i = (seen[n.depth] = (seen[n.depth] || 0) + 1);
         const angle = (2 * Math.PI * i) / perRing[n.depth] + n.depth;
-        const radius = around ? 1 + Math.random() : n.depth * 10 + (i % 7);
+        const radius = around ? 4 + Math.min(20, fresh.length * 0.2) + (i % 3) : n.depth * 10 + (i % 7);
         g.addNode(n.id, {
           label: n.name, type_: n.type, depth: n.depth,
           x: centre.x + radius * Math.cos(angle), y: centre.y + radius * Math.sin(angle),
@@ -77,7 +78,7 @@
       for (const e of data.edges) {
         if (e.source === e.target || g.hasEdge(e.id)) continue;
         if (!g.hasNode(e.source) || !g.hasNode(e.target)) continue;
-        g.addEdgeWithKey(e.id, e.source, e.target, { label: e.type, size: 1, color: "#c8ccd4" });
+        g.addEdgeWithKey(e.id, e.source, e.target, { label: e.type, size: 1, color: "#e2e5ea" });
       }
       g.forEachNode((id, a) => {
         if (a.depth !== 0 || around) g.setNodeAttribute(id, "size", Math.min(14, 3 + Math.log2(1 + g.degree(id))));
@@ -85,14 +86,79 @@
       return fresh.length;
     }
 
-    // ForceAtlas2 in slices until the time budget is spent (Barnes-Hut past 1000 nodes).
+    // A radial tree: each seed's descendants (by hop count, through the first edge
+    // that reaches them) share its angle in proportion to their own descendants; a
+    // ring's radius grows with the nodes on it. Linear time, readable at any size.
+    radial() {
+      const g = this.graph;
+      const children = new Map();
+      const roots = [];
+      const placed = new Set();
+      g.forEachNode((id, a) => {
+        children.set(id, []);
+        if (a.depth === 0) {
+          roots.push(id);
+          placed.add(id);
+        }
+      });
+      let frontier = roots.slice();
+      const perRing = [roots.length];
+      while (frontier.length) {
+        const next = [];
+        for (const id of frontier) {
+          const depth = g.getNodeAttribute(id, "depth");
+          g.forEachNeighbor(id, (other, a) => {
+            if (!placed.has(other) && a.depth === depth + 1) {
+              placed.add(other);
+              children.get(id).push(other);
+              next.push(other);
+            }
+          });
+        }
+        if (next.length) perRing.push(next.length);
+        frontier = next;
+      }
+      const weight = new Map();
+      const measure = (id) => {
+        let w = 1;
+        for (const c of children.get(id)) w += measure(c);
+        weight.set(id, w);
+        return w;
+      };
+      let total = 0;
+      for (const r of roots) total += measure(r);
+      const radius = perRing.map((n, d) => (d === 0 ? (roots.length > 1 ? 5 : 0) : Math.max(d * 10, (n * 1.2) / (2 * Math.PI))));
+      for (let d = 1; d < radius.length; d++) radius[d] = Math.max(radius[d], radius[d - 1] * 1.4 + 8);
+      const place = (id, from, to, depth) => {
+        const angle = (from + to) / 2;
+        g.mergeNodeAttributes(id, { x: radius[depth] * Math.cos(angle), y: radius[depth] * Math.sin(angle) });
+        let start = from;
+        const kids = children.get(id);
+        const sum = kids.reduce((acc, c) => acc + weight.get(c), 0) || 1;
+        for (const c of kids) {
+          const share = ((to - from) * weight.get(c)) / sum;
+          place(c, start, start + share, depth + 1);
+          start += share;
+        }
+      };
+      let start = 0;
+      for (const r of roots) {
+        const share = (2 * Math.PI * weight.get(r)) / total;
+        place(r, start, start + share, 0);
+        start += share;
+      }
+      // nodes no tree edge reached keep their ring positions
+    }
+
+    // ForceAtlas2 in slices until the time budget is spent (Barnes-Hut past 1000
+    // nodes), from the radial layout; past FA2_MAX_NODES the radial layout stays.
     layout(budget) {
       const g = this.graph;
-      if (g.order < 2) return 0;
+      if (g.order < 2 || g.order > FA2_MAX_NODES) return 0;
       const settings = Object.assign(this.lib.fa2.inferSettings(g), { barnesHutOptimize: g.order > 1000 });
       const t0 = performance.now();
       let iterations = 0;
-      const step = g.order > 2000 ? 2 : 10;
+      const step = g.order > 1000 ? 2 : 10;
       while (performance.now() - t0 < budget && iterations < 300) {
         this.lib.fa2.assign(g, { iterations: step, settings });
         iterations += step;
@@ -108,11 +174,6 @@
       this.renderer = new this.lib.Sigma(this.graph, this.container, {
         renderEdgeLabels: false,
         labelRenderedSizeThreshold: 7,
-        zIndex: true,
-        nodeReducer: (node, data) => {
-          if (node === this.selected) return Object.assign({}, data, { highlighted: true, zIndex: 1 });
-          return data;
-        },
       });
       this.renderer.on("clickNode", ({ node }) => this.select(node, true));
       this.renderer.on("enterNode", ({ node }) => { this.container.style.cursor = "pointer"; this.hover(node); });
@@ -124,8 +185,10 @@
     }
 
     async select(node, expand) {
+      // attribute updates let sigma redraw only the nodes that changed
+      if (this.selected && this.graph.hasNode(this.selected)) this.graph.setNodeAttribute(this.selected, "highlighted", false);
       this.selected = node;
-      this.renderer.refresh();
+      this.graph.setNodeAttribute(node, "highlighted", true);
       const a = this.graph.getNodeAttributes(node);
       clear(this.info).append(
         el("h2", {}, a.label),
@@ -238,8 +301,12 @@
       const v = (view = new View(lib, container, info, legend, status));
       v.add(data, null);
       const fetched = performance.now();
+      v.radial();
       const iterations = v.layout(LAYOUT_BUDGET_MS);
+      const laidOut = performance.now();
       v.render();
+      container.dataset.layoutMs = String(Math.round(laidOut - fetched));
+      container.dataset.renderMs = String(Math.round(performance.now() - laidOut));
       v.updateLegend();
       v.publish();
       find.addEventListener("keydown", (event) => {
@@ -248,6 +315,7 @@
       requestAnimationFrame(() => {
         const ready = performance.now();
         container.dataset.readyMs = String(Math.round(ready - started));
+        container.dataset.readyAt = String(Math.round(ready));
         container.dataset.fetchMs = String(Math.round(fetched - started));
         container.dataset.iterations = String(iterations);
         container.dataset.ready = "1";

@@ -2,7 +2,7 @@
 "use strict";
 
 (function () {
-  const { api, el, clear, fmt, errorBox, can, pages } = window.KG;
+  const { api, el, append, clear, fmt, errorBox, can, pages } = window.KG;
 
   const POLL_MS = 500;
   let polling = null;
@@ -37,14 +37,14 @@
   function watch(out, job) {
     clearTimeout(polling);
     const draw = (j) => {
-      clear(out).append(
+      append(clear(out), [
         el("h2", {}, "Job ", el("code", {}, j.id)),
         el("p", {}, "state ", el("strong", { id: "job-state", class: "state-" + j.state }, j.state),
           j.finished_at ? " · finished " + j.finished_at : " · started " + j.started_at),
         counters(j.progress || {}),
         j.error ? el("p", { class: "error", role: "alert" }, (j.error.error || j.error).message || JSON.stringify(j.error)) : null,
         report(j.result),
-        j.state === "done" ? el("p", {}, el("a", { href: "#/search" }, "Search what was ingested →")) : null);
+        j.state === "done" ? el("p", {}, el("a", { href: "#/search" }, "Search what was ingested →")) : null]);
     };
     const tick = async () => {
       let j;
@@ -110,7 +110,7 @@
         event.preventDefault();
         submit(form, out);
       });
-      root.append(form, out);
+      append(root, [form, out]);
     },
   };
 })();

@@ -165,6 +165,17 @@
         run(out, f);
       });
       root.append(el("h1", { class: "sr" }, "Search"), f, out);
+      if (!state.overview && state.overviewReady) {
+        state.overviewReady.then((o) => {
+          if (!o || !f.isConnected) return;
+          const filter = f.querySelector("#type-filter");
+          const list = f.querySelector("#type-list");
+          for (const t of o.object_types) {
+            filter.appendChild(el("option", { value: t }, t));
+            list.appendChild(el("option", { value: t }));
+          }
+        });
+      }
       f.querySelector("#q").focus();
       if (params.get("q")) run(out, f);
     },

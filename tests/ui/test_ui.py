@@ -1,0 +1,236 @@
+"""The web UI in a real headless Chromium against a real server and SQLite store:
+search with explain, object pages, the graph view, ingest with spaCy extraction,
+sign-in errors, hostile data rendered as text, and project isolation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from conftest import Site, Watched, open_page, sign_in
+from live_server import LiveServer
+from playwright.sync_api import Browser, Page, expect
+from ui_seed import HOSTILE_NAME, HOSTILE_TEXT, LEAVES, SUB_LEAVES
+
+from kgsearch import Engine, connect
+from kgsearch.api.app import create_app
+from kgsearch.testing import FakeEmbedder
+
+NO_INJECTED = "() => document.querySelectorAll('#page script, #page img, #page iframe').length"
+
+
+def unexpected_errors(tab: Watched) -> list[str]:
+    """Console errors other than the expected 401 before sign-in and the 404 of an
+    absent communities route."""
+    return [e for e in tab.errors if "401" not in e and "404" not in e]
+
+
+def search(page: Page, query: str) -> None:
+    page.fill("#q", query)
+    page.press("#q", "Enter")
+    page.wait_for_selector("#results")
+
+
+def test_search_shows_results_and_the_explain_panel(tab: Watched, site: Site) -> None:
+    page = sign_in(tab, site)
+    search(page, "Ada Lovelace")
+    cards = page.locator("#results .card")
+    expect(cards.first).to_be_visible()
+    assert cards.count() >= 2
+    ada = page.locator(f".card[data-id='{site.ids['ada']}']")
+    expect(ada.locator("h3")).to_have_text("Ada Lovelace")
+    expect(ada.locator(".leg").first).to_contain_text("objects:")
+    expect(page.locator(".latency")).to_contain_text("ms on the server")
+    explain = page.locator("#explain")
+    expect(explain).to_be_visible()
+    expect(explain.locator(".leg-table h4").first).to_be_visible()
+    expect(explain.locator(".fused li").first).to_be_visible()
+    expect(explain).to_contain_text("Time per stage")
+    tab.shot("search")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.screenshot(path="docs/img/ui-search.png")
+    assert unexpected_errors(tab) == []
+
+
+def test_a_click_opens_the_object(tab: Watched, site: Site) -> None:
+    page = sign_in(tab, site)
+    search(page, "Ada Lovelace")
+    page.locator(f".card[data-id='{site.ids['ada']}'] h3 a").click()
+    expect(page.locator("#object-name")).to_contain_text("Ada Lovelace")
+    expect(page.locator("#props")).to_contain_text("analyst")
+    rels = page.locator("#rels tbody tr")
+    expect(rels).to_have_count(2)
+    expect(page.locator("#rels")).to_contain_text("WORKS_FOR")
+    expect(page.locator("#rels")).to_contain_text("Acme Corp")
+    expect(page.locator("#embedding")).to_contain_text("embedded")
+    expect(page.locator("#embedded-text")).to_contain_text("Ada Lovelace")
+    tab.shot("object")
+    page.locator("#rels a", has_text="Acme Corp").click()
+    expect(page.locator("#object-name")).to_contain_text("Acme Corp")
+
+
+def graph_ready(page: Page) -> dict[str, str]:
+    page.wait_for_selector("#graph[data-ready='1']", timeout=20_000)
+    data: dict[str, str] = page.eval_on_selector("#graph", "e => ({...e.dataset})")
+    return data
+
+
+def click_node(page: Page, node: str) -> None:
+    """Click a node where sigma drew it."""
+    x, y = page.evaluate(
+        """id => { const v = window.KG.graphView;
+                   const p = v.renderer.graphToViewport(v.graph.getNodeAttributes(id));
+                   const box = v.container.getBoundingClientRect();
+                   return [box.left + p.x, box.top + p.y]; }""",
+        node,
+    )
+    page.mouse.click(x, y)
+
+
+def test_the_graph_renders_and_expands_on_click(tab: Watched, site: Site) -> None:
+    page = sign_in(tab, site, hash=f"#/graph/{site.ids['hub']}")
+    data = graph_ready(page)
+    assert data["nodes"] == str(1 + LEAVES)
+    assert data["edges"] == str(LEAVES)
+    expect(page.locator("#legend li")).to_have_count(2)
+    tab.shot("graph")
+    click_node(page, site.ids["leaf0"])
+    expect(page.locator("#graph")).to_have_attribute("data-nodes", str(1 + LEAVES + SUB_LEAVES))
+    expect(page.locator("#graph-info h2")).to_have_text("Leaf 0")
+    expect(page.locator("#legend li")).to_have_count(3)
+    # untick a type: its nodes are hidden
+    page.locator("#legend input[data-type='Leaf']").uncheck()
+    expect(page.locator("#graph")).to_have_attribute("data-visible", str(1 + SUB_LEAVES))
+    tab.shot("graph-expanded")
+    assert unexpected_errors(tab) == []
+
+
+def test_an_uploaded_document_is_extracted_and_becomes_searchable(
+    tab: Watched, site: Site, tmp_path: pytest.TempPathFactory
+) -> None:
+    doc = tmp_path / "curie.txt"  # type: ignore[operator]
+    doc.write_text(
+        "Marie Curie worked at the University of Paris with Pierre Curie.\n\n"
+        "Marie Curie was born in Warsaw and won the Nobel Prize in Physics."
+    )
+    page = sign_in(tab, site, hash="#/ingest")
+    page.set_input_files("#ingest-files", str(doc))
+    page.select_option("#extractor", "spacy")
+    page.click("#ingest-form button[type=submit]")
+    expect(page.locator("#job-state")).to_have_text("done", timeout=60_000)
+    expect(page.locator("#extracted")).to_contain_text("Extracted 1 of 1 chunk")
+    expect(page.locator("[data-counter='entities']")).not_to_have_text("0")
+    tab.shot("ingest")
+    page.goto(site.url + "/ui/#/search")
+    page.wait_for_selector("#q")
+    search(page, "Marie Curie")
+    expect(page.locator("#results .card h3", has_text="Marie Curie").first).to_be_visible()
+
+
+def test_a_bad_key_gets_a_clear_message(tab: Watched, site: Site) -> None:
+    page = tab.page
+    page.goto(site.url + "/ui/")
+    expect(page.locator("#login")).to_be_visible()
+    page.fill("#login-key", "kgs_000000000000_not-a-real-secret")
+    page.press("#login-key", "Enter")
+    message = page.locator("#login-error")
+    expect(message).to_be_visible()
+    expect(message).to_contain_text("The API key was not accepted")
+    expect(page.locator("#page")).to_be_empty()
+    tab.shot("bad-key")
+
+
+def test_hostile_data_renders_as_text_and_no_script_runs(tab: Watched, site: Site) -> None:
+    page = sign_in(tab, site)
+    search(page, "Eve met Ada")
+    eve = page.locator(f".card[data-id='{site.ids['eve']}']")
+    expect(eve.locator("h3")).to_have_text(HOSTILE_NAME)
+    expect(page.locator(".card[data-kind='text'] .snippet").first).to_have_text(HOSTILE_TEXT)
+    assert page.evaluate(NO_INJECTED) == 0
+    eve.locator("h3 a").click()
+    expect(page.locator("#object-name")).to_contain_text(HOSTILE_NAME)
+    expect(page.locator("#props")).to_contain_text("<script>window.__pwned=1</script>")
+    expect(page.locator("#provenance .description")).to_contain_text("<iframe src=javascript:")
+    expect(page.locator("#mentions .chunk")).to_have_text(HOSTILE_TEXT)
+    expect(page.locator("#rels")).to_contain_text("<iframe")
+    page.goto(site.url + f"/ui/#/graph/{site.ids['eve']}")
+    graph_ready(page)
+    expect(page.locator("#legend")).to_contain_text("Person")
+    click_node(page, site.ids["eve"])
+    expect(page.locator("#graph-info h2")).to_have_text(HOSTILE_NAME)
+    tab.shot("hostile")
+    assert page.evaluate(NO_INJECTED) == 0
+    assert page.evaluate("() => window.__pwned") is None
+    assert tab.dialogs == []
+
+
+def test_one_projects_key_never_shows_another_projects_data(tab: Watched, site: Site) -> None:
+    page = sign_in(tab, site, project="beta")
+    search(page, "Ada")
+    expect(page.locator("#results .card h3", has_text="Beta Vault Ada")).to_be_visible()
+    assert page.locator("#results").inner_text().count("Lovelace") == 0
+    page.goto(site.url + f"/ui/#/object/{site.ids['ada']}")
+    expect(page.locator("#page .error")).to_contain_text("not found")
+    page.goto(site.url + f"/ui/#/graph/{site.ids['hub']}")
+    expect(page.locator("#page .error")).to_contain_text("404")
+    page.goto(site.url + "/ui/#/status")
+    expect(page.locator("#counts")).to_contain_text("Project beta")
+    expect(page.locator("#counts")).not_to_contain_text("Leaf")
+    # the alpha key, in a fresh tab, sees alpha and not beta's secret
+    other = open_page(page.context.browser)  # type: ignore[arg-type]
+    try:
+        alpha = sign_in(other, site)
+        search(alpha, "Beta Vault Ada")
+        assert alpha.locator("#results").inner_text().count("Beta Vault") == 0
+    finally:
+        other.page.context.close()
+
+
+def test_narrow_window_has_no_sideways_scroll(browser: Browser, site: Site) -> None:
+    tab = open_page(browser)
+    try:
+        page = tab.page
+        page.set_viewport_size({"width": 420, "height": 800})
+        sign_in(tab, site)
+        search(page, "Ada Lovelace")
+        page.wait_for_selector("#explain")
+        width = page.evaluate("() => document.documentElement.scrollWidth")
+        assert width <= 420
+        tab.shot("search-narrow")
+    finally:
+        tab.page.context.close()
+
+
+def test_keyboard_reaches_the_search_box_and_results(tab: Watched, site: Site) -> None:
+    page = sign_in(tab, site)
+    page.evaluate("() => document.activeElement.blur()")
+    page.keyboard.press("/")
+    assert page.evaluate("() => document.activeElement.id") == "q"
+    page.keyboard.type("Acme")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#results .card")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    focused = page.evaluate("() => document.activeElement.tagName")
+    assert focused in {"SELECT", "INPUT", "BUTTON", "A"}
+
+
+@pytest.fixture
+def keyless(tmp_path: pytest.TempPathFactory) -> Iterator[str]:
+    engine = Engine(connect(str(tmp_path / "keyless.db")), embedder=FakeEmbedder(32))  # type: ignore[operator]
+    server = LiveServer(create_app(engine, keys=False))
+    yield server.start()
+    server.stop()
+    engine.close()
+
+
+def test_keyless_mode_opens_directly(tab: Watched, keyless: str) -> None:
+    page = tab.page
+    page.goto(keyless + "/ui/")
+    expect(page.locator("#who")).to_contain_text("keyless")
+    expect(page.locator("#login")).to_be_hidden()
+    expect(page.locator("#logout")).to_be_hidden()
+    search(page, "anything")
+    expect(page.locator("#results")).to_contain_text("No results.")
+    assert unexpected_errors(tab) == []
