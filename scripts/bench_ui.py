@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from benchdoc import table, write_section  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 from playwright.sync_api import Browser, sync_playwright  # noqa: E402
+from ui_browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 from kgsearch import Engine, connect  # noqa: E402
 from kgsearch.api.app import create_app  # noqa: E402
@@ -34,17 +35,6 @@ from kgsearch.testing import FakeEmbedder  # noqa: E402
 
 FULL = ROOT / "bench-data" / "metaqa-full.jsonl"
 """The full MetaQA graph as JSONL (scripts/bench_import.py writes it from the eval data)."""
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 TARGETS = {"paint": 1000.0, "graph": 3000.0, "bytes": 1.5 * 1024 * 1024}
 
 ASSETS_JS = """() => {
@@ -142,7 +132,7 @@ def main() -> None:
         url = server.start()
         try:
             with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 first_paint(browser, url, key)  # warm the server's routes
                 paints = [first_paint(browser, url, key) for _ in range(args.runs)]
                 graphs = [graph_view(browser, url, key, seed, args.nodes) for _ in range(args.runs)]

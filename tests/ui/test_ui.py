@@ -5,12 +5,21 @@ sign-in errors, hostile data rendered as text, and project isolation."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from conftest import Site, Watched, open_page, sign_in
 from live_server import LiveServer
 from playwright.sync_api import Browser, Page, expect
-from ui_seed import HOSTILE_NAME, HOSTILE_TEXT, LEAVES, SUB_LEAVES
+from ui_browser import (
+    HOSTILE_NAME,
+    HOSTILE_TEXT,
+    LEAVES,
+    SUB_LEAVES,
+    Site,
+    Watched,
+    open_page,
+    sign_in,
+)
 
 from kgsearch import Engine, connect
 from kgsearch.api.app import create_app
@@ -47,8 +56,6 @@ def test_search_shows_results_and_the_explain_panel(tab: Watched, site: Site) ->
     expect(explain.locator(".fused li").first).to_be_visible()
     expect(explain).to_contain_text("Time per stage")
     tab.shot("search")
-    page.set_viewport_size({"width": 1280, "height": 800})
-    page.screenshot(path="docs/img/ui-search.png")
     assert unexpected_errors(tab) == []
 
 
@@ -106,9 +113,9 @@ def test_the_graph_renders_and_expands_on_click(tab: Watched, site: Site) -> Non
 
 
 def test_an_uploaded_document_is_extracted_and_becomes_searchable(
-    tab: Watched, site: Site, tmp_path: pytest.TempPathFactory
+    tab: Watched, site: Site, tmp_path: Path
 ) -> None:
-    doc = tmp_path / "curie.txt"  # type: ignore[operator]
+    doc = tmp_path / "curie.txt"
     doc.write_text(
         "Marie Curie worked at the University of Paris with Pierre Curie.\n\n"
         "Marie Curie was born in Warsaw and won the Nobel Prize in Physics."
@@ -217,8 +224,8 @@ def test_keyboard_reaches_the_search_box_and_results(tab: Watched, site: Site) -
 
 
 @pytest.fixture
-def keyless(tmp_path: pytest.TempPathFactory) -> Iterator[str]:
-    engine = Engine(connect(str(tmp_path / "keyless.db")), embedder=FakeEmbedder(32))  # type: ignore[operator]
+def keyless(tmp_path: Path) -> Iterator[str]:
+    engine = Engine(connect(str(tmp_path / "keyless.db")), embedder=FakeEmbedder(32))
     server = LiveServer(create_app(engine, keys=False))
     yield server.start()
     server.stop()

@@ -11,7 +11,9 @@
   const INTERNAL = new Set(["_chunks", "_provenance", "_extracted", "_summary", "_merged"]);
 
   function value(v) {
-    return typeof v === "string" ? v : JSON.stringify(v);
+    if (typeof v === "string") return v;
+    if (Array.isArray(v) && v.every((x) => typeof x === "string")) return v.join(", ");
+    return JSON.stringify(v);
   }
 
   function table(headers, rows, attrs) {

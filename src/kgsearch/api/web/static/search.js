@@ -20,11 +20,17 @@
         f.leg, " ", el("span", { class: "muted" }, "#" + f.rank + " · " + fmt(f.score, 3)))));
   }
 
+  function shown(v) {
+    if (typeof v === "string") return v;
+    if (Array.isArray(v) && v.every((x) => typeof x === "string")) return v.join(", ");
+    return JSON.stringify(v);
+  }
+
   function fields(map) {
     const entries = Object.entries(map || {}).filter(([k]) => !k.startsWith("_"));
     if (!entries.length) return null;
     return el("dl", { class: "fields" }, entries.map(([k, v]) =>
-      [el("dt", {}, k), el("dd", {}, typeof v === "string" ? v : JSON.stringify(v))]));
+      [el("dt", {}, k), el("dd", {}, shown(v))]));
   }
 
   function card(r, index) {

@@ -1,8 +1,18 @@
-"""The data of the browser tests: two projects, ``alpha`` (a small graph, a hub with
-30 leaves, and rows whose names, properties, descriptions and chunk text are HTML and
-``<script>``) and ``beta`` (a secret only its own key may see)."""
+"""Helpers of the web UI's browser tests (tests/ui) and scripts/bench_ui.py: Debian's
+Chromium driven by Playwright, the seeded data, signing in, screenshots.
+
+The seeded store holds two projects: ``alpha`` (a small graph, a hub with 30 leaves,
+and rows whose names, properties, descriptions and chunk text are HTML and
+``<script>``) and ``beta`` (a secret only its own key may see).
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Browser, Page
 
 from kgsearch import ChunkIn, Engine, MentionIn, ObjectIn, RelationshipIn, SourceIn
 
@@ -87,3 +97,69 @@ def seed(engine: Engine) -> dict[str, str]:
     ids["vault"] = secret[0].id
     engine.embed_pending()
     return ids
+
+
+ARTIFACTS = Path(__file__).parent / "ui" / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@dataclass
+class Site:
+    """A running server and what was seeded into it."""
+
+    url: str
+    engine: Engine
+    keys: dict[str, str]
+    ids: dict[str, str]
+
+
+@dataclass
+class Watched:
+    """A page with what it logged: page errors and dialogs (alert/confirm)."""
+
+    page: Page
+    errors: list[str]
+    dialogs: list[str]
+
+    def shot(self, name: str) -> Path:
+        """Save a screenshot under tests/ui/artifacts/ and return its path."""
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=False)
+        return path
+
+
+def open_page(browser: Browser, **context: Any) -> Watched:
+    """A fresh browser context (its own session storage) at 1280×800."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800}, **context)
+    page = ctx.new_page()
+    watched = Watched(page, [], [])
+    page.on("pageerror", lambda e: watched.errors.append(str(e)))
+    page.on("console", lambda m: watched.errors.append(m.text) if m.type == "error" else None)
+
+    def dialog(d: Any) -> None:
+        watched.dialogs.append(d.message)
+        d.dismiss()
+
+    page.on("dialog", dialog)
+    return watched
+
+
+def sign_in(tab: Watched, site: Site, project: str = "alpha", hash: str = "") -> Page:
+    """Open /ui, enter the project's key and wait for the signed-in shell."""
+    page = tab.page
+    page.goto(site.url + "/ui/" + hash)
+    page.fill("#login-key", site.keys[project])
+    page.press("#login-key", "Enter")
+    page.wait_for_selector("#who:has-text('project " + project + "')")
+    return page
