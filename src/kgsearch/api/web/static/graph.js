@@ -10,6 +10,7 @@
     "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#17becf"];
   const LAYOUT_BUDGET_MS = 600;
   const FA2_MAX_NODES = 2000;
+  const BIG = 2000;
   let libs = null;
 
   function loadScript(src) {
@@ -31,6 +32,7 @@
           Graph: window.graphology.MultiGraph || window.graphology,
           fa2: window.graphologyLibrary.layoutForceAtlas2,
           Sigma: window.Sigma.Sigma || window.Sigma.default || window.Sigma,
+          rendering: window.Sigma.rendering,
         }));
     }
     return libs;
@@ -171,9 +173,20 @@
         this.renderer.refresh();
         return;
       }
+      // past BIG nodes: 1-pixel line edges, point nodes, and no edges or labels while
+      // the camera moves (CPU-rendered WebGL stays responsive)
+      const big = this.graph.order > BIG;
+      const R = this.lib.rendering;
       this.renderer = new this.lib.Sigma(this.graph, this.container, {
         renderEdgeLabels: false,
+        defaultEdgeType: big ? "thin" : "line",
+        defaultNodeType: big ? "point" : "circle",
+        edgeProgramClasses: R ? { thin: R.EdgeLineProgram } : {},
+        nodeProgramClasses: R ? { point: R.NodePointProgram } : {},
+        hideEdgesOnMove: big,
+        hideLabelsOnMove: big,
         labelRenderedSizeThreshold: 7,
+        nodeReducer: (node, data) => (node === this.selected ? Object.assign({}, data, { highlighted: true }) : data),
       });
       this.renderer.on("clickNode", ({ node }) => this.select(node, true));
       this.renderer.on("enterNode", ({ node }) => { this.container.style.cursor = "pointer"; this.hover(node); });
@@ -185,16 +198,17 @@
     }
 
     async select(node, expand) {
-      // attribute updates let sigma redraw only the nodes that changed
-      if (this.selected && this.graph.hasNode(this.selected)) this.graph.setNodeAttribute(this.selected, "highlighted", false);
-      this.selected = node;
-      this.graph.setNodeAttribute(node, "highlighted", true);
       const a = this.graph.getNodeAttributes(node);
       clear(this.info).append(
         el("h2", {}, a.label),
         el("p", {}, el("span", { class: "type" }, a.type_), " · degree " + this.graph.degree(node)),
         el("p", {}, objectLink(node, "Open object page")),
         el("button", { type: "button", id: "expand", onclick: () => this.expand(node) }, "Expand"));
+      // redraw only the two nodes whose highlight changed (no re-indexing of the graph)
+      const changed = [node];
+      if (this.selected && this.selected !== node && this.graph.hasNode(this.selected)) changed.push(this.selected);
+      this.selected = node;
+      this.renderer.refresh({ partialGraph: { nodes: changed }, skipIndexation: true });
       if (expand) await this.expand(node);
     }
 
@@ -262,6 +276,8 @@
   }
 
   let view = null;
+  // opened straight on a graph: fetch the libraries while the session is checked
+  if (location.hash.startsWith("#/graph/")) loadLibs().catch(() => null);
 
   pages.graph = {
     title: "Graph",

@@ -78,6 +78,7 @@
     const refresh = () => draw(out);
     clear(out).append(
       el("section", { class: "panel", id: "counts" }, el("h2", {}, "Project " + overview.project),
+        el("p", { class: "muted" }, "kgsearch " + window.KG.state.session.version),
         kv(Object.entries(overview.counts)), el("p", { class: "muted" }, "Object types: " + (overview.object_types.join(", ") || "none"))),
       el("div", { class: "status-grid" }, embeddingPanel(emb, failures, refresh), extractionPanel(ext, refresh)),
       el("p", { class: "muted" }, "Updated " + new Date().toLocaleTimeString() + "; refreshes every " + REFRESH_MS / 1000 + " s."));
