@@ -25,7 +25,6 @@ __all__ = [
     "Overview",
     "RelationshipView",
     "Subgraph",
-    "SubgraphEdge",
     "SubgraphNode",
     "embedding_failures",
     "object_view",
@@ -53,28 +52,25 @@ class SubgraphNode(_View):
     depth: int
 
 
-class SubgraphEdge(_View):
-    """An edge between two nodes of a subgraph."""
-
-    id: str
-    source: str
-    target: str
-    type: str
-
-
 class Subgraph(_View):
     """Objects around some seeds and the edges among them.
+
+    Edges are compact (a view of thousands of nodes has tens of thousands of edges):
+    ``[source, target, type]`` where source and target index ``nodes`` and type
+    indexes ``edge_types``.
 
     Attributes:
         seeds: The seed ids found (unknown ids are left out).
         nodes: Seeds first, then by hop count, at most the limit asked.
-        edges: Edges whose two ends are both nodes.
+        edges: Edges whose two ends are both nodes, as index triples.
+        edge_types: The relationship types the edges index.
         truncated: True when more objects were within reach than the limit.
     """
 
     seeds: list[str]
     nodes: list[SubgraphNode]
-    edges: list[SubgraphEdge]
+    edges: list[tuple[int, int, int]]
+    edge_types: list[str]
     truncated: bool
 
 
@@ -213,13 +209,20 @@ def subgraph(
             if truncated:
                 break
     seed_ids = [e.id for e in seeds]
-    inside = {n.id for n in nodes}
-    edges = [
-        SubgraphEdge(id=rid, source=s, target=t, type=kind)
-        for rid, s, t, kind in store.typed_edges(project, list(inside), limit=MAX_EDGES_PER_NODE)
-        if s in inside and t in inside
-    ]
-    return Subgraph(seeds=seed_ids, nodes=nodes, edges=edges, truncated=truncated)
+    index = {n.id: i for i, n in enumerate(nodes)}
+    types_seen: dict[str, int] = {}
+    edges: list[tuple[int, int, int]] = []
+    for _, s, t, kind in store.typed_edges(project, list(index), limit=MAX_EDGES_PER_NODE):
+        a, b = index.get(s), index.get(t)
+        if a is not None and b is not None:
+            edges.append((a, b, types_seen.setdefault(kind, len(types_seen))))
+    return Subgraph(
+        seeds=seed_ids,
+        nodes=nodes,
+        edges=edges,
+        edge_types=list(types_seen),
+        truncated=truncated,
+    )
 
 
 def _chunk_ids(obj: GraphObject, mentioned: Sequence[str]) -> list[str]:

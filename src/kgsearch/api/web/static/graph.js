@@ -77,10 +77,14 @@
           hidden: this.hiddenTypes.has(n.type),
         });
       }
-      for (const e of data.edges) {
-        if (e.source === e.target || g.hasEdge(e.id)) continue;
-        if (!g.hasNode(e.source) || !g.hasNode(e.target)) continue;
-        g.addEdgeWithKey(e.id, e.source, e.target, { label: e.type, size: 1, color: "#e2e5ea" });
+      // edges are [source index, target index, type index]; one edge per pair and type
+      for (const [a, b, t] of data.edges) {
+        const source = data.nodes[a].id;
+        const target = data.nodes[b].id;
+        const type = data.edge_types[t];
+        const key = source + "|" + target + "|" + type;
+        if (source === target || g.hasEdge(key)) continue;
+        g.addEdgeWithKey(key, source, target, { label: type, size: 1, color: "#e2e5ea" });
       }
       g.forEachNode((id, a) => {
         if (a.depth !== 0 || around) g.setNodeAttribute(id, "size", Math.min(14, 3 + Math.log2(1 + g.degree(id))));
