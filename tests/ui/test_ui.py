@@ -241,3 +241,30 @@ def test_keyless_mode_opens_directly(tab: Watched, keyless: str) -> None:
     search(page, "anything")
     expect(page.locator("#results")).to_contain_text("No results.")
     assert unexpected_errors(tab) == []
+
+
+def test_the_object_page_lists_communities_when_the_server_has_them(
+    tab: Watched, site: Site
+) -> None:
+    page = tab.page
+    membership = {
+        "object_id": site.ids["ada"],
+        "communities": [
+            {"id": "c0-aa", "level": 0, "size": 12, "title": "<script>window.__pwned=1</script>"},
+            {"id": "c1-bb", "level": 1, "size": 3, "title": "Analysts"},
+        ],
+    }
+    page.route("**/api/graph/objects/*/communities", lambda route: route.fulfill(json=membership))
+    sign_in(tab, site, hash=f"#/object/{site.ids['ada']}")
+    panel = page.locator("#communities")
+    expect(panel.locator("li")).to_have_count(2)
+    expect(panel).to_contain_text("<script>window.__pwned=1</script>")
+    expect(panel).to_contain_text("level 1 · 3 members")
+    assert page.evaluate(NO_INJECTED) == 0
+
+
+def test_the_communities_panel_is_hidden_without_the_route(tab: Watched, site: Site) -> None:
+    page = sign_in(tab, site, hash=f"#/object/{site.ids['ada']}")
+    expect(page.locator("#embedding")).to_be_visible()
+    page.wait_for_load_state("networkidle")
+    expect(page.locator("#communities")).to_have_count(0)

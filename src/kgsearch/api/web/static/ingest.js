@@ -34,27 +34,41 @@
     return el("div", {}, parts);
   }
 
+  // While a job runs: the project's extraction queue and rejections so far.
+  function live(status) {
+    if (!status) return null;
+    const rejected = Object.entries(status.rejected || {});
+    return el("div", { id: "live" },
+      el("p", { class: "muted" }, "Project extraction now: " +
+        Object.entries(status.counts || {}).map(([k, v]) => k + " " + v).join(" · ")),
+      rejected.length ? el("p", { class: "muted" }, "Rejected so far: " + rejected.map(([r, n]) => r + " " + n).join(" · ")) : null);
+  }
+
   function watch(out, job) {
     clearTimeout(polling);
-    const draw = (j) => {
+    const draw = (j, status) => {
       append(clear(out), [
         el("h2", {}, "Job ", el("code", {}, j.id)),
         el("p", {}, "state ", el("strong", { id: "job-state", class: "state-" + j.state }, j.state),
           j.finished_at ? " · finished " + j.finished_at : " · started " + j.started_at),
         counters(j.progress || {}),
         j.error ? el("p", { class: "error", role: "alert" }, (j.error.error || j.error).message || JSON.stringify(j.error)) : null,
+        j.state === "running" ? live(status) : null,
         report(j.result),
         j.state === "done" ? el("p", {}, el("a", { href: "#/search" }, "Search what was ingested →")) : null]);
     };
     const tick = async () => {
-      let j;
+      let j, status;
       try {
-        j = await api("GET", "/api/jobs/" + encodeURIComponent(job.id));
+        [j, status] = await Promise.all([
+          api("GET", "/api/jobs/" + encodeURIComponent(job.id)),
+          api("GET", "/api/extraction/status").catch(() => null),
+        ]);
       } catch (e) {
         out.appendChild(errorBox(e));
         return;
       }
-      draw(j);
+      draw(j, status);
       if (j.state === "running") polling = setTimeout(tick, POLL_MS);
     };
     draw(job);

@@ -5,9 +5,9 @@
 (function () {
   const { api, ApiError, el, fmt, json, objectLink, errorBox, pages } = window.KG;
 
-  // The communities route (added by the communities work): shown when it answers,
-  // hidden when the server has no such route (404/405).
-  const COMMUNITIES_OF = (id) => "/api/communities/objects/" + encodeURIComponent(id);
+  // An object's communities (one per level, coarsest first): shown when the server
+  // has the route and the object has communities, hidden on 404/405.
+  const COMMUNITIES_OF = (id) => "/api/graph/objects/" + encodeURIComponent(id) + "/communities";
   const INTERNAL = new Set(["_chunks", "_provenance", "_extracted", "_summary", "_merged"]);
 
   function value(v) {
