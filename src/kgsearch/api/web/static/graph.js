@@ -190,6 +190,7 @@
         hideEdgesOnMove: big,
         hideLabelsOnMove: big,
         labelRenderedSizeThreshold: 7,
+        stagePadding: 60,
         nodeReducer: (node, data) => (node === this.selected ? Object.assign({}, data, { highlighted: true }) : data),
       });
       this.renderer.on("clickNode", ({ node }) => this.select(node, true));
