@@ -7,6 +7,7 @@ makes one call into the module that owns the work: ``writes``, ``reads``,
 
 from __future__ import annotations
 
+from kgsearch.engine.communities import CommunityMethods
 from kgsearch.engine.embedding import EmbeddingMethods
 from kgsearch.engine.entities import EntityMethods
 from kgsearch.engine.extraction import ExtractionMethods
@@ -16,7 +17,14 @@ from kgsearch.engine.search import SearchMethods
 __all__ = ["Engine"]
 
 
-class Engine(GraphMethods, EmbeddingMethods, SearchMethods, ExtractionMethods, EntityMethods):
+class Engine(
+    GraphMethods,
+    EmbeddingMethods,
+    SearchMethods,
+    ExtractionMethods,
+    EntityMethods,
+    CommunityMethods,
+):
     """Graph storage, embedding lifecycle and search over one store.
 
     Args:
