@@ -33,7 +33,7 @@ import kgsearch
 from kgsearch.api.background import BackfillJobs, EmbeddingWorker
 from kgsearch.api.jobs import JobRegistry
 from kgsearch.api.limits import MAX_BODY_BYTES, InputGuard
-from kgsearch.api.routes import embeddings, entities, extract, graph, ingest, search
+from kgsearch.api.routes import communities, embeddings, entities, extract, graph, ingest, search
 from kgsearch.api.schemas import ErrorBody
 from kgsearch.engine import Engine
 from kgsearch.errors import InvalidRequest, KgsearchError
@@ -111,7 +111,7 @@ def create_app(
     app.state.jobs = jobs
     app.state.extraction_jobs = JobRegistry()
     app.state.require_keys = keys
-    for module in (graph, ingest, search, embeddings, extract, entities):
+    for module in (graph, ingest, search, embeddings, extract, entities, communities):
         app.include_router(module.router)
     app.add_api_route("/health", _health, methods=["GET"], tags=["health"])
     _add_error_handlers(app)

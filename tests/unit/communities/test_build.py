@@ -191,9 +191,7 @@ def test_reports_embed_and_the_communities_recipe_packs_them_within_the_budget(
         ctx = engine.context("pasta basil tomato", recipe="communities", max_tokens=budget)
         assert 0 < ctx.tokens <= budget
         assert "(community, rating" in ctx.context
-    cited = engine.context(
-        "pasta basil tomato", recipe="global", max_tokens=300, style="sections"
-    )
+    cited = engine.context("pasta basil tomato", recipe="global", max_tokens=300, style="sections")
     assert cited.context.startswith("## Communities") and "C1" in cited.citations
     assert cited.tokens <= 300
 
@@ -201,19 +199,27 @@ def test_reports_embed_and_the_communities_recipe_packs_them_within_the_budget(
 def _llm_reply(messages: Sequence[Message]) -> str:
     prompt = messages[-1].content
     title = "Sub-communities" if "Reports of its sub-communities" in prompt else "Group"
-    return "Here you go:\n```json\n" + json.dumps(
-        {
-            "title": title,
-            "summary": "A tight group.",
-            "rating": "7.5",
-            "rating_explanation": "central",
-            "findings": [
-                {"summary": "Members are linked", "explanation": "x", "entities": [1, 2, 99],
-                 "relationships": ["1"]},
-                "a bare finding",
-            ],
-        }
-    ) + "\n```"
+    return (
+        "Here you go:\n```json\n"
+        + json.dumps(
+            {
+                "title": title,
+                "summary": "A tight group.",
+                "rating": "7.5",
+                "rating_explanation": "central",
+                "findings": [
+                    {
+                        "summary": "Members are linked",
+                        "explanation": "x",
+                        "entities": [1, 2, 99],
+                        "relationships": ["1"],
+                    },
+                    "a bare finding",
+                ],
+            }
+        )
+        + "\n```"
+    )
 
 
 def test_llm_reports_are_parsed_tolerantly_versioned_and_cite_real_ids(store: Store) -> None:
