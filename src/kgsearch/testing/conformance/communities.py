@@ -202,3 +202,14 @@ def test_an_inconsistent_set_is_refused_before_any_write(store: Store) -> None:
 
 def _embedder() -> FakeEmbedder:
     return FakeEmbedder(DIMS)
+
+
+def test_an_empty_build_clears_the_set_and_its_reports(store: Store) -> None:
+    store.replace_communities("p", _build(), _SET)
+    store.upsert_community_reports("p", [_report("c0-top", "Top")])
+    empty = _build("b0").model_copy(update={"communities": 0, "levels": 0})
+    assert store.replace_communities("p", empty, []) == 1
+    assert store.communities("p") == [] and store.communities_of("p", ["a"]) == {}
+    assert store.community_reports("p", ["c0-top"]) == []
+    build = store.community_build("p")
+    assert build is not None and build.communities == 0 and build.generation == 2
