@@ -236,6 +236,8 @@ def extractive_report(material: Material) -> CommunityReport:
     for edge in material.ranked_edges()[:_TOP_EDGES]:
         triplet = _triplet(edge, names)
         description = " ".join(edge.description.split())[:_DESCRIPTION_CHARS]
+        if description.casefold() == triplet.casefold():
+            description = ""  # a triple without a description says it once
         findings.append(
             Finding(
                 summary=triplet,

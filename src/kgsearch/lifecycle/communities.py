@@ -299,7 +299,8 @@ class _ReportWriter:
                 self._work,
                 project=self.project,
                 policy=policy,
-                batch_size=8,
+                # a model call per report: small batches; extractive: few transactions
+                batch_size=8 if self.options.method == "llm" else 64,
                 wait_for_retries=False,
                 progress=tick,
                 row_ids=ids,
