@@ -15,7 +15,9 @@ from kgsearch.community_values import (
 )
 from kgsearch.engine import providers
 from kgsearch.engine.core import EngineCore
+from kgsearch.errors import InvalidRequest, MissingCredentials
 from kgsearch.lifecycle import communities as building
+from kgsearch.llm.base import LLM
 from kgsearch.search import communities as lookups
 
 __all__ = ["CommunityMethods"]
@@ -47,7 +49,7 @@ class CommunityMethods(EngineCore):
             InvalidRequest: Bad parameters, or ``llm`` without a configured model.
             Conflict: The graph changed while the build ran; nothing was written.
         """
-        llm = providers.make_llm(self.llm_settings, self.store) if method == "llm" else None
+        llm = self._report_llm() if method == "llm" else None
         options = building.BuildOptions(
             method=method,
             max_cluster_size=max_cluster_size,
@@ -59,6 +61,16 @@ class CommunityMethods(EngineCore):
         return building.build_communities(
             self.store, self._p(project), options, llm=llm, progress=progress
         )
+
+    def _report_llm(self) -> LLM:
+        """The configured chat model; a missing key is the request's problem (400)."""
+        try:
+            return providers.make_llm(self.llm_settings, self.store)
+        except MissingCredentials as exc:
+            raise InvalidRequest(
+                f"method 'llm' needs a configured chat model ([llm] settings): {exc}",
+                details=exc.details,
+            ) from None
 
     def community_status(self, *, project: str | None = None) -> CommunityStatus:
         """The current build, communities per level, reports by embedding status, and

@@ -194,7 +194,7 @@ def build_communities(
         project, build, records, renamed=renamed, expected_digest=digest
     )
     stored = store.community_build(project) or build
-    due = _due(store, project, records, options)
+    due = _due(store, project, records, options, llm.model_id if llm is not None else None)
     writer = _ReportWriter(store, project, graph, records, options, llm)
     run = writer.run(due, progress, policy)
     store.delete_tasks(project, JOB, list(changes.removed))
@@ -213,9 +213,13 @@ def build_communities(
 
 
 def _due(
-    store: Store, project: str, records: Sequence[CommunityRecord], options: BuildOptions
+    store: Store,
+    project: str,
+    records: Sequence[CommunityRecord],
+    options: BuildOptions,
+    model: str | None,
 ) -> list[CommunityRecord]:
-    """Communities whose report is missing, or of another method or version."""
+    """Communities whose report is missing, or of another method, version or model."""
     if options.force:
         return list(records)
     existing = {r.id: r for r in store.community_reports(project, [c.id for c in records])}
@@ -226,6 +230,7 @@ def _due(
         if (r := existing.get(c.id)) is None
         or r.method != options.method
         or r.prompt_version != version
+        or (model is not None and r.model != model)
     ]
 
 
@@ -269,13 +274,15 @@ class _ReportWriter:
             return totals
         version = _version(self.options.method)
         build_id = next(iter(self.by_id.values())).build_id
+        model = self.llm.model_id if self.llm is not None else ""
+        forced = time.time_ns() if self.options.force else ""  # every forced build runs
         self.store.enqueue_tasks(
             self.project,
             JOB,
             [
                 TaskIn(
                     c.id,
-                    f"{build_id}:{self.options.method}:{version}:{self.options.force}",
+                    f"{build_id}:{self.options.method}:{version}:{model}:{forced}",
                     {"level": c.level},
                 )
                 for c in due

@@ -96,6 +96,8 @@ def test_an_unchanged_graph_rebuilds_no_report(store: Store) -> None:
     engine.build_communities()
     again = engine.build_communities()
     assert again.reports == 0 and again.kept == 2 and again.changed == 0
+    for _ in range(2):  # every forced build writes every report again
+        assert engine.build_communities(force=True).reports == 2
 
 
 def test_a_small_change_keeps_reports_and_a_big_one_renews_only_its_community(
@@ -239,6 +241,10 @@ def test_llm_reports_are_parsed_tolerantly_versioned_and_cite_real_ids(store: St
     # the same method and version again: nothing is due, no call
     assert build_communities(store, "p", BuildOptions(method="llm"), llm=llm).reports == 0
     assert len(llm.calls) == 2
+    # another model: every report is due again, and records the new model
+    other = FakeLLM(default=_llm_reply, model="n")
+    assert build_communities(store, "p", BuildOptions(method="llm"), llm=other).reports == 2
+    assert {r.model for r in store.community_reports("p", ids)} == {"fake:n"}
 
 
 def test_a_parent_over_the_budget_is_written_from_its_childrens_reports(store: Store) -> None:
