@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import shutil
+import sqlite3
 import tempfile
 import time
 from pathlib import Path
@@ -65,7 +65,14 @@ def _build(engine: Engine, name: str) -> dict[str, Any]:
 
 def metaqa(path: Path, tmp: Path) -> dict[str, Any]:
     copy = tmp / "metaqa.db"
-    shutil.copyfile(path, copy)  # never write to the shared original
+    # never write to the shared original: a read-only online backup (consistent even
+    # while another process writes to it)
+    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    target = sqlite3.connect(copy)
+    with target:
+        source.backup(target)
+    source.close()
+    target.close()
     with Engine(connect(str(copy)), embedder=FakeEmbedder(8)) as engine:
         counts = engine.stats().counts
         found = _build(engine, "MetaQA (full)")
