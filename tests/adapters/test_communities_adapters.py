@@ -63,10 +63,14 @@ def test_mcp_community_tools(tmp_path: Path) -> None:
         readonly = create_server(engine, project="alpha", scopes=("read",))
 
         async def run() -> list[tuple[bool, Any]]:
-            out = []
+            out: list[tuple[bool, Any]] = []
+            first: list[tuple[str, dict[str, Any]]] = [
+                ("build_communities", {}),
+                ("communities", {}),
+            ]
             with anyio.fail_after(30):
                 async with Client(server) as client:
-                    for tool, args in (("build_communities", {}), ("communities", {})):
+                    for tool, args in first:
                         result = await client.call_tool(tool, args)
                         out.append((result.is_error, tool_payload(result)))
                     cid = out[-1][1]["items"][0]["id"]

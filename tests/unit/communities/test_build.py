@@ -18,6 +18,7 @@ from kgsearch.llm.fake import FakeLLM
 from kgsearch.model import ObjectIn, ObjectRef, RelationshipIn
 from kgsearch.store.base import Store
 from kgsearch.testing import FakeEmbedder
+from kgsearch.testing.stores import StoreFactory
 
 _GROUPS = {
     "astro": ["Apollo", "Gemini", "Mercury", "Saturn V", "Houston", "Armstrong"],
@@ -277,3 +278,19 @@ def test_an_unusable_reply_fails_the_task_and_the_next_build_retries(store: Stor
     assert any("no JSON object" in e for e in report.errors)
     again = build_communities(store, "p", BuildOptions(method="llm"), llm=llm)
     assert again.failed == 0 and again.reports + report.reports == 2
+
+
+def test_the_whole_cycle_on_postgresql(pg_factory: StoreFactory) -> None:
+    store = pg_factory()
+    engine = _engine(store)
+    first = engine.build_communities()
+    assert first.build is not None and first.reports == 2
+    engine.embed_pending()
+    found = engine.search("pasta basil tomato", recipe="communities", limit=2)
+    top = engine.community(found.communities[0].id)
+    assert {m["key"] for m in top.members} == set(_GROUPS["cook"])
+    engine.add_objects([ObjectIn(type="Thing", key="Oregano")])
+    engine.add_relationships([_rel("Oregano", n) for n in _GROUPS["cook"]])
+    assert engine.community_status().stale
+    again = engine.build_communities()
+    assert (again.kept, again.changed, again.reports, again.removed) == (1, 1, 1, 1)
