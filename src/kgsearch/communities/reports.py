@@ -5,12 +5,13 @@ the relationships inside it, and its children's reports) becomes a
 :class:`~kgsearch.community_values.CommunityReport`; reading the material from a store
 and writing the report is :mod:`kgsearch.lifecycle.communities`' work.
 
-**Extractive** (:func:`extractive_report`): members are ranked by weighted PageRank
-over the community's own relationships (igraph), relationships by the summed
-PageRank of their ends times their weight (GraphRAG ranks edges by the combined degree
-of their ends; PageRank also counts who the neighbours are). The title names the three
-most central members; the summary counts members by type and relationships by type and
-names the central members with the first sentence of their description; each finding
+**Extractive** (:func:`extractive_report`): members are ranked by their weighted
+degree over the community's own relationships, relationships by the combined degree
+of their ends times their weight (GraphRAG ranks entities and edges by degree). The
+first version ranked members by weighted PageRank per community; on the MetaQA graph
+its 11,292 runs took 34 s of a 206 s build under load, so degree it is. The title
+names the three most central members; the summary counts members and relationships
+by type and names the central members with the first sentence of their description; each finding
 is one central relationship (its description when it has one, else its triplet), citing
 its two ends and itself, after one finding for the most central member. The rating
 (0-10) is the community's rank on a log scale against the largest rank of the build.
@@ -37,8 +38,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
-
-import igraph
 
 from kgsearch.community_values import CommunityRecord, CommunityReport, Finding
 from kgsearch.errors import ProviderError
@@ -131,9 +130,9 @@ class Material:
         return h.hexdigest()
 
     def centrality(self) -> dict[str, float]:
-        """Member id → weighted PageRank inside the community (uniform with no edges)."""
+        """Member id → weighted degree inside the community."""
         if not self._centrality:
-            self._centrality.update(_pagerank(self.members, self.edges))
+            self._centrality.update(_strength(self.members, self.edges))
         return self._centrality
 
     def ranked_members(self) -> list[Member]:
@@ -142,7 +141,7 @@ class Material:
         return sorted(self.members, key=lambda m: (-score.get(m.id, 0.0), m.name, m.id))
 
     def ranked_edges(self) -> list[Edge]:
-        """Relationships by the summed centrality of their ends times their weight."""
+        """Relationships by the combined degree of their ends times their weight."""
         score = self.centrality()
         return sorted(
             self.edges,
@@ -150,22 +149,15 @@ class Material:
         )
 
 
-def _pagerank(members: Sequence[Member], edges: Sequence[Edge]) -> dict[str, float]:
-    ids = sorted(m.id for m in members)
-    if not ids:
-        return {}
-    index = {m: i for i, m in enumerate(ids)}
-    pairs = [
-        (index[e.source], index[e.target], max(e.weight, 0.0))
-        for e in edges
-        if e.source in index and e.target in index and e.source != e.target
-    ]
-    if not pairs:
-        return {m: 1.0 / len(ids) for m in ids}
-    graph = igraph.Graph(n=len(ids), edges=[(a, b) for a, b, _ in pairs], directed=False)
-    weights = [w if w > 0 else 1e-9 for _, _, w in pairs]
-    ranks = graph.pagerank(weights=weights, directed=False)
-    return {m: float(ranks[i]) for i, m in enumerate(ids)}
+def _strength(members: Sequence[Member], edges: Sequence[Edge]) -> dict[str, float]:
+    """Weighted degree of each member over the community's own relationships."""
+    score = dict.fromkeys((m.id for m in members), 0.0)
+    for e in edges:
+        if e.source != e.target and e.source in score and e.target in score:
+            weight = max(e.weight, 0.0)
+            score[e.source] += weight
+            score[e.target] += weight
+    return score
 
 
 def _first_sentence(text: str, limit: int = 160) -> str:

@@ -45,7 +45,6 @@ from kgsearch.errors import InvalidRequest
 from kgsearch.lifecycle.runner import Outcome, RetryPolicy
 from kgsearch.lifecycle.tasks import TaskDone, run_tasks
 from kgsearch.llm.base import LLM
-from kgsearch.model import GraphObject, Relationship
 from kgsearch.store.base import Store
 from kgsearch.store.records import Task, TaskIn
 from kgsearch.text.enrich import text_hash
@@ -89,20 +88,41 @@ class BuildOptions:
 
 @dataclass
 class _Graph:
-    objects: dict[str, GraphObject]
-    relationships: list[Relationship]
-    touching: dict[str, list[Relationship]] = field(default_factory=dict)
+    """The project's graph as report material: members and edges made once."""
+
+    members: dict[str, Member]
+    edges: list[Edge]
+    touching: dict[str, list[Edge]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for r in self.relationships:
-            self.touching.setdefault(r.source_id, []).append(r)
-            if r.target_id != r.source_id:
-                self.touching.setdefault(r.target_id, []).append(r)
+        for e in self.edges:
+            self.touching.setdefault(e.source, []).append(e)
+            if e.target != e.source:
+                self.touching.setdefault(e.target, []).append(e)
 
 
 def _read_graph(store: Store, project: str) -> _Graph:
-    objects = {o.id: o for o in store.iter_rows(project, "object")}
-    return _Graph(objects, list(store.iter_rows(project, "relationship")))
+    members = {
+        o.id: Member(
+            id=o.id,
+            name=o.name,
+            type=o.type,
+            description=str(o.properties.get("description") or ""),
+        )
+        for o in store.iter_rows(project, "object")
+    }
+    edges = [
+        Edge(
+            id=r.id,
+            source=r.source_id,
+            target=r.target_id,
+            type=r.label or r.type,
+            weight=r.weight,
+            description=r.description or "",
+        )
+        for r in store.iter_rows(project, "relationship")
+    ]
+    return _Graph(members, edges)
 
 
 def _build_id(project: str, detection: Detection, digest: str) -> str:
@@ -150,8 +170,8 @@ def build_communities(
     digest = store.graph_digest(project)
     graph = _read_graph(store, project)
     detection = detect_communities(
-        ((r.source_id, r.target_id, r.weight) for r in graph.relationships),
-        nodes=graph.objects,
+        ((e.source, e.target, e.weight) for e in graph.edges),
+        nodes=graph.members,
         max_cluster_size=options.max_cluster_size,
         seed=options.seed,
         resolution=options.resolution,
@@ -317,41 +337,22 @@ class _ReportWriter:
         return totals
 
     def material(self, community: CommunityRecord) -> Material:
-        members = set(community.members)
-        objects = self.graph.objects
-        edges: dict[str, Relationship] = {}
+        inside = set(community.members)
+        edges: dict[str, Edge] = {}
         for m in community.members:
-            for r in self.graph.touching.get(m, ()):
-                if r.source_id in members and r.target_id in members:
-                    edges[r.id] = r
+            for e in self.graph.touching.get(m, ()):
+                if e.source in inside and e.target in inside:
+                    edges[e.id] = e
         children = (
             self.store.community_reports(self.project, self.children.get(community.id, []))
             if self.options.method == "llm"
             else []
         )
+        members = self.graph.members
         return Material(
             community=community,
-            members=[
-                Member(
-                    id=o.id,
-                    name=o.name,
-                    type=o.type,
-                    description=str(o.properties.get("description") or ""),
-                )
-                for m in community.members
-                if (o := objects.get(m)) is not None
-            ],
-            edges=[
-                Edge(
-                    id=r.id,
-                    source=r.source_id,
-                    target=r.target_id,
-                    type=r.label or r.type,
-                    weight=r.weight,
-                    description=r.description or "",
-                )
-                for r in edges.values()
-            ],
+            members=[members[m] for m in community.members if m in members],
+            edges=list(edges.values()),
             children=children,
             max_rank=self.max_rank,
         )
