@@ -123,6 +123,10 @@ def with_communities(
     hits = community_results(
         store, project, request.query, vector, scope, limit=request.limit, trace=trace
     )
+    if not hits and store.community_build(project) is None:
+        warnings = list(metadata.get("warnings") or [])
+        warnings.append("no community reports: run `kgsearch communities build` first")
+        metadata["warnings"] = warnings
     metadata["communityResultCount"] = len(hits)
     return response.model_copy(update={"communities": hits, "metadata": metadata})
 

@@ -181,6 +181,8 @@ def test_reports_embed_and_the_communities_recipe_packs_them_within_the_budget(
     store: Store,
 ) -> None:
     engine = _engine(store)
+    before = engine.search("pasta", recipe="communities")
+    assert before.communities == [] and "communities build" in before.metadata["warnings"][0]
     engine.build_communities()
     engine.embed_pending()
     found = engine.search("pasta basil tomato", recipe="communities", limit=2)
