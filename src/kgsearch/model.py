@@ -151,11 +151,20 @@ class Kind(StrEnum):
     OBJECT = "object"
     RELATIONSHIP = "relationship"
     CHUNK = "chunk"
+    COMMUNITY = "community"  # community reports (kgsearch.communities)
 
     @property
     def table(self) -> str:
         """The plural table name used by stores."""
-        return {"object": "objects", "relationship": "relationships", "chunk": "chunks"}[self.value]
+        return _KIND_TABLES[self.value]
+
+
+_KIND_TABLES = {
+    "object": "objects",
+    "relationship": "relationships",
+    "chunk": "chunks",
+    "community": "community_reports",
+}
 
 
 class EmbeddingStatus(StrEnum):

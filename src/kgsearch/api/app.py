@@ -34,7 +34,16 @@ from kgsearch.api import web
 from kgsearch.api.background import BackfillJobs, EmbeddingWorker
 from kgsearch.api.jobs import JobRegistry
 from kgsearch.api.limits import MAX_BODY_BYTES, InputGuard
-from kgsearch.api.routes import embeddings, entities, explore, extract, graph, ingest, search
+from kgsearch.api.routes import (
+    communities,
+    embeddings,
+    entities,
+    explore,
+    extract,
+    graph,
+    ingest,
+    search,
+)
 from kgsearch.api.schemas import ErrorBody
 from kgsearch.engine import Engine
 from kgsearch.errors import InvalidRequest, KgsearchError
@@ -112,7 +121,7 @@ def create_app(
     app.state.jobs = jobs
     app.state.extraction_jobs = JobRegistry()
     app.state.require_keys = keys
-    for module in (graph, ingest, search, embeddings, extract, entities, explore):
+    for module in (graph, ingest, search, embeddings, extract, entities, explore, communities):
         app.include_router(module.router)
     web.mount(app)
     app.add_api_route("/health", _health, methods=["GET"], tags=["health"])

@@ -224,8 +224,8 @@ class BackfillRequest(_Body):
     batch_size: int = Field(default=64, ge=1, le=1000)
     delay_ms: int = Field(default=0, ge=0, le=60_000, description="Pause between batches")
     limit: int | None = Field(default=None, ge=1, le=10_000_000, description="Stop after ~N rows")
-    kinds: list[Literal["object", "relationship", "chunk"]] | None = Field(
-        default=None, min_length=1, max_length=3
+    kinds: list[Literal["object", "relationship", "chunk", "community"]] | None = Field(
+        default=None, min_length=1, max_length=4
     )
     dry_run: bool = Field(default=False, description="Only count what would be embedded")
     project: str | None = _PROJECT

@@ -12,6 +12,7 @@ import sys
 import click
 
 from kgsearch.cli.common import add_json_option, cli
+from kgsearch.cli.communities import communities
 from kgsearch.cli.documents import documents
 from kgsearch.cli.embed import embed
 from kgsearch.cli.entities import entities
@@ -38,6 +39,7 @@ for command in (
     extract,
     documents,
     entities,
+    communities,
     export_cmd,
     objects,
     relationships,

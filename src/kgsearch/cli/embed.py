@@ -24,7 +24,13 @@ from kgsearch.model import EmbeddingStatusReport, EmbedReport, Kind
 
 __all__ = ["embed"]
 
-_KINDS = {"objects": Kind.OBJECT, "relationships": Kind.RELATIONSHIP, "chunks": Kind.CHUNK}
+_KINDS = {
+    "objects": Kind.OBJECT,
+    "relationships": Kind.RELATIONSHIP,
+    "chunks": Kind.CHUNK,
+    "communities": Kind.COMMUNITY,  # community reports
+}
+_PLURAL = {kind.value: name for name, kind in _KINDS.items()}
 
 
 @click.group()
@@ -191,7 +197,7 @@ def backfill(
     with engine_from(state) as engine:
         if dry_run:
             status = engine.embedding_status(project=state.project)
-            todo = {r.kind.value + "s": r.pending + r.failed for r in status.rows}
+            todo = {_PLURAL[r.kind.value]: r.pending + r.failed for r in status.rows}
             emit(
                 state,
                 {"dry_run": True, "would_embed": todo, "total": sum(todo.values())},

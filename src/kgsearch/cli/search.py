@@ -170,6 +170,11 @@ def _render_results(response: SearchResponse) -> None:
             text = r.snippet[:120]
         legs = ", ".join(f"{f.leg}#{f.rank}" for f in r.found_by)
         table.add_row(str(i), r.type, text, f"{r.score:.4f}", legs)
+    for i, c in enumerate(response.communities, len(response.results) + 1):
+        legs = ", ".join(f"{f.leg}#{f.rank}" for f in c.found_by)
+        table.add_row(
+            str(i), c.type, f"[bold]{c.title}[/] ({c.size} members)", f"{c.score:.4f}", legs
+        )
     out.print(table)
     meta = response.metadata
     out.print(

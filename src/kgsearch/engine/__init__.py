@@ -7,6 +7,7 @@ makes one call into the module that owns the work: ``writes``, ``reads``,
 
 from __future__ import annotations
 
+from kgsearch.engine.communities import CommunityMethods
 from kgsearch.engine.embedding import EmbeddingMethods
 from kgsearch.engine.entities import EntityMethods
 from kgsearch.engine.explore import ExploreMethods
@@ -24,6 +25,7 @@ class Engine(
     ExtractionMethods,
     EntityMethods,
     ExploreMethods,
+    CommunityMethods,
 ):
     """Graph storage, embedding lifecycle and search over one store.
 

@@ -35,6 +35,7 @@ from pydantic_core import to_jsonable_python
 from kgsearch.engine import Engine
 from kgsearch.errors import InvalidRequest, KgsearchError, NotFound
 from kgsearch.keys import ALL_SCOPES, Forbidden, Scope, Unauthorized, check_project, check_scope
+from kgsearch.mcp.communities import add_community_tools
 from kgsearch.model import Filters, ObjectIn, RelationshipIn
 from kgsearch.reports import ExtractionReport
 from kgsearch.search.request import SearchRequest
@@ -382,6 +383,7 @@ def create_server(
         """How much of the project is embedded: counts by status and kind, failures."""
         return await call("read", lambda: engine.embedding_status(project=p))
 
+    add_community_tools(server, call, engine, p)
     return server
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from kgsearch.search.communities import with_communities
 from kgsearch.search.fusion import Fused, rrf, weighted
 from kgsearch.search.hydrate import hydrate
 from kgsearch.search.legs import graph_legs, scope_legs
@@ -83,7 +84,18 @@ def run_search(
     with _timed(ms, "rerank"):
         ranked = _rerank(plan, pool, reranker)
     found = rows.by_key(c.key for c in ranked)
-    return respond(plan, ranked, found, legs, fused, query.warnings, ms, started)
+    response = respond(plan, ranked, found, legs, fused, query.warnings, ms, started)
+    if plan.request.communities is not None:  # report hits, in a list of their own
+        response = with_communities(
+            ctx.store,
+            ctx.project,
+            plan.request,
+            response,
+            query.first,
+            ctx.embed_query,
+            log_of(traces, "communities"),
+        )
+    return response
 
 
 def _fuse(plan: Plan, lists: Mapping[str, Sequence[tuple[str, float]]]) -> list[Fused]:

@@ -27,6 +27,7 @@ from kgsearch.model import Filters, Kind, LegHit
 
 __all__ = [
     "RECIPES",
+    "CommunityResult",
     "Explain",
     "FusedHit",
     "GraphResult",
@@ -80,6 +81,13 @@ class SearchRequest(_Input):
     objects: ScopeConfig | None = Field(default_factory=ScopeConfig)
     relationships: ScopeConfig | None = Field(default_factory=ScopeConfig)
     chunks: ScopeConfig | None = Field(default_factory=ScopeConfig)
+    communities: ScopeConfig | None = Field(
+        default=None,
+        description=(
+            "Community reports (kgsearch communities build): off unless set; their hits "
+            "come back in the response's own `communities` list, never fused with rows"
+        ),
+    )
     graph: Literal["none", "bfs", "ppr", "paths", "local", "global", "hybrid"] = Field(
         default="none",
         description=(
@@ -150,7 +158,15 @@ RECIPES: dict[str, dict[str, Any]] = {
     # of the first round while the mode's expansion still ranks its rows
     "naive": {"objects": None, "relationships": None},
     "local": {"graph": "local", "relationships": {"methods": []}, "chunks": {"methods": []}},
-    "global": {"graph": "global", "objects": {"methods": []}, "chunks": {"methods": []}},
+    "global": {
+        "graph": "global",
+        "objects": {"methods": []},
+        "chunks": {"methods": []},
+        # GraphRAG's global search: community reports, when a build wrote them
+        "communities": {},
+    },
+    # broad questions over community reports only (docs/communities.md)
+    "communities": {"objects": None, "relationships": None, "chunks": None, "communities": {}},
     "hybrid": {"graph": "hybrid", "chunks": {"methods": []}},
     "mix": {"graph": "hybrid"},
     "node_distance": {"reranker": "node_distance"},
@@ -231,10 +247,26 @@ class TextResult(_Result):
 SearchResult = Annotated[GraphResult | RelationshipResult | TextResult, Field(discriminator="type")]
 
 
+class CommunityResult(_Result):
+    """A community report hit (the ``communities`` scope)."""
+
+    type: Literal["community"] = "community"
+    level: int
+    title: str
+    summary: str
+    rating: float
+    size: int
+    findings: list[str] = Field(default_factory=list)
+
+
 class SearchResponse(_Model):
-    """Results best first, with metadata and optional debug information."""
+    """Results best first, with metadata and optional debug information; community
+    report hits, when the ``communities`` scope ran, in a list of their own."""
 
     results: list[SearchResult]
+    communities: list[CommunityResult] = Field(
+        default_factory=list, exclude_if=lambda found: not found
+    )
     metadata: dict[str, Any]
     debug: dict[str, Any] | None = None
 

@@ -25,6 +25,7 @@ from typing import Any
 from kgsearch.embed.base import Embedder, Vector
 from kgsearch.embed.guard import QueryGuard
 from kgsearch.errors import ConfigError, DimensionMismatch, InvalidRequest
+from kgsearch.search.communities import format_reports
 from kgsearch.search.context import format_context, format_sections
 from kgsearch.search.pipeline import SearchContext, run_search
 from kgsearch.search.request import (
@@ -240,13 +241,18 @@ def context(
         raise InvalidRequest(f"unknown context style {style!r}; use lines or sections")
     response = search(setup, request, options)
     count = setup.embedder().count_tokens
-    citations: dict[str, str] = {}
-    if style == "sections":
-        text, citations = format_sections(
-            response.results, max_tokens=max_tokens, count_tokens=count
-        )
-    else:
-        text = format_context(response.results, max_tokens=max_tokens, count_tokens=count)
+    # community reports first: they answer the broad questions their scope is asked for
+    reports, citations = format_reports(
+        response.communities, max_tokens=max_tokens, count_tokens=count, cited=style == "sections"
+    )
+    budget = max_tokens - (count(reports + "\n\n") if reports else 0)
+    text = ""
+    if budget > 0 and style == "sections":
+        text, cited = format_sections(response.results, max_tokens=budget, count_tokens=count)
+        citations.update(cited)
+    elif budget > 0:
+        text = format_context(response.results, max_tokens=budget, count_tokens=count)
+    text = "\n\n".join(part for part in (reports, text) if part)
     return RagContext(
         context=text,
         tokens=count(text) if text else 0,

@@ -38,6 +38,7 @@ from kgsearch.model import (
     Relationship,
     Source,
 )
+from kgsearch.store.community_base import CommunityStore
 from kgsearch.store.records import (
     TASK_STATUSES,
     Claim,
@@ -61,6 +62,7 @@ __all__ = [
     "TASK_STATUSES",
     "Cache",
     "Claim",
+    "CommunityStore",
     "Direction",
     "EmbeddingCounts",
     "EmbeddingQueue",
@@ -551,6 +553,7 @@ class Store(
     KeyStore,
     TaskQueue,
     Cache,
+    CommunityStore,
     Protocol,
 ):
     """Everything a backend implements: the union of the capability protocols."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from kgsearch.errors import ConfigError, DimensionMismatch, InvalidRequest
 from kgsearch.model import (
@@ -44,6 +44,7 @@ __all__ = [
     "TASK_COLUMNS",
     "TASK_ON_CONFLICT",
     "TASK_OPEN",
+    "TEXT_ROW_KINDS",
     "RowGetters",
     "RowTable",
     "batched",
@@ -78,6 +79,14 @@ PROJECTS_SQL = (
     "SELECT project FROM chunks WHERE deleted_at IS NULL UNION "
     "SELECT project FROM sources WHERE deleted_at IS NULL ORDER BY 1"
 )
+
+# The row kind of each embeddable kind whose texts the text rules build (community
+# reports get theirs from their build).
+TEXT_ROW_KINDS: dict[Kind, Literal["object", "relationship", "chunk"]] = {
+    Kind.OBJECT: "object",
+    Kind.RELATIONSHIP: "relationship",
+    Kind.CHUNK: "chunk",
+}
 
 # The tables ``purge`` empties of soft-deleted rows, each with the mentions column
 # that points at its rows (those links go with them).

@@ -19,6 +19,7 @@ import numpy as np
 
 from kgsearch.model import Kind
 from kgsearch.store.common import (
+    TEXT_ROW_KINDS,
     batched,
     embedding_counts,
     error_text,
@@ -74,8 +75,11 @@ class PostgresEmbeddingQueue(PostgresReads):
         return len(rows)
 
     def iter_text_rows(self, project: str, kind: Kind) -> Iterator[list[Any]]:
-        """Batches of live rows of a kind (decoded models), to recompute their texts."""
-        yield from batched(self.iter_rows(project, kind.value))
+        """Batches of live rows of a kind (decoded models), to recompute their texts.
+        Community reports have none: their build writes their text."""
+        row_kind = TEXT_ROW_KINDS.get(kind)
+        if row_kind is not None:
+            yield from batched(self.iter_rows(project, row_kind))
 
     def claim(
         self,

@@ -169,10 +169,58 @@ def m004_create_cache(execute: Execute) -> None:
     )
 
 
+def m005_create_communities(execute: Execute) -> None:
+    """Communities (one build per project), membership by object, and community reports:
+    embeddable rows of kind ``community`` with the usual lifecycle and a lexical index."""
+    execute(
+        """CREATE TABLE community_builds (
+            project TEXT PRIMARY KEY, build_id TEXT NOT NULL, generation INTEGER NOT NULL,
+            params TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())"""
+    )
+    execute(
+        """CREATE TABLE communities (
+            project TEXT NOT NULL, id TEXT NOT NULL, level INTEGER NOT NULL, parent TEXT,
+            members JSON NOT NULL, size INTEGER NOT NULL, rank DOUBLE PRECISION NOT NULL,
+            build_id TEXT NOT NULL,
+            PRIMARY KEY (project, id))"""
+    )
+    execute("CREATE INDEX communities_level ON communities (project, level, rank)")
+    execute(
+        """CREATE TABLE community_members (
+            project TEXT NOT NULL, object_id TEXT NOT NULL, level INTEGER NOT NULL,
+            community_id TEXT NOT NULL,
+            PRIMARY KEY (project, object_id, level))"""
+    )
+    execute(
+        f"""CREATE TABLE community_reports (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT NOT NULL, project TEXT NOT NULL, level INTEGER NOT NULL,
+            title TEXT NOT NULL, summary TEXT NOT NULL, findings JSON NOT NULL DEFAULT '[]',
+            rating DOUBLE PRECISION NOT NULL DEFAULT 0,
+            rating_explanation TEXT NOT NULL DEFAULT '',
+            method TEXT NOT NULL, prompt_version TEXT NOT NULL DEFAULT '', report_model TEXT,
+            source_digest TEXT NOT NULL DEFAULT '',
+            created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL,
+            deleted_at TIMESTAMPTZ,
+            {_EMBEDDING_COLUMNS},
+            UNIQUE (project, id))"""
+    )
+    execute(
+        "CREATE INDEX community_reports_due ON community_reports (next_attempt_at) "
+        "WHERE status IN ('pending', 'failed') AND deleted_at IS NULL"
+    )
+    execute(
+        "CREATE INDEX community_reports_tsv ON community_reports USING gin (tsv) "
+        "WHERE deleted_at IS NULL"
+    )
+    execute("CREATE INDEX community_reports_project ON community_reports (project, seq)")
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_index_object_names", m002_index_object_names),
     Migration("m003_create_tasks", m003_create_tasks),
     Migration("m004_create_cache", m004_create_cache),
+    Migration("m005_create_communities", m005_create_communities),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -7,7 +7,8 @@ transactions and bulk loads, and keeps the store's metadata; :class:`PostgresSto
 composes one slice per capability, each bound to the same pooled
 :class:`~kgsearch.store.postgres.connection.Connection`: graph writes (``writes.py``)
 and reads (``reads.py``), the embedding queue (``queue.py``), search (``search.py``),
-API keys (``keys.py``), the task queue (``tasks.py``) and the value cache (``cache.py``).
+API keys (``keys.py``), the task queue (``tasks.py``), the value cache (``cache.py``) and
+communities (``communities.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kgsearch.errors import MigrationError
 from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
 from kgsearch.store.migrations import pending
 from kgsearch.store.postgres.cache import PostgresCache
+from kgsearch.store.postgres.communities import PostgresCommunities
 from kgsearch.store.postgres.connection import Connection, parse_url
 from kgsearch.store.postgres.keys import PostgresKeys
 from kgsearch.store.postgres.lexical import LexicalStats
@@ -40,6 +42,7 @@ class PostgresStore(
     PostgresKeys,
     PostgresTaskQueue,
     PostgresCache,
+    PostgresCommunities,
 ):
     """The PostgreSQL + pgvector store.
 

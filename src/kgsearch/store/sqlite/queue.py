@@ -15,7 +15,13 @@ from typing import Any
 import numpy as np
 
 from kgsearch.model import Kind
-from kgsearch.store.common import batched, embedding_counts, project_scope, retry_state
+from kgsearch.store.common import (
+    TEXT_ROW_KINDS,
+    batched,
+    embedding_counts,
+    project_scope,
+    retry_state,
+)
 from kgsearch.store.records import Claim, EmbeddingCounts, EmbeddingResult, TextUpdate
 from kgsearch.store.sqlite.reads import SQLiteReads
 from kgsearch.store.sqlite.search import VectorCache
@@ -57,8 +63,11 @@ class SQLiteEmbeddingQueue(SQLiteReads):
         return changed
 
     def iter_text_rows(self, project: str, kind: Kind) -> Iterator[list[Any]]:
-        """Batches of live rows of a kind (decoded models), to recompute their texts."""
-        yield from batched(self.iter_rows(project, kind.value))
+        """Batches of live rows of a kind (decoded models), to recompute their texts.
+        Community reports have none: their build writes their text."""
+        row_kind = TEXT_ROW_KINDS.get(kind)
+        if row_kind is not None:
+            yield from batched(self.iter_rows(project, row_kind))
 
     def claim(
         self,

@@ -191,6 +191,44 @@ def m006_create_cache(execute: Execute) -> None:
     )
 
 
+def m007_create_communities(execute: Execute) -> None:
+    """Communities (one build per project), membership by object, and community reports:
+    embeddable rows of kind ``community`` with the usual lifecycle and a lexical index."""
+    execute(
+        """CREATE TABLE community_builds (
+            project TEXT PRIMARY KEY, build_id TEXT NOT NULL, generation INTEGER NOT NULL,
+            params TEXT NOT NULL, created_at TEXT NOT NULL)"""
+    )
+    execute(
+        """CREATE TABLE communities (
+            project TEXT NOT NULL, id TEXT NOT NULL, level INTEGER NOT NULL, parent TEXT,
+            members TEXT NOT NULL, size INTEGER NOT NULL, rank REAL NOT NULL,
+            build_id TEXT NOT NULL,
+            PRIMARY KEY (project, id))"""
+    )
+    execute("CREATE INDEX communities_level ON communities (project, level, rank)")
+    execute(
+        """CREATE TABLE community_members (
+            project TEXT NOT NULL, object_id TEXT NOT NULL, level INTEGER NOT NULL,
+            community_id TEXT NOT NULL,
+            PRIMARY KEY (project, object_id, level))"""
+    )
+    execute(
+        f"""CREATE TABLE community_reports (
+            id TEXT NOT NULL, project TEXT NOT NULL, level INTEGER NOT NULL,
+            title TEXT NOT NULL, summary TEXT NOT NULL, findings TEXT NOT NULL DEFAULT '[]',
+            rating REAL NOT NULL DEFAULT 0, rating_explanation TEXT NOT NULL DEFAULT '',
+            method TEXT NOT NULL, prompt_version TEXT NOT NULL DEFAULT '', report_model TEXT,
+            source_digest TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL, updated_at TEXT NOT NULL, deleted_at TEXT,
+            {_EMBEDDING_COLUMNS},
+            UNIQUE (project, id))"""
+    )
+    execute("CREATE INDEX community_reports_due ON community_reports (status, next_attempt_at)")
+    execute("CREATE INDEX community_reports_project ON community_reports (project)")
+    _fts(execute, "community_reports")
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_create_api_keys", m002_create_api_keys),
@@ -198,5 +236,6 @@ MIGRATIONS = [
     Migration("m004_index_object_names", m004_index_object_names),
     Migration("m005_create_tasks", m005_create_tasks),
     Migration("m006_create_cache", m006_create_cache),
+    Migration("m007_create_communities", m007_create_communities),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -4,8 +4,8 @@ This module opens the file, applies the migrations, runs transactions and bulk l
 and keeps the store's metadata; :class:`SQLiteStore` composes one slice per capability,
 each bound to the same :class:`~kgsearch.store.sqlite.connection.Connection`: graph
 writes (``writes.py``) and reads (``reads.py``), the embedding queue (``queue.py``),
-search (``search.py``), API keys (``keys.py``), the task queue (``tasks.py``) and the
-value cache (``cache.py``).
+search (``search.py``), API keys (``keys.py``), the task queue (``tasks.py``), the
+value cache (``cache.py``) and communities (``communities.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
 from kgsearch.store.migrations import pending
 from kgsearch.store.records import StoreInfo
 from kgsearch.store.sqlite.cache import SQLiteCache
+from kgsearch.store.sqlite.communities import SQLiteCommunities
 from kgsearch.store.sqlite.connection import CACHE_PAGES_KIB, Connection
 from kgsearch.store.sqlite.keys import SQLiteKeys
 from kgsearch.store.sqlite.lexical import LexicalStats
@@ -39,7 +40,13 @@ __all__ = ["SQLiteStore"]
 
 
 class SQLiteStore(
-    SQLiteWrites, SQLiteEmbeddingQueue, SQLiteSearch, SQLiteKeys, SQLiteTaskQueue, SQLiteCache
+    SQLiteWrites,
+    SQLiteEmbeddingQueue,
+    SQLiteSearch,
+    SQLiteKeys,
+    SQLiteTaskQueue,
+    SQLiteCache,
+    SQLiteCommunities,
 ):
     """The embedded store. ``path`` is a file path or ``:memory:``.
 

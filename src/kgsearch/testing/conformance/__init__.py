@@ -15,8 +15,9 @@ the suite once per backend. docs/stores.md has the full example.
 
 The tests are grouped by store capability: ``writes``, ``neighbors``, ``deletes``,
 ``projects``, ``lexical``, ``vectors``, ``names``, ``metadata``, ``tasks``, ``cache``,
-``bulk_load`` and ``state_machine`` (a hypothesis state machine against a plain-dict
-model). They need pytest and hypothesis; :mod:`kgsearch.testing` itself needs neither.
+``communities``, ``bulk_load`` and ``state_machine`` (a hypothesis state machine
+against a plain-dict model). They need pytest and hypothesis; :mod:`kgsearch.testing`
+itself needs neither.
 """
 
 from __future__ import annotations

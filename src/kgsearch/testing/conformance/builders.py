@@ -15,6 +15,7 @@ import pytest
 from kgsearch.engine import Engine
 from kgsearch.model import Kind, ObjectIn, ObjectRef, RelationshipIn
 from kgsearch.store.base import Store
+from kgsearch.store.common import TEXT_ROW_KINDS
 from kgsearch.testing.oracles import Edge
 from kgsearch.testing.stores import StoreFactory
 
@@ -105,7 +106,7 @@ def random_objects(n: int, seed: int = 7) -> list[ObjectIn]:
 
 def embedded_texts(store: Store, project: str, kind: Kind) -> dict[str, str]:
     """The embedded text of every row of one kind, checking that all are embedded."""
-    rows: list[Any] = store.list_rows(project, kind.value, limit=10_000).items
+    rows: list[Any] = store.list_rows(project, TEXT_ROW_KINDS[kind], limit=10_000).items
     texts = {}
     for row in rows:
         assert row.embedding.status == "embedded"

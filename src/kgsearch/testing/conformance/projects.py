@@ -61,9 +61,10 @@ def test_project_a_searches_never_return_project_b_rows(
 
     for kind in Kind:
         assert store.text_search("A", kind, "Bravo", limit=50) == []
-        assert set(ids(store.text_search("A", kind, "Alpha Bravo", limit=50))) == a_rows[kind]
+        expected = a_rows.get(kind, set())  # no community reports in this graph
+        assert set(ids(store.text_search("A", kind, "Alpha Bravo", limit=50))) == expected
         hits = store.vector_search("A", kind, embedder.embed_query("Bravo x"), limit=50)
-        assert set(ids(hits)) == a_rows[kind]
+        assert set(ids(hits)) == expected
     assert ids(store.text_search("B", Kind.CHUNK, "Bravo", limit=50)) == ["c1"]
 
 

@@ -1,0 +1,101 @@
+"""Community routes: build, status, listing, one community, and an object's communities.
+
+``POST /api/communities/build`` runs a build in the request (detection and extractive
+reports take seconds to tens of seconds on graphs of tens of thousands of objects);
+a graph written to meanwhile answers 409 and leaves the previous set whole.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Path, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.limits import MAX_ID_CHARS
+from kgsearch.community_values import (
+    CommunityBuildReport,
+    CommunityDetail,
+    CommunityMembership,
+    CommunityPage,
+    CommunityStatus,
+)
+from kgsearch.engine import Engine
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api", tags=["communities"])
+
+EngineDep = Annotated[Engine, Depends(get_engine)]
+Reader = Annotated[Principal, Depends(require("read"))]
+Writer = Annotated[Principal, Depends(require("write"))]
+Id = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS)]
+
+
+class CommunityBuildRequest(BaseModel):
+    """Options of ``POST /api/communities/build`` (every field optional)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    project: str | None = None
+    method: Literal["extractive", "llm"] = "extractive"
+    max_cluster_size: int = Field(default=10, ge=1, le=100_000)
+    seed: int = Field(default=0xDEADBEEF, ge=0, lt=2**32)
+    resolution: float = Field(default=1.0, gt=0)
+    min_jaccard: float = Field(default=0.9, gt=0.5, le=1.0)
+    force: bool = False
+
+
+@router.post("/communities/build")
+def build_communities(
+    who: Writer, engine: EngineDep, body: CommunityBuildRequest | None = None
+) -> CommunityBuildReport:
+    """Detect communities, replace the stored set whole, write the due reports (409
+    when the graph changed during the build: nothing is written)."""
+    body = body or CommunityBuildRequest()
+    who.check_body(body.project)
+    return engine.build_communities(
+        project=who.project,
+        method=body.method,
+        max_cluster_size=body.max_cluster_size,
+        seed=body.seed,
+        resolution=body.resolution,
+        min_jaccard=body.min_jaccard,
+        force=body.force,
+    )
+
+
+@router.get("/communities/status")
+def community_status(who: Reader, engine: EngineDep) -> CommunityStatus:
+    """The current build, communities per level, reports, and whether it is stale."""
+    return engine.community_status(project=who.project)
+
+
+@router.get("/communities")
+def list_communities(
+    who: Reader,
+    engine: EngineDep,
+    level: Annotated[int | None, Query(ge=0)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> CommunityPage:
+    """Communities by level, then rank, with their report titles and ratings."""
+    return engine.list_communities(project=who.project, level=level, limit=limit, offset=offset)
+
+
+@router.get("/communities/{community_id}")
+def get_community(
+    community_id: Id,
+    who: Reader,
+    engine: EngineDep,
+    members: Annotated[int, Query(ge=0, le=10_000)] = 100,
+) -> CommunityDetail:
+    """One community: its report, children and members (404 when unknown)."""
+    return engine.community(community_id, project=who.project, members=members)
+
+
+@router.get("/graph/objects/{object_id}/communities")
+def object_communities(object_id: Id, who: Reader, engine: EngineDep) -> CommunityMembership:
+    """The communities an object belongs to, coarsest level first (404: no such object)."""
+    return engine.object_communities(object_id, project=who.project)
