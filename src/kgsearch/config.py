@@ -92,6 +92,15 @@ class LLMSettings(BaseModel):
     timeout: float = Field(default=120.0, gt=0, description="Seconds per request")
     max_retries: int = Field(default=4, ge=0, le=20)
     max_concurrency: int = Field(default=4, ge=1, le=256)
+    deadline_seconds: float = Field(
+        default=300.0, gt=0, description="A call (retries included) is given up after this"
+    )
+    breaker_failures: int = Field(
+        default=3, ge=1, description="LLM failures in a row that stop runs for the cooldown"
+    )
+    breaker_cooldown_seconds: float = Field(
+        default=60.0, ge=0, description="Calls are refused this long after the failures"
+    )
     cache: bool = Field(default=True, description="Keep replies in the store's LLM cache")
     record: Path | None = Field(default=None, description="Append every call to this file")
     replay: Path | None = Field(

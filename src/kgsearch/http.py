@@ -7,7 +7,8 @@ HTTP date), else an exponential backoff. Transport failures that outlast the ret
 become :class:`~kgsearch.errors.ProviderError`; an HTTP error response is handed back,
 because what it means (missing key, unsupported option) is the provider's to decide.
 :func:`status_error` and :func:`json_body` turn responses into errors and JSON the same
-way for every provider.
+way for every provider. :class:`CallGuard` bounds how long a caller waits on a
+provider at all: a deadline per call, a few dedicated threads, and a circuit breaker.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import contextlib
 import email.utils
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -28,6 +31,8 @@ __all__ = [
     "OPENAI_BASE_URL",
     "OPENAI_HOST",
     "RETRY_STATUSES",
+    "CallGuard",
+    "ProviderSkipped",
     "RetryPolicy",
     "excerpt",
     "json_body",
@@ -40,6 +45,7 @@ OPENAI_HOST = "api.openai.com"
 OPENAI_BASE_URL = f"https://{OPENAI_HOST}/v1"
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _BODY_EXCERPT = 300
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -179,3 +185,126 @@ def json_body(response: httpx.Response) -> Any:
             f"{response.request.url} returned a non-JSON body: {excerpt(response)}",
             details={"url": str(response.request.url), "status": response.status_code},
         ) from exc
+
+
+class ProviderSkipped(ProviderError):
+    """The provider was not called: its breaker is open, or every thread of its guard
+    is still waiting on it. Nothing was attempted, so a job runner should stop (and
+    leave its rows' attempts alone) rather than fail row after row."""
+
+    code = "provider_unavailable"
+
+
+class CallGuard:
+    """A deadline, bounded threads and a circuit breaker around a provider's calls.
+
+    :meth:`call` runs ``fn`` on one of ``workers`` dedicated threads and waits at most
+    ``deadline`` seconds for it. A call that times out or fails counts as a failure;
+    after ``failures`` in a row the breaker opens and calls are refused at once for
+    ``cooldown`` seconds, then one is let through to probe the provider. When every
+    thread still waits on a hung call, a new call is refused at once too. Python cannot
+    cancel a thread, so a hung call keeps its thread until the client's own timeout;
+    ``workers`` bounds how many can.
+
+    Args:
+        name: What is guarded, for messages (``the embedder``, ``the LLM``).
+        deadline: Seconds a caller waits for one call.
+        failures: Failures in a row that open the breaker.
+        cooldown: Seconds the open breaker refuses calls before probing.
+        workers: Threads that may wait on the provider at once.
+        passed: Exception types that are the caller's to handle (a configuration
+            error, say): raised as they are and never counted.
+        failed: The error raised for a call that timed out or failed.
+        skipped: The error raised for a call refused without calling the provider.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        deadline: float,
+        failures: int = 3,
+        cooldown: float = 30.0,
+        workers: int = 4,
+        passed: tuple[type[Exception], ...] = (),
+        failed: type[ProviderError] = ProviderError,
+        skipped: type[ProviderError] = ProviderSkipped,
+    ) -> None:
+        self.name = name
+        self.deadline = deadline
+        self.failures = failures
+        self.cooldown = cooldown
+        self._workers = workers
+        self._passed = passed
+        self._failed_error = failed
+        self._skipped_error = skipped
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="provider-call")
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._failed = 0
+        self._open_until = 0.0
+
+    @property
+    def is_open(self) -> bool:
+        """Whether calls are refused right now (the breaker is open)."""
+        with self._lock:
+            return time.monotonic() < self._open_until
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` within the deadline.
+
+        Raises:
+            ProviderError: ``skipped`` when the breaker is open or every thread is
+                waiting on the provider; ``failed`` when the call took longer than the
+                deadline or raised (the ``passed`` types are raised as they are).
+        """
+        with self._lock:
+            now = time.monotonic()
+            if now < self._open_until:
+                raise self._skipped_error(
+                    f"{self.name} failed {self._failed} times in a row; skipped for "
+                    f"another {self._open_until - now:.0f} s",
+                    details={"retry_after": round(self._open_until - now, 1)},
+                )
+            if self._busy >= self._workers:
+                raise self._skipped_error(
+                    f"{self.name} is not answering (every thread is waiting on it)"
+                )
+            self._busy += 1
+        future: Future[T] = self._pool.submit(self._run, fn, args, kwargs)
+        try:
+            value = future.result(timeout=self.deadline)
+        except FutureTimeout:
+            self._failure()
+            raise self._failed_error(
+                f"{self.name} took longer than {self.deadline:g} s",
+                details={"deadline": self.deadline},
+            ) from None
+        except self._passed:
+            raise
+        except Exception as exc:
+            self._failure()
+            raise self._failed_error(
+                f"{type(exc).__name__}: {exc}",
+                details=exc.details if isinstance(exc, ProviderError) else {},
+            ) from exc
+        with self._lock:
+            self._failed = 0
+        return value
+
+    def _run(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            with self._lock:
+                self._busy -= 1
+
+    def _failure(self) -> None:
+        with self._lock:
+            self._failed += 1
+            if self._failed >= self.failures:
+                self._open_until = time.monotonic() + self.cooldown
+
+    def close(self) -> None:
+        """Stop taking calls (threads still waiting on a provider are left to finish)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kgsearch.embed.openai import OpenAIEmbedder
-from kgsearch.errors import DimensionMismatch, MissingCredentials, ProviderError
+from kgsearch.embed.openai import OpenAIEmbedder, UnexpectedDimensions
+from kgsearch.errors import MissingCredentials, ProviderError
 from kgsearch.testing import FakeEmbedder
 
 # (request number from 1, request body) -> (status, JSON body or raw text[, headers])
@@ -199,9 +199,9 @@ def test_declared_dims_need_no_request(serve: Callable[[Responder], Server]) -> 
         assert (embedder.dims, server.requests) == (8, [])
 
 
-def test_wrong_dims_raise_dimension_mismatch(serve: Callable[[Responder], Server]) -> None:
+def test_wrong_dims_are_a_provider_failure(serve: Callable[[Responder], Server]) -> None:
     server = serve(embeddings_ok)
-    with _embedder(server, dims=16) as embedder, pytest.raises(DimensionMismatch) as caught:
+    with _embedder(server, dims=16) as embedder, pytest.raises(UnexpectedDimensions) as caught:
         embedder.embed_documents(["hello"])
     assert caught.value.details == {"model_id": "openai:test-embed", "expected": 16, "got": 8}
 

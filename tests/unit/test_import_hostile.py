@@ -5,11 +5,14 @@ is ``file:line: reason`` with nothing written; every valid file imports."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kgsearch import connect
 from kgsearch.engine import Engine
 from kgsearch.errors import ImportFailed
 
@@ -129,3 +132,98 @@ def test_a_chunk_of_a_missing_source_is_refused(engine: Engine, tmp_path: Path) 
 
     (error,) = refused(engine, path)
     assert error["location"] == f"{path}:3" and "source not found: 'nowhere'" in error["reason"]
+
+
+def lines(path: Path, *records: dict[str, Any]) -> Path:
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    return path
+
+
+P = {"kind": "object", "type": "P", "key": "a"}
+REF = {"type": "P", "key": "a"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "first", "second"),
+    [
+        ("relationship", {"type": "K", "source": REF, "target": REF}, {"type": "L"}),
+        ("chunk", {"text": "one"}, {"text": "two"}),
+        ("source", {"title": "one"}, {"title": "two"}),
+        ("object", {"type": "P", "key": "x"}, {"type": "P", "key": "y"}),
+    ],
+)
+def test_a_duplicate_explicit_id_is_refused_with_both_lines(
+    engine: Engine, tmp_path: Path, kind: str, first: dict[str, Any], second: dict[str, Any]
+) -> None:
+    one = {"kind": kind, "id": "dup", **first}
+    path = lines(tmp_path / "d.jsonl", P, one, {**one, **second})
+
+    (error,) = refused(engine, path)
+    assert error["location"] == f"{path}:3"
+    assert error["reason"] == f"duplicate {kind} id 'dup' (first at {path}:2)"
+
+
+def test_a_reimport_of_the_same_ids_is_still_idempotent(engine: Engine, tmp_path: Path) -> None:
+    path = lines(
+        tmp_path / "g.jsonl",
+        P,
+        {"kind": "source", "id": "s"},
+        {"kind": "chunk", "id": "c", "text": "Ada.", "source_id": "s"},
+        {"kind": "relationship", "id": "r", "type": "K", "source": REF, "target": REF},
+    )
+    first = engine.import_files([path])
+    assert engine.import_files([path]) == first
+    assert engine.store.counts("default")["chunks"] == 1
+
+
+def test_mentions_of_a_missing_chunk_source_or_relationship_are_refused(
+    engine: Engine, tmp_path: Path
+) -> None:
+    path = lines(
+        tmp_path / "m.jsonl",
+        P,
+        {"kind": "mention", "chunk_id": "late", "object": REF},  # its chunk comes later: fine
+        {"kind": "source", "id": "s"},
+        {"kind": "chunk", "id": "late", "text": "Ada.", "source_id": "s"},
+        {"kind": "mention", "chunk_id": "nochunk", "object": REF},
+        {"kind": "mention", "chunk_id": "late", "relationship_id": "norel"},
+        {"kind": "mention", "source_id": "nosource", "object": REF},
+    )
+
+    errors = refused(engine, path)
+    assert errors == [
+        {"location": f"{path}:5", "reason": "chunk not found: 'nochunk'"},
+        {"location": f"{path}:6", "reason": "relationship not found: 'norel'"},
+        {"location": f"{path}:7", "reason": "source not found: 'nosource'"},
+    ]
+
+
+def test_mentions_may_point_at_rows_already_stored(engine: Engine, tmp_path: Path) -> None:
+    engine.import_files(
+        [
+            lines(
+                tmp_path / "a.jsonl",
+                P,
+                {"kind": "source", "id": "s"},
+                {"kind": "chunk", "id": "c", "text": "Ada.", "source_id": "s"},
+                {"kind": "relationship", "id": "r", "type": "K", "source": REF, "target": REF},
+            )
+        ]
+    )
+    path = lines(tmp_path / "b.jsonl", {"kind": "mention", "chunk_id": "c", "relationship_id": "r"})
+    assert engine.import_files([path])["mentions"] == 1
+
+
+def test_the_cli_names_the_line_of_a_bad_record_and_writes_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "g.db"
+    path = lines(tmp_path / "x.jsonl", P, {"kind": "mention", "chunk_id": "gone", "object": REF})
+    done = subprocess.run(
+        [sys.executable, "-m", "kgsearch", "--db", str(db), "import", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"{path}:2: chunk not found: 'gone'" in done.stdout + done.stderr
+    with Engine(connect(str(db))) as engine:
+        assert engine.store.counts("default") == EMPTY

@@ -64,7 +64,7 @@ def test_when_every_thread_waits_on_the_provider_a_search_is_refused_at_once() -
         with pytest.raises(EmbedderUnavailable):
             guard.embed(lambda _t: (release.wait(5), VECTOR)[1], "q")
     provider = Recorder()
-    with pytest.raises(EmbedderUnavailable, match="every query thread is waiting"):
+    with pytest.raises(EmbedderUnavailable, match="every thread is waiting"):
         guard.embed(provider, "q")
     assert provider.calls == []  # refused before a thread was asked
     release.set()

@@ -33,7 +33,7 @@ import kgsearch
 from kgsearch.api import web
 from kgsearch.api.background import BackfillJobs, EmbeddingWorker
 from kgsearch.api.jobs import JobRegistry
-from kgsearch.api.limits import MAX_BODY_BYTES, InputGuard
+from kgsearch.api.limits import MAX_BODY_BYTES, MAX_BODY_SECONDS, InputGuard
 from kgsearch.api.routes import (
     communities,
     embeddings,
@@ -61,6 +61,7 @@ _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (403, "The key lacks a scope or another project was named"),
         (404, "Not found in this project"),
         (409, "Conflict"),
+        (408, "The request body did not arrive in time"),
         (413, "Request body too large"),
         (500, "Internal error"),
         (502, "Embedding or extraction provider failed"),
@@ -74,6 +75,7 @@ def create_app(
     *,
     keys: bool = True,
     max_body_bytes: int = MAX_BODY_BYTES,
+    body_seconds: float = MAX_BODY_SECONDS,
     worker: bool = False,
     worker_interval: float = 1.0,
     threads: int | None = None,
@@ -86,6 +88,8 @@ def create_app(
             keyless mode for local use: it answers loopback clients only, with every
             scope, in the project named by ``X-Kgsearch-Project`` (or the engine's).
         max_body_bytes: Larger request bodies get 413.
+        body_seconds: A body that takes longer to arrive gets 408 and the connection
+            is closed (slow-body clients never hold one open).
         worker: Embed pending rows in a background thread while the app runs.
         worker_interval: Seconds between the worker's polls when idle.
         threads: Requests handled at once (FastAPI's thread pool; default: the CPU
@@ -126,7 +130,7 @@ def create_app(
     web.mount(app)
     app.add_api_route("/health", _health, methods=["GET"], tags=["health"])
     _add_error_handlers(app)
-    app.add_middleware(InputGuard, max_bytes=max_body_bytes)
+    app.add_middleware(InputGuard, max_bytes=max_body_bytes, body_seconds=body_seconds)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

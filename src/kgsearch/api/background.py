@@ -28,16 +28,36 @@ _KEEP_JOBS = 100
 class EmbeddingWorker:
     """Embeds every project's due rows every ``interval`` seconds until stopped.
 
+    It never competes with request handling for long: it runs one bounded batch per
+    step on its own thread with no transaction open while the embedder works, rests
+    ``pause`` seconds between batches (so request threads get the store and the CPU),
+    and when a whole step fails (the provider is down, hung or refusing) it waits
+    longer and longer, up to ``max_backoff`` seconds, before trying again, so an
+    outage neither spins nor burns every row's attempts at once.
+
     Args:
         engine: The engine whose store is watched.
         interval: Seconds between polls when there is nothing to do.
         batch_size: Rows per embedder call.
+        pause: Seconds between two batches.
+        max_backoff: The longest wait after failed steps.
     """
 
-    def __init__(self, engine: Engine, *, interval: float = 1.0, batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        interval: float = 1.0,
+        batch_size: int = 64,
+        pause: float = 0.05,
+        max_backoff: float = 30.0,
+    ) -> None:
         self.engine = engine
         self.interval = interval
         self.batch_size = batch_size
+        self.pause = pause
+        self.max_backoff = max_backoff
+        self._failed_steps = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kgsearch-embed", daemon=True)
         self._last_error: str | None = None
@@ -56,16 +76,32 @@ class EmbeddingWorker:
         while not self._stop.is_set():
             try:
                 while not self._stop.is_set():
-                    if self.engine.embed_step(batch_size=self.batch_size).processed == 0:
+                    report = self.engine.embed_step(batch_size=self.batch_size)
+                    if report.processed == 0:
                         break
-                self._last_error = None
+                    if report.embedded == 0 and report.failed:
+                        self._note(report.errors[0] if report.errors else "embedding failed")
+                        break  # the provider failed the whole step: back off
+                    self._failed_steps = 0
+                    self._last_error = None
+                    self._stop.wait(self.pause)
             except KgsearchError as exc:
-                if exc.message != self._last_error:
-                    log.warning("background embedding stopped: %s", exc.message)
-                    self._last_error = exc.message
+                self._note(exc.message)
             except Exception:  # a bug; keep serving and say so loudly
                 log.exception("background embedding crashed")
-            self._stop.wait(self.interval)
+            self._stop.wait(self._wait())
+
+    def _note(self, message: str) -> None:
+        self._failed_steps += 1
+        if message != self._last_error:
+            log.warning("background embedding failed: %s", message)
+            self._last_error = message
+
+    def _wait(self) -> float:
+        """The poll interval, doubled for each failed step in a row up to the cap."""
+        if not self._failed_steps:
+            return self.interval
+        return float(min(self.max_backoff, self.interval * 2.0 ** min(self._failed_steps, 16)))
 
 
 class _Job:

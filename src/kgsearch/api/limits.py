@@ -8,6 +8,10 @@ JSON may spell text that is not valid Unicode: a lone surrogate escape such as
 ``"\\ud800"`` decodes to a Python string that cannot be encoded as UTF-8, which
 every hash and every database driver rejects. Such bodies are refused with 400
 before any route sees them (valid pairs, e.g. an escaped emoji, are fine).
+
+A body must arrive within ``MAX_BODY_SECONDS`` of the request's start: a client that
+trickles it (or stops sending) gets 408 and the connection is closed, so slow-body
+connections never stay open (uvicorn and h11 have no body timeout of their own).
 """
 
 from __future__ import annotations
@@ -17,20 +21,25 @@ import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+import anyio
+
 from kgsearch.errors import InvalidRequest, PayloadTooLarge
 
 __all__ = [
     "MAX_BODY_BYTES",
+    "MAX_BODY_SECONDS",
     "MAX_BULK_ITEMS",
     "MAX_ID_CHARS",
     "MAX_LIMIT",
     "MAX_QUERY_CHARS",
     "InputGuard",
     "PayloadTooLarge",
+    "RequestTimeout",
     "has_lone_surrogate",
 ]
 
 MAX_BODY_BYTES = 1_048_576
+MAX_BODY_SECONDS = 30.0
 MAX_QUERY_CHARS = 800
 MAX_LIMIT = 100
 MAX_BULK_ITEMS = 1000
@@ -41,6 +50,13 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class RequestTimeout(InvalidRequest):
+    """The request body did not arrive in time."""
+
+    status = 408
+    code = "request_timeout"
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -56,17 +72,22 @@ def has_lone_surrogate(value: object) -> bool:
 
 
 class InputGuard:
-    """ASGI middleware: refuse bodies over ``max_bytes`` (413) and JSON bodies whose
-    strings are not valid Unicode (400), both with the one error body.
+    """ASGI middleware: refuse bodies over ``max_bytes`` (413), bodies that take
+    longer than ``body_seconds`` to arrive (408, connection closed) and JSON bodies
+    whose strings are not valid Unicode (400), all with the one error body.
 
     Args:
         app: The wrapped ASGI application.
         max_bytes: Largest accepted body.
+        body_seconds: Longest time to receive a whole body.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES, body_seconds: float = MAX_BODY_SECONDS
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.body_seconds = body_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass the request on, or answer 413 when its body is too large."""
@@ -78,16 +99,24 @@ class InputGuard:
             await self._refuse(send)
             return
         body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away before sending its whole body
-            body += message.get("body", b"")
-            if len(body) > self.max_bytes:
-                await self._refuse(send)
-                return
-            if not message.get("more_body", False):
-                break
+        with anyio.move_on_after(self.body_seconds) as waited:
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return  # the client went away before sending its whole body
+                body += message.get("body", b"")
+                if len(body) > self.max_bytes:
+                    await self._refuse(send)
+                    return
+                if not message.get("more_body", False):
+                    break
+        if waited.cancelled_caught:
+            error = RequestTimeout(
+                f"the request body did not arrive within {self.body_seconds:g} s",
+                details={"body_seconds": self.body_seconds},
+            )
+            await _send_error(send, error)
+            return
         if _SURROGATE_ESCAPE.search(body) and _invalid_unicode(bytes(body)):
             await _send_error(
                 send,
@@ -130,7 +159,7 @@ async def _send_error(send: Send, error: InvalidRequest) -> None:
         (b"content-type", b"application/json"),
         (b"content-length", str(len(payload)).encode("ascii")),
     ]
-    if isinstance(error, PayloadTooLarge):
+    if isinstance(error, PayloadTooLarge | RequestTimeout):
         headers.append((b"connection", b"close"))  # the unread rest of the body is dropped
     await send({"type": "http.response.start", "status": error.status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})

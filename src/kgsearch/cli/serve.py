@@ -137,7 +137,7 @@ def mcp(
     if transport == "http":
         _check_keyless(no_auth, host)
     from kgsearch.api.background import EmbeddingWorker
-    from kgsearch.mcp.server import create_server, key_guard
+    from kgsearch.mcp.server import create_server, key_guard, run_stdio
 
     with engine_from(state) as engine:
         server = create_server(engine, project=engine.project, scopes=allowed)
@@ -146,7 +146,7 @@ def mcp(
             runner.start()
         try:
             if transport == "stdio":
-                server.run("stdio")
+                run_stdio(server)  # the SDK's transport, answering unreadable lines
                 return
             import uvicorn
 

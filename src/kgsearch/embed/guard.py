@@ -7,20 +7,17 @@ call that times out or fails counts as a failure; after ``failures`` in a row th
 breaker opens and searches skip the embedder at once for ``cooldown`` seconds (their
 vector legs are skipped with a warning), then one call is let through to probe it.
 When every thread is still waiting on a hung call, a search does not queue behind
-them: it is refused at once, the same way. The provider's own threads are never
-cancelled (Python cannot), but they are bounded by ``workers``.
+them: it is refused at once, the same way. The mechanism is
+:class:`kgsearch.http.CallGuard`, shared with the LLM's guard.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 
 from kgsearch.embed.base import Vector
 from kgsearch.errors import DimensionMismatch, ProviderError
+from kgsearch.http import CallGuard
 
 __all__ = ["EmbedderUnavailable", "QueryGuard"]
 
@@ -31,7 +28,7 @@ class EmbedderUnavailable(ProviderError):
     code = "embedder_unavailable"
 
 
-class QueryGuard:
+class QueryGuard(CallGuard):
     """Deadline, bounded threads and circuit breaker around query embedding.
 
     Args:
@@ -49,15 +46,16 @@ class QueryGuard:
         cooldown: float = 30.0,
         workers: int = 4,
     ) -> None:
-        self.deadline = deadline
-        self.failures = failures
-        self.cooldown = cooldown
-        self._workers = workers
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="query-embed")
-        self._lock = threading.Lock()
-        self._busy = 0
-        self._failed = 0
-        self._open_until = 0.0
+        super().__init__(
+            "the query embedding",
+            deadline=deadline,
+            failures=failures,
+            cooldown=cooldown,
+            workers=workers,
+            passed=(DimensionMismatch,),
+            failed=EmbedderUnavailable,
+            skipped=EmbedderUnavailable,
+        )
 
     def embed(self, fn: Callable[[str], Vector], text: str) -> Vector:
         """``fn(text)`` within the deadline.
@@ -68,48 +66,4 @@ class QueryGuard:
             DimensionMismatch: The embedder does not match the stored vectors (a
                 configuration error, passed through and never counted).
         """
-        with self._lock:
-            now = time.monotonic()
-            if now < self._open_until:
-                raise EmbedderUnavailable(
-                    f"the embedder failed {self._failed} times in a row; skipped for "
-                    f"another {self._open_until - now:.0f} s"
-                )
-            if self._busy >= self._workers:
-                raise EmbedderUnavailable(
-                    "the embedder is not answering (every query thread is waiting on it)"
-                )
-            self._busy += 1
-        future: Future[Vector] = self._pool.submit(self._run, fn, text)
-        try:
-            vector = future.result(timeout=self.deadline)
-        except FutureTimeout:
-            self._failure()
-            raise EmbedderUnavailable(
-                f"the query embedding took longer than {self.deadline:g} s"
-            ) from None
-        except DimensionMismatch:
-            raise
-        except Exception as exc:
-            self._failure()
-            raise EmbedderUnavailable(f"{type(exc).__name__}: {exc}") from exc
-        with self._lock:
-            self._failed = 0
-        return vector
-
-    def _run(self, fn: Callable[[str], Vector], text: str) -> Vector:
-        try:
-            return fn(text)
-        finally:
-            with self._lock:
-                self._busy -= 1
-
-    def _failure(self) -> None:
-        with self._lock:
-            self._failed += 1
-            if self._failed >= self.failures:
-                self._open_until = time.monotonic() + self.cooldown
-
-    def close(self) -> None:
-        """Stop taking calls (threads still waiting on a provider are left to finish)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        return self.call(fn, text)

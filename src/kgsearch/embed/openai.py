@@ -18,15 +18,23 @@ import httpx
 import numpy as np
 
 from kgsearch.embed.base import Vector, batched, unit_vectors
-from kgsearch.errors import DimensionMismatch, MissingCredentials, ProviderError
+from kgsearch.errors import MissingCredentials, ProviderError
 from kgsearch.http import OPENAI_HOST, RetryPolicy, json_body, post_json, status_error
 
-__all__ = ["OpenAIEmbedder"]
+__all__ = ["OpenAIEmbedder", "UnexpectedDimensions"]
 
 _PROBE_TEXT = "dimension probe"
 
 
 _ONCE = RetryPolicy(max_retries=0)
+
+
+class UnexpectedDimensions(ProviderError):
+    """The server answered vectors of another length than the embedder declared: the
+    provider misbehaves (or ``dims`` is misconfigured). Like any provider failure it
+    fails the rows' attempt and degrades search, with this message."""
+
+    code = "unexpected_dimensions"
 
 
 class OpenAIEmbedder:
@@ -126,7 +134,7 @@ class OpenAIEmbedder:
             ProviderError: The server failed after all retries, or answered with
                 something that is not an embeddings response.
             MissingCredentials: The server answered 401 and no key was configured.
-            DimensionMismatch: The vectors' length differs from ``dims``.
+            UnexpectedDimensions: The vectors' length differs from ``dims``.
         """
         vectors: list[Vector] = []
         for batch in batched(texts, self._batch_size):
@@ -201,7 +209,7 @@ class OpenAIEmbedder:
                 if self._dims is None:
                     self._dims = got
         if got != self._dims:
-            raise DimensionMismatch(
+            raise UnexpectedDimensions(
                 f"{self.model_id} returned {got}-d vectors but dims={self._dims} was "
                 "declared; fix the configured dims or the model name.",
                 details={"model_id": self.model_id, "expected": self._dims, "got": got},

@@ -18,6 +18,7 @@ from kgsearch.errors import InvalidRequest
 from kgsearch.extract.schema import Extractor
 from kgsearch.lifecycle import embedding
 from kgsearch.lifecycle.runner import RetryPolicy
+from kgsearch.llm.guard import llm_guard
 from kgsearch.model import (
     DEFAULT_PROJECT,
     Kind,
@@ -73,8 +74,14 @@ class EngineCore:
         self.query_guard = query_guard or QueryGuard()
         self.extract_settings = extract_settings or ExtractSettings()
         self.llm_settings = llm_settings or LLMSettings()
+        self.llm_guard = llm_guard(
+            deadline=self.llm_settings.deadline_seconds,
+            failures=self.llm_settings.breaker_failures,
+            cooldown=self.llm_settings.breaker_cooldown_seconds,
+            workers=2 * self.llm_settings.max_concurrency,
+        )
         self._extractor_factory = extractors or providers.extractor_factory(
-            self.extract_settings, self.llm_settings, store
+            self.extract_settings, self.llm_settings, store, self.llm_guard
         )
         self._extractors: dict[tuple[str, str], Extractor] = {}
         self._extractors_lock = threading.Lock()
@@ -170,6 +177,7 @@ class EngineCore:
     def close(self) -> None:
         """Close the store."""
         self.query_guard.close()
+        self.llm_guard.close()
         self.store.close()
 
     def __enter__(self) -> Self:

@@ -201,7 +201,7 @@ class ExtractionMethods(EngineCore):
             limit: At most this many rows.
             progress: Called with (rows done, rows due) after each row.
         """
-        llm = providers.make_llm(self.llm_settings, self.store)
+        llm = providers.make_llm(self.llm_settings, self.store, self.llm_guard)
         return summaries.summarize_descriptions(
             self._writes(project), llm, limit=limit, progress=progress
         )

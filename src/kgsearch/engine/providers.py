@@ -18,9 +18,11 @@ from kgsearch.extract.quality import QualityFiltered, QualityRules
 from kgsearch.extract.run import LLMExtractor
 from kgsearch.extract.schema import Extractor
 from kgsearch.extract.spacy import SpacyExtractor
+from kgsearch.http import CallGuard
 from kgsearch.llm import create_llm
 from kgsearch.llm.base import LLM
 from kgsearch.llm.cache import CachedLLM, RecordingLLM, ReplayLLM, ResponseCache
+from kgsearch.llm.guard import GuardedLLM
 
 __all__ = [
     "EXTRACTOR_NAMES",
@@ -37,9 +39,12 @@ ExtractorFactory = Callable[[str, str], Extractor]
 EXTRACTOR_NAMES = ("spacy", "llm", "none")
 
 
-def make_llm(settings: LLMSettings, cache: ResponseCache | None) -> LLM:
-    """The chat model settings name: replayed from a file, or the provider behind the
-    store's response cache, with every call recorded to a file when asked."""
+def make_llm(
+    settings: LLMSettings, cache: ResponseCache | None, guard: CallGuard | None = None
+) -> LLM:
+    """The chat model settings name: replayed from a file, or the provider (through
+    ``guard``: deadline and breaker) behind the store's response cache, with every
+    call recorded to a file when asked."""
     if settings.replay is not None:
         llm: LLM = ReplayLLM(settings.replay)
     else:
@@ -51,6 +56,8 @@ def make_llm(settings: LLMSettings, cache: ResponseCache | None) -> LLM:
             **{k: v for k, v in (("base_url", settings.base_url), ("api_key", key)) if v},
         }
         llm = create_llm(settings.model, **options)
+        if guard is not None:
+            llm = GuardedLLM(llm, guard)
         if settings.cache and cache is not None:
             llm = CachedLLM(llm, cache)
     if settings.record is not None:
@@ -81,11 +88,14 @@ def forecast_extractor(
 
 
 def extractor_factory(
-    settings: ExtractSettings, llm: LLMSettings, cache: ResponseCache | None
+    settings: ExtractSettings,
+    llm: LLMSettings,
+    cache: ResponseCache | None,
+    guard: CallGuard | None = None,
 ) -> ExtractorFactory:
     """The default extractor factory: spaCy offline, or the LLM extractor over the
-    configured provider. The spaCy model loads once, on first use, and is shared by
-    every domain (it has none)."""
+    configured provider (every one through ``guard``). The spaCy model loads once, on
+    first use, and is shared by every domain (it has none)."""
     spacy: list[Extractor] = []
 
     def make(name: str, domain: str) -> Extractor:
@@ -99,7 +109,7 @@ def extractor_factory(
                 {**settings.model_dump(exclude_none=True), "domain": domain}
             )
             return LLMExtractor(
-                make_llm(llm, cache),
+                make_llm(llm, cache, guard),
                 prompt,
                 rules=quality_rules(settings, extractive=False),
                 gleanings=settings.gleanings,

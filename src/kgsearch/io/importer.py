@@ -1,10 +1,13 @@
 """Atomic, idempotent, streaming import of JSONL, JSON graph and CSV files.
 
-Two passes over the files inside one transaction: the first writes objects and
-sources, the second relationships, chunks and mentions (so a relationship may come
-before its endpoints in a file). Every bad record is collected with its file, line
-and reason; if there is any, the transaction rolls back and nothing is written.
-Memory stays bounded by the batch size, whatever the file size.
+Three passes over the files inside one transaction: the first writes objects and
+sources, the second relationships and chunks, the third mentions (so a record may
+come before what it points at in a file, and every reference is checked against
+what the import and the store hold). Every bad record is collected with its file,
+line and reason: a malformed record, a duplicate explicit id, a reference to a
+missing object, source, chunk or relationship. If there is any, the transaction
+rolls back and nothing is written. Memory stays bounded by the batch size and the
+first 500,000 ids seen (duplicates past those are upserts, as on re-import).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from kgsearch.model import (
     MentionIn,
     ObjectIn,
     ObjectRef,
+    Relationship,
     RelationshipIn,
     Source,
     SourceIn,
@@ -55,7 +59,11 @@ _MODELS: dict[str, type[BaseModel]] = {
     "chunk": ChunkIn,
     "mention": MentionIn,
 }
-_FIRST_PASS = {"object", "source"}
+_PASSES: tuple[tuple[str, ...], ...] = (
+    ("object", "source"),
+    ("relationship", "chunk"),
+    ("mention",),
+)
 
 
 class _ObjectRecord(ObjectIn):
@@ -165,6 +173,8 @@ class _Run:
         # Endpoints of objects written by this import, so relationships resolve without
         # a query; bounded so memory stays flat on huge files (misses go to the store).
         self.known: dict[str | tuple[str, str], Endpoint] = {}
+        # Explicit ids read so far, with where: a second record with one is refused.
+        self.ids: dict[tuple[str, str], str] = {}
         self.fresh = store.counts(project)["objects"] == 0
 
     def error(self, location: str, reason: str) -> None:
@@ -172,7 +182,8 @@ class _Run:
         if len(self.errors) < _MAX_ERRORS:
             self.errors.append({"location": location, "reason": reason})
 
-    def parse(self, location: str, raw: Raw, first_pass: bool) -> tuple[str, Any] | None:
+    def parse(self, location: str, raw: Raw, kinds: tuple[str, ...]) -> tuple[str, Any] | None:
+        first_pass = kinds == _PASSES[0]
         if isinstance(raw, RecordError):
             if first_pass:
                 self.error(raw.location, raw.reason)
@@ -182,7 +193,7 @@ class _Run:
             if first_pass:
                 self.error(location, _bad_kind(raw, kind))
             return None
-        if (kind in _FIRST_PASS) != first_pass:
+        if kind not in kinds:
             return None
         model = _RECORDS[kind]
         try:
@@ -194,6 +205,14 @@ class _Run:
             return None
 
     def add(self, location: str, kind: str, item: Any) -> None:
+        explicit = getattr(item, "id", None)
+        if explicit is not None:
+            first = self.ids.get((kind, explicit))
+            if first is not None:
+                self.error(location, f"duplicate {kind} id {explicit!r} (first at {first})")
+                return
+            if len(self.ids) < _KNOWN_MAX:
+                self.ids[(kind, explicit)] = location
         self.batch[kind].append((location, item))
         if len(self.batch[kind]) >= _BATCH:
             self.flush(kind)
@@ -332,14 +351,26 @@ class _Run:
 
     def _mentions(self, items: Sequence[tuple[str, Any]]) -> None:
         found, missing = self._lookup([m.object for _, m in items if m.object is not None])
+        absent = self._absent_targets([m for _, m in items])
         rows = []
         for location, m in items:
+            dangling = [
+                f"{what} not found: {value!r}"
+                for what, value in (
+                    ("source", m.source_id),
+                    ("chunk", m.chunk_id),
+                    ("relationship", m.relationship_id),
+                )
+                if value is not None and (what, value) in absent
+            ]
             if not (m.source_id or m.chunk_id):
                 self.error(location, "a mention needs source_id or chunk_id")
             elif m.object is None and m.relationship_id is None:
                 self.error(location, "a mention needs an object or a relationship_id")
             elif m.object is not None and _ref_key(m.object) in missing:
                 self.error(location, f"object not found: {describe_ref(m.object)}")
+            elif dangling:
+                self.error(location, "; ".join(dangling))
             else:
                 rows.append(
                     Mention(
@@ -353,6 +384,31 @@ class _Run:
         if not self.error_count:
             self.store.add_mentions(self.project, rows)
             self.counts["mentions"] += len(rows)
+
+    def _absent_targets(self, mentions: Sequence[MentionIn]) -> set[tuple[str, str]]:
+        """The (kind, id) of sources, chunks and relationships the mentions name that
+        neither this import (written in earlier passes) nor the store holds. Once a
+        record was bad nothing was written, so references are not checked then (they
+        would all look missing)."""
+        if self.error_count:
+            return set()
+        wanted = {
+            "source": {m.source_id for m in mentions if m.source_id is not None},
+            "chunk": {m.chunk_id for m in mentions if m.chunk_id is not None},
+            "relationship": {m.relationship_id for m in mentions if m.relationship_id is not None},
+        }
+        readers: dict[str, Callable[[str, list[str]], Sequence[Source | Chunk | Relationship]]]
+        readers = {
+            "source": self.store.get_sources,
+            "chunk": self.store.get_chunks,
+            "relationship": self.store.get_relationships,
+        }
+        absent: set[tuple[str, str]] = set()
+        for what, ids in wanted.items():
+            if ids:
+                there = {row.id for row in readers[what](self.project, sorted(ids))}
+                absent.update((what, i) for i in ids - there)
+        return absent
 
 
 def _ref_key(ref: str | ObjectRef) -> str | tuple[str, str]:
@@ -429,17 +485,18 @@ def _records_total(paths: Sequence[Path]) -> int | None:
 
 
 def _read_all(run: _Run, paths: Sequence[Path]) -> None:
-    """Two passes over the files: objects and sources first, so the second pass's
-    relationships, chunks and mentions can resolve what they point at."""
-    for first_pass in (True, False):
+    """Three passes over the files: objects and sources first, so the second pass's
+    relationships and chunks can resolve what they point at, and mentions last, when
+    every source, chunk and relationship of the import is written."""
+    for kinds in _PASSES:
         for path in paths:
             for location, raw in read_records(path):
-                parsed = run.parse(location, raw, first_pass)
+                parsed = run.parse(location, raw, kinds)
                 if parsed is not None:
                     run.add(location, *parsed)
                 if run.error_count >= 10 * _MAX_ERRORS:
                     break
-        for kind in ("object", "source") if first_pass else ("relationship", "chunk", "mention"):
+        for kind in kinds:
             run.flush(kind)
 
 

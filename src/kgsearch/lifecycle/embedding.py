@@ -247,6 +247,16 @@ class _EmbedBatch:
         return Outcome(results, rejected)
 
 
+@dataclass(frozen=True)
+class _Raise:
+    """A work function that fails every batch with the embedder's probe error."""
+
+    error: KgsearchError
+
+    def __call__(self, claims: Sequence[Claim]) -> Outcome[Claim, EmbeddingResult]:
+        raise self.error
+
+
 def check_batch_size(batch_size: int) -> None:
     """Reject batch sizes outside 1..10000.
 
@@ -323,13 +333,36 @@ def _embed_into(
     limit: int | None,
     wait_for_retries: bool,
 ) -> None:
-    """The body of :func:`run_embedding`, counting into ``report`` as it goes."""
-    store.set_embedding_model(embedder.model_id, embedder.dims)
+    """The body of :func:`run_embedding`, counting into ``report`` as it goes.
+
+    An embedder that must be asked its dimensions (a remote one, before its first
+    answer) and fails to say fails one batch of each kind with its error, so the
+    rows' attempts are recorded as for any other provider failure.
+    """
     started = time.perf_counter()
+    try:
+        dims = embedder.dims
+    except DimensionMismatch:
+        raise
+    except KgsearchError as exc:
+        unprobed = _Raise(exc)
+        for kind in kinds:
+            run_batches(
+                EmbeddingKindQueue(store, kind, project, embedder.model_id, 0),
+                unprobed,
+                report,
+                policy=policy,
+                batch_size=batch_size,
+                limit=report.processed + batch_size,
+                wait_for_retries=False,
+            )
+        report.seconds = time.perf_counter() - started
+        return
+    store.set_embedding_model(embedder.model_id, dims)
     work = _EmbedBatch(embedder)
     for kind in kinds:
         run_batches(
-            EmbeddingKindQueue(store, kind, project, embedder.model_id, embedder.dims),
+            EmbeddingKindQueue(store, kind, project, embedder.model_id, dims),
             work,
             report,
             policy=policy,

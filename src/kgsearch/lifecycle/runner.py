@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from kgsearch.errors import StoreError
+from kgsearch.http import ProviderSkipped
 
 __all__ = [
     "MAX_ERRORS",
@@ -171,7 +172,10 @@ def run_batches(
     The work runs with no transaction open. An exception from ``work`` fails the
     whole batch with ``"<ExceptionType>: <message>"`` (a provider failure is recorded
     on the rows, never raised), unless it is one of ``fatal``: those mean no batch
-    can succeed (the wrong model, say) and propagate.
+    can succeed (the wrong model, say) and propagate. A
+    :class:`~kgsearch.http.ProviderSkipped` (the provider's breaker is open: nothing
+    was attempted) ends the run with the message in ``report.errors`` and the batch's
+    attempts untouched; its rows are claimable again once their lease ends.
 
     Args:
         queue: Where the rows are claimed and recorded.
@@ -192,7 +196,8 @@ def run_batches(
             if not wait_for_retries or not _wait_for_retry(queue, policy):
                 break
             continue
-        _run_batch(queue, work, claims, policy, report, fatal)
+        if not _run_batch(queue, work, claims, policy, report, fatal):
+            break
         report.processed += len(claims)
         report.batches += 1
         if progress is not None:
@@ -208,23 +213,27 @@ def _run_batch(
     policy: RetryPolicy,
     report: Report,
     fatal: tuple[type[Exception], ...],
-) -> None:
+) -> bool:
+    """Work one batch and record it; False when the provider was skipped (stop)."""
     started = time.perf_counter()
     try:
         outcome = work(claims)
     except fatal:
         raise
+    except ProviderSkipped as exc:  # nothing attempted: stop, and cost no row an attempt
+        report.note(f"{type(exc).__name__}: {exc}; the rest stays queued")
+        return False
     except Exception as exc:  # any provider failure is recorded on the rows, never raised
         _fail(queue, claims, f"{type(exc).__name__}: {exc}", policy, report)
-        return
+        return True
     seconds = time.perf_counter() - started
     for message, failed in outcome.failures.items():
         _fail(queue, failed, message, policy, report)
-    if not outcome.results:
-        return
-    done = queue.complete(outcome.results, seconds=seconds)
-    report.done += done
-    report.skipped += len(outcome.results) - done
+    if outcome.results:
+        done = queue.complete(outcome.results, seconds=seconds)
+        report.done += done
+        report.skipped += len(outcome.results) - done
+    return True
 
 
 def _fail(

@@ -16,6 +16,7 @@ from typing import Literal
 
 from kgsearch.errors import ProviderError
 from kgsearch.extract.summarize import summarize
+from kgsearch.http import ProviderSkipped
 from kgsearch.llm.base import LLM
 from kgsearch.reports import SummaryReport
 from kgsearch.text.descriptions import DESCRIPTION_BUDGET
@@ -77,6 +78,10 @@ def summarize_descriptions(
     for n, (kind, row_id, subject, digest, texts) in enumerate(due, 1):
         try:
             summary = summarize(llm, subject, texts, DESCRIPTION_BUDGET)
+        except ProviderSkipped as exc:  # the model keeps failing: stop, keep the rest due
+            failed += len(due) - n + 1
+            errors[row_id] = str(exc)[:500]
+            break
         except ProviderError as exc:
             failed += 1
             if len(errors) < _ERRORS_KEPT:

@@ -36,11 +36,12 @@ from kgsearch.engine import Engine
 from kgsearch.errors import InvalidRequest, KgsearchError, NotFound
 from kgsearch.keys import ALL_SCOPES, Forbidden, Scope, Unauthorized, check_project, check_scope
 from kgsearch.mcp.communities import add_community_tools
+from kgsearch.mcp.stdio import run_stdio
 from kgsearch.model import Filters, ObjectIn, RelationshipIn
 from kgsearch.reports import ExtractionReport
 from kgsearch.search.request import SearchRequest
 
-__all__ = ["create_server", "key_guard", "tool_payload"]
+__all__ = ["create_server", "key_guard", "run_stdio", "tool_payload"]
 
 log = logging.getLogger("kgsearch.mcp")
 
@@ -83,6 +84,12 @@ class _Server(MCPServer[Any]):
         if _lone_surrogate(arguments):
             error = InvalidRequest("the arguments hold text that is not valid Unicode")
             return _result(error.to_dict(), error=True)
+        unknown = self._unknown_arguments(name, arguments)
+        if unknown:  # as REST refuses unknown fields: a typo is an error, not ignored
+            error = InvalidRequest(
+                f"unknown argument(s): {', '.join(unknown)}", details={"unknown": unknown}
+            )
+            return _result(error.to_dict(), error=True)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -99,6 +106,13 @@ class _Server(MCPServer[Any]):
             else:
                 raise
             return _result(error.to_dict(), error=True)
+
+    def _unknown_arguments(self, name: str, arguments: dict[str, Any]) -> list[str]:
+        tool = self._tool_manager.get_tool(name)
+        if tool is None or not isinstance(arguments, dict):
+            return []
+        known = tool.parameters.get("properties", {})
+        return sorted(str(k) for k in arguments if k not in known)[:20]
 
 
 def _lone_surrogate(value: object) -> bool:

@@ -163,7 +163,8 @@ def embed_query(plan: Plan, embed: Callable[[str], Vector] | None) -> QueryVecto
 
     Args:
         plan: The search plan.
-        embed: The query embedder, or None when the store has no vectors yet.
+        embed: The query embedder, or None when the store has no vectors yet (its
+            embedder has not answered once: rows wait, pending or failed).
 
     Returns:
         The vectors per scope; empty, with a warning, when there is no embedder or
@@ -177,7 +178,10 @@ def embed_query(plan: Plan, embed: Callable[[str], Vector] | None) -> QueryVecto
     kinds, request = plan.vector_kinds, plan.request
     if not kinds or embed is None:
         if kinds:
-            out.warnings.append("no embedder configured: vector legs skipped")
+            out.warnings.append(
+                "nothing is embedded yet (rows wait for the embedder; see embedding "
+                "status): vector legs skipped"
+            )
         return out
     try:
         plain = embed(request.query)

@@ -8,11 +8,13 @@ for both and lives once.
 from __future__ import annotations
 
 import json
+import logging
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
-from kgsearch.errors import ConfigError, DimensionMismatch, InvalidRequest
+from kgsearch.errors import ConfigError, Conflict, DimensionMismatch, InvalidRequest, StoreError
 from kgsearch.model import (
     Chunk,
     Filters,
@@ -395,3 +397,63 @@ def batched(items: Iterable[T], size: int = 1000) -> Iterator[list[T]]:
             batch = []
     if batch:
         yield batch
+
+
+# errors at the store boundary ------------------------------------------------------
+log = logging.getLogger("kgsearch.store")
+
+_ROW_WORDS = {
+    "objects": "an object",
+    "relationships": "a relationship",
+    "sources": "a source",
+    "chunks": "a chunk",
+    "mentions": "a mention",
+    "api_keys": "an API key",
+    "tasks": "a task",
+}
+_SQLITE_UNIQUE = re.compile(r"UNIQUE constraint failed: (\w+)\.\w+")
+_SQLITE_COLUMNS = re.compile(r"\w+\.(\w+)")
+_PG_KEY = re.compile(r"Key \(([^)]*)\)")
+
+
+def conflict(table: str | None, columns: Sequence[str]) -> Conflict:
+    """A write that breaks a unique rule, said in the model's words: which kind of
+    row, and which of its fields collide. Constraint names and SQL stay out of the
+    message (the driver's text is logged)."""
+    what = _ROW_WORDS.get(table or "", "a row")
+    fields = [c for c in columns if c != "project"]
+    same = f" with the same {' and '.join(fields)}" if fields else ""
+    return Conflict(
+        f"write conflicts with existing data: {what}{same} already exists",
+        details={"fields": fields} if fields else {},
+    )
+
+
+def sqlite_conflict(message: str) -> Conflict:
+    """:func:`conflict` for a SQLite integrity error's message."""
+    log.info("store constraint: %s", message)
+    unique = _SQLITE_UNIQUE.match(message)
+    if unique is None:
+        return Conflict("write refused: it breaks a rule of the stored data")
+    return conflict(unique.group(1), _SQLITE_COLUMNS.findall(message))
+
+
+def pg_conflict(table: str | None, detail: str | None, message: str) -> Conflict:
+    """:func:`conflict` for a PostgreSQL integrity error (its table and detail)."""
+    log.info("store constraint: %s", message)
+    key = _PG_KEY.search(detail or "")
+    if key is None:
+        return Conflict("write refused: it breaks a rule of the stored data")
+    return conflict(table, [c.strip() for c in key.group(1).split(",")])
+
+
+def store_failure(backend: str, message: str) -> StoreError:
+    """A driver error that is not the caller's: the message names the backend and,
+    for what an operator can act on (locked, busy, full, read-only, unreachable), the
+    reason; anything else is logged, never shown (it may quote SQL)."""
+    lowered = message.lower()
+    for hint in ("locked", "busy", "disk", "full", "read-only", "readonly", "connection"):
+        if hint in lowered:
+            return StoreError(f"{backend} error: {message.splitlines()[0][:200]}")
+    log.error("%s error: %s", backend, message)
+    return StoreError(f"{backend} error (details in the server log)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import anyio
 from fastapi import APIRouter, Depends, Path, Request, Response, status
 
 from kgsearch.api.auth import Principal, get_engine, require
@@ -192,9 +193,21 @@ def retry_extraction(body: RetryRequest, who: Writer, engine: EngineDep) -> dict
     return {"requeued": engine.retry_extraction(dead=body.dead, project=who.project)}
 
 
+_PROVIDER_THREADS = anyio.CapacityLimiter(4)
+"""A preview waits on the extractor (an LLM, perhaps) on threads of its own, never on
+the request threads that writes, reads and searches share; the LLM guard's deadline
+and breaker bound each wait."""
+
+
 @router.post("/extraction/preview")
-def preview_extraction(body: PreviewRequest, who: Reader, engine: EngineDep) -> ExtractionResult:
+async def preview_extraction(
+    body: PreviewRequest, who: Reader, engine: EngineDep
+) -> ExtractionResult:
     """Run the extractor on a text and return what it would keep and reject; nothing
     is stored (an LLM reply may still land in the response cache)."""
     who.check_body(body.project)
-    return engine.preview_extraction(body.text, extractor=body.extractor, domain=body.domain)
+
+    def run() -> ExtractionResult:
+        return engine.preview_extraction(body.text, extractor=body.extractor, domain=body.domain)
+
+    return await anyio.to_thread.run_sync(run, limiter=_PROVIDER_THREADS)

@@ -19,6 +19,7 @@ from typing import Any, Self, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from kgsearch.errors import ConfigError, Conflict, InvalidRequest, KgsearchError, StoreError
+from kgsearch.store.common import pg_conflict, store_failure
 from kgsearch.store.postgres.sql import clean
 from kgsearch.store.tracing import active, report
 
@@ -130,13 +131,15 @@ def _prepare(conn: psycopg.Connection[Any], schema: str) -> str:
 def wrap_error(exc: Exception) -> Exception:
     """The kgsearch error for a driver error."""
     if isinstance(exc, pg_errors.DeadlockDetected | pg_errors.SerializationFailure):
-        return Conflict(f"a concurrent write conflicted with this one; retry it: {exc}")
+        return Conflict("a concurrent write conflicted with this one; retry it")
     if isinstance(exc, pg_errors.UniqueViolation | pg_errors.IntegrityError):
-        return Conflict(f"write conflicts with existing data: {exc}")
+        return pg_conflict(exc.diag.table_name, exc.diag.message_detail, str(exc))
     if isinstance(exc, pg_errors.NumericValueOutOfRange):
-        return InvalidRequest(f"a number is too large for the store: {exc}")
+        return InvalidRequest("a number is too large for the store")
     if isinstance(exc, pg_errors.DataError | pg_errors.UntranslatableCharacter):
-        return InvalidRequest(f"value not accepted by PostgreSQL: {exc}")
+        # the primary message only: the full text quotes the statement's context
+        primary = (exc.diag.message_primary or type(exc).__name__).splitlines()[0]
+        return InvalidRequest(f"value not accepted by PostgreSQL: {primary[:200]}")
     if isinstance(exc, UnicodeEncodeError):
         return InvalidRequest(f"text is not valid Unicode: {exc.reason}")
     if isinstance(exc, OverflowError):
@@ -145,7 +148,7 @@ def wrap_error(exc: Exception) -> Exception:
         return InvalidRequest("text must not contain NUL (\\x00) characters")
     if isinstance(exc, KgsearchError):
         return exc
-    return StoreError(f"PostgreSQL error: {exc}")
+    return store_failure("PostgreSQL", str(exc))
 
 
 class TracedCursor(psycopg.Cursor[Row]):

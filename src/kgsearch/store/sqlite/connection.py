@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kgsearch.errors import Conflict, InvalidRequest, StoreError
+from kgsearch.errors import InvalidRequest, StoreError
+from kgsearch.store.common import sqlite_conflict, store_failure
 from kgsearch.store.tracing import report
 
 __all__ = ["CACHE_PAGES_KIB", "Connection"]
@@ -137,9 +138,9 @@ class Connection:
         except UnicodeEncodeError as exc:  # e.g. a lone surrogate, not valid UTF-8
             raise InvalidRequest(f"text is not valid Unicode: {exc.reason}") from exc
         except sqlite3.IntegrityError as exc:
-            raise Conflict(f"write conflicts with existing data: {exc}") from exc
+            raise sqlite_conflict(str(exc)) from exc
         except sqlite3.Error as exc:
-            raise StoreError(f"SQLite error: {exc}") from exc
+            raise store_failure("SQLite", str(exc)) from exc
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         """Run one statement."""
@@ -157,9 +158,9 @@ class Connection:
             except UnicodeEncodeError as exc:
                 raise InvalidRequest(f"text is not valid Unicode: {exc.reason}") from exc
             except sqlite3.IntegrityError as exc:
-                raise Conflict(f"write conflicts with existing data: {exc}") from exc
+                raise sqlite_conflict(str(exc)) from exc
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite error: {exc}") from exc
+                raise store_failure("SQLite", str(exc)) from exc
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         """Run a query and fetch every row."""
@@ -177,7 +178,7 @@ class Connection:
                 try:
                     rows = cursor.fetchmany(size)
                 except sqlite3.Error as exc:
-                    raise StoreError(f"SQLite error: {exc}") from exc
+                    raise store_failure("SQLite", str(exc)) from exc
                 if not rows:
                     return
                 yield rows

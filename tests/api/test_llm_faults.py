@@ -1,0 +1,139 @@
+"""A hanging or failing LLM never stalls the server or eats a run's time (issue 18,
+defect 1 for the LLM provider).
+
+The LLM is the real OpenAI-compatible client pointed at a real loopback chat server
+(tests/chat_server.py) that holds every request open, or answers 500. Extraction
+previews answer within the LLM deadline on threads of their own while writes and
+``/health`` answer; after a few failures the breaker stops extraction runs at once,
+leaving the chunks queued (no attempt burned); summaries stop the same way.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from chat_server import ChatServer, Hang, Responder, start_chat_server
+from live_server import LiveServer, wait_for
+
+from kgsearch import Engine, connect
+from kgsearch.api.app import create_app
+from kgsearch.config import ExtractSettings, LLMSettings
+from kgsearch.testing import FakeEmbedder
+
+DEADLINE = 0.5
+PROVIDER_TIMEOUT = 30.0
+# Separates "answered" from "waited out the provider's 30 s timeout" on a loaded machine.
+SLACK = 8.0
+DOC = "Ada Lovelace worked with Charles Babbage on the Analytical Engine in London."
+
+
+@pytest.fixture
+def llm_server() -> Iterator[Callable[[Responder], ChatServer]]:
+    stopping = threading.Event()
+    running: list[Any] = []
+
+    def start(responder: Responder) -> ChatServer:
+        server, httpd = start_chat_server(responder, stopping)
+        running.append(httpd)
+        return server
+
+    yield start
+    stopping.set()
+    for httpd in running:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def llm_engine(path: Path, url: str) -> Engine:
+    return Engine(
+        connect(str(path)),
+        embedder=FakeEmbedder(16),
+        extract_settings=ExtractSettings(extractor="llm", backoff_seconds=0, max_attempts=3),
+        llm_settings=LLMSettings(
+            model="openai:test-model",
+            base_url=url,
+            timeout=PROVIDER_TIMEOUT,
+            max_retries=0,
+            cache=False,
+            deadline_seconds=DEADLINE,
+            breaker_failures=2,
+            breaker_cooldown_seconds=60,
+        ),
+    )
+
+
+def hang(number: int, body: dict[str, Any]) -> tuple[Any, ...]:
+    return (200, Hang(60))
+
+
+def test_previews_wait_for_a_hung_llm_only_until_the_deadline_and_never_block_writes(
+    tmp_path: Path, llm_server: Callable[[Responder], ChatServer]
+) -> None:
+    server = llm_server(hang)
+    engine = llm_engine(tmp_path / "g.db", server.url)
+    live = LiveServer(create_app(engine, keys=False, threads=2))
+    base = live.start()
+
+    def preview(i: int) -> tuple[int, str, float]:
+        with httpx.Client(base_url=base, timeout=60) as c:
+            started = time.perf_counter()
+            r = c.post("/api/extraction/preview", json={"text": f"{DOC} {i}"})
+            return r.status_code, r.json()["error"]["code"], time.perf_counter() - started
+
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            previews = pool.map(preview, range(6))
+            time.sleep(0.1)  # the previews are waiting on the LLM now
+            with httpx.Client(base_url=base, timeout=10) as c:
+                started = time.perf_counter()
+                written = c.post("/api/graph/objects", json={"type": "Person", "key": "ada"})
+                health = c.get("/health")
+                quick = time.perf_counter() - started
+            answers = list(previews)
+    finally:
+        live.stop()
+    # writes and /health did not queue behind six previews on a two-thread server
+    assert (written.status_code, health.status_code) == (201, 200) and quick < SLACK
+    assert {(status, code) for status, code, _ in answers} == {(502, "llm_unavailable")}
+    assert max(seconds for *_, seconds in answers) < DEADLINE + SLACK < PROVIDER_TIMEOUT
+    engine.close()
+
+
+def test_after_a_few_failures_an_extraction_run_stops_at_once_and_burns_no_attempt(
+    tmp_path: Path, llm_server: Callable[[Responder], ChatServer]
+) -> None:
+    server = llm_server(lambda n, body: (500, {"error": "overloaded"}))
+    engine = llm_engine(tmp_path / "g.db", server.url)
+    live = LiveServer(create_app(engine, keys=False))
+    base = live.start()
+    docs = [f"{DOC} Note {i}." for i in range(6)]
+    try:
+        with httpx.Client(base_url=base, timeout=10) as c:
+            started = time.perf_counter()
+            jobs = [c.post("/api/documents", json={"text": t}).json()["id"] for t in docs]
+            url = f"/api/jobs/{jobs[-1]}"
+            for job in jobs:
+                wait_for(lambda job=job: c.get(f"/api/jobs/{job}").json()["state"] != "running")
+            seconds = time.perf_counter() - started
+            last = c.get(url).json()
+            status = c.get("/api/extraction/status").json()
+    finally:
+        live.stop()
+    assert seconds < SLACK
+    # two calls failed (attempts recorded; a concurrent job may slip one more in before
+    # the second failure is counted), then the breaker refused the rest at once: far
+    # fewer calls than 6 chunks x 3 attempts
+    assert 2 <= len(server.requests) <= 3
+    assert "skipped for another" in " ".join(last["result"]["extraction"]["errors"])
+    # no chunk is dead: those the run did not attempt stay queued (claimable again
+    # once their lease ends), the attempted ones failed and wait for their retry
+    counts = status["counts"]
+    assert (counts["dead"], counts["done"], sum(counts.values())) == (0, 0, 6)
+    engine.close()
