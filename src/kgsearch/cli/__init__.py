@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from kgsearch.cli.common import add_json_option, cli
+from kgsearch.cli.common import add_global_options, add_json_option, cli
 from kgsearch.cli.documents import documents
 from kgsearch.cli.embed import embed
 from kgsearch.cli.entities import entities
@@ -53,6 +53,7 @@ for command in (
 ):
     cli.add_command(command)
 add_json_option(cli)
+add_global_options(cli)
 
 
 def main() -> None:

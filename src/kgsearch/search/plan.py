@@ -177,7 +177,10 @@ def embed_query(plan: Plan, embed: Callable[[str], Vector] | None) -> QueryVecto
     kinds, request = plan.vector_kinds, plan.request
     if not kinds or embed is None:
         if kinds:
-            out.warnings.append("no embedder configured: vector legs skipped")
+            out.warnings.append(
+                "nothing is embedded yet: searched by keyword only "
+                "(run `kgsearch embed generate` to search by meaning too)"
+            )
         return out
     try:
         plain = embed(request.query)

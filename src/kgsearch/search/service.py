@@ -202,13 +202,27 @@ def _run(
 ) -> SearchResponse:
     """Run the search; after ``DimensionMismatch``, check the model against fresh info."""
     try:
-        return run_search(search_context(setup), request, traces)
+        response = run_search(search_context(setup), request, traces)
     except DimensionMismatch:
         # another process may have switched the store to another model since the info
         # was read: say so (ConfigError) rather than only that the dimensions differ
         setup.info.forget()
         search_context(setup)
         raise
+    if not response.results:
+        _warn_unknown_project(setup, response)
+    return response
+
+
+def _warn_unknown_project(setup: SearchSetup, response: SearchResponse) -> None:
+    """An empty answer from a project with no rows says so, and names the projects
+    there are (a mistyped project is otherwise indistinguishable from no match)."""
+    projects = setup.store.projects()
+    if setup.project not in projects:
+        there = ", ".join(sorted(projects)) or "none yet"
+        response.metadata["warnings"].append(
+            f"project {setup.project!r} has no rows; projects in this store: {there}"
+        )
 
 
 def context(
