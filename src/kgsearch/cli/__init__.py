@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from kgsearch.cli.ask import ask
 from kgsearch.cli.common import add_global_options, add_json_option, cli
 from kgsearch.cli.documents import documents
 from kgsearch.cli.embed import embed
@@ -46,6 +47,7 @@ for command in (
     embed,
     search,
     context,
+    ask,
     serve,
     mcp,
     keys,

@@ -25,6 +25,9 @@ from typing import Any
 from kgsearch.embed.base import Embedder, Vector
 from kgsearch.embed.guard import QueryGuard
 from kgsearch.errors import ConfigError, DimensionMismatch, InvalidRequest
+from kgsearch.llm.base import LLM
+from kgsearch.search import answer as answering
+from kgsearch.search.answer import Answer
 from kgsearch.search.context import format_context, format_sections
 from kgsearch.search.pipeline import SearchContext, run_search
 from kgsearch.search.request import (
@@ -43,6 +46,7 @@ __all__ = [
     "INFO_TTL_SECONDS",
     "SearchSetup",
     "StoreInfoCache",
+    "ask",
     "context",
     "explain",
     "search",
@@ -267,4 +271,33 @@ def context(
         results=len(response.results),
         metadata=response.metadata,
         citations=citations,
+    )
+
+
+def ask(
+    setup: SearchSetup,
+    question: str,
+    options: Mapping[str, Any],
+    *,
+    max_tokens: int,
+    llm: LLM | None,
+    on_text: Callable[[str], None] | None = None,
+) -> Answer:
+    """Answer a question from the graph: search, the cited context within
+    ``max_tokens``, then the chat model's answer (or offline, the top facts).
+
+    Raises:
+        InvalidRequest: The question is empty or the request is malformed.
+        ProviderError: The chat model failed or timed out.
+    """
+    if not question.strip():
+        raise InvalidRequest("the question is empty: ask something, e.g. who directed Jesse James")
+    if not 1 <= max_tokens <= 100_000:
+        raise InvalidRequest("max_tokens must be between 1 and 100000")
+    response = search(setup, question, options)
+    count = setup.embedder().count_tokens
+    text, citations = format_sections(response.results, max_tokens=max_tokens, count_tokens=count)
+    refs = answering.references(response.results, citations)
+    return answering.answer(
+        question, text, refs, llm=llm, on_text=on_text, metadata=response.metadata
     )
