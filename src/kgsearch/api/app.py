@@ -113,6 +113,7 @@ def create_app(
     app.state.require_keys = keys
     for module in (graph, ingest, search, embeddings, extract, entities):
         app.include_router(module.router)
+    app.include_router(search.ask_router)
     app.add_api_route("/health", _health, methods=["GET"], tags=["health"])
     _add_error_handlers(app)
     app.add_middleware(InputGuard, max_bytes=max_body_bytes)
