@@ -5,7 +5,7 @@ BIN = $(VENV)/bin
 KG = $(BIN)/kgsearch
 DEMO_DB ?= .demo/kgsearch.db
 
-.PHONY: install demo test lint typecheck bench clean ui
+.PHONY: install demo check test lint typecheck bench clean ui
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,9 +16,11 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 ## demo: import the MetaQA movie sample, embed it with the bundled model, search it;
-## then ingest two real documents offline (spaCy), building a graph from text, and search it
+## then ingest two real documents offline (spaCy), building a graph from text, and search it.
+## Run it again and it re-embeds nothing: import and ingest are idempotent and
+## `embed generate` embeds only pending rows. `make clean` (or rm -rf .demo) starts over.
 demo: install
-	rm -rf .demo && mkdir -p .demo
+	mkdir -p .demo
 	$(KG) --db $(DEMO_DB) import data/sample/metaqa-movies.jsonl
 	$(KG) --db $(DEMO_DB) stats
 	$(KG) --db $(DEMO_DB) embed generate
@@ -32,6 +34,9 @@ demo: install
 	$(KG) --db $(DEMO_DB) --project carol extract status
 	$(KG) --db $(DEMO_DB) --project carol search "Scrooge's business partner" --limit 5
 	$(KG) --db $(DEMO_DB) --project carol search "the ghost of Christmas past" --limit 5
+	@echo
+	@echo "Next: source $(VENV)/bin/activate && export KGSEARCH_DB=$(DEMO_DB)"
+	@echo '      kgsearch search "who directed Jesse James"'
 
 lint: install
 	$(BIN)/ruff check src tests scripts
@@ -44,6 +49,13 @@ typecheck: install
 	$(BIN)/mypy src
 	$(BIN)/mypy --cache-dir .mypy_cache/tests --allow-untyped-defs --allow-incomplete-defs \
 		--allow-untyped-calls --allow-untyped-decorators tests scripts
+
+## check: the quick loop: lint, strict typing of src, and the SQLite unit and CLI tests
+## (no PostgreSQL, no real model, no live servers)
+check: lint
+	$(BIN)/mypy src
+	$(BIN)/pytest -m "not slow" -k "not postgres" -x tests/unit tests/adapters/test_cli.py \
+		tests/adapters/test_cli_first_minutes.py
 
 ## test: lint, strict typing, then the whole suite
 test: lint typecheck

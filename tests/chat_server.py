@@ -32,6 +32,7 @@ __all__ = [
     "Responder",
     "chat_reply",
     "replies_with",
+    "sse_reply",
     "start_chat_server",
 ]
 
@@ -83,6 +84,19 @@ def chat_reply(
             "total_tokens": prompt_tokens + completion_tokens,
         }
     return body
+
+
+def sse_reply(pieces: list[str], *, usage: bool = True) -> tuple[int, str, dict[str, str]]:
+    """A streamed chat completion (server-sent events) whose deltas are ``pieces``."""
+    events: list[dict[str, Any]] = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+        *({"choices": [{"index": 0, "delta": {"content": p}}]} for p in pieces),
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    if usage:
+        events.append({"choices": [], "usage": {"prompt_tokens": 321, "completion_tokens": 12}})
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+    return 200, body, {"Content-Type": "text/event-stream"}
 
 
 def replies_with(text: str, **options: Any) -> Responder:
@@ -146,7 +160,7 @@ def start_chat_server(
             headers = {"Content-Length": str(len(encoded)), **(headers or {})}
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", headers.pop("Content-Type", "application/json"))
                 for name, value in headers.items():
                     self.send_header(name, value)
                 self.end_headers()

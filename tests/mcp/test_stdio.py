@@ -25,6 +25,7 @@ TOOLS = [
     "add_objects",
     "add_relationships",
     "add_text",
+    "ask",
     "context",
     "delete_document",
     "embedding_status",
@@ -91,6 +92,8 @@ async def _full_session(client: Client) -> dict[str, Any]:
             {"query": "Ada works for Acme", "recipe": "mix", "style": "sections"},
         ),
         ("explain", {"query": "Ada"}),
+        ("ask_offline", {"question": "who does Ada work for", "no_llm": True}),
+        ("ask_no_model", {"question": "who does Ada work for"}),
         ("get_object_by_key", {"type": "Person", "key": "ada"}),
         ("embedding_status", {}),
         ("add_objects", {"objects": [{"type": "Person", "key": "grace"}]}),
@@ -121,6 +124,8 @@ async def _full_session(client: Client) -> dict[str, Any]:
             "bad_limit": "search",
             "unknown_tool": "no_such_tool",
             "context_sections": "context",
+            "ask_offline": "ask",
+            "ask_no_model": "ask",
         }.get(name, name)
         result = await client.call_tool(tool, args)
         out[name] = (result.is_error, tool_payload(result))
@@ -172,6 +177,25 @@ def test_context_returns_prompt_lines(full: dict[str, Any]) -> None:
 def test_explain_returns_the_legs(full: dict[str, Any]) -> None:
     assert "objects:vector" in full["explain"][1]["legs"]
     assert any("objects" in s["sql"] for s in full["explain"][1]["statements"]["objects:bm25"])
+
+
+def test_ask_offline_answers_with_cited_top_facts(
+    full: dict[str, Any], db: tuple[Path, dict[str, str]]
+) -> None:
+    error, body = full["ask_offline"]
+
+    assert (error, body["offline"]) == (False, True)
+    assert "Ada Lovelace works for Acme Corp [R1]" in body["answer"]
+    refs = {r["cite"]: r["id"] for r in body["references"]}
+    assert refs["R1"] == db[1]["rel"]
+
+
+def test_ask_with_no_model_configured_is_a_clear_error(full: dict[str, Any]) -> None:
+    error, body = full["ask_no_model"]
+
+    assert error is True
+    assert body["error"]["code"] == "missing_credentials"
+    assert "no_llm" in body["error"]["message"] or "--no-llm" in body["error"]["message"]
 
 
 def test_get_object_by_type_and_key(full: dict[str, Any], db: tuple[Path, dict[str, str]]) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import LegHit
-from kgsearch.search.fusion import Fused, rrf, weighted
+from kgsearch.search.fusion import RELEVANCE_FLOOR, Fused, relevance_floor, rrf, weighted
 
 Lists = Mapping[str, Sequence[tuple[str, float]]]
 
@@ -236,3 +236,53 @@ def test_weighted_never_returns_nan() -> None:
     fused = weighted({"a": [("x", 0.0)], "b": [("x", 2.0), ("y", 2.0)], "c": []})
     assert all(math.isfinite(f.score) for f in fused)
     assert scores(fused) == [("x", 2.0), ("y", 1.0)]
+
+
+# --- relevance floor over tiny lists ----------------------------------------------------
+
+
+def test_relevance_floor_drops_similarity_hits_far_below_the_best() -> None:
+    lists: Lists = {
+        "relationships:vector": [("r1", 0.8), ("r2", 0.5)],
+        "chunks:vector": [("c1", 0.05)],  # the only chunk: rank 1 of a near-empty leg
+        "chunks:bm25": [],
+    }
+
+    kept = relevance_floor(lists)
+
+    assert kept["relationships:vector"] == [("r1", 0.8), ("r2", 0.5)]
+    assert kept["chunks:vector"] == []
+    assert [f.key for f in rrf(kept)] == ["r1", "r2"]
+    # without the floor the unrelated chunk ties for first place
+    assert [f.key for f in rrf(lists)][:2] == ["c1", "r1"]
+
+
+def test_relevance_floor_keeps_lexical_and_graph_legs_and_their_hits() -> None:
+    lists: Lists = {
+        "objects:vector:hinted": [("o1", 0.9), ("o2", 0.1)],
+        "objects:bm25": [("o2", 3.2)],
+        "graph:ppr": [("o3", 0.001)],
+    }
+
+    kept = relevance_floor(lists)
+
+    assert kept["objects:vector:hinted"] == [("o1", 0.9)]
+    assert kept["objects:bm25"] == [("o2", 3.2)]
+    assert kept["graph:ppr"] == [("o3", 0.001)]
+    assert {f.key for f in rrf(kept)} == {"o1", "o2", "o3"}  # o2 still fuses through BM25
+
+
+@pytest.mark.parametrize(
+    ("ratio", "kept"),
+    [(0.0, ["a", "b", "c"]), (RELEVANCE_FLOOR, ["a", "b"]), (0.9, ["a"])],
+)
+def test_relevance_floor_is_a_share_of_the_best_similarity(ratio: float, kept: list[str]) -> None:
+    lists: Lists = {"chunks:vector": [("a", 0.6), ("b", 0.3), ("c", 0.1)]}
+
+    assert [k for k, _ in relevance_floor(lists, ratio=ratio)["chunks:vector"]] == kept
+
+
+def test_relevance_floor_with_no_positive_similarity_keeps_everything() -> None:
+    lists: Lists = {"chunks:vector": [("a", 0.0), ("b", -0.2)], "chunks:bm25": [("a", 1.0)]}
+
+    assert relevance_floor(lists) == lists

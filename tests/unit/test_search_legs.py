@@ -12,6 +12,7 @@ from networkx.algorithms.link_analysis.pagerank_alg import _pagerank_python
 
 from kgsearch.engine import Engine
 from kgsearch.model import ChunkIn, ObjectIn, RelationshipIn, SourceIn
+from kgsearch.search.fusion import RELEVANCE_FLOOR
 from kgsearch.search.request import LegRank, ScopeConfig, SearchResponse
 from kgsearch.testing import FakeEmbedder
 
@@ -96,7 +97,10 @@ def test_vector_leg_ranks_rows_by_cosine_and_reports_raw_scores(engine: Engine, 
     expected: list[tuple[str, list[tuple[str, int, object]]]] = [  # approx matchers
         (id, [(f"{scope}:vector", rank, pytest.approx(cosine(query, text), abs=1e-5))])
         for rank, (id, text) in enumerate(ranked, 1)
+        # the relevance floor: a hit far below the best similarity is not fused
+        if cosine(query, text) >= RELEVANCE_FLOOR * cosine(query, ranked[0][1])
     ]
+    assert len(expected) < len(ranked)  # the unrelated row (cosine 0) is left out
     assert hits(response) == expected
 
 

@@ -128,6 +128,7 @@ def create_app(
     for module in (graph, ingest, search, embeddings, extract, entities, explore, communities):
         app.include_router(module.router)
     web.mount(app)
+    app.include_router(search.ask_router)
     app.add_api_route("/health", _health, methods=["GET"], tags=["health"])
     _add_error_handlers(app)
     app.add_middleware(InputGuard, max_bytes=max_body_bytes, body_seconds=body_seconds)

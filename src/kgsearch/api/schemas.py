@@ -29,6 +29,7 @@ from kgsearch.reports import ExtractionReport, IngestReport
 from kgsearch.search.request import SearchRequest
 
 __all__ = [
+    "AskRequest",
     "BackfillJob",
     "BackfillRequest",
     "Bulk",
@@ -215,6 +216,15 @@ class ContextRequest(UnifiedSearch):
     style: Literal["lines", "sections"] = Field(
         default="lines",
         description="lines (best first) or sections (entities, relationships, sources; cited)",
+    )
+
+
+class AskRequest(UnifiedSearch):
+    """A question answered from the graph by the chat model, with citations."""
+
+    max_tokens: int = Field(default=1500, ge=1, le=100_000, alias="maxTokens")
+    llm: bool = Field(
+        default=True, description="false: answer with the context's top facts, no model"
     )
 
 

@@ -11,7 +11,8 @@ import sys
 
 import click
 
-from kgsearch.cli.common import add_json_option, cli
+from kgsearch.cli.ask import ask
+from kgsearch.cli.common import add_global_options, add_json_option, cli
 from kgsearch.cli.communities import communities
 from kgsearch.cli.documents import documents
 from kgsearch.cli.embed import embed
@@ -48,6 +49,7 @@ for command in (
     embed,
     search,
     context,
+    ask,
     serve,
     mcp,
     keys,
@@ -55,6 +57,7 @@ for command in (
 ):
     cli.add_command(command)
 add_json_option(cli)
+add_global_options(cli)
 
 
 def main() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -12,21 +13,27 @@ from typing import Any, TypeVar
 import click
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
+from rich.table import Table
 
 from kgsearch.config import Settings
 from kgsearch.engine import Engine
-from kgsearch.errors import ConfigError, KgsearchError
+from kgsearch.errors import ConfigError, KgsearchError, NotFound
 
 __all__ = [
     "State",
+    "add_global_options",
     "add_json_option",
     "cli",
     "console",
     "emit",
     "engine_from",
     "handle_errors",
+    "missing_sqlite_file",
     "out",
     "pass_state",
+    "resumable",
+    "row_id",
+    "table",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -56,8 +63,8 @@ pass_state = click.make_pass_decorator(State)
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option(
     "--db",
-    envvar="KGSEARCH_STORE__URL",
-    help="Store URL or SQLite file (default: ./kgsearch.db; env KGSEARCH_STORE__URL).",
+    envvar=["KGSEARCH_DB", "KGSEARCH_STORE__URL"],
+    help="Store URL or SQLite file (default: ./kgsearch.db; env KGSEARCH_DB).",
 )
 @click.option("--project", "-p", help="Project (tenant) to work in (default: 'default').")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
@@ -72,9 +79,58 @@ def cli(ctx: click.Context, db: str | None, project: str | None, as_json: bool) 
       kgsearch embed generate
       kgsearch search "who directed Jesse James"
 
+    Global options (--db, --project, --json) go before or after the command.
+
     Example: kgsearch --db graph.db --project demo stats --json
     """
     ctx.obj = State(db, project, as_json)
+    if not out.is_terminal:  # piped: wide enough that tables wrap rather than cut
+        columns = os.environ.get("COLUMNS", "")
+        out.width = max(int(columns) if columns.isdigit() else 0, _PIPED_WIDTH)
+
+
+_PIPED_WIDTH = 160
+"""Columns of tables written to a pipe or a file (no terminal to measure)."""
+
+
+def table(*headers: str, title: str | None = None, show_header: bool = True) -> Table:
+    """A table whose long cells fold onto more lines instead of being cut."""
+    result = Table(title=title, show_header=show_header)
+    for header in headers:
+        result.add_column(header, overflow="fold")
+    return result
+
+
+def _set_global(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    state = ctx.find_object(State)
+    if value is not None and state is not None and param.name is not None:
+        setattr(state, param.name.removeprefix("global_"), value)
+
+
+def add_global_options(group: click.Group) -> None:
+    """Accept ``--db`` and ``--project`` after any subcommand too
+    (``kgsearch search q --db x``), unless the command has its own option of that name."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            add_global_options(command)
+            continue
+        taken = {opt for p in command.params for opt in getattr(p, "opts", [])}
+        for opts, name, text in (
+            (["--db"], "global_db", "Store URL or SQLite file (as before the command)."),
+            (["--project", "-p"], "global_project", "Project (as before the command)."),
+        ):
+            free = [o for o in opts if o not in taken]
+            if free and free[0].startswith("--"):
+                command.params.append(
+                    click.Option(
+                        free,
+                        name,
+                        expose_value=False,
+                        callback=_set_global,
+                        hidden=True,
+                        help=text,
+                    )
+                )
 
 
 def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -101,12 +157,41 @@ def add_json_option(group: click.Group) -> None:
 
 
 def engine_from(
-    state: State, *, model: str | None = None, settings: Settings | None = None
+    state: State,
+    *,
+    model: str | None = None,
+    settings: Settings | None = None,
+    create: bool = False,
 ) -> Engine:
-    """Build the engine for a command (from ``settings`` when a command overrides some)."""
-    return Engine.from_settings(
-        settings or state.settings(), project=state.project, store_url=state.db, model=model
-    )
+    """Build the engine for a command (from ``settings`` when a command overrides some).
+
+    Only commands that write (``create=True``: init, import, ingest, serve…) may make
+    a new SQLite file; the others refuse a path where there is none, so a mistyped
+    ``--db`` is an error rather than a new empty store.
+
+    Raises:
+        NotFound: ``create`` is false and the SQLite file does not exist.
+    """
+    settings = settings or state.settings()
+    url = state.db or settings.store.url
+    if not create:
+        missing = missing_sqlite_file(url)
+        if missing is not None:
+            raise NotFound(
+                f"no store at {missing}: check --db (or KGSEARCH_DB), or create one with "
+                "`kgsearch import FILE` or `kgsearch ingest DOCS`; after `make demo` "
+                "the demo store is --db .demo/kgsearch.db",
+                details={"db": str(missing)},
+            )
+    return Engine.from_settings(settings, project=state.project, store_url=url, model=model)
+
+
+def missing_sqlite_file(url: str) -> str | None:
+    """The SQLite file ``url`` names, when it is a file that does not exist."""
+    if url == ":memory:" or ("://" in url and not url.startswith("sqlite:///")):
+        return None
+    path = url.removeprefix("sqlite:///")
+    return None if not path or os.path.exists(path) else path
 
 
 @contextmanager
@@ -164,3 +249,36 @@ def emit(state: State, value: Any, render: Callable[[Any], None] | None = None) 
 def stdout_is_tty() -> bool:
     """Whether progress bars should be drawn."""
     return sys.stderr.isatty()
+
+
+def row_id(engine: Engine, ref: str) -> str:
+    """The id a reference names: an id as it is, or an object's ``TYPE/KEY``.
+
+    Every command that takes a row accepts both (``objects get/delete``, ``embed
+    preview``…). An id containing ``/`` still works: ``TYPE/KEY`` is tried first.
+
+    Raises:
+        NotFound: ``TYPE/KEY`` names no object and is not an id either.
+    """
+    if "/" not in ref:
+        return ref
+    type_, key = ref.split("/", 1)
+    try:
+        return engine.get_object_by_key(type_, key).id
+    except NotFound:
+        return ref
+
+
+@contextmanager
+def resumable(what: str, again: str) -> Iterator[None]:
+    """On Ctrl-C, say that the work done so far is saved and how to resume it
+    (every batch commits on its own), then exit 130 without a traceback."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        console.print(
+            f"\n[yellow]interrupted:[/] the {what} finished so far is saved; "
+            f"run `{again}` again to continue with the rest",
+            soft_wrap=True,
+        )
+        raise click.exceptions.Exit(130) from None

@@ -16,9 +16,19 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 
-from kgsearch.cli.common import State, console, emit, engine_from, handle_errors, out, pass_state
+from kgsearch.cli.common import (
+    State,
+    console,
+    emit,
+    engine_from,
+    handle_errors,
+    out,
+    pass_state,
+    resumable,
+    row_id,
+    table,
+)
 from kgsearch.engine import Engine
 from kgsearch.model import EmbeddingStatusReport, EmbedReport, Kind
 
@@ -81,15 +91,16 @@ def _run(
             speed = progress.tasks[task].speed
             progress.update(task, rate=f"{speed:.0f}" if speed else "-")
 
-        return engine.embed_pending(
-            kinds=kinds,
-            project=state.project,
-            batch_size=batch_size,
-            delay_ms=delay,
-            force=force,
-            progress=advance,
-            limit=limit,
-        )
+        with resumable("embedding", "kgsearch embed generate"):
+            return engine.embed_pending(
+                kinds=kinds,
+                project=state.project,
+                batch_size=batch_size,
+                delay_ms=delay,
+                force=force,
+                progress=advance,
+                limit=limit,
+            )
 
 
 def _kinds(kind: tuple[str, ...]) -> list[Kind]:
@@ -113,7 +124,7 @@ _kind_option = click.option(
 )
 _batch_option = click.option(
     "--batch-size",
-    default=512,
+    default=128,
     show_default=True,
     type=click.IntRange(1, 10_000),
     help="Rows claimed and embedded per round (sorted by length to cut padding).",
@@ -286,12 +297,13 @@ def worker(
 @pass_state
 @handle_errors
 def preview(state: State, id: str) -> None:
-    """Print the exact text that is (or would be) embedded for a row, without embedding.
+    """Print the exact text that is (or would be) embedded for a row (an id, or an
+    object's TYPE/KEY), without embedding.
 
-    Example: kgsearch embed preview 0f8c2d1e-...
+    Example: kgsearch embed preview "Movie/Jesse James"
     """
     with engine_from(state) as engine:
-        emit(state, engine.preview(id), lambda v: out.print(v.text, markup=False))
+        emit(state, engine.preview(row_id(engine, id)), lambda v: out.print(v.text, markup=False))
 
 
 @embed.command("status")
@@ -321,7 +333,7 @@ def retry(state: State, dead: bool) -> None:
 
 
 def _render_status(value: EmbeddingStatusReport) -> None:
-    table = Table(
+    grid = table(
         "project",
         "kind",
         "total",
@@ -334,7 +346,7 @@ def _render_status(value: EmbeddingStatusReport) -> None:
         title=f"model {value.model or '(none yet)'}",
     )
     for r in value.rows:
-        table.add_row(
+        grid.add_row(
             r.project,
             r.kind.value,
             *(
@@ -350,8 +362,9 @@ def _render_status(value: EmbeddingStatusReport) -> None:
                 )
             ),
         )
-    out.print(table)
+    out.print(grid)
+    latency = value.mean_latency_ms_per_text
     out.print(
-        f"overall {value.percent_embedded}% embedded, failure rate "
-        f"{value.failure_rate}, mean latency {value.mean_latency_ms_per_text} ms/text"
+        f"overall {value.percent_embedded}% embedded, failure rate {value.failure_rate}, "
+        + (f"mean latency {latency} ms/text" if latency is not None else "no latency yet")
     )

@@ -20,7 +20,16 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from kgsearch.cli.common import State, console, emit, engine_from, handle_errors, out, pass_state
+from kgsearch.cli.common import (
+    State,
+    console,
+    emit,
+    engine_from,
+    handle_errors,
+    out,
+    pass_state,
+    resumable,
+)
 from kgsearch.config import Settings
 from kgsearch.engine import Engine
 from kgsearch.engine.providers import EXTRACTOR_NAMES
@@ -209,7 +218,7 @@ def ingest(
     settings = _settings(
         state, extractor=extractor, domain=domain, llm_model=llm_model, record=record, replay=replay
     )
-    with engine_from(state, settings=settings) as engine:
+    with engine_from(state, settings=settings, create=True) as engine:
 
         def run(progress: Any) -> IngestReport:
             if extractions is not None:
@@ -227,14 +236,15 @@ def ingest(
                 progress=progress,
             )
 
-        report: IngestReport = _run_with_progress(engine, state, run, None)
-        if not (dry_run or no_embed):
-            with (
-                console.status("embedding new rows", spinner="dots")
-                if not state.as_json
-                else _quiet()
-            ):
-                engine.embed_pending(project=engine.project)
+        with resumable("ingest", "kgsearch ingest " + " ".join(map(str, paths))):
+            report: IngestReport = _run_with_progress(engine, state, run, None)
+            if not (dry_run or no_embed):
+                with (
+                    console.status("embedding new rows", spinner="dots")
+                    if not state.as_json
+                    else _quiet()
+                ):
+                    engine.embed_pending(project=engine.project)
     emit(state, report, _render_ingest)
     if not report.ok:
         raise click.exceptions.Exit(1)

@@ -15,7 +15,6 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 
 from kgsearch.cli.common import (
     State,
@@ -25,9 +24,11 @@ from kgsearch.cli.common import (
     handle_errors,
     out,
     pass_state,
+    row_id,
+    table,
 )
 from kgsearch.config import config_path
-from kgsearch.errors import NotFound
+from kgsearch.errors import InvalidRequest
 from kgsearch.model import Filters, GraphObject, Page, Relationship, Stats
 
 __all__ = ["config", "export_cmd", "import_cmd", "init", "objects", "relationships", "stats"]
@@ -41,7 +42,7 @@ def init(state: State) -> None:
 
     Example: kgsearch --db graph.db init
     """
-    with engine_from(state) as engine:
+    with engine_from(state, create=True) as engine:
         emit(state, engine.stats(), _render_stats)
 
 
@@ -57,7 +58,7 @@ def import_cmd(state: State, files: tuple[Path, ...]) -> None:
 
     Example: kgsearch import data/sample/metaqa-movies.jsonl
     """
-    with engine_from(state) as engine, _progress("importing") as (progress, task):
+    with engine_from(state, create=True) as engine, _progress("importing") as (progress, task):
 
         def advance(n: int, total: int | None) -> None:
             progress.update(task, advance=n, total=total)
@@ -89,7 +90,13 @@ def export_cmd(state: State, path: Path, fmt: str | None) -> None:
 
     Example: kgsearch export backup.jsonl
     """
-    chosen = fmt or ("json" if path.suffix.lower() == ".json" else "jsonl")
+    suffix = path.suffix.lower()
+    if fmt is None and suffix in (".csv", ".tsv"):
+        raise InvalidRequest(
+            f"export writes JSONL or JSON, not {suffix[1:].upper()}: name the file "
+            f"{path.with_suffix('.jsonl').name} (or .json); `kgsearch import` reads it back"
+        )
+    chosen = fmt or ("json" if suffix == ".json" else "jsonl")
     with engine_from(state) as engine:
         counts = engine.export(path, fmt="json" if chosen == "json" else "jsonl")
     emit(
@@ -161,28 +168,25 @@ def objects_get(state: State, ref: str) -> None:
     Example: kgsearch objects get "Movie/Jesse James"
     """
     with engine_from(state) as engine:
-        if "/" in ref:
-            type_, key = ref.split("/", 1)
-            try:
-                obj = engine.get_object_by_key(type_, key)
-            except NotFound:
-                obj = engine.get_object(ref)
-        else:
-            obj = engine.get_object(ref)
+        obj = engine.get_object(row_id(engine, ref))
     emit(state, obj)
 
 
 @objects.command("delete")
-@click.argument("ids", nargs=-1, required=True)
+@click.argument("refs", nargs=-1, required=True)
 @pass_state
 @handle_errors
-def objects_delete(state: State, ids: tuple[str, ...]) -> None:
-    """Soft-delete objects (and their relationships); reads never show them again.
+def objects_delete(state: State, refs: tuple[str, ...]) -> None:
+    """Soft-delete objects by id or TYPE/KEY (and their relationships); reads never
+    show them again. An id or TYPE/KEY that names no object is an error (exit 1).
 
-    Example: kgsearch objects delete 0f8c2d1e-...
+    Example: kgsearch objects delete "Person/rob"
     """
     with engine_from(state) as engine:
-        n = engine.delete("object", list(ids))
+        ids = [row_id(engine, ref) for ref in refs]
+        for id_ in ids:
+            engine.get_object(id_)  # NotFound names the reference given
+        n = engine.delete("object", ids)
     emit(state, {"deleted": n}, lambda v: out.print(f"Deleted {v['deleted']} object(s)"))
 
 
@@ -291,29 +295,31 @@ def config_path_cmd() -> None:
 
 
 def _render_stats(value: Stats) -> None:
-    table = Table(title=f"project {value.project} — {value.store}", show_header=False)
+    grid = table(
+        "what", "count", title=f"project {value.project} — {value.store}", show_header=False
+    )
     for k, n in value.counts.items():
-        table.add_row(k, str(n))
-    table.add_row("embedding model", str(value.embedding_model or "(none yet)"))
-    table.add_row("projects", ", ".join(value.projects) or "(none)")
-    out.print(table)
+        grid.add_row(k, str(n))
+    grid.add_row("embedding model", str(value.embedding_model or "(none yet)"))
+    grid.add_row("projects", ", ".join(value.projects) or "(none)")
+    out.print(grid)
 
 
 def _render_objects(page: Page) -> None:
-    table = Table("id", "type", "key", "status")
+    grid = table("id", "type", "key", "status")
     for o in page.items:
         assert isinstance(o, GraphObject)
-        table.add_row(o.id, o.type, o.key, o.embedding.status.value)
-    out.print(table)
+        grid.add_row(o.id, o.type, o.key, o.embedding.status.value)
+    out.print(grid)
     if page.next_cursor:
         out.print(f"next page: --cursor {page.next_cursor}")
 
 
 def _render_relationships(page: Page) -> None:
-    table = Table("id", "type", "text", "status")
+    grid = table("id", "type", "text", "status")
     for r in page.items:
         assert isinstance(r, Relationship)
-        table.add_row(r.id, r.type, r.embedding.text or "", r.embedding.status.value)
-    out.print(table)
+        grid.add_row(r.id, r.type, r.embedding.text or "", r.embedding.status.value)
+    out.print(grid)
     if page.next_cursor:
         out.print(f"next page: --cursor {page.next_cursor}")

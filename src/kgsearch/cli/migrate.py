@@ -7,7 +7,16 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kgsearch.cli.common import State, console, emit, handle_errors, out, pass_state
+from kgsearch.cli.common import (
+    State,
+    console,
+    emit,
+    handle_errors,
+    missing_sqlite_file,
+    out,
+    pass_state,
+)
+from kgsearch.errors import NotFound
 from kgsearch.migrate import migrate_store
 from kgsearch.store import connect
 
@@ -36,6 +45,8 @@ def migrate(state: State, source_url: str, target_url: str, projects: tuple[str,
 
     Example: kgsearch migrate --from sqlite:///kg.db --to postgresql://kg@db/kg
     """
+    if (missing := missing_sqlite_file(source_url)) is not None:
+        raise NotFound(f"no store at {missing}: check --from", details={"db": missing})
     source = connect(source_url)
     try:
         target = connect(target_url)

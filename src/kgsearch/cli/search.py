@@ -7,9 +7,10 @@ from typing import Any, Literal
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
-from kgsearch.cli.common import State, emit, engine_from, handle_errors, out, pass_state
+from kgsearch.cli.common import State, emit, engine_from, handle_errors, out, pass_state, table
+from kgsearch.engine import Engine
+from kgsearch.errors import InvalidRequest, NotFound
 from kgsearch.search.request import RECIPES, Explain, SearchResponse
 
 __all__ = ["context", "search"]
@@ -78,17 +79,25 @@ def _options(func: Any) -> Any:
     is_flag=True,
     help="Show each leg's ranked hits and scores, the fused order and the SQL each stage ran.",
 )
+@click.option("--ids", is_flag=True, help="With --explain: row ids instead of names.")
 @pass_state
 @handle_errors
-def search(state: State, /, query: str, debug: bool, explain: bool, **options: Any) -> None:
+def search(
+    state: State, /, query: str, debug: bool, explain: bool, ids: bool, **options: Any
+) -> None:
     """Search objects, relationships and text by meaning and keywords, fused by RRF.
+
+    The table shows each hit's id (for `objects get`, `embed preview`…) and its
+    relevance relative to the top hit (1.00); --json has the raw fused scores.
 
     Example: kgsearch search "who directed Jesse James" --type-hint movie
     """
     request = _build(query, **options)
     with engine_from(state) as engine:
         if explain:
-            emit(state, engine.explain(request.pop("query"), **request), _render_explain)
+            value = engine.explain(request.pop("query"), **request)
+            names = {} if ids or state.as_json else _names(engine, value)
+            emit(state, value, lambda v: _render_explain(v, names))
             return
         response = engine.search(request.pop("query"), include_debug=debug, **request)
     emit(state, response, _render_results)
@@ -140,6 +149,8 @@ def _build(
     reranker: str | None,
     center: str | None,
 ) -> dict[str, Any]:
+    if not query.strip():
+        raise InvalidRequest('the query is empty: give words to search for, e.g. "Jesse James"')
     request: dict[str, Any] = {"query": query, "limit": limit, "result_types": result_types}
     optional = {
         "type_hint": type_hint,
@@ -160,49 +171,88 @@ def _build(
 
 
 def _render_results(response: SearchResponse) -> None:
-    table = Table("#", "type", "result", "score", "found by", title=None)
+    grid = table("#", "type", "result", "relevance", "id", "found by")
+    top = response.results[0].score if response.results else 0.0
     for i, r in enumerate(response.results, 1):
         if r.type == "graph":
-            text = f"[bold]{r.name}[/] ({r.object_type})"
+            text = f"[bold]{escape(r.name)}[/] ({escape(r.object_type)})"
         elif r.type == "relationship":
-            text = r.triplet_text
+            text = escape(r.triplet_text)
         else:
-            text = r.snippet[:120]
+            text = escape(" ".join(r.snippet.split())[:160])
         legs = ", ".join(f"{f.leg}#{f.rank}" for f in r.found_by)
-        table.add_row(str(i), r.type, text, f"{r.score:.4f}", legs)
+        grid.add_row(str(i), r.type, text, relative(r.score, top), r.id, legs)
     for i, c in enumerate(response.communities, len(response.results) + 1):
         legs = ", ".join(f"{f.leg}#{f.rank}" for f in c.found_by)
-        table.add_row(
-            str(i), c.type, f"[bold]{c.title}[/] ({c.size} members)", f"{c.score:.4f}", legs
+        grid.add_row(
+            str(i),
+            c.type,
+            f"[bold]{escape(c.title)}[/] ({c.size} members)",
+            relative(c.score, top),
+            c.id,
+            legs,
         )
-    out.print(table)
+    out.print(grid)
     meta = response.metadata
     out.print(
         f"{meta['totalResults']} results in {meta['executionTime']['totalMs']} ms "
-        f"(fusion {meta['fusionStrategy']})"
+        f"(fusion {meta['fusionStrategy']}; relevance relative to the top hit)"
     )
     for warning in meta["warnings"]:
-        out.print(f"[yellow]warning:[/] {warning}")
+        out.print(f"[yellow]warning:[/] {escape(warning)}")
     if response.debug:
         out.print_json(json.dumps(response.debug["score_distribution"]))
 
 
-def _render_explain(value: Explain) -> None:
+def relative(score: float, top: float) -> str:
+    """A score as a share of the top hit's, two decimals (the top hit is 1.00)."""
+    return f"{score / top:.2f}" if top > 0 else f"{score:.4f}"
+
+
+def _names(engine: Engine, value: Explain) -> dict[str, str]:
+    """A readable name for each row an explanation shows (leg keys and fused ids)."""
+    keys = {h.key for hits in value.legs.values() for h in hits[:10]}
+    kinds = {"graph": "object", "relationship": "relationship", "text": "chunk"}
+    keys |= {f"{kinds[r.type]}:{r.id}" for r in value.fused}
+    names: dict[str, str] = {}
+    for key in keys:
+        kind, _, id_ = key.partition(":")
+        try:
+            if kind == "object":
+                obj = engine.get_object(id_)
+                names[key] = f"{obj.name} ({obj.type})"
+            elif kind == "relationship":
+                rel = engine.get_relationship(id_)
+                names[key] = rel.embedding.embedded_text or rel.embedding.text or rel.type
+            elif kind == "chunk":
+                names[key] = " ".join(engine.get_chunk(id_).text.split())[:80]
+        except NotFound:
+            continue
+        names[id_] = names[key]
+    return names
+
+
+def _render_explain(value: Explain, names: dict[str, str]) -> None:
     for leg, hits in value.legs.items():
-        table = Table("rank", "hit", "score", title=f"leg {leg}")
+        grid = table("rank", "hit", "score", title=f"leg {leg}")
         for h in hits[:10]:
-            table.add_row(str(h.rank), h.key, f"{h.score:.4f}")
-        out.print(table)
-    table = Table("#", "type", "id", "fused score", "found by", title="fused order")
+            grid.add_row(str(h.rank), escape(names.get(h.key, h.key)), f"{h.score:.4f}")
+        out.print(grid)
+    grid = table(
+        "#", "type", "hit" if names else "id", "relevance", "found by", title="fused order"
+    )
+    top = value.fused[0].score if value.fused else 0.0
     for i, r in enumerate(value.fused, 1):
-        table.add_row(
+        grid.add_row(
             str(i),
             r.type,
-            r.id,
-            f"{r.score:.5f}",
+            escape(names.get(r.id, r.id)),
+            relative(r.score, top),
             ", ".join(f"{f.leg}#{f.rank}" for f in r.found_by),
         )
-    out.print(table)
+    out.print(grid)
+    if names:
+        out.print("[dim](names shown; --ids shows row ids)[/]")
     for stage, statements in value.statements.items():
         out.print(f"[bold]{stage}[/]")
         for s in statements:

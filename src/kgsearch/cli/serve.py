@@ -85,7 +85,7 @@ def serve(
 
     from kgsearch.api.app import create_app
 
-    with engine_from(state) as engine:
+    with engine_from(state, create=True) as engine:
         app = create_app(
             engine, keys=not no_auth, max_body_bytes=max_body, worker=worker, threads=threads
         )
@@ -139,7 +139,7 @@ def mcp(
     from kgsearch.api.background import EmbeddingWorker
     from kgsearch.mcp.server import create_server, key_guard, run_stdio
 
-    with engine_from(state) as engine:
+    with engine_from(state, create=True) as engine:
         server = create_server(engine, project=engine.project, scopes=allowed)
         runner = EmbeddingWorker(engine) if worker else None
         if runner is not None:
@@ -180,7 +180,7 @@ def keys_create(state: State, key_project: str | None, scopes: str, name: str | 
 
     Example: kgsearch keys create --project demo --scopes read,write,debug
     """
-    with engine_from(state) as engine:
+    with engine_from(state, create=True) as engine:
         key, record = engine.create_api_key(key_project or engine.project, scopes, name=name)
     emit(
         state,

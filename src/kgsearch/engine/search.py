@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from kgsearch import keys
+from kgsearch.engine import providers
 from kgsearch.engine.core import EngineCore
+from kgsearch.errors import MissingCredentials
 from kgsearch.keys import ApiKey
+from kgsearch.llm.base import LLM
 from kgsearch.search import service as searching
+from kgsearch.search.answer import Answer
 from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchResponse
 
 __all__ = ["SearchMethods"]
@@ -53,6 +57,65 @@ class SearchMethods(EngineCore):
         first, or (``style="sections"``) as Entities, Relationships and Sources
         sections whose items carry citations (``citations`` maps them to row ids)."""
         return searching.context(self._searching(project), request, options, max_tokens, style)
+
+    _chat: LLM | None = None
+
+    def ask(
+        self,
+        question: str,
+        *,
+        llm: LLM | bool = True,
+        max_tokens: int = 1500,
+        project: str | None = None,
+        on_text: Callable[[str], None] | None = None,
+        **options: Any,
+    ) -> Answer:
+        """Answer a question from the graph, citing what the answer rests on.
+
+        Searches (``options`` are :class:`SearchRequest` fields: ``recipe``, ``limit``…),
+        builds the cited context (Entities [E1], Relationships [R1], Sources [S1])
+        within ``max_tokens`` and asks the configured chat model (``[llm]`` settings:
+        the provider, timeouts, cache and record/replay of extraction), streaming its
+        answer to ``on_text``. Each citation resolves to a row (``Answer.references``).
+
+        Args:
+            question: The question.
+            llm: True for the configured chat model, an :class:`LLM` to use instead,
+                or False to answer offline with the context's top facts.
+            max_tokens: Budget of the context, in the embedder's tokens.
+            project: Overrides the engine's project.
+            on_text: Called with each piece of the answer as it is written.
+
+        Raises:
+            InvalidRequest: Empty question or malformed options.
+            MissingCredentials: No chat model is configured (see the message).
+            ProviderError: The chat model failed or timed out.
+        """
+        chat = self._chat_model() if llm is True else (llm or None)
+        return searching.ask(
+            self._searching(project),
+            question,
+            options,
+            max_tokens=max_tokens,
+            llm=chat,
+            on_text=on_text,
+        )
+
+    def _chat_model(self) -> LLM:
+        """The configured chat model, made once (behind the store's LLM cache)."""
+        if self._chat is None:
+            try:
+                self._chat = providers.make_llm(self.llm_settings, self.store)
+            except MissingCredentials as exc:
+                raise MissingCredentials(
+                    f"no chat model is configured for ask ({exc.message}). Set "
+                    "KGSEARCH_LLM__MODEL and KGSEARCH_LLM__API_KEY (or [llm] in "
+                    "kgsearch.toml; e.g. KGSEARCH_LLM__MODEL=ollama:llama3.1 for a local "
+                    "Ollama), or answer offline with the context's top facts: "
+                    "`kgsearch ask --no-llm`",
+                    details=exc.details,
+                ) from None
+        return self._chat
 
     # keys (used by the REST/MCP adapters) --------------------------------------
     def create_api_key(

@@ -146,13 +146,10 @@ def _csv(path: Path) -> Iterator[tuple[str, Raw]]:
         reader = csv.DictReader(handle)
         header = [h.strip() for h in (reader.fieldnames or [])]
         is_rel = "source_id" in header or "source_key" in header
-        required = {"type"} if is_rel else {"type", "key"}
-        if not required <= set(header):
+        problem = _csv_header_problem(header, is_rel)
+        if problem is not None:
             loc = f"{path}:1"
-            yield (
-                loc,
-                RecordError(loc, f"CSV header needs columns {sorted(required)}; got {header}"),
-            )
+            yield loc, RecordError(loc, f"{problem}; got {header}")
             return
         try:
             for row in reader:
@@ -165,6 +162,27 @@ def _csv(path: Path) -> Iterator[tuple[str, Raw]]:
         except (csv.Error, UnicodeDecodeError) as exc:
             loc = f"{path}:{reader.line_num}"
             yield loc, RecordError(loc, f"unreadable CSV: {exc}")
+
+
+_OBJECTS_HEADER = "an objects CSV needs columns type,key (then any properties)"
+_RELATIONSHIPS_HEADER = (
+    "a relationships CSV needs columns type,source_id,target_id or "
+    "type,source_type,source_key,target_type,target_key (then any properties)"
+)
+
+
+def _csv_header_problem(header: list[str], is_rel: bool) -> str | None:
+    """What is wrong with a CSV header, in the words of the kind it looks like."""
+    columns = set(header)
+    ends = ("source", "target")
+    if is_rel or any(h.startswith(ends) for h in header):
+        sides = all(
+            f"{end}_id" in columns or {f"{end}_type", f"{end}_key"} <= columns for end in ends
+        )
+        return None if sides and "type" in columns else _RELATIONSHIPS_HEADER
+    if {"type", "key"} <= columns:
+        return None
+    return f"{_OBJECTS_HEADER}, or {_RELATIONSHIPS_HEADER}"
 
 
 def _split(value: str) -> list[str]:

@@ -8,11 +8,19 @@ or whether the answer came from the cache.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["LLM", "Completion", "Forgetting", "Message", "Usage"]
+__all__ = [
+    "LLM",
+    "Completion",
+    "Forgetting",
+    "Message",
+    "Streaming",
+    "Usage",
+    "complete_streaming",
+]
 
 Role = Literal["system", "user", "assistant"]
 
@@ -116,3 +124,39 @@ class Forgetting(Protocol):
     ) -> None:
         """Drop the kept reply to this request, if any."""
         ...
+
+
+@runtime_checkable
+class Streaming(Protocol):
+    """A chat model that can hand its reply over piece by piece as it is written."""
+
+    def complete_streaming(
+        self,
+        messages: Sequence[Message],
+        *,
+        on_text: Callable[[str], None],
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        """Answer ``messages``, calling ``on_text`` with each new piece of the reply;
+        returns the whole reply as :meth:`LLM.complete` would."""
+        ...
+
+
+def complete_streaming(
+    llm: LLM,
+    messages: Sequence[Message],
+    *,
+    on_text: Callable[[str], None],
+    temperature: float = 0.0,
+    max_tokens: int | None = None,
+) -> Completion:
+    """The reply of ``llm``, streamed to ``on_text`` when the model can stream, else
+    handed to ``on_text`` whole once it is complete."""
+    if isinstance(llm, Streaming):
+        return llm.complete_streaming(
+            messages, on_text=on_text, temperature=temperature, max_tokens=max_tokens
+        )
+    completion = llm.complete(messages, temperature=temperature, max_tokens=max_tokens)
+    on_text(completion.text)
+    return completion

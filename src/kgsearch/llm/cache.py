@@ -17,12 +17,12 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from kgsearch.errors import ConfigError, ProviderError
-from kgsearch.llm.base import LLM, Completion, Forgetting, Message, Usage
+from kgsearch.llm.base import LLM, Completion, Forgetting, Message, Usage, complete_streaming
 
 __all__ = [
     "CachedLLM",
@@ -174,18 +174,46 @@ class CachedLLM:
             temperature=temperature,
             max_tokens=max_tokens,
         )
-        stored = self._cache.cache_get(self._namespace, key)
-        if stored is not None:
-            try:
-                return _cached_completion(json.loads(stored))
-            except (ValueError, KeyError, TypeError):
-                pass  # an unreadable entry is a miss; the fresh reply replaces it
+        hit = self._hit(key)
+        if hit is not None:
+            return hit
         completion = self._llm.complete(
             messages, json_schema=json_schema, temperature=temperature, max_tokens=max_tokens
         )
         value = json.dumps(_reply_record(completion), ensure_ascii=False)
         self._cache.cache_put(self._namespace, key, value)
         return completion
+
+    def complete_streaming(
+        self,
+        messages: Sequence[Message],
+        *,
+        on_text: Callable[[str], None],
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        """The cached reply handed to ``on_text`` whole, or the model's streamed (then
+        cached under the same key as :meth:`complete`)."""
+        key = request_key(self.model_id, messages, temperature=temperature, max_tokens=max_tokens)
+        hit = self._hit(key)
+        if hit is not None:
+            on_text(hit.text)
+            return hit
+        completion = complete_streaming(
+            self._llm, messages, on_text=on_text, temperature=temperature, max_tokens=max_tokens
+        )
+        value = json.dumps(_reply_record(completion), ensure_ascii=False)
+        self._cache.cache_put(self._namespace, key, value)
+        return completion
+
+    def _hit(self, key: str) -> Completion | None:
+        stored = self._cache.cache_get(self._namespace, key)
+        if stored is not None:
+            try:
+                return _cached_completion(json.loads(stored))
+            except (ValueError, KeyError, TypeError):
+                pass  # an unreadable entry is a miss; the fresh reply replaces it
+        return None
 
     def estimate_cost(self, usage: Usage) -> float | None:
         """The wrapped model's estimate."""
@@ -246,6 +274,33 @@ class RecordingLLM:
         completion = self._llm.complete(
             messages, json_schema=json_schema, temperature=temperature, max_tokens=max_tokens
         )
+        self._record(messages, completion, json_schema, temperature, max_tokens)
+        return completion
+
+    def complete_streaming(
+        self,
+        messages: Sequence[Message],
+        *,
+        on_text: Callable[[str], None],
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        """The wrapped model's reply, streamed to ``on_text``, then appended to the file
+        (as :meth:`complete` records it, so a replay answers it)."""
+        completion = complete_streaming(
+            self._llm, messages, on_text=on_text, temperature=temperature, max_tokens=max_tokens
+        )
+        self._record(messages, completion, None, temperature, max_tokens)
+        return completion
+
+    def _record(
+        self,
+        messages: Sequence[Message],
+        completion: Completion,
+        json_schema: Mapping[str, Any] | None,
+        temperature: float,
+        max_tokens: int | None,
+    ) -> None:
         key = request_key(
             self.model_id,
             messages,
@@ -268,7 +323,6 @@ class RecordingLLM:
         encoded = json.dumps(line, ensure_ascii=False, default=_plain) + "\n"
         with self._lock, self._path.open("a", encoding="utf-8") as out:
             out.write(encoded)
-        return completion
 
     def estimate_cost(self, usage: Usage) -> float | None:
         """The wrapped model's estimate."""

@@ -10,9 +10,10 @@ takes it, and dropped for good when it answers 400 about it.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -174,6 +175,71 @@ class OpenAIChat:
             raise self._error(response, attempts)
         return self._parse(json_body(response), messages)
 
+    def complete_streaming(
+        self,
+        messages: Sequence[Message],
+        *,
+        on_text: Callable[[str], None],
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        """Answer ``messages`` with a streamed chat completion (``"stream": true``,
+        server-sent events), calling ``on_text`` with each piece as it arrives.
+
+        A server that answers with a whole completion instead is read as one. Nothing
+        is retried once text has arrived (it was shown already); before that, a
+        refused connection or a timeout is a :class:`ProviderError` like
+        :meth:`complete`'s.
+
+        Raises:
+            ProviderError: The server failed, timed out or sent no chat completion.
+            MissingCredentials: The server answered 401 and no key was configured.
+        """
+        body: dict[str, Any] = {
+            "model": self._model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "temperature": temperature,
+            "stream": True,
+        }
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        parts: list[str] = []
+        finish: str | None = None
+        reported: Any = None
+        try:
+            with self._slots, self._client.stream("POST", self._url, json=body) as response:
+                if not response.is_success:
+                    response.read()
+                    raise self._error(response, 1)
+                if "text/event-stream" not in response.headers.get("content-type", ""):
+                    response.read()
+                    completion = self._parse(json_body(response), messages)
+                    on_text(completion.text)
+                    return completion
+                for line in response.iter_lines():
+                    event = _event(line)
+                    if event is None:
+                        continue
+                    reported = event.get("usage") or reported
+                    for choice in event.get("choices") or []:
+                        piece = (choice.get("delta") or {}).get("content")
+                        if isinstance(piece, str) and piece:
+                            parts.append(piece)
+                            on_text(piece)
+                        finish = choice.get("finish_reason") or finish
+        except httpx.HTTPError as exc:
+            raise ProviderError(
+                f"{self._url} failed while streaming: {type(exc).__name__}: {exc}",
+                details={"url": self._url},
+            ) from exc
+        text = "".join(parts)
+        return Completion(
+            text=text,
+            usage=_usage(reported, messages, text),
+            model=self.model_id,
+            finish_reason=finish if isinstance(finish, str) else None,
+        )
+
     def estimate_cost(self, usage: Usage) -> float | None:
         """US dollars ``usage`` costs at list price, or None when no price is known."""
         prices = self._prices
@@ -257,3 +323,17 @@ def _usage(reported: Any, messages: Sequence[Message], text: str) -> Usage:
             return Usage(prompt_tokens=prompt, completion_tokens=completion)
     prompt_chars = sum(len(m.content) for m in messages)
     return Usage(prompt_tokens=prompt_chars // 4 + 1, completion_tokens=len(text) // 4 + 1)
+
+
+def _event(line: str) -> dict[str, Any] | None:
+    """The JSON of one server-sent ``data:`` line (None for comments, blanks, [DONE])."""
+    if not line.startswith("data:"):
+        return None
+    data = line[5:].strip()
+    if not data or data == "[DONE]":
+        return None
+    try:
+        event = json.loads(data)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None

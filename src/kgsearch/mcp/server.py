@@ -255,6 +255,27 @@ def create_server(
         )
 
     @server.tool(structured_output=False)
+    async def ask(
+        question: Query,
+        limit: Limit = 10,
+        recipe: Recipe = None,
+        max_tokens: Annotated[int, Field(ge=1, le=100_000)] = 1500,
+        no_llm: Annotated[
+            bool, Field(description="Answer with the context's top facts; ask no model")
+        ] = False,
+    ) -> CallToolResult:
+        """Answer a question from the graph with the server's chat model, citing the
+        entities [E1], relationships [R1] and source passages [S1] it rests on;
+        ``references`` resolves each citation to a row id. ``no_llm`` answers offline."""
+        options: dict[str, Any] = {"limit": limit, **({"recipe": recipe} if recipe else {})}
+        return await call(
+            "read",
+            lambda: engine.ask(
+                question, llm=not no_llm, max_tokens=max_tokens, project=p, **options
+            ),
+        )
+
+    @server.tool(structured_output=False)
     async def get_object(
         id: Id | None = None,
         type: Annotated[str | None, Field(max_length=200)] = None,

@@ -11,20 +11,72 @@ any leg gave the key, then the key itself.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import LegHit
 
-__all__ = ["DEFAULT_RRF_K", "Fused", "RankedLists", "rrf", "weighted"]
+__all__ = [
+    "DEFAULT_RRF_K",
+    "RELEVANCE_FLOOR",
+    "Fused",
+    "RankedLists",
+    "relevance_floor",
+    "rrf",
+    "weighted",
+]
 
 DEFAULT_RRF_K = 60
 """The constant from Cormack et al. (2009); Graphiti's k=1 over-rewards rank 1."""
 
 RankedLists = Mapping[str, Sequence[tuple[str, float]]]
 """Leg name → ranked ``(key, raw score)`` pairs, best first."""
+
+RELEVANCE_FLOOR = 0.3
+"""A similarity leg's hit counts in fusion only when its similarity is at least this
+share of the best similarity any similarity leg found for the query."""
+
+
+def _is_similarity_leg(leg: str) -> bool:
+    """Vector legs (``objects:vector``, ``chunks:vector:hinted``…) score by cosine."""
+    parts = leg.split(":")
+    return len(parts) > 1 and parts[1] == "vector"
+
+
+def relevance_floor(
+    lists: RankedLists,
+    *,
+    ratio: float = RELEVANCE_FLOOR,
+    similarity_leg: Callable[[str], bool] = _is_similarity_leg,
+) -> dict[str, Sequence[tuple[str, float]]]:
+    """The lists without the similarity hits too weak to count as relevant.
+
+    Rank fusion credits rank 1 of every list the same, so a leg that searched a
+    near-empty collection (one chunk in the store) puts its only, unrelated hit at
+    the top of the fused list. Similarity scores (cosine) are comparable across legs,
+    so a hit of a similarity leg scoring below ``ratio`` × the best similarity of any
+    such leg is dropped from that leg. Lexical and graph legs are kept as they are:
+    a hit they also found still fuses through them.
+
+    Args:
+        lists: Leg name → ranked ``(key, raw score)`` pairs, best first.
+        ratio: The floor as a share of the best similarity (0 keeps everything).
+        similarity_leg: Which legs score by similarity.
+
+    Returns:
+        The lists, similarity legs filtered (order kept).
+    """
+    similar = [leg for leg in lists if similarity_leg(leg)]
+    best = max((score for leg in similar for _, score in lists[leg][:1]), default=0.0)
+    if ratio <= 0 or best <= 0:
+        return dict(lists)
+    floor = ratio * best
+    return {
+        leg: [hit for hit in ranked if hit[1] >= floor] if leg in similar else ranked
+        for leg, ranked in lists.items()
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kgsearch.search.communities import with_communities
-from kgsearch.search.fusion import Fused, rrf, weighted
+from kgsearch.search.fusion import Fused, relevance_floor, rrf, weighted
 from kgsearch.search.hydrate import hydrate
 from kgsearch.search.legs import graph_legs, scope_legs
 from kgsearch.search.modes import MODES, mode_legs
@@ -101,6 +101,7 @@ def run_search(
 def _fuse(plan: Plan, lists: Mapping[str, Sequence[tuple[str, float]]]) -> list[Fused]:
     """All legs fused into one ranking, by the request's strategy."""
     request = plan.request
+    lists = relevance_floor(lists)
     if request.fusion == "rrf":
         return rrf(lists, k=request.rrf_k, weights=request.weights)
     return weighted(lists, weights=request.weights)

@@ -179,8 +179,8 @@ def embed_query(plan: Plan, embed: Callable[[str], Vector] | None) -> QueryVecto
     if not kinds or embed is None:
         if kinds:
             out.warnings.append(
-                "nothing is embedded yet (rows wait for the embedder; see embedding "
-                "status): vector legs skipped"
+                "nothing is embedded yet: searched by keyword only "
+                "(run `kgsearch embed generate` to search by meaning too)"
             )
         return out
     try:

@@ -25,6 +25,9 @@ from typing import Any
 from kgsearch.embed.base import Embedder, Vector
 from kgsearch.embed.guard import QueryGuard
 from kgsearch.errors import ConfigError, DimensionMismatch, InvalidRequest
+from kgsearch.llm.base import LLM
+from kgsearch.search import answer as answering
+from kgsearch.search.answer import Answer
 from kgsearch.search.communities import format_reports
 from kgsearch.search.context import format_context, format_sections
 from kgsearch.search.pipeline import SearchContext, run_search
@@ -44,6 +47,7 @@ __all__ = [
     "INFO_TTL_SECONDS",
     "SearchSetup",
     "StoreInfoCache",
+    "ask",
     "context",
     "explain",
     "search",
@@ -203,13 +207,27 @@ def _run(
 ) -> SearchResponse:
     """Run the search; after ``DimensionMismatch``, check the model against fresh info."""
     try:
-        return run_search(search_context(setup), request, traces)
+        response = run_search(search_context(setup), request, traces)
     except DimensionMismatch:
         # another process may have switched the store to another model since the info
         # was read: say so (ConfigError) rather than only that the dimensions differ
         setup.info.forget()
         search_context(setup)
         raise
+    if not response.results:
+        _warn_unknown_project(setup, response)
+    return response
+
+
+def _warn_unknown_project(setup: SearchSetup, response: SearchResponse) -> None:
+    """An empty answer from a project with no rows says so, and names the projects
+    there are (a mistyped project is otherwise indistinguishable from no match)."""
+    projects = setup.store.projects()
+    if setup.project not in projects:
+        there = ", ".join(sorted(projects)) or "none yet"
+        response.metadata["warnings"].append(
+            f"project {setup.project!r} has no rows; projects in this store: {there}"
+        )
 
 
 def context(
@@ -259,4 +277,33 @@ def context(
         results=len(response.results),
         metadata=response.metadata,
         citations=citations,
+    )
+
+
+def ask(
+    setup: SearchSetup,
+    question: str,
+    options: Mapping[str, Any],
+    *,
+    max_tokens: int,
+    llm: LLM | None,
+    on_text: Callable[[str], None] | None = None,
+) -> Answer:
+    """Answer a question from the graph: search, the cited context within
+    ``max_tokens``, then the chat model's answer (or offline, the top facts).
+
+    Raises:
+        InvalidRequest: The question is empty or the request is malformed.
+        ProviderError: The chat model failed or timed out.
+    """
+    if not question.strip():
+        raise InvalidRequest("the question is empty: ask something, e.g. who directed Jesse James")
+    if not 1 <= max_tokens <= 100_000:
+        raise InvalidRequest("max_tokens must be between 1 and 100000")
+    response = search(setup, question, options)
+    count = setup.embedder().count_tokens
+    text, citations = format_sections(response.results, max_tokens=max_tokens, count_tokens=count)
+    refs = answering.references(response.results, citations)
+    return answering.answer(
+        question, text, refs, llm=llm, on_text=on_text, metadata=response.metadata
     )

@@ -1,4 +1,4 @@
-"""Search routes: seed 000's unified search, RAG context and explain."""
+"""Search routes: seed 000's unified search, RAG context, explain, and answers (ask)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 
 from kgsearch.api.auth import Principal, get_engine, require
-from kgsearch.api.schemas import ContextRequest, UnifiedSearch, plain
+from kgsearch.api.schemas import AskRequest, ContextRequest, UnifiedSearch, plain
 from kgsearch.engine import Engine
+from kgsearch.search.answer import Answer
 from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchResponse
 
-__all__ = ["router"]
+__all__ = ["ask_router", "router"]
 
 router = APIRouter(prefix="/api/search", tags=["search"])
+ask_router = APIRouter(prefix="/api", tags=["search"])
 
 EngineDep = Annotated[Engine, Depends(get_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
@@ -51,3 +53,21 @@ def explain(body: UnifiedSearch, who: Debugger, engine: EngineDep) -> Explain:
     SQL each stage ran."""
     who.check_body(body.project)
     return engine.explain(plain(body, SearchRequest), project=who.project)
+
+
+@ask_router.post("/ask")
+def ask(body: AskRequest, who: Reader, engine: EngineDep) -> Answer:
+    """Answer a question from the graph with the server's chat model ([llm] settings),
+    citing entities [E1], relationships [R1] and passages [S1]; ``references`` resolves
+    each citation to a row. ``llm: false`` answers with the context's top facts."""
+    who.check_body(body.project)
+    if body.include_debug:
+        who.need("debug")
+    request = plain(body, SearchRequest)
+    return engine.ask(
+        request.query,
+        llm=body.llm,
+        max_tokens=body.max_tokens,
+        project=who.project,
+        **request.model_dump(exclude_unset=True, exclude={"query"}),
+    )

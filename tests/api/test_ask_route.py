@@ -1,0 +1,90 @@
+"""``POST /api/ask`` on a real uvicorn server, its chat model a real local HTTP server
+that streams (server-sent events)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from chat_server import ChatServer, sse_reply, start_chat_server
+from conftest import Serve
+
+from kgsearch import ChunkIn, Engine, ObjectIn, RelationshipIn, SourceIn, connect
+from kgsearch.api.app import create_app
+from kgsearch.config import LLMSettings
+from kgsearch.testing import FakeEmbedder
+
+
+@pytest.fixture
+def chat() -> Iterator[ChatServer]:
+    stopping = threading.Event()
+    server, httpd = start_chat_server(
+        lambda n, body: sse_reply(["Ada works ", "for Acme Corp [R1]."]), stopping
+    )
+    yield server
+    stopping.set()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def engine(tmp_path: Path, chat: ChatServer) -> Iterator[Engine]:
+    llm = LLMSettings(model="openai:local-model", base_url=chat.url)
+    with Engine(
+        connect(str(tmp_path / "ask.db")), embedder=FakeEmbedder(32), llm_settings=llm
+    ) as engine:
+        ada, acme = engine.add_objects(
+            [
+                ObjectIn(type="Person", key="ada", properties={"name": "Ada Lovelace"}),
+                ObjectIn(type="Org", key="acme", properties={"name": "Acme Corp"}),
+            ]
+        )
+        engine.add_relationships([RelationshipIn(type="WORKS_FOR", source=ada.id, target=acme.id)])
+        engine.add_sources([SourceIn(id="doc", title="Notes")])
+        engine.add_chunks([ChunkIn(id="c1", text="Ada works for Acme Corp.", source_id="doc")])
+        engine.embed_pending()
+        yield engine
+
+
+def test_ask_answers_with_citations_that_resolve(
+    serve: Serve, engine: Engine, chat: ChatServer
+) -> None:
+    base = serve(create_app(engine, keys=False))
+
+    response = httpx.post(f"{base}/api/ask", json={"query": "who does Ada work for"}, timeout=30)
+
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["answer"] == "Ada works for Acme Corp [R1]."
+    assert body["model"] == "openai:local-model"
+    cited = {r["cite"]: r for r in body["references"] if r["cited"]}
+    rel = engine.list_rows("relationship").items[0].id
+    assert cited["R1"]["id"] == rel and cited["R1"]["kind"] == "relationship"
+    assert "[R1] Ada Lovelace works for Acme Corp" in chat.bodies[0]["messages"][1]["content"]
+
+
+def test_ask_without_the_model_answers_offline(
+    serve: Serve, engine: Engine, chat: ChatServer
+) -> None:
+    base = serve(create_app(engine, keys=False))
+
+    response = httpx.post(
+        f"{base}/api/ask", json={"query": "who does Ada work for", "llm": False}, timeout=30
+    )
+
+    assert response.status_code == 200, response.text
+    assert response.json()["offline"] is True
+    assert "Ada Lovelace works for Acme Corp [R1]" in response.json()["answer"]
+    assert chat.requests == []
+
+
+def test_an_empty_question_is_400(serve: Serve, engine: Engine) -> None:
+    base = serve(create_app(engine, keys=False))
+
+    response = httpx.post(f"{base}/api/ask", json={"query": "   "}, timeout=30)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_request"
