@@ -2,7 +2,7 @@
 
 PostgreSQL's ``ts_rank`` is not BM25 (no inverse document frequency), so the score is
 computed in SQL here with the same formula as SQLite FTS5 (k1 = 1.2, b = 0.75): the
-query's lexemes come from ``to_tsvector('kgsearch', …)`` (:func:`lexemes`), term
+query's lexemes come from ``to_tsvector('kgsearch', …)`` (:meth:`LexicalStats.words`), term
 frequencies from the stored ``tsvector``'s positions, document lengths as its lexeme
 count, and document frequencies from the GIN index, cached per project and kind and
 kept warm by :class:`LexicalStats` (:func:`bm25` ranks the rows one ``tsquery``
@@ -20,7 +20,7 @@ from kgsearch.model import Filters, Kind
 from kgsearch.store.postgres.connection import Connection
 from kgsearch.store.postgres.sql import filter_sql, tsquery
 
-__all__ = ["LexicalStats", "bm25", "lexemes"]
+__all__ = ["LexicalStats", "bm25"]
 
 _K1 = 1.2
 _B = 0.75
@@ -31,6 +31,21 @@ _RESCORE_FACTOR = 3
 _STATS_TTL_SECONDS = 300.0
 # Kinds of up to this many rows have stale figures read again before scoring.
 _SYNC_ROWS = 10_000
+# On larger kinds a first count stops here (exact figures follow in the background).
+_DF_CAP = 5_000
+
+
+# A lexeme (``\\w`` characters only, as the stored words are) as a ``tsquery``.
+_LEXEME = "quote_literal(x)::tsquery"
+
+
+def _count_sql(kind: Kind, query: str) -> str:
+    """Rows of a project's kind matching ``query`` (an SQL expression), up to a cap:
+    parameters (project, cap; a NULL cap counts them all)."""
+    return (
+        f"(SELECT count(*) FROM (SELECT 1 FROM {kind.table} t WHERE t.project = %s "
+        f"AND t.deleted_at IS NULL AND t.tsv @@ {query} LIMIT %s) AS m)"
+    )
 
 
 class LexicalStats:
@@ -114,26 +129,78 @@ class LexicalStats:
         return figure
 
     def _read_dfs(
-        self, db: Connection, project: str, kind: Kind, words: list[tuple[str, bool]]
+        self,
+        db: Connection,
+        project: str,
+        kind: Kind,
+        words: list[tuple[str, bool]],
+        cap: int | None = None,
     ) -> dict[str, int]:
         queries = [tsquery([x], prefix={x} if prefix else None) for x, prefix in words]
         rows = db.all(
-            f"SELECT w.i, (SELECT count(*) FROM {kind.table} t WHERE t.project = %s "
-            "AND t.deleted_at IS NULL AND t.tsv @@ w.q::tsquery) AS n "
+            f"SELECT w.i, {_count_sql(kind, 'w.q::tsquery')} AS n "
             "FROM unnest(%s::text[]) WITH ORDINALITY AS w(q, i)",
-            (project, queries),
+            (project, cap, queries),
         )
         counts = {int(r["i"]) - 1: int(r["n"]) for r in rows}
+        return self._remember(
+            project, kind, [(x, p, counts.get(i, 0)) for i, (x, p) in enumerate(words)], cap
+        )
+
+    def _remember(
+        self, project: str, kind: Kind, counts: list[tuple[str, bool, int]], cap: int | None
+    ) -> dict[str, int]:
+        """Cache read document frequencies (a figure at the cap stale at once, so the
+        background refresh reads it whole) and return them by lexeme."""
         now = time.monotonic()
         out: dict[str, int] = {}
         with self._lock:
-            for i, (x, prefix) in enumerate(words):
-                out[x] = counts.get(i, 0)
-                if out[x]:  # nor is an absent word: it costs one empty index probe
-                    self._df[(project, kind, x, prefix)] = (now, out[x])
+            for x, prefix, n in counts:
+                out[x] = n
+                if n:  # nor is an absent word: it costs one empty index probe
+                    at = -math.inf if cap is not None and n >= cap else now
+                    self._df[(project, kind, x, prefix)] = (at, n)
                 else:
                     self._df.pop((project, kind, x, prefix), None)
         return out
+
+    def words(
+        self, db: Connection, project: str, kind: Kind, terms: list[str], prefix: bool
+    ) -> tuple[list[str], set[str], dict[str, int]]:
+        """The query terms' lexemes in query order, the one to match as a prefix (the
+        last, when ``prefix``), and their document frequencies. Terms met for the first
+        time are stemmed and their lexemes counted in one query; on a large kind the
+        counts stop at ``_DF_CAP`` (a word that frequent weighs little: its exact figure
+        is read in the background)."""
+        n, _ = self.table(db, project, kind)
+        cap = _DF_CAP if n > _SYNC_ROWS else None
+        with self._lock:
+            known = {t: stems for t in terms if (stems := self.stems.get(t)) is not None}
+        missing = list(dict.fromkeys(t for t in terms if t not in known))
+        if missing:
+            rows = db.all(
+                "WITH w AS (SELECT w.term, array(SELECT lexeme FROM "
+                "unnest(to_tsvector('kgsearch', w.term)) ORDER BY positions[1]) AS lexemes "
+                "FROM unnest(%s::text[]) AS w(term)) "
+                f"SELECT w.term, w.lexemes, array(SELECT {_count_sql(kind, _LEXEME)} "
+                "FROM unnest(w.lexemes) WITH ORDINALITY AS l(x, i) ORDER BY l.i) AS counts FROM w",
+                (missing, project, cap),
+            )
+            found = {r["term"]: tuple(r["lexemes"] or ()) for r in rows}
+            counted = {
+                (x, False, int(c))
+                for r in rows
+                for x, c in zip(r["lexemes"] or (), r["counts"] or (), strict=True)
+            }
+            known.update(found)
+            with self._lock:
+                if len(self.stems) > 100_000:
+                    self.stems.clear()
+                self.stems.update(found)
+            self._remember(project, kind, sorted(counted), cap)
+        wanted = list(dict.fromkeys(x for t in terms for x in known.get(t, ())))
+        prefixed = set(known.get(terms[-1], ())[-1:]) if prefix and terms else set()
+        return wanted, prefixed, self.dfs(db, project, kind, wanted, prefixed)
 
     def _refresh_later(self, db: Connection, project: str, kind: Kind) -> None:
         """Read the (project, kind)'s stale figures again on the background thread."""
@@ -159,33 +226,13 @@ class LexicalStats:
                 ]
             try:
                 self._read_table(db, project, kind)
-                for start in range(0, len(words), 500):
-                    self._read_dfs(db, project, kind, words[start : start + 500])
+                for start in range(0, len(words), 100):
+                    self._read_dfs(db, project, kind, words[start : start + 100])
             except Exception:  # e.g. the store closed: the figures stay stale
                 with self._lock:
                     self._due.clear()
                     self._refreshing = False
                 return
-
-
-def lexemes(db: Connection, stats: LexicalStats, terms: list[str]) -> list[str]:
-    """The query terms as the index's lexemes, in query order (stemming never changes,
-    so each term's lexemes are remembered)."""
-    known = {t: stems for t in terms if (stems := stats.stems.get(t)) is not None}
-    missing = [t for t in terms if t not in known]
-    if missing:
-        rows = db.all(
-            "SELECT w.term, array(SELECT lexeme FROM unnest(to_tsvector('kgsearch', w.term)) "
-            "ORDER BY positions[1]) AS lexemes FROM unnest(%s::text[]) AS w(term)",
-            (missing,),
-        )
-        found = {row["term"]: tuple(row["lexemes"] or ()) for row in rows}
-        known.update(found)
-        with stats.lock:
-            if len(stats.stems) > 100_000:
-                stats.stems.clear()
-            stats.stems.update(found)
-    return list(dict.fromkeys(x for t in terms for x in known.get(t, ())))
 
 
 def bm25(
@@ -207,7 +254,8 @@ def bm25(
     once (``tsv @@ word`` tests and the row's length: no row is unnested), and the best
     ``max(3 × limit, 90)`` are scored again exactly, term frequencies read from the
     ``tsvector``'s positions. The two differ only for rows repeating a word, which the
-    pool leaves room for; every returned score is the exact one.
+    pool leaves room for (and ``ts_rank``, which counts repeats, orders the cheap ties);
+    every returned score is the exact one.
     """
     idf = [math.log((n - dfs[x] + 0.5) / (dfs[x] + 0.5) + 1.0) for x in present]
     where, params = filter_sql(kind, filters)
@@ -228,7 +276,8 @@ def bm25(
                    AS q(lexeme, idf, prefix)),
         c AS MATERIALIZED (SELECT t.id, t.seq, t.tsv FROM {kind.table} t WHERE t.project = %s
               AND t.deleted_at IS NULL AND t.tsv @@ %s::tsquery{where}
-              ORDER BY ({cheap}) / ({_K1} * {norm} + 1) DESC, t.seq LIMIT %s)
+              ORDER BY ({cheap}) / ({_K1} * {norm} + 1) DESC,
+                  ts_rank(t.tsv, %s::tsquery, 0) DESC, t.seq LIMIT %s)
         SELECT c.id, sum(q.idf * u.tf * {_K1 + 1} /
             (u.tf + {_K1} * (1 - {_B} + {_B} * length(c.tsv) / %s::float8))) AS score
         FROM c CROSS JOIN LATERAL (SELECT lexeme, cardinality(positions)::float8 AS tf
@@ -245,6 +294,7 @@ def bm25(
         *params,
         *cheap_args,
         avg,
+        match,
         max(_RESCORE_FACTOR * limit, _RESCORE_POOL),
         avg,
         limit,

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from kgsearch.errors import DimensionMismatch, InvalidRequest
 from kgsearch.model import Filters, Kind
 from kgsearch.store.postgres.connection import Connection, StoreOptions
-from kgsearch.store.postgres.lexical import LexicalStats, bm25, lexemes
+from kgsearch.store.postgres.lexical import LexicalStats, bm25
 from kgsearch.store.postgres.schema import HNSW_SQL, IVFFLAT_SQL
 from kgsearch.store.postgres.sql import filter_sql, tsquery
 from kgsearch.store.tracing import Trace, note, traced
@@ -230,15 +230,12 @@ class PostgresSearch:
         terms = query_terms(query)
         if not terms:
             return []
-        wanted = lexemes(self.db, self.lexical, terms)
-        if not wanted:
-            return []
-        last = lexemes(self.db, self.lexical, terms[-1:]) if prefix else []
-        prefixed = set(last[-1:])
         n, avgdl = self.lexical.table(self.db, project, kind)
         if n == 0:
             return []
-        dfs = self.lexical.dfs(self.db, project, kind, wanted, prefixed)
+        wanted, prefixed, dfs = self.lexical.words(self.db, project, kind, terms, prefix)
+        if not wanted:
+            return []
         threshold = max(_FREQUENT_FLOOR, int(n * _FREQUENT_SHARE))
         all_rare = sorted((x for x in wanted if 0 < dfs[x] <= threshold), key=dfs.__getitem__)
         rare: list[str] = []
