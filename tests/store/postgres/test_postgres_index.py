@@ -10,6 +10,8 @@ import pytest
 from kgsearch.engine import Engine
 from kgsearch.model import Filters, Kind, ObjectIn
 from kgsearch.store.postgres import PostgresStore
+from kgsearch.store.postgres import store as store_module
+from kgsearch.store.postgres.schema import MIGRATIONS
 from kgsearch.store.postgres.search import vector_index_exists
 from kgsearch.testing import FakeEmbedder
 
@@ -89,3 +91,39 @@ def test_connections_search_with_the_configured_beam_and_widen_it_for_larger_lim
     assert len(hits) == 40
     assert store.db.one("SHOW hnsw.ef_search") == row  # SET LOCAL did not leak
     assert len(store.vector_search("default", Kind.OBJECT, query, limit=10)) == 10
+
+
+def test_a_store_from_before_halfvec_is_migrated_with_its_index_and_answers_alike(
+    pg_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = pg_factory.postgres_store_url()
+    monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:4])  # the released schema
+    old = PostgresStore(url, index_min_rows=10_000)
+    pg_factory.track(old)
+    fill(old, 120)
+    old.db.execute(
+        "CREATE INDEX objects_vector ON objects USING hnsw ((vector::vector(32)) "
+        "vector_cosine_ops) WHERE dims = 32"
+    )
+    query = FakeEmbedder(32).embed_query("thing 7 alpha")
+    before = old.vector_search("default", Kind.OBJECT, query, limit=5)
+    assert old.db.one(
+        "SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute "
+        "WHERE attrelid = 'objects'::regclass AND attname = 'vector'"
+    ) == {"t": "vector"}
+    monkeypatch.undo()
+    new = PostgresStore(url)
+    pg_factory.track(new)
+    applied = {r["name"] for r in new.db.all("SELECT name FROM migrations")}
+    assert {"m005_store_halfvec", "m006_key_by_project"} <= applied
+    index = new.db.one("SELECT indexdef FROM pg_indexes WHERE indexname = 'objects_vector'")
+    assert index is not None and "halfvec_cosine_ops" in index["indexdef"]
+    after = new.vector_search("default", Kind.OBJECT, query, limit=5)
+    # the same nearest rows, scored alike but for float16 rounding (near ties may swap)
+    assert after[0][0] == before[0][0]
+    assert all(abs(a - b) < 2e-3 for (_, a), (_, b) in zip(after, before, strict=True))
+    pkey = new.db.one(
+        "SELECT pg_get_constraintdef(oid) AS d FROM pg_constraint "
+        "WHERE conrelid = 'objects'::regclass AND contype = 'p'"
+    )
+    assert pkey == {"d": "PRIMARY KEY (project, seq)"}

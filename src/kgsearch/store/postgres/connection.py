@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Self, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -102,6 +102,16 @@ def parse_url(url: str) -> tuple[str, StoreOptions]:
 
 # Serialises first-time set-up (schema, extension) among processes opening one database.
 _PREPARE_LOCK = 0x6B6773_0001
+# halfvec storage needs pgvector 0.7, iterative index scans 0.8.
+_PGVECTOR_MIN = (0, 8)
+# An iterative HNSW scan visits at most this many rows before the store falls back to
+# an exact scan of the filtered rows (pgvector's default; past it, on tables of ~10^5
+# rows, the exact scan is as cheap as walking on).
+_MAX_SCAN_TUPLES = 20_000
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
 
 
 def _prepare(conn: psycopg.Connection[Any], schema: str) -> str:
@@ -125,6 +135,18 @@ def _prepare(conn: psycopg.Connection[Any], schema: str) -> str:
         found = conn.execute(find).fetchone()
     if found is None:  # pragma: no cover - CREATE EXTENSION raised otherwise
         raise StoreError("the pgvector extension is not installed")
+    version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    have = str((version.fetchone() or ("0",))[0])
+    if _version(have) < _PGVECTOR_MIN:
+        with suppress(psycopg.Error):  # the server may have newer binaries than the schema
+            conn.execute("ALTER EXTENSION vector UPDATE")
+        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        have = str((row.fetchone() or ("0",))[0])
+        if _version(have) < _PGVECTOR_MIN:
+            raise StoreError(
+                f"kgsearch needs pgvector 0.8 or newer (the database has {have}): install it "
+                "on the server and run ALTER EXTENSION vector UPDATE (docs/postgres.md)"
+            )
     return str(found[0])
 
 
@@ -238,7 +260,12 @@ class Connection:
         path = ", ".join(f'"{s}"' for s in dict.fromkeys([self.schema, self.vector_schema]))
         conn.execute(
             f"SET search_path TO {path}, public; SET TIME ZONE 'UTC'; "
-            f"SET hnsw.ef_search = {int(self.ef_search)}; SET ivfflat.probes = 10"
+            f"SET hnsw.ef_search = {int(self.ef_search)}; SET ivfflat.probes = 10; "
+            # filtered vector legs: the index is walked until enough rows pass the
+            # filters, up to this many visited rows (then the store scans exactly)
+            f"SET hnsw.iterative_scan = relaxed_order; "
+            f"SET hnsw.max_scan_tuples = {_MAX_SCAN_TUPLES}; "
+            "SET ivfflat.iterative_scan = relaxed_order"
         )
         register_vector(conn)
 
@@ -289,8 +316,9 @@ class Connection:
         """Whether the calling thread is inside :meth:`transaction`."""
         return getattr(self._local, "conn", None) is not None
 
-    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> int:
-        """Run one statement; return the affected row count."""
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = ()) -> int:
+        """Run one statement; return the affected row count (``params=None``: the
+        statement is sent as written, ``%`` signs and all)."""
         with self._connection() as conn:
             try:
                 return conn.execute(sql, params).rowcount

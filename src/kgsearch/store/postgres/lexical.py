@@ -2,10 +2,11 @@
 
 PostgreSQL's ``ts_rank`` is not BM25 (no inverse document frequency), so the score is
 computed in SQL here with the same formula as SQLite FTS5 (k1 = 1.2, b = 0.75): the
-query's lexemes come from ``to_tsvector('kgsearch', …)`` (:func:`lexemes`), term
+query's lexemes come from ``to_tsvector('kgsearch', …)`` (:meth:`LexicalStats.words`), term
 frequencies from the stored ``tsvector``'s positions, document lengths as its lexeme
-count, and document frequencies from the GIN index, cached per project and kind by
-:class:`LexicalStats` (:func:`bm25` scores the rows one ``tsquery`` matches).
+count, and document frequencies from the GIN index, cached per project and kind and
+kept warm by :class:`LexicalStats` (:func:`bm25` ranks the rows one ``tsquery``
+matches cheaply and scores the best again exactly).
 """
 
 from __future__ import annotations
@@ -19,33 +20,63 @@ from kgsearch.model import Filters, Kind
 from kgsearch.store.postgres.connection import Connection
 from kgsearch.store.postgres.sql import filter_sql, tsquery
 
-__all__ = ["LexicalStats", "bm25", "lexemes"]
+__all__ = ["LexicalStats", "bm25"]
 
 _K1 = 1.2
 _B = 0.75
+# The cheap first stage keeps this many rows (at least) for the exact second one.
+_RESCORE_POOL = 90
+_RESCORE_FACTOR = 3
 # Cached frequencies are refreshed after this long; BM25 needs them only roughly.
 _STATS_TTL_SECONDS = 300.0
+# Kinds of up to this many rows have stale figures read again before scoring.
+_SYNC_ROWS = 10_000
+# On larger kinds a first count stops here (exact figures follow in the background).
+_DF_CAP = 5_000
+
+
+# A lexeme (``\\w`` characters only, as the stored words are) as a ``tsquery``.
+_LEXEME = "quote_literal(x)::tsquery"
+
+
+def _count_sql(kind: Kind, query: str) -> str:
+    """Rows of a project's kind matching ``query`` (an SQL expression), up to a cap:
+    parameters (project, cap; a NULL cap counts them all)."""
+    return (
+        f"(SELECT count(*) FROM (SELECT 1 FROM {kind.table} t WHERE t.project = %s "
+        f"AND t.deleted_at IS NULL AND t.tsv @@ {query} LIMIT %s) AS m)"
+    )
 
 
 class LexicalStats:
-    """Cached BM25 statistics per (project, kind): row count, mean length, lexeme df.
+    """Cached BM25 statistics per (project, kind): row count, mean length, lexeme df,
+    kept warm.
 
-    The store clears them on its own writes; other processes' writes are seen after
-    ``_STATS_TTL_SECONDS`` (they only shift scores: zero counts are never cached, so a
-    word that appears elsewhere is always found)."""
+    A figure is read again once it is ``_STATS_TTL_SECONDS`` old, or after the store's
+    own writes (:meth:`clear` marks every figure stale). On a kind of up to
+    ``_SYNC_ROWS`` rows the query that finds a stale figure reads it again itself (a
+    cheap count, so small stores score exactly as SQLite does after each write); on a
+    larger one the stale figure is used and read again by one background thread, so
+    neither writes nor the five-minute expiry make a search wait for full counts
+    (figures may lag a write by one refresh, as SQLite's lag a tenth of the rows).
+    Zero counts are never cached, so a word that appears elsewhere is always found."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.lock = self._lock
-        self._tables: dict[tuple[str, Kind], tuple[float, int, float]] = {}
+        # values are (when read, figure); a stale figure has its time set to -inf
+        self._tables: dict[tuple[str, Kind], tuple[float, tuple[int, float]]] = {}
         self._df: dict[tuple[str, Kind, str, bool], tuple[float, int]] = {}
         self.stems: dict[str, tuple[str, ...]] = {}
+        # (project, kind) pairs a background refresh is due for, and whether one runs
+        self._due: set[tuple[str, Kind]] = set()
+        self._refreshing = False
 
     def clear(self) -> None:
-        """Forget every cached figure (after bulk writes)."""
+        """Mark every cached figure stale (after the store's own writes)."""
         with self._lock:
-            self._tables.clear()
-            self._df.clear()
+            self._tables = {k: (-math.inf, v) for k, (_, v) in self._tables.items()}
+            self._df = {k: (-math.inf, v) for k, (_, v) in self._df.items()}
 
     def table(self, db: Connection, project: str, kind: Kind) -> tuple[int, float]:
         """(live rows, mean lexemes per row) of a project's kind."""
@@ -53,56 +84,155 @@ class LexicalStats:
         with self._lock:
             cached = self._tables.get((project, kind))
         if cached is not None and now - cached[0] < _STATS_TTL_SECONDS:
-            return cached[1], cached[2]
+            return cached[1]
+        if cached is not None and cached[1][0] > _SYNC_ROWS:
+            self._refresh_later(db, project, kind)
+            return cached[1]
+        return self._read_table(db, project, kind)
+
+    def dfs(
+        self, db: Connection, project: str, kind: Kind, lexemes: list[str], prefixed: set[str]
+    ) -> dict[str, int]:
+        """Rows of the project's kind holding each lexeme (or, for the ``prefixed``
+        ones, a word it starts); the missing figures are read in one query."""
+        now = time.monotonic()
+        out: dict[str, int] = {}
+        missing: list[str] = []
+        stale = False
+        with self._lock:
+            large = (self._tables.get((project, kind)) or (0.0, (0, 0.0)))[1][0] > _SYNC_ROWS
+            for x in lexemes:
+                cached = self._df.get((project, kind, x, x in prefixed))
+                if cached is not None and (large or now - cached[0] < _STATS_TTL_SECONDS):
+                    out[x] = cached[1]
+                    stale = stale or now - cached[0] >= _STATS_TTL_SECONDS
+                else:
+                    missing.append(x)
+        if stale:
+            self._refresh_later(db, project, kind)
+        if missing:
+            out.update(self._read_dfs(db, project, kind, [(x, x in prefixed) for x in missing]))
+        return out
+
+    def _read_table(self, db: Connection, project: str, kind: Kind) -> tuple[int, float]:
         row = db.one(
             f"SELECT count(*) AS n, coalesce(avg(length(tsv)), 0) AS avgdl FROM {kind.table} "
             "WHERE project = %s AND deleted_at IS NULL",
             (project,),
         )
-        n, avgdl = (int(row["n"]), float(row["avgdl"])) if row else (0, 0.0)
-        if n:  # an empty table is not remembered: the next write may fill it
-            with self._lock:
-                self._tables[(project, kind)] = (now, n, avgdl)
-        return n, avgdl
-
-    def df(self, db: Connection, project: str, kind: Kind, lexeme: str, prefix: bool) -> int:
-        """Rows of the project's kind whose text holds ``lexeme`` (or a word it starts)."""
-        key = (project, kind, lexeme, prefix)
-        now = time.monotonic()
+        figure = (int(row["n"]), float(row["avgdl"])) if row else (0, 0.0)
         with self._lock:
-            cached = self._df.get(key)
-        if cached is not None and now - cached[0] < _STATS_TTL_SECONDS:
-            return cached[1]
-        row = db.one(
-            f"SELECT count(*) AS n FROM {kind.table} WHERE project = %s AND deleted_at IS NULL "
-            "AND tsv @@ %s::tsquery",
-            (project, tsquery([lexeme], prefix={lexeme} if prefix else None)),
-        )
-        value = int(row["n"]) if row else 0
-        if value:  # nor is an absent word: it costs one empty index probe to recheck
-            with self._lock:
-                self._df[key] = (now, value)
-        return value
+            if figure[0]:  # an empty table is not remembered: the next write may fill it
+                self._tables[(project, kind)] = (time.monotonic(), figure)
+            else:
+                self._tables.pop((project, kind), None)
+        return figure
 
-
-def lexemes(db: Connection, stats: LexicalStats, terms: list[str]) -> list[str]:
-    """The query terms as the index's lexemes, in query order (stemming never changes,
-    so each term's lexemes are remembered)."""
-    known = {t: stems for t in terms if (stems := stats.stems.get(t)) is not None}
-    missing = [t for t in terms if t not in known]
-    if missing:
+    def _read_dfs(
+        self,
+        db: Connection,
+        project: str,
+        kind: Kind,
+        words: list[tuple[str, bool]],
+        cap: int | None = None,
+    ) -> dict[str, int]:
+        queries = [tsquery([x], prefix={x} if prefix else None) for x, prefix in words]
         rows = db.all(
-            "SELECT w.term, array(SELECT lexeme FROM unnest(to_tsvector('kgsearch', w.term)) "
-            "ORDER BY positions[1]) AS lexemes FROM unnest(%s::text[]) AS w(term)",
-            (missing,),
+            f"SELECT w.i, {_count_sql(kind, 'w.q::tsquery')} AS n "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS w(q, i)",
+            (project, cap, queries),
         )
-        found = {row["term"]: tuple(row["lexemes"] or ()) for row in rows}
-        known.update(found)
-        with stats.lock:
-            if len(stats.stems) > 100_000:
-                stats.stems.clear()
-            stats.stems.update(found)
-    return list(dict.fromkeys(x for t in terms for x in known.get(t, ())))
+        counts = {int(r["i"]) - 1: int(r["n"]) for r in rows}
+        return self._remember(
+            project, kind, [(x, p, counts.get(i, 0)) for i, (x, p) in enumerate(words)], cap
+        )
+
+    def _remember(
+        self, project: str, kind: Kind, counts: list[tuple[str, bool, int]], cap: int | None
+    ) -> dict[str, int]:
+        """Cache read document frequencies (a figure at the cap stale at once, so the
+        background refresh reads it whole) and return them by lexeme."""
+        now = time.monotonic()
+        out: dict[str, int] = {}
+        with self._lock:
+            for x, prefix, n in counts:
+                out[x] = n
+                if n:  # nor is an absent word: it costs one empty index probe
+                    at = -math.inf if cap is not None and n >= cap else now
+                    self._df[(project, kind, x, prefix)] = (at, n)
+                else:
+                    self._df.pop((project, kind, x, prefix), None)
+        return out
+
+    def words(
+        self, db: Connection, project: str, kind: Kind, terms: list[str], prefix: bool
+    ) -> tuple[list[str], set[str], dict[str, int]]:
+        """The query terms' lexemes in query order, the one to match as a prefix (the
+        last, when ``prefix``), and their document frequencies. Terms met for the first
+        time are stemmed and their lexemes counted in one query; on a large kind the
+        counts stop at ``_DF_CAP`` (a word that frequent weighs little: its exact figure
+        is read in the background)."""
+        n, _ = self.table(db, project, kind)
+        cap = _DF_CAP if n > _SYNC_ROWS else None
+        with self._lock:
+            known = {t: stems for t in terms if (stems := self.stems.get(t)) is not None}
+        missing = list(dict.fromkeys(t for t in terms if t not in known))
+        if missing:
+            rows = db.all(
+                "WITH w AS (SELECT w.term, array(SELECT lexeme FROM "
+                "unnest(to_tsvector('kgsearch', w.term)) ORDER BY positions[1]) AS lexemes "
+                "FROM unnest(%s::text[]) AS w(term)) "
+                f"SELECT w.term, w.lexemes, array(SELECT {_count_sql(kind, _LEXEME)} "
+                "FROM unnest(w.lexemes) WITH ORDINALITY AS l(x, i) ORDER BY l.i) AS counts FROM w",
+                (missing, project, cap),
+            )
+            found = {r["term"]: tuple(r["lexemes"] or ()) for r in rows}
+            counted = {
+                (x, False, int(c))
+                for r in rows
+                for x, c in zip(r["lexemes"] or (), r["counts"] or (), strict=True)
+            }
+            known.update(found)
+            with self._lock:
+                if len(self.stems) > 100_000:
+                    self.stems.clear()
+                self.stems.update(found)
+            self._remember(project, kind, sorted(counted), cap)
+        wanted = list(dict.fromkeys(x for t in terms for x in known.get(t, ())))
+        prefixed = set(known.get(terms[-1], ())[-1:]) if prefix and terms else set()
+        return wanted, prefixed, self.dfs(db, project, kind, wanted, prefixed)
+
+    def _refresh_later(self, db: Connection, project: str, kind: Kind) -> None:
+        """Read the (project, kind)'s stale figures again on the background thread."""
+        with self._lock:
+            self._due.add((project, kind))
+            if self._refreshing:
+                return
+            self._refreshing = True
+        threading.Thread(target=self._refresh, args=(db,), daemon=True).start()
+
+    def _refresh(self, db: Connection) -> None:
+        while True:
+            with self._lock:
+                if not self._due:
+                    self._refreshing = False
+                    return
+                project, kind = self._due.pop()
+                now = time.monotonic()
+                words = [
+                    (x, prefix)
+                    for (p, k, x, prefix), (at, _) in self._df.items()
+                    if p == project and k == kind and now - at >= _STATS_TTL_SECONDS
+                ]
+            try:
+                self._read_table(db, project, kind)
+                for start in range(0, len(words), 100):
+                    self._read_dfs(db, project, kind, words[start : start + 100])
+            except Exception:  # e.g. the store closed: the figures stay stale
+                with self._lock:
+                    self._due.clear()
+                    self._refreshing = False
+                return
 
 
 def bm25(
@@ -118,12 +248,24 @@ def bm25(
     filters: Filters | None,
     limit: int,
 ) -> list[tuple[str, float]]:
-    """Score every row matching ``match`` by BM25 over the ``present`` lexemes."""
+    """BM25 over the ``present`` lexemes of the rows matching ``match``, in two stages.
+
+    Every matching row is ranked cheaply, in C, by BM25 with each present word counted
+    once (``tsv @@ word`` tests and the row's length: no row is unnested), and the best
+    ``max(3 × limit, 90)`` are scored again exactly, term frequencies read from the
+    ``tsvector``'s positions. The two differ only for rows repeating a word, which the
+    pool leaves room for (and ``ts_rank``, which counts repeats, orders the cheap ties);
+    every returned score is the exact one.
+    """
     idf = [math.log((n - dfs[x] + 0.5) / (dfs[x] + 0.5) + 1.0) for x in present]
     where, params = filter_sql(kind, filters)
+    norm = f"(1 - {_B} + {_B} * length(t.tsv) / %s::float8)"
+    cheap = " + ".join("(t.tsv @@ %s::tsquery)::int * %s::float8" for _ in present)
+    cheap_args: list[Any] = []
+    for x, weight in zip(present, idf, strict=True):
+        cheap_args += [tsquery([x], prefix={x} if x in prefixed else None), weight]
     # Without a prefix word, equality alone joins the rows' lexemes to the query's, which
-    # PostgreSQL hashes; the OR needed for prefixes forces a nested loop over every pair
-    # (tens of ms for a question of many words matching 2,000 rows).
+    # PostgreSQL hashes; the OR needed for prefixes forces a nested loop over every pair.
     join = (
         "u.lexeme = q.lexeme OR (q.prefix AND starts_with(u.lexeme, q.lexeme))"
         if prefixed
@@ -132,14 +274,17 @@ def bm25(
     sql = f"""
         WITH q AS (SELECT * FROM unnest(%s::text[], %s::float8[], %s::bool[])
                    AS q(lexeme, idf, prefix)),
-        c AS (SELECT t.id, t.seq, t.tsv FROM {kind.table} t WHERE t.project = %s
-              AND t.deleted_at IS NULL AND t.tsv @@ %s::tsquery{where})
+        c AS MATERIALIZED (SELECT t.id, t.seq, t.tsv FROM {kind.table} t WHERE t.project = %s
+              AND t.deleted_at IS NULL AND t.tsv @@ %s::tsquery{where}
+              ORDER BY ({cheap}) / ({_K1} * {norm} + 1) DESC,
+                  ts_rank(t.tsv, %s::tsquery, 0) DESC, t.seq LIMIT %s)
         SELECT c.id, sum(q.idf * u.tf * {_K1 + 1} /
             (u.tf + {_K1} * (1 - {_B} + {_B} * length(c.tsv) / %s::float8))) AS score
         FROM c CROSS JOIN LATERAL (SELECT lexeme, cardinality(positions)::float8 AS tf
                                    FROM unnest(c.tsv)) u
         JOIN q ON {join}
         GROUP BY c.id, c.seq ORDER BY score DESC, c.seq LIMIT %s"""
+    avg = max(avgdl, 1.0)
     args: list[Any] = [
         present,
         idf,
@@ -147,7 +292,11 @@ def bm25(
         project,
         match,
         *params,
-        max(avgdl, 1.0),
+        *cheap_args,
+        avg,
+        match,
+        max(_RESCORE_FACTOR * limit, _RESCORE_POOL),
+        avg,
         limit,
     ]
     rows = db.all(sql, args)

@@ -96,10 +96,10 @@ class PostgresEmbeddingQueue(PostgresReads):
         with self.db.transaction():
             rows = self.db.all(
                 f"""UPDATE {kind.table} t SET claimed_until = %s
-                FROM (SELECT seq FROM {kind.table} WHERE {_DUE} AND next_attempt_at <= %s
+                FROM (SELECT project, seq FROM {kind.table} WHERE {_DUE} AND next_attempt_at <= %s
                       AND claimed_until <= %s {scope}
                       ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED) due
-                WHERE t.seq = due.seq
+                WHERE t.project = due.project AND t.seq = due.seq
                 RETURNING t.seq, t.project, t.id, t.text, t.text_hash, t.attempts""",
                 (now + lease_seconds, now, now, *params, limit),
             )
@@ -125,7 +125,7 @@ class PostgresEmbeddingQueue(PostgresReads):
             return 0
         with self.db.transaction():
             done = self.db.all(
-                f"""UPDATE {kind.table} t SET status = 'embedded', vector = u.vector,
+                f"""UPDATE {kind.table} t SET status = 'embedded', vector = u.vector::halfvec,
                     embedded_text = u.text, embedded_hash = u.text_hash, model = %s,
                     dims = %s, embedded_at = %s, attempts = 0, last_error = NULL,
                     next_attempt_at = 0, claimed_until = 0

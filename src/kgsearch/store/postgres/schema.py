@@ -2,9 +2,10 @@
 
 Tables mirror the SQLite store's columns (so both decode through ``store/rows.py``),
 with native types: ``json`` (keeps key order, unlike ``jsonb``), ``timestamptz``, a
-pgvector ``vector`` column without fixed dimensions (the HNSW index casts to the
-store's dims), and a generated ``tsvector`` column under the ``kgsearch`` text-search
-configuration: English stemming with no stopword list, since the query side drops
+pgvector ``halfvec`` column without fixed dimensions (``vector`` before m005; the HNSW
+index casts to the store's dims), and a generated ``tsvector`` column under the
+``kgsearch`` text-search configuration: English stemming with no stopword list, since
+the query side drops
 stopwords itself (as with SQLite's porter tokenizer, "not" or "the" stay searchable
 when they are all a query has). The ``tsvector`` is built from ``words``, the text's
 ``\\w`` runs written by the store (``values.words``), so words split exactly as query
@@ -16,7 +17,32 @@ from __future__ import annotations
 
 from kgsearch.store.migrations import Execute, Migration
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
+__all__ = [
+    "DISTRIBUTED_TABLES",
+    "HNSW_SQL",
+    "IVFFLAT_SQL",
+    "MIGRATIONS",
+    "REFERENCE_TABLES",
+    "SCHEMA_VERSION",
+]
+
+_VECTOR_TABLES = ("objects", "relationships", "chunks")
+_PROJECT_TABLES = ("objects", "relationships", "sources", "chunks", "mentions")
+_COMMUNITY_TABLES = ("community_builds", "communities", "community_members", "community_reports")
+# Citus layout (docs/scaling.md): tables distributed by a column, with the distribution
+# column every primary and unique key must hold; the per-project tables are co-located.
+DISTRIBUTED_TABLES = {
+    **{t: "project" for t in (*_PROJECT_TABLES, "tasks")},
+    **{t: "project" for t in _COMMUNITY_TABLES},
+    "cache": "namespace",  # LLM responses: can grow large, looked up by (namespace, key)
+}
+# Small tables every node may hold a copy of (Citus reference tables).
+REFERENCE_TABLES = ("meta", "migrations", "embed_stats", "api_keys")
+
+# The vector index of a kind, over ``halfvec`` cast to the store's dims ({dims} twice
+# in a ``format()`` call: ``%s``).
+HNSW_SQL = "hnsw ((vector::halfvec(%s)) halfvec_cosine_ops) WITH (m = 24, ef_construction = 128)"
+IVFFLAT_SQL = "ivfflat ((vector::halfvec(%s)) halfvec_cosine_ops) WITH (lists = %s)"
 
 _EMBEDDING_COLUMNS = """
     text TEXT NOT NULL DEFAULT '',
@@ -169,9 +195,57 @@ def m004_create_cache(execute: Execute) -> None:
     )
 
 
-def m005_create_communities(execute: Execute) -> None:
+def m005_store_halfvec(execute: Execute) -> None:
+    """Vectors as ``halfvec`` (2 bytes a dimension: a 384-dim row is 776 bytes, stored
+    inline instead of TOASTed; needs pgvector 0.7+). Each kind's vector index (built on
+    the old type) is dropped and, when there was one, built again over ``halfvec``."""
+    tables = ", ".join(f"'{t}'" for t in _VECTOR_TABLES)
+    hnsw = HNSW_SQL.replace("%s", "' || d || '")
+    ivfflat = IVFFLAT_SQL.replace("%s", "' || d || '", 1).replace("%s", "100")
+    execute(
+        f"""DO $$
+        DECLARE t text; had text; d int;
+        BEGIN
+            SELECT value::int INTO d FROM meta WHERE key = 'dims';
+            FOREACH t IN ARRAY ARRAY[{tables}] LOOP
+                had := NULL;
+                SELECT am.amname INTO had FROM pg_class c JOIN pg_am am ON am.oid = c.relam
+                    WHERE c.oid = to_regclass(quote_ident(t || '_vector'));
+                EXECUTE format('DROP INDEX IF EXISTS %I', t || '_vector');
+                EXECUTE format(
+                    'ALTER TABLE %I ALTER COLUMN vector TYPE halfvec USING vector::halfvec', t);
+                IF had = 'ivfflat' AND d IS NOT NULL THEN
+                    EXECUTE format('CREATE INDEX %I ON %I USING %s WHERE dims = %s',
+                        t || '_vector', t, '{ivfflat}', d);
+                ELSIF had IS NOT NULL AND d IS NOT NULL THEN
+                    EXECUTE format('CREATE INDEX %I ON %I USING %s WHERE dims = %s',
+                        t || '_vector', t, '{hnsw}', d);
+                END IF;
+            END LOOP;
+        END $$"""
+    )
+
+
+def m006_key_by_project(execute: Execute) -> None:
+    """Every primary and unique key of a per-project table starts with ``project``, so
+    Citus can distribute the tables by project, co-located (see docs/scaling.md).
+
+    The ``(project, seq)`` primary keys replace the ``seq`` ones and the
+    ``{table}_project`` indexes they duplicate; the tasks' ``seq`` becomes unique per
+    project."""
+    for table in _PROJECT_TABLES:
+        execute(f"ALTER TABLE {table} DROP CONSTRAINT {table}_pkey")
+        execute(f"ALTER TABLE {table} ADD PRIMARY KEY (project, seq)")
+        execute(f"DROP INDEX IF EXISTS {table}_project")
+    execute("ALTER TABLE tasks DROP CONSTRAINT tasks_seq_key")
+    execute("ALTER TABLE tasks ADD CONSTRAINT tasks_project_seq_key UNIQUE (project, seq)")
+
+
+def m007_create_communities(execute: Execute) -> None:
     """Communities (one build per project), membership by object, and community reports:
-    embeddable rows of kind ``community`` with the usual lifecycle and a lexical index."""
+    embeddable rows of kind ``community`` with the usual lifecycle, ``halfvec`` vectors
+    (as m005 made the other kinds) and a lexical index; keys start with ``project``
+    (m006)."""
     execute(
         """CREATE TABLE community_builds (
             project TEXT PRIMARY KEY, build_id TEXT NOT NULL, generation INTEGER NOT NULL,
@@ -193,7 +267,7 @@ def m005_create_communities(execute: Execute) -> None:
     )
     execute(
         f"""CREATE TABLE community_reports (
-            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
             id TEXT NOT NULL, project TEXT NOT NULL, level INTEGER NOT NULL,
             title TEXT NOT NULL, summary TEXT NOT NULL, findings JSON NOT NULL DEFAULT '[]',
             rating DOUBLE PRECISION NOT NULL DEFAULT 0,
@@ -203,8 +277,9 @@ def m005_create_communities(execute: Execute) -> None:
             created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL,
             deleted_at TIMESTAMPTZ,
             {_EMBEDDING_COLUMNS},
-            UNIQUE (project, id))"""
+            PRIMARY KEY (project, seq), UNIQUE (project, id))"""
     )
+    execute("ALTER TABLE community_reports ALTER COLUMN vector TYPE halfvec")
     execute(
         "CREATE INDEX community_reports_due ON community_reports (next_attempt_at) "
         "WHERE status IN ('pending', 'failed') AND deleted_at IS NULL"
@@ -213,7 +288,6 @@ def m005_create_communities(execute: Execute) -> None:
         "CREATE INDEX community_reports_tsv ON community_reports USING gin (tsv) "
         "WHERE deleted_at IS NULL"
     )
-    execute("CREATE INDEX community_reports_project ON community_reports (project, seq)")
 
 
 MIGRATIONS = [
@@ -221,6 +295,8 @@ MIGRATIONS = [
     Migration("m002_index_object_names", m002_index_object_names),
     Migration("m003_create_tasks", m003_create_tasks),
     Migration("m004_create_cache", m004_create_cache),
-    Migration("m005_create_communities", m005_create_communities),
+    Migration("m005_store_halfvec", m005_store_halfvec),
+    Migration("m006_key_by_project", m006_key_by_project),
+    Migration("m007_create_communities", m007_create_communities),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -27,9 +27,10 @@ import numpy.typing as npt
 from kgsearch.errors import DimensionMismatch, InvalidRequest
 from kgsearch.model import Filters, Kind
 from kgsearch.store.postgres.connection import Connection, StoreOptions
-from kgsearch.store.postgres.lexical import LexicalStats, bm25, lexemes
+from kgsearch.store.postgres.lexical import LexicalStats, bm25
+from kgsearch.store.postgres.schema import HNSW_SQL, IVFFLAT_SQL
 from kgsearch.store.postgres.sql import filter_sql, tsquery
-from kgsearch.store.tracing import Trace, traced
+from kgsearch.store.tracing import Trace, note, traced
 from kgsearch.store.values import query_terms
 
 __all__ = ["INDEX_MIN_ROWS", "PostgresSearch", "build_vector_index", "vector_index_exists"]
@@ -69,13 +70,9 @@ def build_vector_index(
     if embedded < max(1, min_rows):
         return False
     if method == "ivfflat":
-        lists = max(10, int(math.sqrt(embedded)))
-        using = f"ivfflat ((vector::vector({dims})) vector_cosine_ops) WITH (lists = {lists})"
+        using = IVFFLAT_SQL % (int(dims), max(10, int(math.sqrt(embedded))))
     else:
-        using = (
-            f"hnsw ((vector::vector({dims})) vector_cosine_ops) "
-            "WITH (m = 24, ef_construction = 128)"
-        )
+        using = HNSW_SQL % int(dims)
     with db.transaction() as conn:
         # One builder at a time across processes; the others go on without waiting.
         lock = conn.execute(
@@ -182,13 +179,17 @@ class PostgresSearch:
         if ids is not None:
             base += " AND t.id = ANY(%s)"
             params = [*params, list(ids)]
+        d = int(dims)
         if ids is None and self._has_index(kind):
+            # relaxed_order iterative scans (pgvector 0.8) keep walking the graph until
+            # ``limit`` rows pass the filters (or hnsw.max_scan_tuples are visited); the
+            # rows come back nearly sorted, so they are ordered again here
             indexed_sql = (
-                f"SELECT t.id, coalesce(1 - (t.vector::vector({int(dims)}) <=> "
-                f"%s::vector({int(dims)})), 0) AS score {base} "
-                f"ORDER BY t.vector::vector({int(dims)}) <=> %s::vector({int(dims)}) LIMIT %s"
+                f"WITH r AS MATERIALIZED (SELECT t.id, t.seq, t.vector::halfvec({d}) <=> "
+                f"%s::halfvec({d}) AS distance {base} ORDER BY distance LIMIT %s) "
+                "SELECT id, coalesce(1 - distance, 0) AS score FROM r ORDER BY distance, seq"
             )
-            args = (query, project, *params, query, limit)
+            args = (query, project, *params, limit)
             if limit <= self.db.ef_search:
                 # the connection's own beam (set when it was opened) is wide enough
                 rows = self.db.all(indexed_sql, args)
@@ -198,9 +199,10 @@ class PostgresSearch:
                     rows = conn.execute(indexed_sql, args).fetchall()
             if len(rows) == limit:
                 return [(r["id"], float(r["score"])) for r in rows]
+            note(f"the vector index found {len(rows)} of {limit} rows: exact scan")
         rows = self.db.all(
-            f"SELECT t.id, coalesce(1 - (t.vector <=> %s), 0) AS score {base} "
-            f"ORDER BY t.vector <=> %s, t.seq LIMIT %s",
+            f"SELECT t.id, coalesce(1 - (t.vector <=> %s::halfvec), 0) AS score {base} "
+            f"ORDER BY t.vector <=> %s::halfvec, t.seq LIMIT %s",
             (query, project, *params, query, limit),
         )
         return [(r["id"], float(r["score"])) for r in rows]
@@ -228,15 +230,12 @@ class PostgresSearch:
         terms = query_terms(query)
         if not terms:
             return []
-        wanted = lexemes(self.db, self.lexical, terms)
-        if not wanted:
-            return []
-        last = lexemes(self.db, self.lexical, terms[-1:]) if prefix else []
-        prefixed = set(last[-1:])
         n, avgdl = self.lexical.table(self.db, project, kind)
         if n == 0:
             return []
-        dfs = {x: self.lexical.df(self.db, project, kind, x, x in prefixed) for x in wanted}
+        wanted, prefixed, dfs = self.lexical.words(self.db, project, kind, terms, prefix)
+        if not wanted:
+            return []
         threshold = max(_FREQUENT_FLOOR, int(n * _FREQUENT_SHARE))
         all_rare = sorted((x for x in wanted if 0 < dfs[x] <= threshold), key=dfs.__getitem__)
         rare: list[str] = []

@@ -112,7 +112,7 @@ class PostgresStore(
             )
 
     def _exec(self, sql: str) -> None:
-        self.db.execute(sql)
+        self.db.execute(sql, None)
 
     def close(self) -> None:
         """Close the connection pool."""

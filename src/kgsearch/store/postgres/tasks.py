@@ -86,10 +86,10 @@ class PostgresTaskQueue:
         with self.db.transaction():
             rows = self.db.all(
                 f"""UPDATE tasks t SET status = 'running', claimed_until = %s, updated_at = now()
-                FROM (SELECT seq FROM tasks WHERE job = %s AND {TASK_OPEN} AND next_attempt_at <= %s
-                      AND claimed_until <= %s {scope}
+                FROM (SELECT project, seq FROM tasks WHERE job = %s AND {TASK_OPEN}
+                      AND next_attempt_at <= %s AND claimed_until <= %s {scope}
                       ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED) due
-                WHERE t.seq = due.seq
+                WHERE t.project = due.project AND t.seq = due.seq
                 RETURNING t.seq, t.project, t.row_id, t.input_hash, t.attempts, t.payload""",
                 (now + lease_seconds, job, now, now, *params, limit),
             )

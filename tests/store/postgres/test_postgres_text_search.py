@@ -1,0 +1,56 @@
+"""PostgreSQL BM25: the two-stage plan (cheap rank, exact re-score of the best) returns
+what scoring every matching row exactly returns, also when the cheap stage ties many
+rows, and ranks as SQLite's BM25 does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kgsearch.engine import Engine
+from kgsearch.model import Kind, ObjectIn
+from kgsearch.store.postgres import PostgresStore, lexical
+from kgsearch.store.sqlite import SQLiteStore
+
+# 150 rows hold "zeta" once; the last one written holds it three times, which only the
+# exact stage sees (the cheap one counts each word once): it must still come first.
+ROWS = [
+    *(ObjectIn(type="Thing", key=f"k{i}", properties={"name": f"zeta w{i}"}) for i in range(150)),
+    ObjectIn(type="Thing", key="many", properties={"name": "zeta zeta zeta w0"}),
+    ObjectIn(type="Other", key="rare", properties={"name": "omega zeta"}),
+]
+
+
+@pytest.fixture
+def store(pg_factory: Any) -> PostgresStore:
+    pg = PostgresStore(pg_factory.postgres_store_url())
+    pg_factory.track(pg)
+    Engine(pg).add_objects(ROWS)
+    return pg
+
+
+@pytest.mark.parametrize(
+    ("query", "limit"), [("zeta", 5), ("zeta", 60), ("zeta omega", 3), ("w0 zeta", 2)]
+)
+def test_two_stage_bm25_equals_scoring_every_row(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch, query: str, limit: int
+) -> None:
+    got = store.text_search("default", Kind.OBJECT, query, limit=limit)
+    monkeypatch.setattr(lexical, "_RESCORE_POOL", 10_000)  # every matching row, exactly
+    full = store.text_search("default", Kind.OBJECT, query, limit=limit)
+    assert got == full
+    assert len(got) == limit
+
+
+def test_a_repeated_word_ranks_first_as_on_sqlite(store: PostgresStore, tmp_path: Path) -> None:
+    sqlite = SQLiteStore(str(tmp_path / "kg.db"))
+    Engine(sqlite).add_objects(ROWS)
+    for query in ("zeta", "zeta omega"):
+        got = store.text_search("default", Kind.OBJECT, query, limit=3)
+        want = sqlite.text_search("default", Kind.OBJECT, query, limit=3)
+        pg_keys = [o.key for o in store.get_objects("default", [i for i, _ in got])]
+        sqlite_keys = [o.key for o in sqlite.get_objects("default", [i for i, _ in want])]
+        assert pg_keys[0] == sqlite_keys[0] == ("many" if query == "zeta" else "rare")
+    sqlite.close()
