@@ -4,8 +4,9 @@ paths that best match the rest of the question, rank the objects at the paths' e
 Three steps, all bounded:
 
 1. **Linking.** Every span of up to ``_MAX_SPAN_WORDS`` words (brackets dropped) is looked
-   up as an object key (:meth:`~kgsearch.store.base.SearchIndex.objects_named`, an index
-   probe); the longest non-overlapping matches become the seeds.
+   up as an object key, all spans in one batched call
+   (:meth:`~kgsearch.store.base.SearchIndex.objects_named_many`); the longest
+   non-overlapping matches become the seeds.
 2. **Paths.** From the seeds, a beam search walks typed edges hop by hop
    (:meth:`~kgsearch.store.base.GraphReads.typed_edges`, at most ``_HUB_EDGES`` edges per
    object and direction, so a hub costs no more than any other object). Each relation-type
@@ -33,7 +34,16 @@ from kgsearch.search.plan import Vector
 from kgsearch.store.base import Store, Trace
 from kgsearch.text.stopwords import STOPWORDS
 
-__all__ = ["PathHits", "humanise", "link_entities", "walk_paths"]
+__all__ = [
+    "Links",
+    "PathHits",
+    "Span",
+    "humanise",
+    "link_entities",
+    "link_spans",
+    "relation_vectors",
+    "walk_paths",
+]
 
 _MAX_SPAN_WORDS = 10
 _HUB_EDGES = 64
@@ -92,40 +102,80 @@ def link_entities(
         Seed object id → weight (the span's length over the longest's), and the rest of
         the question.
     """
+    links = link_spans(store, project, question, trace)
+    seeds: dict[str, float] = {}
+    for link in links.spans:
+        for id in link.ids:
+            seeds[id] = max(seeds.get(id, 0.0), link.weight)
+    return seeds, links.rest()
+
+
+@dataclass
+class Span:
+    """Words of a question that name objects.
+
+    Attributes:
+        ids: The objects named.
+        weight: The span's length over the longest linked span's, in (0, 1].
+        words: The span's word positions in the question.
+    """
+
+    ids: list[str]
+    weight: float
+    words: range
+
+
+@dataclass
+class Links:
+    """The linked spans of a question (longest first) and its words."""
+
+    spans: list[Span]
+    words: list[str]
+
+    def rest(self, spans: Sequence[Span] | None = None) -> str:
+        """The question without the words of ``spans`` (default: every linked span)."""
+        taken = {w for span in (self.spans if spans is None else spans) for w in span.words}
+        return " ".join(w for k, w in enumerate(self.words) if k not in taken)
+
+
+def link_spans(store: Store, project: str, question: str, trace: Trace | None = None) -> Links:
+    """The longest non-overlapping spans of the question that are object keys (at most
+    six objects in all, no span under 0.6 times the longest), in one batched lookup."""
     text = question.replace("[", "").replace("]", "")
     words = list(re.finditer(r"\S+", text))
-    found: list[tuple[int, int, int, list[str]]] = []  # chars, first word, end word, ids
+    spans: list[tuple[int, int, list[str]]] = []  # first word, end word, names tried
     for i in range(len(words)):
         for j in range(i + 1, min(len(words), i + _MAX_SPAN_WORDS) + 1):
             tokens = [w.group().lower().strip("?.,!;:'\"") for w in words[i:j]]
             if all(t in _NOT_NAMES or not t for t in tokens):
                 continue
-            span = text[words[i].start() : words[j - 1].end()]
-            ids = _named(store, project, span, trace)
-            if ids:
-                found.append((len(span), i, j, ids))
+            spans.append((i, j, _variants(text[words[i].start() : words[j - 1].end()])))
+    named = store.objects_named_many(
+        project, [n for _, _, names in spans for n in names], limit=5, trace=trace
+    )
+    found: list[tuple[int, int, int, list[str]]] = []  # chars, first word, end word, ids
+    for i, j, names in spans:
+        ids = list(dict.fromkeys(id for n in names for id in named.get(n, [])))
+        if ids:
+            found.append((words[j - 1].end() - words[i].start(), i, j, ids))
     found.sort(key=lambda f: (-f[0], f[1]))
     taken: set[int] = set()
-    seeds: dict[str, float] = {}
+    linked: list[Span] = []
+    objects = 0
     for chars, i, j, ids in found:
-        if taken & set(range(i, j)) or chars < 0.6 * found[0][0] or len(seeds) >= 6:
+        if taken & set(range(i, j)) or chars < 0.6 * found[0][0] or objects >= 6:
             continue
         taken.update(range(i, j))
-        for id in ids:
-            seeds[id] = max(seeds.get(id, 0.0), chars / found[0][0])
-    rest = " ".join(w.group() for k, w in enumerate(words) if k not in taken)
-    return seeds, rest
+        linked.append(Span(ids, chars / found[0][0], range(i, j)))
+        objects += len(ids)
+    return Links(linked, [w.group() for w in words])
 
 
-def _named(store: Store, project: str, span: str, trace: Trace | None) -> list[str]:
-    """Objects whose key is the span, or the span without its edge punctuation or a
-    trailing possessive."""
+def _variants(span: str) -> list[str]:
+    """The span, and the span without its edge punctuation or a trailing possessive."""
     variants = [span, re.sub(_EDGE, "", span)]
     variants.append(re.sub(r"'s$", "", variants[-1]))
-    ids: list[str] = []
-    for name in dict.fromkeys(v for v in variants if v):
-        ids += [i for i, _ in store.objects_named(project, name, limit=5, trace=trace)]
-    return list(dict.fromkeys(ids))
+    return list(dict.fromkeys(v for v in variants if v))
 
 
 def walk_paths(
@@ -236,6 +286,18 @@ def _rank(
         relationships.setdefault(edge[node][1], score)
     hits.relationships = list(relationships.items())
     return hits
+
+
+def relation_vectors(
+    embed: Callable[[str], Vector],
+    texts: Sequence[str],
+    embed_many: Callable[[Sequence[str]], list[Vector]] | None = None,
+) -> list[Vector]:
+    """Unit vectors of relation texts, embedded by ``embed`` once per process (the texts
+    not cached yet in one ``embed_many`` call when given)."""
+    if embed_many is not None:
+        _prefill(embed, embed_many, texts)
+    return [_text_vector(embed, t) for t in texts]
 
 
 def _top(masses: Mapping[str, float], n: int) -> dict[str, float]:

@@ -106,6 +106,7 @@ class AnnIndex:
         self.rows = matrix.shape[0]
         self._matrix = matrix
         self._saved = saved
+        self._write = threading.Lock()
         self.loaded = False
         self._expansion_search = expansion_search
         self._index = self._new_index()
@@ -198,14 +199,32 @@ class AnnIndex:
         """Block until built (for benchmarks); True when ready."""
         return self._ready.wait(timeout)
 
+    def add(self, positions: Positions, matrix: npt.NDArray[np.float32]) -> None:
+        """Add rows by position, re-scoring against ``matrix`` from now on (the same rows
+        and these new ones: a grown copy). Only on a built index."""
+        with self._write:
+            self._matrix = matrix
+            if positions.size:
+                self._index.add(positions.astype(np.uint64), matrix[positions], threads=0)
+            self.rows = max(self.rows, int(positions.max()) + 1 if positions.size else 0)
+
+    def remove(self, positions: Positions) -> None:
+        """Drop rows by position: no later search returns them. Only on a built index."""
+        with self._write:
+            for position in positions.tolist():
+                self._index.remove(int(position))
+
     def search(
-        self, query: npt.NDArray[np.float32], k: int
+        self, query: npt.NDArray[np.float32], k: int, rows: int | None = None
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """(row positions, float32 inner products) of the approximate top ``k``, best
-        first (ties by position)."""
-        count = min(self.rows, max(3 * k, _ANN_RESCORE))
+        first (ties by position); only positions below ``rows`` when given (a reader of
+        an older snapshot never sees rows added after it)."""
+        count = min(len(self._index) or self.rows, max(3 * k, _ANN_RESCORE))
         matches = self._index.search(query, count=count)
         keys = np.asarray(matches.keys, dtype=np.int64)
+        if rows is not None:
+            keys = keys[keys < rows]
         scores = self._matrix[keys] @ query
         order = np.lexsort((keys, -scores))[:k]
         return keys[order], scores[order].astype(np.float32)
@@ -231,27 +250,56 @@ class Int8Scan:
         matrix: Unit-length float32 vectors, one per row (kept by reference).
     """
 
-    def __init__(self, matrix: npt.NDArray[np.float32]) -> None:
+    def __init__(self, matrix: npt.NDArray[np.float32], rows: int | None = None) -> None:
         self._matrix = matrix
-        peak = float(np.abs(matrix).max()) if matrix.size else 1.0
+        rows = matrix.shape[0] if rows is None else rows
+        peak = float(np.abs(matrix[:rows]).max()) if rows and matrix.size else 1.0
         self._scale = 127.0 / (peak or 1.0)
-        # quantized a block at a time: whole-matrix temporaries would triple the peak
-        self._codes: npt.NDArray[np.int8] = np.empty(matrix.shape, dtype=np.int8)
-        for start in range(0, matrix.shape[0], _QUANTIZE_ROWS):
-            block = matrix[start : start + _QUANTIZE_ROWS] * self._scale
+        # room for as many rows as the matrix has (a buffer may hold more than ``rows``)
+        self._codes: npt.NDArray[np.int8] = np.zeros(matrix.shape, dtype=np.int8)
+        self._quantize(0, rows)
+
+    def _quantize(self, start: int, stop: int) -> None:
+        """Codes of rows [start, stop), a block at a time (whole-matrix temporaries would
+        triple the peak memory). Values beyond the first rows' peak are clipped."""
+        for a in range(start, stop, _QUANTIZE_ROWS):
+            b = min(stop, a + _QUANTIZE_ROWS)
+            block = self._matrix[a:b] * self._scale
             np.rint(block, out=block)
             np.clip(block, -127, 127, out=block)
-            self._codes[start : start + _QUANTIZE_ROWS] = block
+            self._codes[a:b] = block
+
+    def extend(self, matrix: npt.NDArray[np.float32], start: int, stop: int) -> None:
+        """Quantize rows [start, stop) of ``matrix``, which replaces the matrix scanned (the
+        same rows first, then room for more)."""
+        if matrix.shape[0] > self._codes.shape[0]:
+            codes = np.zeros(matrix.shape, dtype=np.int8)
+            codes[: self._codes.shape[0]] = self._codes
+            self._codes = codes
+        self._matrix = matrix
+        self._quantize(start, stop)
+
+    def kill(self, positions: Positions) -> None:
+        """Zero the codes of dropped rows, so they crowd no live row out of the candidates
+        (searches filter them out by ``alive`` too)."""
+        self._codes[positions] = 0
 
     def search(
-        self, query: npt.NDArray[np.float32], k: int, *, threads: int = 0
+        self,
+        query: npt.NDArray[np.float32],
+        k: int,
+        *,
+        threads: int = 0,
+        rows: int | None = None,
+        alive: npt.NDArray[np.bool_] | None = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """(row positions, float32 inner products) of the top ``k``, best first.
 
         ``threads`` bounds the parallel parts (0: one per core, at most
-        :data:`_MAX_THREADS`).
+        :data:`_MAX_THREADS`); ``rows`` limits the scan to the first rows (default: all)
+        and ``alive`` (one flag per scanned row) drops the rows marked dead.
         """
-        rows = self._codes.shape[0]
+        rows = self._codes.shape[0] if rows is None else rows
         count = min(rows, max(_RESCORE, 4 * k))
         code = np.clip(np.rint(query * self._scale), -127, 127).astype(np.int8)
         parts = _parts(rows, threads)
@@ -262,6 +310,8 @@ class Int8Scan:
             futures = [pool.submit(self._top, code, a, b, count) for a, b in parts[1:]]
             first = self._top(code, *parts[0], count)
             candidates = np.concatenate([first, *(f.result() for f in futures)])
+        if alive is not None:
+            candidates = candidates[alive[candidates]]
         scores = self._matrix[candidates] @ query
         order = np.lexsort((candidates, -scores))[:k]
         return candidates[order], scores[order].astype(np.float32)

@@ -417,6 +417,19 @@ class SearchIndex(Protocol):
         filters applied, ordered by type then id; each with score 1.0."""
         ...
 
+    def objects_named_many(
+        self,
+        project: str,
+        names: Sequence[str],
+        *,
+        limit: int,
+        trace: Trace | None = None,
+    ) -> dict[str, list[str]]:
+        """:meth:`objects_named` for many names in one call: each given name that some
+        live object's key equals (ignoring case as there) → at most ``limit`` object
+        ids, ordered by type then id. Names nothing matches are left out."""
+        ...
+
     def object_types(self, project: str, *, trace: Trace | None = None) -> list[str]:
         """Distinct types of the project's live objects."""
         ...

@@ -289,6 +289,32 @@ class PostgresSearch:
         return [(i, 1.0) for _, i in sorted((r["type"], r["id"]) for r in rows)[:limit]]
 
     @traced
+    def objects_named_many(
+        self,
+        project: str,
+        names: Sequence[str],
+        *,
+        limit: int,
+        trace: Trace | None = None,
+    ) -> dict[str, list[str]]:
+        """Live objects whose key equals one of ``names`` ignoring case."""
+        wanted: dict[str, list[str]] = {}
+        for name in dict.fromkeys(names):
+            if name and "\x00" not in name:
+                wanted.setdefault(name.lower(), []).append(name)
+        if not wanted:
+            return {}
+        found: dict[str, list[tuple[str, str]]] = {}
+        for row in self.db.all(
+            "SELECT lower(t.key) AS k, t.type, t.id FROM objects t WHERE t.project = %s "
+            "AND lower(t.key) = ANY(%s) AND t.deleted_at IS NULL",
+            (project, list(wanted)),
+        ):
+            for name in wanted.get(row["k"], []):
+                found.setdefault(name, []).append((row["type"], row["id"]))
+        return {n: [i for _, i in sorted(set(rows))[:limit]] for n, rows in found.items()}
+
+    @traced
     def object_types(self, project: str, *, trace: Trace | None = None) -> list[str]:
         """Distinct types of the project's live objects."""
         return [

@@ -229,6 +229,37 @@ def m007_create_communities(execute: Execute) -> None:
     _fts(execute, "community_reports")
 
 
+def m008_log_vector_changes(execute: Execute) -> None:
+    """A log of the rows whose vector or liveness changed, written by triggers in the
+    writing transaction, so in-memory vector indexes follow any process's writes by key
+    (``vectors.py``). Rows that were never embedded are not logged."""
+    execute(
+        "CREATE TABLE vector_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "kind TEXT NOT NULL, row_id INTEGER NOT NULL)"
+    )
+    log = "INSERT INTO vector_changes (kind, row_id) VALUES"
+    for table, kind in (
+        ("objects", "object"),
+        ("relationships", "relationship"),
+        ("chunks", "chunk"),
+        ("community_reports", "community"),
+    ):
+        execute(
+            f"CREATE TRIGGER {table}_vec_ai AFTER INSERT ON {table} "
+            f"WHEN new.status = 'embedded' BEGIN {log} ('{kind}', new.rowid); END"
+        )
+        execute(
+            f"CREATE TRIGGER {table}_vec_au AFTER UPDATE OF vector, status, deleted_at "
+            f"ON {table} WHEN (old.status = 'embedded' OR new.status = 'embedded') AND "
+            "(old.vector IS NOT new.vector OR old.status IS NOT new.status "
+            f"OR old.deleted_at IS NOT new.deleted_at) BEGIN {log} ('{kind}', new.rowid); END"
+        )
+        execute(
+            f"CREATE TRIGGER {table}_vec_ad AFTER DELETE ON {table} "
+            f"WHEN old.status = 'embedded' BEGIN {log} ('{kind}', old.rowid); END"
+        )
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_create_api_keys", m002_create_api_keys),
@@ -237,5 +268,6 @@ MIGRATIONS = [
     Migration("m005_create_tasks", m005_create_tasks),
     Migration("m006_create_cache", m006_create_cache),
     Migration("m007_create_communities", m007_create_communities),
+    Migration("m008_log_vector_changes", m008_log_vector_changes),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,32 +1,26 @@
 """Search primitives for SQLite: in-process vector index over stored blobs, FTS5 BM25.
 
 Vectors live in the row tables as float32 blobs. Each (project, kind) gets an
-in-memory matrix, rebuilt when a per-kind epoch in ``meta`` moves (every write to
-that kind bumps it inside its transaction, so other processes' writes are seen too).
-Exact search is one matrix product; large collections also get an HNSW index
-(see ``ann.py``) whose recall is measured against the exact path. :class:`SQLiteSearch`
+in-memory matrix, kept in step with every process's writes by key (``vectors.py``).
+Exact search is one matrix product; large collections also get an int8 scan and an
+HNSW index (see ``ann.py``) whose recall is measured against the exact path. :class:`SQLiteSearch`
 is the ``SearchIndex`` slice of :class:`~kgsearch.store.sqlite.store.SQLiteStore`; its
 queries run on the calling thread's reader connection (see ``connection.py``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from kgsearch.errors import DimensionMismatch, InvalidRequest
 from kgsearch.model import Filters, Kind
-from kgsearch.store.ann import ANN_MIN_ROWS, INT8_MIN_ROWS, AnnIndex, Int8Scan
 from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.sqlite.lexical import LexicalStats, Plan
 from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, placeholders, query_terms
+from kgsearch.store.sqlite.vectors import Entry, VectorCache
 from kgsearch.store.tracing import Trace, active, note, traced
 
 __all__ = ["SQLiteSearch", "VectorCache"]
@@ -37,122 +31,19 @@ _RESCORE_POOL = 90
 _RESCORE_FACTOR = 3
 
 
-@dataclass
-class _Entry:
-    epoch: str
-    rowids: npt.NDArray[np.int64]
-    ids: list[str]
-    matrix: npt.NDArray[np.float32]
-    has_validity: bool
-    ann: AnnIndex | None = None
-    scan: Int8Scan | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-class VectorCache:
-    """Per-(project, kind) vector matrices, invalidated by the kind's epoch.
-
-    Args:
-        ann_min_rows: Collections at least this large also get an HNSW index
-            (None disables every acceleration: each query is a float32 product).
-        index_dir: Where HNSW indexes are saved once built and loaded from on the next
-            open while the vectors are unchanged (None: built in every process).
-    """
-
-    def __init__(
-        self, ann_min_rows: int | None = ANN_MIN_ROWS, index_dir: Path | None = None
-    ) -> None:
-        self._entries: dict[tuple[str, Kind], _Entry] = {}
-        self._lock = threading.Lock()
-        # one loader per (project, kind): concurrent cold searches wait for it rather
-        # than each loading a copy of the matrix and building an index of their own
-        self._loading: dict[tuple[str, Kind], threading.Lock] = {}
-        self.ann_min_rows = ann_min_rows
-        self.index_dir = index_dir
-
-    def clear(self) -> None:
-        """Drop every cached matrix."""
-        with self._lock:
-            self._entries.clear()
-
-    @staticmethod
-    def touch(db: Connection, kind: Kind) -> None:
-        """Advance the kind's epoch (call inside the writing transaction)."""
-        db.execute(
-            "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE "
-            "SET value = CAST(value AS INTEGER) + 1",
-            (f"epoch:{kind.value}",),
-        )
-
-    def entry(self, db: Connection, project: str, kind: Kind) -> _Entry:
-        """The current matrix for a project and kind, rebuilt if stale."""
-        row = db.one("SELECT value FROM meta WHERE key = ?", (f"epoch:{kind.value}",))
-        epoch = row["value"] if row else "0"
-        with self._lock:
-            entry = self._entries.get((project, kind))
-            if entry is not None and entry.epoch == epoch:
-                return entry
-            loading = self._loading.setdefault((project, kind), threading.Lock())
-        with loading:
-            with self._lock:
-                entry = self._entries.get((project, kind))
-            if entry is not None and entry.epoch == epoch:
-                return entry  # another thread loaded it meanwhile
-            entry = _load(db, project, kind, epoch)
-            if self.ann_min_rows is not None and len(entry.ids) >= INT8_MIN_ROWS:
-                entry.scan = Int8Scan(entry.matrix)
-            if self.ann_min_rows is not None and len(entry.ids) >= self.ann_min_rows:
-                entry.ann = AnnIndex(entry.matrix, saved=self._saved_path(project, kind))
-            with self._lock:
-                self._entries[(project, kind)] = entry
-            return entry
-
-    def _saved_path(self, project: str, kind: Kind) -> Path | None:
-        if self.index_dir is None:
-            return None
-        name = hashlib.blake2b(project.encode(), digest_size=8).hexdigest()
-        return self.index_dir / f"{name}-{kind.value}.usearch"
-
-
-def _load(db: Connection, project: str, kind: Kind, epoch: str) -> _Entry:
-    """The embedded rows' ids and vectors, read in batches straight into one matrix
-    (peak memory about the matrix itself, not the rows' blobs two more times)."""
-    where = (
-        f"FROM {kind.table} WHERE project = ? AND deleted_at IS NULL "
-        "AND status = 'embedded' AND vector IS NOT NULL"
-    )
-    ids: list[str] = []
-    with db.transaction(immediate=False):  # one snapshot for the count and the rows
-        found = db.one(f"SELECT count(*) {where}", (project,))
-        count = int(found[0]) if found else 0
-        rowids = np.zeros(count, dtype=np.int64)
-        matrix = np.zeros((0, 0), dtype=np.float32)
-        done = 0
-        for batch in db.batches(f"SELECT rowid, id, vector {where} ORDER BY rowid", (project,)):
-            if done == 0:
-                matrix = np.empty((count, len(batch[0][2]) // 4), dtype=np.float32)
-            stop = done + len(batch)
-            flat = np.frombuffer(b"".join(r[2] for r in batch), dtype=np.float32)
-            matrix[done:stop] = flat.reshape(len(batch), matrix.shape[1])
-            rowids[done:stop] = [r[0] for r in batch]
-            ids.extend(r[1] for r in batch)
-            done = stop
-    has_validity = False
-    if kind is Kind.RELATIONSHIP:
-        flag = db.one(
-            "SELECT 1 FROM relationships WHERE project = ? AND deleted_at IS NULL AND "
-            "(valid_from IS NOT NULL OR valid_to IS NOT NULL) LIMIT 1",
-            (project,),
-        )
-        has_validity = flag is not None
-    return _Entry(epoch, rowids, ids, matrix, has_validity)
+def _fold(key: str) -> str:
+    """A key as NOCASE compares it: ASCII letters lowered, every other character kept."""
+    return key.translate(_ASCII_LOWER)
 
 
 def _allowed_rows(
     db: Connection,
     project: str,
     kind: Kind,
-    entry: _Entry,
+    entry: Entry,
     filters: Filters | None,
     ids: Sequence[str] | None,
 ) -> npt.NDArray[np.bool_] | None:
@@ -183,6 +74,7 @@ def _allowed_rows(
                     (project, *part, *params),
                 )
             )
+    # dead positions hold rowid -1, which no row has
     return np.isin(entry.rowids, np.asarray(allowed, dtype=np.int64))
 
 
@@ -266,16 +158,18 @@ class SQLiteSearch:
             )
         mask = _allowed_rows(db, project, kind, entry, filters, ids)
         rows = f"{len(entry.ids)} {kind.value} vectors of {entry.matrix.shape[1]} dims in memory"
+        size = len(entry.ids)
         if mask is None and entry.ann is not None and entry.ann.ready:
             if active():
                 note(f"top {limit} by the HNSW index over {rows}, re-scored in float32")
-            keys, scores = entry.ann.search(query, limit)
+            keys, scores = entry.ann.search(query, limit, rows=size)
             return [(entry.ids[int(k)], float(s)) for k, s in zip(keys, scores, strict=True)]
         if mask is None and entry.scan is not None:
             if active():
                 note(f"top {limit} by an int8 scan of {rows}, re-scored in float32")
-            keys, scores = entry.scan.search(query, limit)
+            keys, scores = entry.scan.search(query, limit, rows=size, alive=entry.alive)
             return [(entry.ids[int(k)], float(s)) for k, s in zip(keys, scores, strict=True)]
+        mask = entry.alive if mask is None else mask
         if mask is None:
             scores = entry.matrix @ query
             positions = np.arange(len(entry.ids))
@@ -356,6 +250,31 @@ class SQLiteSearch:
             (project, name, *params),
         )
         return [(r[1], 1.0) for r in sorted((r[0], r[1]) for r in rows)[:limit]]
+
+    @traced
+    def objects_named_many(
+        self,
+        project: str,
+        names: Sequence[str],
+        *,
+        limit: int,
+        trace: Trace | None = None,
+    ) -> dict[str, list[str]]:
+        """Live objects whose key equals one of ``names`` ignoring (ASCII) case."""
+        wanted: dict[str, list[str]] = {}
+        for name in dict.fromkeys(names):
+            if name and "\x00" not in name:
+                wanted.setdefault(_fold(name), []).append(name)
+        found: dict[str, list[tuple[str, str]]] = {}
+        for part in chunked(list({n for ns in wanted.values() for n in ns})):
+            for row in self.db.reader().all(
+                "SELECT t.key, t.type, t.id FROM objects t WHERE t.project = ? AND t.key "
+                f"COLLATE NOCASE IN ({placeholders(len(part))}) AND t.deleted_at IS NULL",
+                (project, *part),
+            ):
+                for name in wanted.get(_fold(row[0]), []):
+                    found.setdefault(name, []).append((row[1], row[2]))
+        return {n: [i for _, i in sorted(set(rows))[:limit]] for n, rows in found.items()}
 
     @traced
     def object_types(self, project: str, *, trace: Trace | None = None) -> list[str]:

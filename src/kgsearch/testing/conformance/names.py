@@ -62,3 +62,16 @@ def test_the_hint_picks_between_same_name_objects(
     response = engine.search(request)
     assert response.results[0].id == named[expected]
     assert "objects:name:hinted" in {f.leg for f in response.results[0].found_by}
+
+
+def test_many_names_in_one_call(store: Store, named: dict[str, str]) -> None:
+    both = [named["Movie:Benji"], named["Person:Benji"]]
+    found = store.objects_named_many("default", ["bENJI", "Benji", "benj", "", "a\x00b"], limit=10)
+    assert found == {"bENJI": both, "Benji": both}
+    assert store.objects_named_many("default", ["benji"], limit=1) == {"benji": both[:1]}
+    assert store.objects_named_many("default", [], limit=5) == {}
+    store.delete("default", "object", [named["Movie:Benji"]])
+    assert store.objects_named_many("default", ["benji"], limit=10) == {
+        "benji": [named["Person:Benji"]]
+    }
+    assert set(store.objects_named_many("other", ["benji"], limit=10)["benji"]).isdisjoint(both)
