@@ -3,7 +3,7 @@
 Each (project, kind) gets one matrix of its embedded rows (with an int8 copy from
 ``INT8_MIN_ROWS`` rows and an HNSW index from ``ann_min_rows``, see ``ann.py``). Every
 write to a kind advances the kind's epoch in ``meta`` inside its transaction, and
-triggers (migration ``m007``) append the rowid of every row whose vector or liveness
+triggers (migration ``m008``) append the rowid of every row whose vector or liveness
 changed to the ``vector_changes`` log, in the same transaction: so any process's writes
 are seen, in commit order.
 
