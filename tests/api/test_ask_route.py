@@ -4,18 +4,19 @@ that streams (server-sent events)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from chat_server import ChatServer, sse_reply, start_chat_server
-from conftest import Serve
 
 from kgsearch import ChunkIn, Engine, ObjectIn, RelationshipIn, SourceIn, connect
 from kgsearch.api.app import create_app
 from kgsearch.config import LLMSettings
 from kgsearch.testing import FakeEmbedder
+
+Serve = Callable[..., str]
 
 
 @pytest.fixture
