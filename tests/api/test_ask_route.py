@@ -3,19 +3,21 @@ that streams (server-sent events)."""
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from chat_server import ChatServer, sse_reply, start_chat_server
-from conftest import Serve
 
 from kgsearch import ChunkIn, Engine, ObjectIn, RelationshipIn, SourceIn, connect
 from kgsearch.api.app import create_app
 from kgsearch.config import LLMSettings
 from kgsearch.testing import FakeEmbedder
+
+Serve = Callable[..., str]
 
 
 @pytest.fixture
@@ -88,3 +90,21 @@ def test_an_empty_question_is_400(serve: Serve, engine: Engine) -> None:
 
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_request"
+
+
+def test_ask_streams_server_sent_events(serve: Serve, engine: Engine, chat: ChatServer) -> None:
+    base = serve(create_app(engine, keys=False))
+    body = {"query": "who does Ada work for", "stream": True}
+
+    with httpx.stream("POST", f"{base}/api/ask", json=body, timeout=30) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = [
+            (block.split("\n")[0].removeprefix("event: "), block.split("\n")[1][6:])
+            for block in response.read().decode().strip().split("\n\n")
+        ]
+
+    texts = [json.loads(data) for event, data in events if event == "text"]
+    assert texts == ["Ada works ", "for Acme Corp [R1]."]
+    assert events[-1][0] == "answer"
+    assert json.loads(events[-1][1])["answer"] == "".join(texts)

@@ -226,6 +226,9 @@ class AskRequest(UnifiedSearch):
     llm: bool = Field(
         default=True, description="false: answer with the context's top facts, no model"
     )
+    stream: bool = Field(
+        default=False, description="Server-sent events: text pieces, then the answer"
+    )
 
 
 class BackfillRequest(_Body):

@@ -34,11 +34,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import spacy
-from spacy.about import __version__ as SPACY_VERSION
-from spacy.language import Language
-from spacy.tokens import Doc, Span, Token
+if TYPE_CHECKING:  # spaCy is imported when a model is loaded, not with the engine
+    from spacy.language import Language
+    from spacy.tokens import Doc, Span, Token
 
 from kgsearch.extract.schema import (
     ChunkText,
@@ -174,6 +174,8 @@ class SpacyExtractor:
     @cached_property
     def model_version(self) -> str:
         """The pipeline's own version, read from its metadata without loading it."""
+        import spacy
+
         if spacy.util.is_package(self.model):
             return spacy.util.get_package_version(self.model) or "unknown"
         meta = spacy.util.load_meta(Path(self.model) / "meta.json")
@@ -193,6 +195,8 @@ class SpacyExtractor:
                 )
             )
             digest = hashlib.sha256(settings.encode()).hexdigest()[:8]
+            from spacy.about import __version__ as SPACY_VERSION
+
             self._version = (
                 f"spacy-{SPACY_VERSION}/{self.model}-{self.model_version}"
                 f"/x{EXTRACTOR_VERSION}/{digest}"
@@ -208,6 +212,8 @@ class SpacyExtractor:
                     # senter duplicates the parser's sentence boundaries; the parser,
                     # tagger, attribute ruler and lemmatizer (verb lemmas) and NER
                     # are all used.
+                    import spacy
+
                     self._nlp = spacy.load(self.model, exclude=["senter"])
         return self._nlp
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
+from fastapi.responses import StreamingResponse
 
 from kgsearch.api.auth import Principal, get_engine, require
 from kgsearch.api.schemas import AskRequest, ContextRequest, UnifiedSearch, plain
 from kgsearch.engine import Engine
+from kgsearch.errors import KgsearchError
 from kgsearch.search.answer import Answer
 from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchResponse
 
@@ -16,6 +23,7 @@ __all__ = ["ask_router", "router"]
 
 router = APIRouter(prefix="/api/search", tags=["search"])
 ask_router = APIRouter(prefix="/api", tags=["search"])
+log = logging.getLogger(__name__)
 
 EngineDep = Annotated[Engine, Depends(get_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
@@ -55,19 +63,54 @@ def explain(body: UnifiedSearch, who: Debugger, engine: EngineDep) -> Explain:
     return engine.explain(plain(body, SearchRequest), project=who.project)
 
 
-@ask_router.post("/ask")
-def ask(body: AskRequest, who: Reader, engine: EngineDep) -> Answer:
+@ask_router.post("/ask", response_model=Answer)
+def ask(body: AskRequest, who: Reader, engine: EngineDep) -> Any:
     """Answer a question from the graph with the server's chat model ([llm] settings),
     citing entities [E1], relationships [R1] and passages [S1]; ``references`` resolves
-    each citation to a row. ``llm: false`` answers with the context's top facts."""
+    each citation to a row. ``llm: false`` answers with the context's top facts.
+
+    ``stream: true`` answers with server-sent events instead: ``text`` events carry
+    the answer's pieces as the model writes them (JSON strings), then one ``answer``
+    event the whole :class:`Answer` (or one ``error`` event the error body)."""
     who.check_body(body.project)
     if body.include_debug:
         who.need("debug")
     request = plain(body, SearchRequest)
-    return engine.ask(
-        request.query,
-        llm=body.llm,
-        max_tokens=body.max_tokens,
-        project=who.project,
-        **request.model_dump(exclude_unset=True, exclude={"query"}),
-    )
+    options = request.model_dump(exclude_unset=True, exclude={"query"})
+
+    def run(on_text: Any = None) -> Answer:
+        return engine.ask(
+            request.query,
+            llm=body.llm,
+            max_tokens=body.max_tokens,
+            project=who.project,
+            on_text=on_text,
+            **options,
+        )
+
+    if not body.stream:
+        return run()
+    return StreamingResponse(_events(run), media_type="text/event-stream")
+
+
+def _events(run: Any) -> Iterator[str]:
+    """Server-sent events of an answer made in a worker thread."""
+    pieces: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def work() -> None:
+        try:
+            answer = run(lambda piece: pieces.put(("text", piece)))
+            pieces.put(("answer", answer.model_dump(mode="json")))
+        except KgsearchError as exc:
+            pieces.put(("error", exc.to_dict()))
+        except Exception:  # a bug: reported without internals, like a 500
+            log.exception("ask failed unexpectedly")
+            body = {"error": {"code": "error", "message": "internal error", "details": {}}}
+            pieces.put(("error", body))
+
+    threading.Thread(target=work, daemon=True, name="kgsearch-ask").start()
+    while True:
+        event, data = pieces.get()
+        yield f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+        if event != "text":
+            return
