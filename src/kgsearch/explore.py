@@ -270,6 +270,13 @@ def object_view(store: Store, project: str, id: str, *, limit: int = 100) -> Obj
     )
 
 
+_ROW_KINDS: tuple[tuple[Kind, Literal["object", "relationship", "chunk"]], ...] = (
+    (Kind.OBJECT, "object"),
+    (Kind.RELATIONSHIP, "relationship"),
+    (Kind.CHUNK, "chunk"),
+)
+
+
 def embedding_failures(store: Store, project: str, *, limit: int = 20) -> list[EmbeddingFailure]:
     """Up to ``limit`` rows whose embedding is failed or dead, with their last error.
 
@@ -282,11 +289,11 @@ def embedding_failures(store: Store, project: str, *, limit: int = 20) -> list[E
         counts[c.kind] = counts.get(c.kind, 0) + bad_rows
     bad = {EmbeddingStatus.FAILED, EmbeddingStatus.DEAD}
     found: list[EmbeddingFailure] = []
-    for kind in Kind:
+    for kind, name in _ROW_KINDS:  # community reports are not rows iter_rows streams
         left = counts.get(kind, 0)
         if left <= 0:
             continue
-        rows: Any = store.iter_rows(project, kind.value)
+        rows: Any = store.iter_rows(project, name)
         for row in rows:
             state = row.embedding
             if state.status in bad:
