@@ -106,6 +106,8 @@ def graph_view(browser: Browser, url: str, key: str, seed: str, nodes: int) -> d
         "edges": int(data["edges"]),
         "ready_at": float(data["readyAt"]),
         "fetch": float(data["fetchMs"]),
+        "layout": float(data["layoutMs"]),
+        "draw": float(data["renderMs"]),
         "iterations": int(data["iterations"]),
         "click": float(clicked),
         "zoom": float(zoom),
@@ -145,6 +147,8 @@ def main() -> None:
     shell = statistics.median(p["shell"] for p in paints)
     ready = statistics.median(g["ready_at"] for g in graphs)
     fetch = statistics.median(g["fetch"] for g in graphs)
+    layout = statistics.median(g["layout"] for g in graphs)
+    draw = statistics.median(g["draw"] for g in graphs)
     click = statistics.median(g["click"] for g in graphs)
     zoom = statistics.median(g["zoom"] for g in graphs)
     g0 = graphs[0]
@@ -163,6 +167,8 @@ def main() -> None:
             ok(ready, TARGETS["graph"]),
         ],
         ["… of which the subgraph request (server and JSON)", f"{fetch:.0f} ms", "", ""],
+        ["… of which the layout (in the browser)", f"{layout:.0f} ms", "", ""],
+        ["… of which sigma's set-up and first draw", f"{draw:.0f} ms", "", ""],
         ["click on a node → selected", f"{click:.0f} ms", "", ""],
         ["zoom → next frames drawn", f"{zoom:.0f} ms", "", ""],
         [
