@@ -183,14 +183,15 @@ def subgraph(
             f"limit must be between 1 and {MAX_SUBGRAPH_NODES}", details={"limit": limit}
         )
     found = store.endpoints(project, list(dict.fromkeys(ids)))
-    seeds = [found[i] for i in dict.fromkeys(ids) if i in found][:limit]
+    known = [found[i] for i in dict.fromkeys(ids) if i in found]
+    seeds = known[:limit]
     if not seeds:
         raise NotFound(f"none of the {len(ids)} object id(s) is in project {project!r}")
     wanted = set(types or ())
     nodes = [SubgraphNode(id=e.id, type=e.type, name=e.name, depth=0) for e in seeds]
     seen = {e.id for e in seeds}
-    frontier = list(seen)
-    truncated = False
+    frontier = [e.id for e in seeds]
+    truncated = len(known) > limit
     # one hop at a time, and a hop's frontier a slice at a time, so the reads stop
     # as soon as the limit is reached (a hub's far neighbourhood is never read)
     for hop in range(1, depth + 1):

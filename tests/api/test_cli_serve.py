@@ -134,6 +134,7 @@ def test_kgsearch_serve_answers_on_loopback(tmp_path: Path) -> None:
                 time.sleep(0.1)
         listed = httpx.get(f"{base}/api/graph/objects", headers={"Authorization": f"Bearer {key}"})
         unauthorised = httpx.get(f"{base}/api/graph/objects")
+        ui = httpx.get(f"{base}/ui/")
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
@@ -141,3 +142,4 @@ def test_kgsearch_serve_answers_on_loopback(tmp_path: Path) -> None:
     assert health.json()["status"] == "ok"
     assert (listed.status_code, listed.json()) == (200, {"items": [], "next_cursor": None})
     assert unauthorised.status_code == 401
+    assert ui.status_code == 200 and "/ui/static/app.js" in ui.text

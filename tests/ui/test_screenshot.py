@@ -50,6 +50,10 @@ def test_search_on_the_movie_sample(browser: Browser, movies: tuple[str, str]) -
         page.press("#q", "Enter")
         expect(page.locator("#results .card h3", has_text="Jesse James").first).to_be_visible()
         expect(page.locator("#explain .leg-table").first).to_be_visible()
+        # once more, warm: the picture shows a typical latency, not the first query's
+        page.evaluate("() => document.getElementById('explain').remove()")
+        page.press("#q", "Enter")
+        expect(page.locator("#explain .leg-table").first).to_be_visible()
         tab.shot("readme-search")
     finally:
         tab.page.context.close()

@@ -201,9 +201,16 @@ def test_narrow_window_has_no_sideways_scroll(browser: Browser, site: Site) -> N
         sign_in(tab, site)
         search(page, "Ada Lovelace")
         page.wait_for_selector("#explain")
-        width = page.evaluate("() => document.documentElement.scrollWidth")
-        assert width <= 420
+        widths = {"search": page.evaluate("() => document.documentElement.scrollWidth")}
         tab.shot("search-narrow")
+        page.goto(site.url + f"/ui/#/object/{site.ids['ada']}")
+        page.wait_for_selector("#rels")
+        widths["object"] = page.evaluate("() => document.documentElement.scrollWidth")
+        page.goto(site.url + f"/ui/#/graph/{site.ids['hub']}")
+        page.wait_for_selector("#graph[data-ready='1']")
+        widths["graph"] = page.evaluate("() => document.documentElement.scrollWidth")
+        tab.shot("graph-narrow")
+        assert widths == {"search": 420, "object": 420, "graph": 420}
     finally:
         tab.page.context.close()
 

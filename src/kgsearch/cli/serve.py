@@ -89,6 +89,8 @@ def serve(
         app = create_app(
             engine, keys=not no_auth, max_body_bytes=max_body, worker=worker, threads=threads
         )
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(f"Web UI: http://{shown}:{port}/ui", err=True)
         uvicorn.run(app, host=host, port=port, log_level="info")
 
 

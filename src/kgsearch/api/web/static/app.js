@@ -123,6 +123,15 @@
     toast.timer = setTimeout(() => box.classList.remove("on"), 3000);
   }
 
+  // The project overview (object types for the search filters): fetched once, only by
+  // the pages that show it (counting a large store takes a moment).
+  function overview() {
+    if (!state.overviewReady) {
+      state.overviewReady = api("GET", "/api/explore/overview").then((o) => (state.overview = o), () => null);
+    }
+    return state.overviewReady;
+  }
+
   function can(scope) {
     return !!state.session && state.session.scopes.indexOf(scope) >= 0;
   }
@@ -189,11 +198,6 @@
     document.getElementById("who").textContent =
       "project " + s.project + (s.keyless ? " · keyless (local)" : " · key " + s.key_id);
     document.getElementById("logout").hidden = s.keyless;
-    // the overview (object types for the filters) arrives while the page draws
-    state.overviewReady = api("GET", "/api/explore/overview").then(
-      (o) => (state.overview = o),
-      () => null,
-    );
     route();
   }
 
@@ -223,5 +227,5 @@
     start();
   });
 
-  window.KG = { api, ApiError, el, append, clear, fmt, json, objectLink, errorBox, toast, can, pages, state };
+  window.KG = { api, ApiError, el, append, clear, fmt, json, objectLink, errorBox, toast, can, overview, pages, state };
 })();

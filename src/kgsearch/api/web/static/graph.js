@@ -281,8 +281,33 @@
   }
 
   let view = null;
-  // opened straight on a graph: fetch the libraries while the session is checked
-  if (location.hash.startsWith("#/graph/")) loadLibs().catch(() => null);
+
+  function subgraphBody(id, params) {
+    return { ids: [id], depth: Number(params.get("depth") || 1), limit: Number(params.get("limit") || 500) };
+  }
+
+  // Opened straight on a graph: fetch the libraries and the subgraph while the
+  // session is checked (the page takes the request over if it asks the same).
+  let early = null;
+  const opened = location.hash.match(/^#\/graph\/([^?]+)(?:\?(.*))?$/);
+  if (opened) {
+    loadLibs().catch(() => null);
+    const body = subgraphBody(decodeURIComponent(opened[1]), new URLSearchParams(opened[2] || ""));
+    early = { key: JSON.stringify(body), promise: api("POST", "/api/explore/subgraph", body) };
+    early.promise.catch(() => null);
+  }
+
+  function fetchSubgraph(body) {
+    const key = JSON.stringify(body);
+    if (early && early.key === key) {
+      const promise = early.promise;
+      early = null;
+      // sent before the user signed in, it may have been refused: ask again
+      return promise.catch(() => api("POST", "/api/explore/subgraph", body));
+    }
+    early = null;
+    return api("POST", "/api/explore/subgraph", body);
+  }
 
   pages.graph = {
     title: "Graph",
@@ -317,8 +342,7 @@
       const find = el("input", { id: "find-node", type: "search", placeholder: "Find a node (Enter)" });
       root.append(status, el("div", { class: "graph-layout" }, container,
         el("div", { class: "graph-side" }, find, info, el("h2", {}, "Types"), legend)));
-      const [lib, data] = await Promise.all([loadLibs(),
-        api("POST", "/api/explore/subgraph", { ids: [id], depth, limit })]);
+      const [lib, data] = await Promise.all([loadLibs(), fetchSubgraph(subgraphBody(id, params))]);
       const v = (view = new View(lib, container, info, legend, status));
       v.add(data, null);
       const fetched = performance.now();

@@ -17,9 +17,9 @@
   }
 
   function table(headers, rows, attrs) {
-    return el("table", attrs || {},
+    return el("div", { class: "scroll" }, el("table", attrs || {},
       el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col" }, h)))),
-      el("tbody", {}, rows));
+      el("tbody", {}, rows)));
   }
 
   function section(id, title, ...content) {

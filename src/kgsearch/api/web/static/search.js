@@ -171,8 +171,8 @@
         run(out, f);
       });
       root.append(el("h1", { class: "sr" }, "Search"), f, out);
-      if (!state.overview && state.overviewReady) {
-        state.overviewReady.then((o) => {
+      if (!state.overview) {
+        window.KG.overview().then((o) => {
           if (!o || !f.isConnected) return;
           const filter = f.querySelector("#type-filter");
           const list = f.querySelector("#type-list");

@@ -29,7 +29,7 @@
       kv([["model", s.model], ["dims", s.dims], ["embedded", fmt(s.percent_embedded, 1) + " %"], ["total", s.total],
         ["pending", s.pending], ["failed", s.failed], ["dead", s.dead], ["stale", s.stale],
         ["failure rate", fmt(s.failure_rate, 3)], ["mean ms per text", s.mean_latency_ms_per_text]]),
-      el("table", {}, el("thead", {}, el("tr", {}, ["kind", "total", "pending", "embedded", "failed", "dead"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
+      el("div", { class: "scroll" }, el("table", {}, el("thead", {}, el("tr", {}, ["kind", "total", "pending", "embedded", "failed", "dead"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))),
       el("h3", {}, "Failures"),
       failures.length ? el("ul", { class: "failures", id: "embedding-failures" }, failures.map((f) =>
         el("li", {}, el("span", { class: "kind" }, f.kind), " ", f.kind === "object" ? window.KG.objectLink(f.id) : f.id,
