@@ -484,7 +484,7 @@ def test_backfill_dry_run_counts_without_embedding(api: Api) -> None:
         200,
         {
             "dry_run": True,
-            "would_embed": {"object": 2, "relationship": 0, "chunk": 0},
+            "would_embed": {"object": 2, "relationship": 0, "chunk": 0, "community": 0},
             "total": 2,
         },
     )

@@ -12,12 +12,13 @@ import pytest
 from kgsearch import Engine, connect
 from kgsearch.communities.reports import PROMPT_VERSION
 from kgsearch.errors import Conflict, InvalidRequest, NotFound
+from kgsearch.io.documents import Document
 from kgsearch.lifecycle.communities import BuildOptions, build_communities
 from kgsearch.llm.base import Message
 from kgsearch.llm.fake import FakeLLM
 from kgsearch.model import ObjectIn, ObjectRef, RelationshipIn
 from kgsearch.store.base import Store
-from kgsearch.testing import FakeEmbedder
+from kgsearch.testing import FakeEmbedder, FakeExtractor
 from kgsearch.testing.stores import StoreFactory
 
 _GROUPS = {
@@ -296,3 +297,40 @@ def test_the_whole_cycle_on_postgresql(pg_factory: StoreFactory) -> None:
     assert engine.community_status().stale
     again = engine.build_communities()
     assert (again.kept, again.changed, again.reports, again.removed) == (1, 1, 1, 1)
+
+
+def test_after_an_ingest_and_a_document_delete_only_the_touched_community_is_reported(
+    store: Store,
+) -> None:
+    engine = Engine(
+        store,
+        embedder=FakeEmbedder(32),
+        project="p",
+        extractors=lambda name, domain: FakeExtractor(),
+    )
+
+    def doc(source: str, text: str) -> Document:
+        return Document(source_id=source, title=source, text=text, sha256=source)
+
+    def pairs(*names: str) -> str:
+        return " ".join(f"{a} and {b}." for i, a in enumerate(names) for b in names[i + 1 :])
+
+    space = pairs("Apollo", "Gemini", "Mercury", "Saturn")
+    food = pairs("Pasta", "Basil", "Tomato", "Garlic")
+    engine.ingest(documents=[doc("space", space), doc("food", food)], extractor="fake")
+    first = engine.build_communities()
+    assert first.build is not None and first.build.communities == 2 and first.reports == 2
+    titles = {i["id"]: i["title"] for i in engine.list_communities().items}
+
+    more = pairs("Oregano", "Pasta", "Basil") + " Oregano and Tomato. Oregano and Garlic."
+    engine.ingest(documents=[doc("more-food", more)], extractor="fake")
+    after_ingest = engine.build_communities()
+    assert (after_ingest.kept, after_ingest.changed, after_ingest.reports) == (1, 1, 1)
+    kept = set(titles) & {i["id"] for i in engine.list_communities().items}
+    assert len(kept) == 1  # the space community kept its id and report
+
+    engine.delete_documents(["more-food"])
+    after_delete = engine.build_communities()
+    assert (after_delete.kept, after_delete.changed, after_delete.reports) == (1, 1, 1)
+    assert after_delete.removed == 1  # the report of the food community with Oregano
+    assert {i["id"] for i in engine.list_communities().items} == set(titles)
