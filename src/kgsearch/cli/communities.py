@@ -21,7 +21,10 @@ __all__ = ["communities"]
 
 @click.group()
 def communities() -> None:
-    """Hierarchical Leiden communities and their reports (docs/communities.md)."""
+    """Hierarchical Leiden communities and their reports (docs/communities.md).
+
+    Example: kgsearch communities build && kgsearch communities list --level 0
+    """
 
 
 @communities.command("build")
