@@ -234,7 +234,7 @@ def m008_log_vector_changes(execute: Execute) -> None:
     writing transaction, so in-memory vector indexes follow any process's writes by key
     (``vectors.py``). Rows that were never embedded are not logged."""
     execute(
-        "CREATE TABLE vector_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "CREATE TABLE IF NOT EXISTS vector_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
         "kind TEXT NOT NULL, row_id INTEGER NOT NULL)"
     )
     log = "INSERT INTO vector_changes (kind, row_id) VALUES"
@@ -245,17 +245,18 @@ def m008_log_vector_changes(execute: Execute) -> None:
         ("community_reports", "community"),
     ):
         execute(
-            f"CREATE TRIGGER {table}_vec_ai AFTER INSERT ON {table} "
+            f"CREATE TRIGGER IF NOT EXISTS {table}_vec_ai AFTER INSERT ON {table} "
             f"WHEN new.status = 'embedded' BEGIN {log} ('{kind}', new.rowid); END"
         )
         execute(
-            f"CREATE TRIGGER {table}_vec_au AFTER UPDATE OF vector, status, deleted_at "
-            f"ON {table} WHEN (old.status = 'embedded' OR new.status = 'embedded') AND "
+            f"CREATE TRIGGER IF NOT EXISTS {table}_vec_au "
+            f"AFTER UPDATE OF vector, status, deleted_at ON {table} "
+            "WHEN (old.status = 'embedded' OR new.status = 'embedded') AND "
             "(old.vector IS NOT new.vector OR old.status IS NOT new.status "
             f"OR old.deleted_at IS NOT new.deleted_at) BEGIN {log} ('{kind}', new.rowid); END"
         )
         execute(
-            f"CREATE TRIGGER {table}_vec_ad AFTER DELETE ON {table} "
+            f"CREATE TRIGGER IF NOT EXISTS {table}_vec_ad AFTER DELETE ON {table} "
             f"WHEN old.status = 'embedded' BEGIN {log} ('{kind}', old.rowid); END"
         )
 
