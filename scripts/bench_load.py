@@ -279,6 +279,7 @@ def main() -> None:
     args.db.parent.mkdir(parents=True, exist_ok=True)
     ensure_db(args.db)
     key, counts = make_key(args.db)
+    load_before = os.getloadavg()[0]
     client_counts = [int(n) for n in str(args.clients).split(",")]
     runs = measure(
         args.db,
@@ -330,7 +331,8 @@ def main() -> None:
         "usual 40), where concurrent query embeddings and vector products oversubscribe "
         "the cores. Searches run on a thread pool of their own, the same size; meanwhile "
         f"one more client writes an object {args.writes_per_second:g} times a second "
-        "(writes, write p50/p95: whether writes queue behind searches)."
+        "(writes, write p50/p95: whether writes queue behind searches). Load average "
+        f"(1 min) {load_before:.1f} before the runs, {os.getloadavg()[0]:.1f} after."
         "\n\n" + table(headers, rows)
     )
     print(table(headers, rows))
