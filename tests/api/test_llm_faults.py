@@ -120,7 +120,11 @@ def test_after_a_few_failures_an_extraction_run_stops_at_once_and_burns_no_attem
             jobs = [c.post("/api/documents", json={"text": t}).json()["id"] for t in docs]
             url = f"/api/jobs/{jobs[-1]}"
             for job in jobs:
-                wait_for(lambda job=job: c.get(f"/api/jobs/{job}").json()["state"] != "running")
+
+                def ended(job: str = job) -> bool:
+                    return bool(c.get(f"/api/jobs/{job}").json()["state"] != "running")
+
+                wait_for(ended)
             seconds = time.perf_counter() - started
             last = c.get(url).json()
             status = c.get("/api/extraction/status").json()

@@ -199,7 +199,7 @@ def answered(client: RawClient, line: str | bytes) -> list[dict[str, Any]]:
     client.send(line)
     ping = next(_ids)
     client.send(json.dumps({"jsonrpc": "2.0", "id": ping, "method": "ping"}))
-    replies = []
+    replies: list[dict[str, Any]] = []
     while True:
         reply = client.answer()
         if reply.get("id") == ping:
