@@ -1,8 +1,8 @@
 """REST load benchmark: concurrent clients running unified search against `kgsearch serve`.
 
-Usage: python scripts/bench_load.py [--clients 20] [--seconds 60] [--baseline-seconds 10]
+Usage: python scripts/bench_load.py [--clients 20[,8...]] [--seconds 60] [--baseline-seconds 10]
        [--compare-threads 40] [--compare-seconds 20] [--max-requests 100000]
-       [--db bench-data/load-sample.db] [--no-write]
+       [--writes-per-second 10] [--db bench-data/load-sample.db] [--no-write]
 
 The sample graph (data/sample/metaqa-movies.jsonl) is imported and embedded with the
 bundled model once (cached in --db). The server runs as a subprocess on a free
@@ -10,7 +10,9 @@ loopback port with an API key; the clients (asyncio + httpx, one process) send
 POST /api/search/unified with questions built from the sample's names, until the
 time or the request budget runs out. Client and server share this machine's cores.
 Reports requests/s, p50/p95/p99 latency and the error count (any non-200 or
-transport error) and writes docs/benchmarks.md's "load" section. A single-client run
+transport error) and writes docs/benchmarks.md's "load" section. Meanwhile one more
+client writes an object --writes-per-second times a second (POST /api/graph/objects),
+so the table shows whether writes queue behind searches (write p50/p95). A single-client run
 comes first for reference, and a shorter run against a server with FastAPI's usual
 40-thread pool last, for comparison with the default of one request per core.
 """
@@ -57,9 +59,9 @@ def ensure_db(path: Path) -> None:
 
 
 def make_key(path: Path) -> tuple[str, dict[str, int]]:
-    """A fresh read-only key of the default project, and the project's row counts."""
+    """A fresh read/write key of the default project, and the project's row counts."""
     with Engine(connect(str(path))) as engine:
-        key, _ = engine.create_api_key("default", "read", name="bench_load")
+        key, _ = engine.create_api_key("default", "read,write", name="bench_load")
         return key, engine.stats().counts
 
 
@@ -123,6 +125,7 @@ class Result:
         self.clients = clients
         self.threads = threads
         self.latencies: list[float] = []
+        self.writes: list[float] = []
         self.server_ms: list[float] = []
         self.errors = 0
         self.wall = 0.0
@@ -147,18 +150,27 @@ class Result:
             pct(lat, 0.99),
             pct(srv, 0.5),
             pct(srv, 0.95),
+            len(self.writes),
+            pct(self.writes, 0.5),
+            pct(self.writes, 0.95),
         ]
 
 
 async def run_load(
-    base: str, key: str, queries: list[str], clients: int, seconds: float, max_requests: int
+    base: str,
+    key: str,
+    queries: list[str],
+    clients: int,
+    seconds: float,
+    max_requests: int,
+    writes_per_second: float = 0.0,
 ) -> Result:
     """Run ``clients`` concurrent closed-loop clients until time or budget runs out."""
     result = Result(clients)
     sent = 0
     deadline = time.perf_counter() + seconds
     headers = {"Authorization": f"Bearer {key}"}
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    limits = httpx.Limits(max_connections=clients + 1, max_keepalive_connections=clients + 1)
 
     async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=30) as c:
 
@@ -183,14 +195,35 @@ async def run_load(
                 else:
                     result.errors += 1
 
+        async def writer() -> None:
+            n = 0
+            while writes_per_second > 0 and time.perf_counter() < deadline:
+                n += 1
+                body = {"type": "BenchWrite", "key": f"{time.time_ns()}-{n}"}
+                started = time.perf_counter()
+                try:
+                    response = await c.post("/api/graph/objects", json=body)
+                    if response.status_code == 201:
+                        result.writes.append((time.perf_counter() - started) * 1000)
+                    else:
+                        result.errors += 1
+                except httpx.HTTPError:
+                    result.errors += 1
+                await asyncio.sleep(1 / writes_per_second)
+
         started = time.perf_counter()
-        await asyncio.gather(*(client(n) for n in range(clients)))
+        await asyncio.gather(writer(), *(client(n) for n in range(clients)))
         result.wall = time.perf_counter() - started
     return result
 
 
 def measure(
-    db: Path, key: str, threads: int | None, runs: list[tuple[int, float]], max_requests: int
+    db: Path,
+    key: str,
+    threads: int | None,
+    runs: list[tuple[int, float]],
+    max_requests: int,
+    writes_per_second: float = 0.0,
 ) -> list[Result]:
     """Start a server with ``threads`` and do each (clients, seconds) run against it."""
     port = free_port()
@@ -205,7 +238,9 @@ def measure(
                 c.post("/api/search/unified", json={"query": q}, timeout=120).raise_for_status()
         for clients, seconds in runs:
             if seconds > 0:
-                result = asyncio.run(run_load(base, key, queries, clients, seconds, max_requests))
+                result = asyncio.run(
+                    run_load(base, key, queries, clients, seconds, max_requests, writes_per_second)
+                )
                 result.threads = str(threads) if threads else "default"
                 results.append(result)
     finally:
@@ -220,7 +255,12 @@ def measure(
 def main() -> None:
     """Run the benchmark and write its section."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument(
+        "--clients", default="20", help="Concurrent search clients; a comma list runs each"
+    )
+    parser.add_argument(
+        "--writes-per-second", type=float, default=10.0, help="Object writes during each run"
+    )
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument(
         "--baseline-seconds", type=float, default=10.0, help="One client first, for reference"
@@ -239,20 +279,24 @@ def main() -> None:
     args.db.parent.mkdir(parents=True, exist_ok=True)
     ensure_db(args.db)
     key, counts = make_key(args.db)
+    load_before = os.getloadavg()[0]
+    client_counts = [int(n) for n in str(args.clients).split(",")]
     runs = measure(
         args.db,
         key,
         None,
-        [(1, args.baseline_seconds), (args.clients, args.seconds)],
+        [(1, args.baseline_seconds), *((n, args.seconds) for n in client_counts)],
         args.max_requests,
+        args.writes_per_second,
     )
     if args.compare_threads:
         runs += measure(
             args.db,
             key,
             args.compare_threads,
-            [(args.clients, args.compare_seconds)],
+            [(client_counts[-1], args.compare_seconds)],
             args.max_requests,
+            args.writes_per_second,
         )
     headers = [
         "clients",
@@ -266,6 +310,9 @@ def main() -> None:
         "p99 ms",
         "server p50 ms",
         "server p95 ms",
+        "writes",
+        "write p50 ms",
+        "write p95 ms",
     ]
     rows = [r.row() for r in runs]
     body = (
@@ -280,9 +327,12 @@ def main() -> None:
         "p50/p95 is the search's own `metadata.executionTime.totalMs`. The first row is a "
         'single client, for reference. "server threads" is FastAPI\'s thread pool: by '
         "default one request per core (`kgsearch serve --threads`); the last row shows the "
-        f"same {args.clients} clients against {args.compare_threads} threads (FastAPI's "
+        f"same {client_counts[-1]} clients against {args.compare_threads} threads (FastAPI's "
         "usual 40), where concurrent query embeddings and vector products oversubscribe "
-        "the cores."
+        "the cores. Searches run on a thread pool of their own, the same size; meanwhile "
+        f"one more client writes an object {args.writes_per_second:g} times a second "
+        "(writes, write p50/p95: whether writes queue behind searches). Load average "
+        f"(1 min) {load_before:.1f} before the runs, {os.getloadavg()[0]:.1f} after."
         "\n\n" + table(headers, rows)
     )
     print(table(headers, rows))
@@ -292,7 +342,7 @@ def main() -> None:
     if not args.no_write:
         command = "python scripts/bench_load.py" + (
             f" --clients {args.clients} --seconds {args.seconds:g}"
-            if (args.clients, args.seconds) != (20, 60.0)
+            if (str(args.clients), args.seconds) != ("20", 60.0)
             else ""
         )
         write_section("load", "REST load: unified search under concurrency", command, body)

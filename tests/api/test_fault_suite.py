@@ -40,7 +40,8 @@ DEADLINE = 0.5  # search.query_deadline_seconds
 PROVIDER_TIMEOUT = 10.0  # what a search would wait without the deadline
 # "answered" against "waited out the provider": generous for 2 loaded cores
 SEARCH_BOUND = DEADLINE + 4.0
-# Measured p95 stays under 100 ms at a load average of 14 on 2 cores (docs/reliability.md);
+# Measured p95: 28-42 ms at a load average of 5.5 on 2 cores, 49-132 ms at 14
+# (docs/reliability.md);
 # the bound asserted is looser, and still well below a /health queued behind searches
 # (each would hold it for the 0.5 s deadline) or the provider (10 s).
 HEALTH_P95 = 0.25

@@ -120,17 +120,21 @@ def test_after_a_few_failures_an_extraction_run_stops_at_once_and_burns_no_attem
             jobs = [c.post("/api/documents", json={"text": t}).json()["id"] for t in docs]
             url = f"/api/jobs/{jobs[-1]}"
             for job in jobs:
-                wait_for(lambda job=job: c.get(f"/api/jobs/{job}").json()["state"] != "running")
+
+                def ended(job: str = job) -> bool:
+                    return bool(c.get(f"/api/jobs/{job}").json()["state"] != "running")
+
+                wait_for(ended)
             seconds = time.perf_counter() - started
             last = c.get(url).json()
             status = c.get("/api/extraction/status").json()
     finally:
         live.stop()
     assert seconds < SLACK
-    # two calls failed (attempts recorded; a concurrent job may slip one more in before
-    # the second failure is counted), then the breaker refused the rest at once: far
-    # fewer calls than 6 chunks x 3 attempts
-    assert 2 <= len(server.requests) <= 3
+    # two calls failed (attempts recorded), then the breaker refused the rest at once.
+    # Jobs run concurrently (up to four), so each may have a call in flight when the
+    # second failure is counted: at most 2 + 4, far fewer than 6 chunks x 3 attempts
+    assert 2 <= len(server.requests) <= 6
     assert "skipped for another" in " ".join(last["result"]["extraction"]["errors"])
     # no chunk is dead: those the run did not attempt stay queued (claimable again
     # once their lease ends), the attempted ones failed and wait for their retry

@@ -21,6 +21,8 @@ from typing import Any
 
 import mcp_types
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from live_server import child_env
 
 from kgsearch import Engine, ObjectIn, connect
@@ -160,3 +162,94 @@ def test_a_deep_argument_the_parser_reads_is_refused_by_the_tool(client: RawClie
     )
     assert reply["result"]["isError"] is True
     assert "deeper than 32 levels" in reply["result"]["content"][0]["text"]
+
+
+# Property: every request gets a response ---------------------------------------------
+JSON_VALUES = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.floats(allow_nan=False),
+        st.text(max_size=20),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+TOOLS = st.sampled_from(
+    ["search", "context", "get_object", "neighbors", "add_objects", "add_text", "nope"]
+)
+ARGUMENT_NAMES = st.sampled_from(
+    ["query", "limit", "id", "type", "key", "objects", "text", "filters", "depth", "zzz"]
+)
+FUZZ = settings(
+    max_examples=40,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
+_ids = iter(range(10_000, 10**9))
+
+
+def answered(client: RawClient, line: str | bytes) -> list[dict[str, Any]]:
+    """Send ``line`` then a ping; return every reply up to the ping's."""
+    client.send(line)
+    ping = next(_ids)
+    client.send(json.dumps({"jsonrpc": "2.0", "id": ping, "method": "ping"}))
+    replies: list[dict[str, Any]] = []
+    while True:
+        reply = client.answer()
+        if reply.get("id") == ping:
+            return replies
+        replies.append(reply)
+
+
+@FUZZ
+@given(tool=TOOLS, arguments=st.dictionaries(ARGUMENT_NAMES, JSON_VALUES, max_size=4))
+def test_every_tool_call_gets_a_response(
+    client: RawClient, tool: str, arguments: dict[str, Any]
+) -> None:
+    id = next(_ids)
+    params = {"name": tool, "arguments": arguments}
+    line = json.dumps({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    replies = answered(client, line)
+    assert [r["id"] for r in replies] == [id]
+    assert "result" in replies[0] or "error" in replies[0]
+
+
+@FUZZ
+@given(
+    body=st.one_of(
+        st.text(max_size=40),
+        st.binary(max_size=40),
+        JSON_VALUES.map(json.dumps),
+        st.builds(
+            lambda method, params: {"jsonrpc": "2.0", "method": method, "params": params},
+            st.sampled_from(["tools/call", "tools/list", "ping", "nope", ""]),
+            JSON_VALUES,
+        ),
+    ),
+    with_id=st.booleans(),
+)
+def test_every_raw_line_with_an_id_gets_its_response(
+    client: RawClient, body: Any, with_id: bool
+) -> None:
+    id = next(_ids)
+    if isinstance(body, dict):
+        if with_id:
+            body = {**body, "id": id}
+        line: str | bytes = json.dumps(body)
+    else:
+        line = body
+    if isinstance(line, bytes):
+        line = line.replace(b"\n", b" ").replace(b"\r", b" ")
+    else:
+        line = line.replace("\n", " ").replace("\r", " ").replace("\u2028", " ")
+    replies = answered(client, line)
+    if isinstance(body, dict) and with_id:
+        assert [r["id"] for r in replies] == [id], replies
+    for reply in replies:
+        assert reply["jsonrpc"] == "2.0" and ("result" in reply or "error" in reply)

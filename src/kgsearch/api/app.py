@@ -96,6 +96,8 @@ def create_app(
             count). Search is CPU-bound (query embedding, vector math), so more threads
             only add contention: on 2 cores, FastAPI's usual 40 threads served 20
             clients 2-3x slower than the default (docs/benchmarks.md, "load").
+            Searches run on a second pool of the same size, so writes, lookups and
+            ``/health`` never queue behind them.
     """
 
     @asynccontextmanager
@@ -122,6 +124,7 @@ def create_app(
     )
     jobs = BackfillJobs(engine)
     app.state.engine = engine
+    app.state.search_threads = anyio.CapacityLimiter(threads or max(2, os.cpu_count() or 1))
     app.state.jobs = jobs
     app.state.extraction_jobs = JobRegistry()
     app.state.require_keys = keys

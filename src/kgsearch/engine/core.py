@@ -23,6 +23,7 @@ from kgsearch.model import (
     DEFAULT_PROJECT,
     Kind,
 )
+from kgsearch.search.query_cache import QueryCache
 from kgsearch.search.rerank import CrossEncoder
 from kgsearch.search.service import SearchSetup, StoreInfoCache
 from kgsearch.store import connect
@@ -72,6 +73,7 @@ class EngineCore:
     ) -> None:
         self.store = store
         self.query_guard = query_guard or QueryGuard()
+        self.query_cache = QueryCache()
         self.extract_settings = extract_settings or ExtractSettings()
         self.llm_settings = llm_settings or LLMSettings()
         self.llm_guard = llm_guard(
@@ -233,4 +235,5 @@ class EngineCore:
             lambda: self.embedder,
             self.cross_encoder,
             self.query_guard,
+            self.query_cache,
         )

@@ -31,6 +31,7 @@ from kgsearch.search.answer import Answer
 from kgsearch.search.communities import format_reports
 from kgsearch.search.context import format_context, format_sections
 from kgsearch.search.pipeline import SearchContext, run_search
+from kgsearch.search.query_cache import QueryCache
 from kgsearch.search.request import (
     Explain,
     RagContext,
@@ -111,6 +112,7 @@ class SearchSetup:
         cross_encoder: For the ``cross_encoder`` reranker, if the engine has one.
         guard: Deadline and circuit breaker for an embedder that calls out of the
             process (one whose ``remote`` is true).
+        cache: Query vectors already made (a repeated query skips the embedder).
     """
 
     store: Store
@@ -119,6 +121,7 @@ class SearchSetup:
     embedder: Callable[[], Embedder]
     cross_encoder: CrossEncoder | None = None
     guard: QueryGuard | None = None
+    cache: QueryCache | None = None
 
 
 def search_request(request: SearchRequest | str, options: Mapping[str, Any]) -> SearchRequest:
@@ -160,6 +163,8 @@ def search_context(setup: SearchSetup) -> SearchContext:
             embed_query = functools.partial(setup.guard.embed, embedder.embed_query)
         else:  # a local model embeds the multi-hop leg's relation texts in batches
             embed_texts = embedder.embed_documents
+        if setup.cache is not None:
+            embed_query = functools.partial(setup.cache.embed, embedder.model_id, embed_query)
     return SearchContext(setup.store, setup.project, embed_query, setup.cross_encoder, embed_texts)
 
 

@@ -452,7 +452,20 @@ def store_failure(backend: str, message: str) -> StoreError:
     for what an operator can act on (locked, busy, full, read-only, unreachable), the
     reason; anything else is logged, never shown (it may quote SQL)."""
     lowered = message.lower()
-    for hint in ("locked", "busy", "disk", "full", "read-only", "readonly", "connection"):
+    actionable = (
+        "locked",
+        "busy",
+        "disk",
+        "full",
+        "read-only",
+        "readonly",
+        "connection",
+        "not a database",
+        "malformed",
+        "unable to open",
+        "permission",
+    )
+    for hint in actionable:
         if hint in lowered:
             return StoreError(f"{backend} error: {message.splitlines()[0][:200]}")
     log.error("%s error: %s", backend, message)

@@ -1,4 +1,10 @@
-"""Search routes: seed 000's unified search, RAG context, explain, and answers (ask)."""
+"""Search routes: seed 000's unified search, RAG context, explain, and answers (ask).
+
+Searches and non-streamed answers run on the app's search threads
+(``app.state.search_threads``), a pool of their own: under search load, writes,
+lookups and ``/health`` never queue behind them on the request threads. A streamed
+answer is made on a thread of its own.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,11 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Iterator
-from typing import Annotated, Any
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Depends
+import anyio
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
 from kgsearch.api.auth import Principal, get_engine, require
@@ -28,10 +35,18 @@ log = logging.getLogger(__name__)
 EngineDep = Annotated[Engine, Depends(get_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
 Debugger = Annotated[Principal, Depends(require("debug"))]
+T = TypeVar("T")
+
+
+async def _searching(request: Request, work: Callable[[], T]) -> T:
+    limiter: anyio.CapacityLimiter = request.app.state.search_threads
+    return await anyio.to_thread.run_sync(work, limiter=limiter)
 
 
 @router.post("/unified")
-def unified(body: UnifiedSearch, who: Reader, engine: EngineDep) -> SearchResponse:
+async def unified(
+    body: UnifiedSearch, who: Reader, engine: EngineDep, request: Request
+) -> SearchResponse:
     """Search objects, relationships and chunks at once (vector + BM25, fused by RRF).
 
     ``includeDebug: true`` adds score distributions and per-leg ranks; it needs a key
@@ -40,31 +55,40 @@ def unified(body: UnifiedSearch, who: Reader, engine: EngineDep) -> SearchRespon
     who.check_body(body.project)
     if body.include_debug:
         who.need("debug")
-    return engine.search(plain(body, SearchRequest), project=who.project)
+    wanted = plain(body, SearchRequest)
+    return await _searching(request, lambda: engine.search(wanted, project=who.project))
 
 
 @router.post("/context")
-def context(body: ContextRequest, who: Reader, engine: EngineDep) -> RagContext:
+async def context(
+    body: ContextRequest, who: Reader, engine: EngineDep, request: Request
+) -> RagContext:
     """The search's hits formatted as RAG prompt context within ``maxTokens``."""
     who.check_body(body.project)
     if body.include_debug:
         who.need("debug")
-    request = plain(body, SearchRequest)
-    return engine.context(
-        request, max_tokens=body.max_tokens, project=who.project, style=body.style
+    wanted = plain(body, SearchRequest)
+    return await _searching(
+        request,
+        lambda: engine.context(
+            wanted, max_tokens=body.max_tokens, project=who.project, style=body.style
+        ),
     )
 
 
 @router.post("/explain")
-def explain(body: UnifiedSearch, who: Debugger, engine: EngineDep) -> Explain:
+async def explain(
+    body: UnifiedSearch, who: Debugger, engine: EngineDep, request: Request
+) -> Explain:
     """Show a search's work: each leg's ranked hits and scores, the fused order and the
     SQL each stage ran."""
     who.check_body(body.project)
-    return engine.explain(plain(body, SearchRequest), project=who.project)
+    wanted = plain(body, SearchRequest)
+    return await _searching(request, lambda: engine.explain(wanted, project=who.project))
 
 
 @ask_router.post("/ask", response_model=Answer)
-def ask(body: AskRequest, who: Reader, engine: EngineDep) -> Any:
+async def ask(body: AskRequest, who: Reader, engine: EngineDep, request: Request) -> Any:
     """Answer a question from the graph with the server's chat model ([llm] settings),
     citing entities [E1], relationships [R1] and passages [S1]; ``references`` resolves
     each citation to a row. ``llm: false`` answers with the context's top facts.
@@ -75,12 +99,12 @@ def ask(body: AskRequest, who: Reader, engine: EngineDep) -> Any:
     who.check_body(body.project)
     if body.include_debug:
         who.need("debug")
-    request = plain(body, SearchRequest)
-    options = request.model_dump(exclude_unset=True, exclude={"query"})
+    wanted = plain(body, SearchRequest)
+    options = wanted.model_dump(exclude_unset=True, exclude={"query"})
 
     def run(on_text: Any = None) -> Answer:
         return engine.ask(
-            request.query,
+            wanted.query,
             llm=body.llm,
             max_tokens=body.max_tokens,
             project=who.project,
@@ -89,7 +113,7 @@ def ask(body: AskRequest, who: Reader, engine: EngineDep) -> Any:
         )
 
     if not body.stream:
-        return run()
+        return await _searching(request, run)
     return StreamingResponse(_events(run), media_type="text/event-stream")
 
 

@@ -1,0 +1,51 @@
+"""A small LRU cache of query vectors, so a repeated question (an agent retrying, a
+dashboard polling, many users asking the same thing) skips the embedder.
+
+Keyed by the embedder's model id and the exact text embedded, so a model switch
+never returns a stale vector. Thread-safe; only successful embeddings are kept (a
+failure, timeout or open breaker is never cached).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+from kgsearch.embed.base import Vector
+
+__all__ = ["QueryCache"]
+
+
+class QueryCache:
+    """The last ``size`` query vectors by (model id, text).
+
+    Args:
+        size: Entries kept; 0 turns the cache off.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self.size = size
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+        self._vectors: OrderedDict[tuple[str, str], Vector] = OrderedDict()
+
+    def embed(self, model_id: str, fn: Callable[[str], Vector], text: str) -> Vector:
+        """The cached vector of ``text``, or ``fn(text)`` kept for next time."""
+        key = (model_id, text)
+        with self._lock:
+            found = self._vectors.get(key)
+            if found is not None:
+                self._vectors.move_to_end(key)
+                self.hits += 1
+                return found
+            self.misses += 1
+        vector = fn(text)
+        if self.size > 0:
+            with self._lock:
+                self._vectors[key] = vector
+                self._vectors.move_to_end(key)
+                while len(self._vectors) > self.size:
+                    self._vectors.popitem(last=False)
+        return vector

@@ -1,0 +1,59 @@
+"""The query-vector cache: a repeated query skips the embedder; another model or text
+does not share vectors; failures are never kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kgsearch import Engine, ObjectIn, connect
+from kgsearch.embed.base import Vector
+from kgsearch.search.query_cache import QueryCache
+from kgsearch.testing import FakeEmbedder
+
+
+class Counting(FakeEmbedder):
+    def __init__(self) -> None:
+        super().__init__(16)
+        self.queries: list[str] = []
+
+    def embed_query(self, text: str) -> Vector:
+        self.queries.append(text)
+        return super().embed_query(text)
+
+
+def test_a_repeated_search_embeds_its_query_once() -> None:
+    embedder = Counting()
+    with Engine(connect(":memory:"), embedder=embedder) as engine:
+        engine.add_objects([ObjectIn(type="P", key="ada", properties={"name": "Ada"})])
+        engine.embed_pending()
+        first = engine.search("Ada")
+        second = engine.search("Ada")
+        engine.search("Grace")
+    assert embedder.queries == ["Ada", "Grace"]
+    assert [r.id for r in first.results] == [r.id for r in second.results]
+
+
+def test_entries_are_per_model_and_text_and_bounded() -> None:
+    cache = QueryCache(size=2)
+    calls: list[str] = []
+
+    def fn(text: str) -> Vector:
+        calls.append(text)
+        return np.zeros(2, dtype=np.float32)
+
+    for model, text in [("m", "a"), ("m", "a"), ("n", "a"), ("m", "b"), ("m", "a")]:
+        cache.embed(model, fn, text)
+    # ("m","a") was evicted by the third distinct key, so it is embedded again
+    assert calls == ["a", "a", "b", "a"] and (cache.hits, cache.misses) == (1, 4)
+
+
+def test_a_failure_is_not_kept() -> None:
+    cache = QueryCache()
+
+    def failing(text: str) -> Vector:
+        raise RuntimeError("down")
+
+    with pytest.raises(RuntimeError):
+        cache.embed("m", failing, "a")
+    assert cache.embed("m", lambda t: np.ones(2, dtype=np.float32), "a")[0] == 1.0
