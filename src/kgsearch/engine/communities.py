@@ -65,7 +65,7 @@ class CommunityMethods(EngineCore):
     def _report_llm(self) -> LLM:
         """The configured chat model; a missing key is the request's problem (400)."""
         try:
-            return providers.make_llm(self.llm_settings, self.store)
+            return providers.make_llm(self.llm_settings, self.store, self.llm_guard)
         except MissingCredentials as exc:
             raise InvalidRequest(
                 f"method 'llm' needs a configured chat model ([llm] settings): {exc}",
