@@ -3,7 +3,7 @@
 
 The picture lands in tests/ui/artifacts/readme-search.png; docs/img/ui-search.png is
 a committed copy of it. The objects are embedded with the real bundled model (the
-3,791 of them take seconds; relationships stay pending, so they are found by BM25),
+7,155 of them take seconds; relationships stay pending, so they are found by BM25),
 so the scores and legs in the picture are the ones a user sees.
 """
 
