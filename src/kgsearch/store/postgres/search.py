@@ -43,6 +43,8 @@ _FREQUENT_FLOOR = 1000
 _CANDIDATE_BUDGET = 2000
 # Whether a kind has its vector index is looked up again after this long.
 _INDEX_TTL_SECONDS = 60.0
+# A vector leg with filters asks the index for this many times its limit.
+_FILTERED_FETCH = 4
 # Fewer embedded rows than this are searched exactly; no index is built.
 INDEX_MIN_ROWS = 10_000
 
@@ -180,6 +182,9 @@ class PostgresSearch:
             base += " AND t.id = ANY(%s)"
             params = [*params, list(ids)]
         d = int(dims)
+        # a filtered leg asks the index for more rows and keeps the nearest: the first
+        # rows an iterative scan finds to pass a filter are not always the nearest ones
+        fetch = min(_MAX_LIMIT, _FILTERED_FETCH * limit) if _narrowed(kind, filters) else limit
         if ids is None and self._has_index(kind):
             # relaxed_order iterative scans (pgvector 0.8) keep walking the graph until
             # ``limit`` rows pass the filters (or hnsw.max_scan_tuples are visited); the
@@ -189,16 +194,16 @@ class PostgresSearch:
                 f"%s::halfvec({d}) AS distance {base} ORDER BY distance LIMIT %s) "
                 "SELECT id, coalesce(1 - distance, 0) AS score FROM r ORDER BY distance, seq"
             )
-            args = (query, project, *params, limit)
-            if limit <= self.db.ef_search:
+            args = (query, project, *params, fetch)
+            if fetch <= self.db.ef_search:
                 # the connection's own beam (set when it was opened) is wide enough
                 rows = self.db.all(indexed_sql, args)
             else:
                 with self.db.transaction() as conn:
-                    conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, limit)}")
+                    conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, fetch)}")
                     rows = conn.execute(indexed_sql, args).fetchall()
-            if len(rows) == limit:
-                return [(r["id"], float(r["score"])) for r in rows]
+            if len(rows) >= limit:
+                return [(r["id"], float(r["score"])) for r in rows[:limit]]
             note(f"the vector index found {len(rows)} of {limit} rows: exact scan")
         rows = self.db.all(
             f"SELECT t.id, coalesce(1 - (t.vector <=> %s::halfvec), 0) AS score {base} "
@@ -337,6 +342,17 @@ class PostgresSearch:
             (project, list(dict.fromkeys(ids))),
         )
         return {r["id"]: _array(r["vector"]) for r in rows}
+
+
+def _narrowed(kind: Kind, filters: Filters | None) -> bool:
+    """Whether the caller's filters narrow the kind's rows (beyond live, valid now)."""
+    if filters is None:
+        return False
+    if kind is Kind.OBJECT:
+        return bool(filters.object_types or filters.labels or filters.properties)
+    if kind is Kind.RELATIONSHIP:
+        return bool(filters.relationship_types or filters.properties)
+    return bool(filters.properties)
 
 
 def _array(value: Any) -> npt.NDArray[np.float32]:
