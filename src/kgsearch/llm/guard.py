@@ -12,12 +12,12 @@ and after a few failures in a row calls are refused at once with
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kgsearch.errors import MissingCredentials, ProviderError
 from kgsearch.http import CallGuard, ProviderSkipped
-from kgsearch.llm.base import LLM, Completion, Message, Usage
+from kgsearch.llm.base import LLM, Completion, Message, Usage, complete_streaming
 
 __all__ = ["GuardedLLM", "LLMSkipped", "LLMUnavailable", "llm_guard"]
 
@@ -87,6 +87,25 @@ class GuardedLLM:
             self._llm.complete,
             messages,
             json_schema=json_schema,
+            temperature=temperature,
+            max_tokens=max_tokens,
+        )
+
+    def complete_streaming(
+        self,
+        messages: Sequence[Message],
+        *,
+        on_text: Callable[[str], None],
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        """The wrapped model's reply, streamed to ``on_text`` when it can stream (from
+        the guard's thread), within the same deadline and breaker as :meth:`complete`."""
+        return self._guard.call(
+            complete_streaming,
+            self._llm,
+            messages,
+            on_text=on_text,
             temperature=temperature,
             max_tokens=max_tokens,
         )
