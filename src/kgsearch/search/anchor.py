@@ -53,7 +53,7 @@ _TEMPERATURE = 0.02
 _LEXICAL = 0.3
 # The longest spans whose own rest of the query is embedded (shorter ones, and a BM25
 # anchor, match against the whole query's vector).
-_MAX_RESTS = 3
+_MAX_RESTS = 1
 # Weight of an anchor found by BM25 rather than by its exact name.
 _BM25_ANCHOR = 0.5
 
