@@ -57,7 +57,9 @@ def run(rows: int, writes: int) -> str:
                 t = time.perf_counter()
                 hits = store.vector_search("default", Kind.OBJECT, vector, limit=10)
                 times.append((time.perf_counter() - t) * 1000)
-                found += any(i == new.id for i, _ in hits[:1])
+                # first, or tied first with a row of the very same vector (the fake
+                # embedder gives texts that differ only in a number the same vector)
+                found += bool(hits) and (hits[0][0] == new.id or hits[0][1] >= 0.9999)
             reloads = store.vectors_cache.reloads - reloads
             entry = store.vectors_cache.entry(store.db, "default", Kind.OBJECT)
             times.sort()
@@ -84,7 +86,7 @@ def run(rows: int, writes: int) -> str:
                 "p50",
                 "p95",
                 "max",
-                "new row first",
+                "new row first (or an identical vector)",
                 "reloads",
                 "HNSW at the end",
             ],
