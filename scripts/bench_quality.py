@@ -65,28 +65,54 @@ def ensure_full_db() -> Path:
 # MetaQA 1-hop ---------------------------------------------------------------------------
 
 
-def metaqa_questions(n: int) -> list[tuple[str, set[tuple[str, str, str]]]]:
-    """``n`` dev questions with gold KB triples (baselines.md protocol)."""
+def _gold(row: dict[str, Any]) -> set[tuple[str, str, str]]:
+    """A gold-triples row's triples in KB orientation."""
+    gold = set()
+    for t in row["triples"]:
+        r = t["r"]
+        gold.add((t["t"], r[:-10], t["h"]) if r.endswith(" [inverse]") else (t["h"], r, t["t"]))
+    return gold
+
+
+def metaqa_questions(
+    n: int, split: str = "dev", offset: int = 0
+) -> list[tuple[str, set[tuple[str, str, str]]]]:
+    """``n`` questions with gold KB triples (baselines.md protocol), from ``offset`` on.
+
+    Splits: ``dev`` (dev_gold_triples.jsonl, shuffled with seed 42 as in baselines.md);
+    ``ntm`` (the same dev questions paraphrased by back-translation, qa_dev_ntm.txt,
+    line-aligned with qa_dev.txt, gold triples of the original question; same order);
+    ``test`` (test_gold_triples.jsonl in the same format, when present).
+    """
+    folder = EVAL / "metaqa" / "1-hop"
     kb = {
         tuple(line.rstrip("\n").split("|"))
         for line in (EVAL / "metaqa" / "kb.txt").open(encoding="utf-8")
     }
-    rows = [
-        json.loads(line)
-        for line in (EVAL / "metaqa" / "1-hop" / "dev_gold_triples.jsonl").open(encoding="utf-8")
-    ]
+    source = folder / ("test_gold_triples.jsonl" if split == "test" else "dev_gold_triples.jsonl")
+    if not source.exists():
+        raise SystemExit(f"{source} is missing: the {split} split is not in shared/eval-data")
+    rows = [json.loads(line) for line in source.open(encoding="utf-8")]
     random.Random(42).shuffle(rows)
+    if split == "ntm":
+        originals = [line.split("\t")[0] for line in (folder / "qa_dev.txt").open(encoding="utf-8")]
+        phrased = [
+            line.split("\t")[0] for line in (folder / "qa_dev_ntm.txt").open(encoding="utf-8")
+        ]
+        paraphrase = dict(zip(originals, phrased, strict=True))
+        rows = [
+            {**row, "question": paraphrase[row["question"]]}
+            for row in rows
+            if row["question"] in paraphrase
+        ]
     out: list[tuple[str, set[tuple[str, str, str]]]] = []
     for row in rows:
-        gold = set()
-        for t in row["triples"]:
-            r = t["r"]
-            gold.add((t["t"], r[:-10], t["h"]) if r.endswith(" [inverse]") else (t["h"], r, t["t"]))
+        gold = _gold(row)
         if gold and gold <= kb:
             out.append((re.sub(r"[\[\]]", "", row["question"]), gold))
-        if len(out) == n:
+        if len(out) == offset + n:
             break
-    return out
+    return out[offset:]
 
 
 def triple_index(engine: Engine) -> dict[str, tuple[str, str, str]]:
@@ -109,7 +135,7 @@ def score_triples(
     return float(any(hits)), recall, mrr
 
 
-def run_metaqa(n: int) -> str:
+def run_metaqa(n: int, split: str = "dev", offset: int = 0) -> str:
     """Relationship search and unified search on MetaQA 1-hop."""
     engine = Engine(connect(str(ensure_full_db())))
     store = engine.store
@@ -117,13 +143,24 @@ def run_metaqa(n: int) -> str:
         getattr(store, "wait_for_index", lambda *a, **k: True)("default", kind, 600)
     triples = triple_index(engine)
     names = {o.id: o.key for o in store.iter_rows("default", "object")}
-    questions = metaqa_questions(n)
+    questions = metaqa_questions(n, split, offset)
     rel_only = {"objects": None, "chunks": None}
+    off = {"weights": {"relationships:anchored": 0.0}}  # the leg runs, fusion ignores it
     configs: dict[str, dict[str, Any]] = {
         "relationships: dense": {**rel_only, "relationships": ScopeConfig(methods=["vector"])},
-        "relationships: BM25": {**rel_only, "relationships": ScopeConfig(methods=["bm25"])},
-        "relationships: hybrid RRF": rel_only,
-        "unified (objects + relationships), RRF": {},
+        "relationships: BM25": {
+            **rel_only,
+            "relationships": ScopeConfig(methods=["bm25"]),
+            **off,
+        },
+        "relationships: anchored leg alone": {
+            **rel_only,
+            "weights": {"relationships:vector": 0.0, "relationships:bm25": 0.0},
+        },
+        "relationships: hybrid RRF, dense + BM25 (before)": {**rel_only, **off},
+        "relationships: hybrid RRF, dense + BM25 + anchored (default)": rel_only,
+        "unified (objects + relationships), RRF, without anchored": off,
+        "unified (objects + relationships), RRF (default)": {},
     }
     rows = []
     for label, options in configs.items():
@@ -138,7 +175,8 @@ def run_metaqa(n: int) -> str:
     answer_rows = []
     for label, options in {
         "objects only (relationship search off)": {"relationships": None, "chunks": None},
-        "objects + relationships (on)": {"chunks": None},
+        "objects + relationships, without anchored": {"chunks": None, **off},
+        "objects + relationships (default)": {"chunks": None},
     }.items():
         hit = 0
         for question, gold in questions:
@@ -153,7 +191,8 @@ def run_metaqa(n: int) -> str:
         answer_rows.append([label, f"{hit / len(questions):.3f}"])
     engine.close()
     return (
-        f"{len(questions)} MetaQA 1-hop dev questions over the full graph "
+        f"{len(questions)} MetaQA 1-hop {split} questions (from #{offset} of the seed-42 "
+        "shuffle) over the full graph "
         "(43k objects, 129k relationships, all embedded).\n\n"
         + table(["method", "triple hits@10", "recall@10", "MRR@10"], rows)
         + "\n\nReference (shared/notes/baselines.md, same protocol): dense exact 0.901 / "
@@ -313,15 +352,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=[*PARTS, "all"], default="all")
     parser.add_argument("--questions", type=int, default=1000)
+    parser.add_argument(
+        "--split",
+        choices=["dev", "ntm", "test"],
+        default="dev",
+        help="MetaQA 1-hop questions: dev, ntm (dev paraphrased), test (when present)",
+    )
+    parser.add_argument(
+        "--offset", type=int, default=0, help="skip this many MetaQA questions (tuning slices)"
+    )
     args = parser.parse_args()
     for name in PARTS if args.part == "all" else [args.part]:
         title, func = PARTS[name]
-        body = func(args.questions) if name == "metaqa" else func()
+        body = func(args.questions, args.split, args.offset) if name == "metaqa" else func()
         print(body)
         command = f"python scripts/bench_quality.py --part {name}"
+        section = f"quality-{name}"
         if name == "metaqa":
             command += f" --questions {args.questions}"
-        write_section(f"quality-{name}", title, command, body)
+            if args.split != "dev" or args.offset:
+                command += f" --split {args.split} --offset {args.offset}"
+                section += f"-{args.split}-{args.offset}"
+                title += f" ({args.split} split, from question {args.offset})"
+        write_section(section, title, command, body)
 
 
 if __name__ == "__main__":

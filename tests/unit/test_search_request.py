@@ -204,6 +204,7 @@ def test_metadata_counts_results_per_type(engine: Engine) -> None:
             "objects:bm25",
             "objects:name",
             "objects:vector",
+            "relationships:anchored",
             "relationships:bm25",
             "relationships:vector",
         ],
@@ -261,7 +262,8 @@ def test_debug_pre_fusion_counts_count_every_legs_hits_per_type(engine: Engine) 
             t = names[hit["key"].split(":")[0]]
             expected[t] = expected.get(t, 0) + 1
     assert response.debug["fusion_details"]["pre_fusion_counts"] == expected
-    assert expected == {"graph": 3, "relationship": 2, "text": 2}
+    # relationships: vector, BM25 and the anchored leg (the query names Ada)
+    assert expected == {"graph": 3, "relationship": 3, "text": 2}
 
 
 # --- relationship triplet text ----------------------------------------------------------
@@ -317,6 +319,7 @@ def test_embedder_failure_degrades_to_lexical_legs_with_a_warning(store: Store) 
         "chunks:bm25",
         "objects:bm25",
         "objects:name",
+        "relationships:anchored",
         "relationships:bm25",
     ]
     assert response.metadata["warnings"] == [
@@ -326,6 +329,7 @@ def test_embedder_failure_degrades_to_lexical_legs_with_a_warning(store: Store) 
     assert {f.leg for r in response.results for f in r.found_by} == {
         "chunks:bm25",
         "objects:bm25",
+        "relationships:anchored",
         "relationships:bm25",
     }
 

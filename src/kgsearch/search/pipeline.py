@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from kgsearch.model import Kind
+from kgsearch.search.anchor import anchored_leg
 from kgsearch.search.communities import with_communities
-from kgsearch.search.fusion import Fused, relevance_floor, rrf, weighted
+from kgsearch.search.fusion import DEFAULT_LEG_WEIGHTS, Fused, relevance_floor, rrf, weighted
 from kgsearch.search.hydrate import hydrate
 from kgsearch.search.legs import graph_legs, scope_legs
 from kgsearch.search.modes import MODES, mode_legs
@@ -64,6 +66,17 @@ def run_search(
     ms["embed"] = query.ms
     legs = scope_legs(ctx.store, ctx.project, plan, query.by_kind, traces)
     rows = Rows(ctx.store, ctx.project)
+    if plan.anchored:
+        anchored_leg(
+            ctx.store,
+            plan,
+            legs,
+            rows,
+            query.by_kind.get(Kind.RELATIONSHIP),
+            ctx.embed_query,
+            ctx.embed_texts,
+            traces,
+        )
     if plan.graph:
         with _timed(ms, "fusion"):  # the first round's order picks the graph seeds
             first = _fuse(plan, legs.lists)
@@ -102,9 +115,10 @@ def _fuse(plan: Plan, lists: Mapping[str, Sequence[tuple[str, float]]]) -> list[
     """All legs fused into one ranking, by the request's strategy."""
     request = plan.request
     lists = relevance_floor(lists)
+    weights = {**DEFAULT_LEG_WEIGHTS, **(request.weights or {})}
     if request.fusion == "rrf":
-        return rrf(lists, k=request.rrf_k, weights=request.weights)
-    return weighted(lists, weights=request.weights)
+        return rrf(lists, k=request.rrf_k, weights=weights)
+    return weighted(lists, weights=weights)
 
 
 def _rerank(plan: Plan, pool: Sequence[Candidate], reranker: Reranker | None) -> list[Candidate]:

@@ -54,6 +54,8 @@ class Plan:
         graph_objects: Whether graph legs rank objects.
         graph_relationships: Whether graph legs rank relationships.
         graph_chunks: Whether graph legs rank chunks (the query modes' expansions).
+        anchored: Whether the entity-anchored relationship leg runs (``anchor.py``):
+            relationships are searched with BM25 (the leg's name lookups are lexical).
         seed_top: How many first-round hits seed the graph legs.
         pool_size: How many fused hits are hydrated and handed to reranking.
         pool_kinds: The kinds of row the pool can hold (searched scopes and the kinds
@@ -68,6 +70,7 @@ class Plan:
     graph_objects: bool
     graph_relationships: bool
     graph_chunks: bool
+    anchored: bool
     seed_top: int
     pool_size: int
     pool_kinds: tuple[Kind, ...]
@@ -138,6 +141,7 @@ def make_plan(request: SearchRequest) -> Plan:
         graph_objects=graph_objects,
         graph_relationships=graph_relationships,
         graph_chunks=graph_chunks,
+        anchored="bm25" in _methods(request, Kind.RELATIONSHIP) and Kind.RELATIONSHIP in scopes,
         seed_top=max(5, request.limit // 2),
         # rerankers get a deeper pool to choose from than plain fused order needs
         pool_size=max(request.limit * 3, 30) if reranked else request.limit * 2,

@@ -104,6 +104,7 @@ class AnnIndex:
         saved: Path | None = None,
     ) -> None:
         self.rows = matrix.shape[0]
+        self.built = matrix.shape[0]  # rows in the graph as built (later ones were added)
         self._matrix = matrix
         self._saved = saved
         self._write = threading.Lock()

@@ -39,6 +39,30 @@ def _fold(key: str) -> str:
     return key.translate(_ASCII_LOWER)
 
 
+def _with_tail(
+    entry: Entry,
+    query: npt.NDArray[np.float32],
+    keys: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float32],
+    limit: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """The graph's hits merged with an exact scan of the rows appended since it was built
+    (few: a reload comes first), so a written row is found at once whatever the graph's
+    recall for it."""
+    assert entry.ann is not None
+    tail = np.arange(entry.ann.built, len(entry.ids), dtype=np.int64)
+    if entry.alive is not None:
+        tail = tail[entry.alive[tail]]
+    tail_scores = entry.matrix[tail] @ query
+    merged = dict(zip(tail.tolist(), tail_scores.tolist(), strict=True))
+    merged.update(zip(keys.tolist(), scores.tolist(), strict=True))
+    best = sorted(merged.items(), key=lambda x: (-x[1], x[0]))[:limit]
+    return (
+        np.asarray([k for k, _ in best], dtype=np.int64),
+        np.asarray([v for _, v in best], dtype=np.float32),
+    )
+
+
 def _allowed_rows(
     db: Connection,
     project: str,
@@ -163,6 +187,8 @@ class SQLiteSearch:
             if active():
                 note(f"top {limit} by the HNSW index over {rows}, re-scored in float32")
             keys, scores = entry.ann.search(query, limit, rows=size)
+            if size > entry.ann.built:  # rows added since the build are also scanned
+                keys, scores = _with_tail(entry, query, keys, scores, limit)
             return [(entry.ids[int(k)], float(s)) for k, s in zip(keys, scores, strict=True)]
         if mask is None and entry.scan is not None:
             if active():

@@ -1,0 +1,195 @@
+"""Entity-anchored relationship retrieval: the facts about the objects a query names,
+ranked by how well their relation matches the rest of the query.
+
+Vector and BM25 legs rank a relationship by its whole text, so "who directed Top Hat"
+finds "Top Hat directed_by Mark Sandrich" but also "Top Hat written_by ..." and
+"Top Hats directed_by ..." near it. This leg starts from the other end:
+
+1. **Anchors.** The query's names are linked to objects by exact key
+   (:func:`~kgsearch.search.paths.link_entities`, the same linking the ``paths`` graph
+   uses). When no name matches, the best object of the ``objects:bm25`` leg anchors
+   instead, at a lower weight.
+2. **Edges.** The anchors' incident relationships are read in one bounded call
+   (:meth:`~kgsearch.store.base.GraphReads.typed_edges`, at most ``_HUB_EDGES`` per object
+   and direction).
+3. **Relation match.** Each relation type met is scored by the cosine between its
+   humanised text ("directed by") and the query without the main anchor's name ("who
+   directed"), both embedded by the query embedder (type texts once per process, see
+   :func:`~kgsearch.search.paths.relation_vectors`), turned into a distribution over the
+   types met by a softmax. Edges are ranked by anchor weight times their type's share;
+   edges of one type and anchor keep the store's order.
+
+The leg is recorded as ``relationships:anchored``, fused like any other leg (its default
+weight is in :data:`~kgsearch.search.fusion.DEFAULT_LEG_WEIGHTS`), and shows in
+``found_by`` and ``explain``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from kgsearch.model import EmbeddingStatus, Kind, Relationship
+from kgsearch.search.legs import Legs, key, split_key
+from kgsearch.search.paths import Links, humanise, link_spans, relation_vectors
+from kgsearch.search.plan import Plan, Vector
+from kgsearch.search.rows import Rows
+from kgsearch.search.statements import Traces, log_of
+from kgsearch.store.base import Store, Trace
+from kgsearch.text.stopwords import STOPWORDS
+
+__all__ = ["LEG", "anchored_leg"]
+
+LEG = "relationships:anchored"
+_HUB_EDGES = 64
+# Softmax temperature over type cosines (cosines of short texts differ by a few 0.01).
+_TEMPERATURE = 0.02
+# Added to a type's cosine when all its words are in the query (in part when some are).
+_LEXICAL = 0.3
+# The longest spans whose own rest of the query is embedded (shorter ones, and a BM25
+# anchor, match against the whole query's vector).
+_MAX_RESTS = 1
+# Weight of an anchor found by BM25 rather than by its exact name.
+_BM25_ANCHOR = 0.5
+
+
+def anchored_leg(
+    store: Store,
+    plan: Plan,
+    legs: Legs,
+    rows: Rows,
+    vector: Vector | None,
+    embed: Callable[[str], Vector] | None,
+    embed_many: Callable[[Sequence[str]], list[Vector]] | None = None,
+    traces: Traces | None = None,
+) -> None:
+    """Add the ``relationships:anchored`` leg to ``legs`` (see the module docstring).
+
+    Args:
+        store: The store searched.
+        plan: The search plan.
+        legs: The first round's legs; the leg is added here.
+        rows: The search's rows (relationships read here are kept for hydration).
+        vector: The query vector of the relationship scope, if it was embedded.
+        embed: The query embedder (type texts); None scores types by the votes only.
+        embed_many: Embeds many type texts in one call, when the embedder can.
+        traces: Where the leg's statements go when the search is explained.
+    """
+    started = time.perf_counter()
+    trace = log_of(traces, LEG)
+    request = plan.request
+    links = link_spans(store, rows.project, request.query, trace)
+    # anchor id → (weight, its span's index); the rest of the query is per span
+    anchors: dict[str, tuple[float, int]] = {}
+    for index, linked in enumerate(links.spans):
+        for id in linked.ids:
+            if id not in anchors or anchors[id][0] < linked.weight:
+                anchors[id] = (linked.weight, index)
+    if not anchors:
+        best = legs.lists.get("objects:bm25", [])[:1]
+        anchors = {split_key(k)[1]: (_BM25_ANCHOR, -1) for k, _ in best}
+    # the edge read happens whatever was linked, so the leg's store calls follow from
+    # the query alone (tests/unit/test_search_store_calls.py)
+    edges = store.typed_edges(
+        rows.project, list(anchors), limit=_HUB_EDGES, as_of=request.filters.as_of, trace=trace
+    )
+    wanted = request.filters.relationship_types
+    # (span, type) → edges with their anchor's weight
+    steps: dict[tuple[int, str], list[tuple[str, float]]] = defaultdict(list)
+    for rid, source, target, type_ in edges:
+        if wanted is not None and type_ not in wanted:
+            continue
+        for end in {source, target} & anchors.keys():
+            weight, span = anchors[end]
+            steps[(span, type_)].append((rid, weight))
+    rests = {span: _rest(links, span, request.query) for span, _ in steps}
+    score = _match(steps.keys(), rests, vector, embed, embed_many)
+    ranked: dict[str, float] = {}
+    for step in sorted(steps, key=lambda s: (-score[s], s)):
+        for rid, weight in steps[step]:
+            ranked[rid] = max(ranked.get(rid, 0.0), weight * score[step])
+    best_first = sorted(ranked.items(), key=lambda x: -x[1])[: plan.candidates[Kind.RELATIONSHIP]]
+    keep = _allowed(rows, plan, [r for r, _ in best_first], trace)
+    legs.add(LEG, [(key(Kind.RELATIONSHIP, r), s) for r, s in best_first if r in keep], started)
+
+
+def _rest(links: Links, span: int, query: str) -> str:
+    """The query without the words of one linked span (the whole query for a BM25
+    anchor, or when the span is all of it)."""
+    rest = links.rest(links.spans[span : span + 1]) if span >= 0 else ""
+    return rest if rest.strip() else query
+
+
+def _match(
+    steps: Iterable[tuple[int, str]],
+    rests: Mapping[int, str],
+    vector: Vector | None,
+    embed: Callable[[str], Vector] | None,
+    embed_many: Callable[[Sequence[str]], list[Vector]] | None,
+) -> dict[tuple[int, str], float]:
+    """How well each (span, relation type) matches the query without that span's words,
+    in (0, 1]: the cosine between the two texts' embeddings plus a lexical bonus, as
+    ``exp((match - best match) / _TEMPERATURE)``. Without an embedder or a query vector
+    (the embedder failed), every match is lexical only."""
+    steps = list(steps)
+    types = sorted({t for _, t in steps})
+    texts = {t: humanise(t) for t in types}
+    vectors: dict[str, Vector] = {}
+    queries: dict[int, Vector | None] = dict.fromkeys(rests)
+    if embed is not None and vector is not None and types:
+        try:
+            found = relation_vectors(embed, [texts[t] for t in types], embed_many)
+            vectors = dict(zip(types, found, strict=True))
+            for span, rest in rests.items():
+                # a BM25 anchor or a short span matches with the whole query's vector
+                queries[span] = embed(rest) if 0 <= span < _MAX_RESTS else vector
+        except Exception:  # the query was embedded, so this is rare: match by words only
+            vectors, queries = {}, dict.fromkeys(rests)
+    raw: dict[tuple[int, str], float] = {}
+    for span, type_ in steps:
+        lexical = _LEXICAL * _overlap(_words(rests[span]), _words(texts[type_]))
+        query = queries[span]
+        cosine = 0.0
+        if query is not None and type_ in vectors:
+            cosine = float(np.dot(query, vectors[type_])) / (float(np.linalg.norm(query)) or 1.0)
+        raw[(span, type_)] = cosine + lexical
+    top = max(raw.values(), default=0.0)
+    return {step: math.exp((value - top) / _TEMPERATURE) for step, value in raw.items()}
+
+
+def _words(text: str) -> list[str]:
+    """Lower-case words of a text, stopwords left out."""
+    return [w for w in re.findall(r"[^\W_]+", text.lower()) if w not in STOPWORDS]
+
+
+def _overlap(query: Sequence[str], relation: Sequence[str]) -> float:
+    """Share of the relation's words that some query word matches: the same word, or
+    (for words of four letters or more) the same first four letters ("director" and
+    "directed", "writer" and "written")."""
+    if not relation:
+        return 0.0
+    hits = sum(
+        any(q == r or (min(len(q), len(r)) >= 4 and q[:4] == r[:4]) for q in query)
+        for r in relation
+    )
+    return hits / len(relation)
+
+
+def _allowed(rows: Rows, plan: Plan, ids: Sequence[str], trace: Trace | None) -> set[str]:
+    """Relationship ids passing the property filter and, when asked, embedded only
+    (types and validity are applied by the edge read itself)."""
+    f = plan.request.filters
+    if not f.properties and not f.embedded_only:
+        return set(ids)
+    found: dict[str, Relationship] = rows.relationships(ids, trace)
+    return {
+        r.id
+        for r in found.values()
+        if all(r.properties.get(k) == v for k, v in (f.properties or {}).items())
+        and (not f.embedded_only or r.embedding.status is EmbeddingStatus.EMBEDDED)
+    }

@@ -1,0 +1,132 @@
+"""The entity-anchored relationship leg (search/anchor.py) on every store backend: the
+facts of the object a query names, the relation that matches the rest of the query first,
+filters applied inside the leg, the leg in found_by and explain, and fusion weights."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgsearch.engine import Engine
+from kgsearch.model import ObjectIn, RelationshipIn
+from kgsearch.search import anchor
+from kgsearch.search.fusion import DEFAULT_LEG_WEIGHTS
+
+LEG = "relationships:anchored"
+FILMS = 12
+
+
+def movie_graph(engine: Engine) -> dict[str, str]:
+    """Engines was directed by Bob, written by Cy and starred Ada; ``FILMS`` more films
+    were directed by Bob too (so the vector and BM25 legs see many "directed by Bob"
+    facts). Returns key → id."""
+    objects = [
+        ObjectIn(type="Person", key="Ada Lovelace"),
+        ObjectIn(type="Person", key="Bob"),
+        ObjectIn(type="Person", key="Cy"),
+        ObjectIn(type="Movie", key="Engines"),
+        *(ObjectIn(type="Movie", key=f"Film {i}") for i in range(FILMS)),
+    ]
+    ids = {o.key: o.id for o in engine.add_objects(objects)}
+
+    def rel(type_: str, source: str, target: str) -> RelationshipIn:
+        return RelationshipIn(type=type_, source=ids[source], target=ids[target])
+
+    engine.add_relationships(
+        [
+            rel("starred_actors", "Engines", "Ada Lovelace"),
+            rel("written_by", "Engines", "Cy"),
+            rel("directed_by", "Engines", "Bob"),
+            *(rel("directed_by", f"Film {i}", "Bob") for i in range(FILMS)),
+        ]
+    )
+    engine.embed_pending()
+    return ids
+
+
+def anchored(engine: Engine, query: str, **options: object) -> list[tuple[str, str, str]]:
+    """(source key, type, target key) of the anchored leg's hits, best first."""
+    response = engine.search(query, include_debug=True, **options)  # type: ignore[arg-type]
+    assert response.debug is not None
+    keys = [h["key"] for h in response.debug["fusion_details"]["legs"].get(LEG, [])]
+    out = []
+    for value in keys:
+        rel = engine.get_relationship(value.split(":", 1)[1])
+        out.append(
+            (engine.get_object(rel.source_id).key, rel.type, engine.get_object(rel.target_id).key)
+        )
+    return out
+
+
+def test_the_named_objects_facts_come_first_the_matching_relation_on_top(
+    engine: Engine,
+) -> None:
+    movie_graph(engine)
+    hits = anchored(engine, "who directed Engines?")
+    assert hits[0] == ("Engines", "directed_by", "Bob")
+    assert {h[1] for h in hits} == {"directed_by", "written_by", "starred_actors"}
+    assert all("Engines" in (h[0], h[2]) for h in hits)
+    assert anchored(engine, "who wrote the screenplay, the writer of Engines")[0] == (
+        "Engines",
+        "written_by",
+        "Cy",
+    )
+
+
+def test_the_leg_is_fused_and_shows_in_found_by(engine: Engine) -> None:
+    ids = movie_graph(engine)
+    response = engine.search("who directed Engines", result_types="graph")
+    top = next(r for r in response.results if r.type == "relationship")
+    assert (top.source_id, top.target_id) == (ids["Engines"], ids["Bob"])
+    assert LEG in {hit.leg for hit in top.found_by}
+    assert LEG in response.metadata["legs"]
+
+
+def test_filters_apply_inside_the_leg(engine: Engine) -> None:
+    movie_graph(engine)
+    hits = anchored(engine, "who directed Engines", filters={"relationship_types": ["written_by"]})
+    assert hits == [("Engines", "written_by", "Cy")]
+    hits = anchored(engine, "who directed Engines", filters={"properties": {"role": "lead"}})
+    assert hits == []
+
+
+def test_without_a_named_object_the_leg_finds_nothing_or_the_best_bm25_object(
+    engine: Engine,
+) -> None:
+    movie_graph(engine)
+    assert anchored(engine, "zzz qqq", objects=None) == []
+    # no exact name, but "Engines" is the object BM25 ranks first
+    hits = anchored(engine, "the director of engines movie please")
+    assert hits and hits[0][0] == "Engines"
+
+
+def test_the_leg_weighs_as_configured_and_can_be_switched_off(engine: Engine) -> None:
+    movie_graph(engine)
+    assert DEFAULT_LEG_WEIGHTS[LEG] > 1.0
+    response = engine.search(
+        "who directed Engines", include_debug=True, weights={LEG: 0.0}, result_types="graph"
+    )
+    assert response.debug is not None
+    fused = response.debug["fusion_details"]
+    assert LEG in fused["legs"]  # it ran, fusion gave it no weight
+    only_bm25 = engine.search(
+        "who directed Engines", relationships={"methods": ["vector"]}, include_debug=True
+    )
+    assert only_bm25.debug is not None
+    assert LEG not in only_bm25.debug["fusion_details"]["legs"]  # needs the lexical methods
+
+
+def test_explain_lists_the_legs_statements(engine: Engine) -> None:
+    movie_graph(engine)
+    statements = engine.explain("who directed Engines").statements
+    sql = " ".join(s.sql for s in statements[LEG])
+    assert "objects" in sql and "relationships" in sql
+
+
+def test_a_hub_costs_at_most_the_edge_limit(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    movie_graph(engine)
+    monkeypatch.setattr(anchor, "_HUB_EDGES", 5)
+    hits = anchored(engine, "what did Bob direct")
+    assert 0 < len(hits) <= 5
+    assert all(h[2] == "Bob" for h in hits)
