@@ -173,11 +173,12 @@ def run_metaqa(n: int, split: str = "dev", offset: int = 0) -> str:
         rows.append([label] + [f"{s / len(questions):.3f}" for s in sums])
     # Answer recall: does the top 10 surface the answer entity, relationship search on/off?
     answer_rows = []
-    for label, options in {
+    answer_configs: dict[str, dict[str, Any]] = {
         "objects only (relationship search off)": {"relationships": None, "chunks": None},
         "objects + relationships, without anchored": {"chunks": None, **off},
         "objects + relationships (default)": {"chunks": None},
-    }.items():
+    }
+    for label, options in answer_configs.items():
         hit = 0
         for question, gold in questions:
             response = engine.search(SearchRequest(query=question, limit=10, **options))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ def _unit(rows: int, dims: int, seed: int) -> np.ndarray:
     return unit
 
 
-def _assert_exact(scan: Int8Scan, matrix: np.ndarray, queries: np.ndarray, **kw: int) -> None:
+def _assert_exact(scan: Int8Scan, matrix: np.ndarray, queries: np.ndarray, **kw: Any) -> None:
     for query in queries:
         positions, scores = scan.search(query, 10, **kw)
         exact = matrix @ query

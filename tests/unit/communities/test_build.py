@@ -144,7 +144,7 @@ def test_a_graph_changed_during_the_build_is_refused_whole(store: Store) -> None
     before = engine.list_communities()
     real = store.iter_rows
 
-    def iter_rows_then_write(project: str, kind: str):  # type: ignore[no-untyped-def]
+    def iter_rows_then_write(project: str, kind: str):
         rows = list(real(project, kind))  # type: ignore[arg-type]
         if kind == "relationship":  # another writer, after the build read the graph
             engine.add_objects([ObjectIn(type="Thing", key="Intruder")])
