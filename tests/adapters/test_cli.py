@@ -382,6 +382,7 @@ def test_search_explain_json_has_legs_and_fused(run: Cli) -> None:
         "objects:bm25",
         "objects:name",
         "objects:vector",
+        "relationships:anchored",
         "relationships:bm25",
         "relationships:vector",
     ]
@@ -399,10 +400,11 @@ def test_context_max_tokens_50(run: Cli) -> None:
     run.embedded()
     result = run("context", "Ada Lovelace", "--max-tokens", "50")
     assert result.exit_code == 0
+    # the relationship anchored on the object the query names comes first
     assert result.stdout == (
+        "- Ada Lovelace works for Acme\n"
         "- Ada Lovelace leads Acme as CEO.\n"
         "- **Person**: Ada Lovelace — role=CEO\n"
-        "- Ada Lovelace works for Acme\n"
     )  # Acme alone shares no word with the query: below the relevance floor
 
 
@@ -410,7 +412,7 @@ def test_context_json_respects_the_budget(run: Cli) -> None:
     run.embedded()
     value = run.json("context", "Ada Lovelace", "--max-tokens", "5")
     assert value["tokens"] <= 5
-    assert value["context"] == "- Ada Lovelace leads Acme as …"
+    assert value["context"] == "- Ada Lovelace works for Acme"
 
 
 # --- config -----------------------------------------------------------------------------

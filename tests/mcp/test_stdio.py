@@ -26,6 +26,9 @@ TOOLS = [
     "add_relationships",
     "add_text",
     "ask",
+    "build_communities",
+    "communities",
+    "community",
     "context",
     "delete_document",
     "embedding_status",
@@ -37,6 +40,7 @@ TOOLS = [
     "get_relationship",
     "merge_entities",
     "neighbors",
+    "object_communities",
     "search",
     "split_entity",
 ]

@@ -77,7 +77,8 @@ def test_sqlite_to_postgres_and_back_keeps_rows_and_vectors(
     assert report.api_keys == 1
     assert snapshot(target) == snapshot(source)
     assert target.counts("default") == source.counts("default")
-    # the stale object arrives pending; every current vector is copied bit for bit
+    # the stale object arrives pending; every current vector is copied (PostgreSQL keeps
+    # vectors as halfvec: float16, so a round trip through it rounds to ~1e-3)
     stale = [o for o in target.iter_rows("default", "object") if o.embedding.status == "pending"]
     assert [o.properties["name"] for o in stale] == ["Renamed"]
     for kind in Kind:
@@ -91,7 +92,7 @@ def test_sqlite_to_postgres_and_back_keeps_rows_and_vectors(
         ours = source.vectors("default", kind, ids)
         assert ours.keys() == theirs.keys()
         for i in ours:
-            np.testing.assert_allclose(theirs[i], ours[i], rtol=1e-6)
+            np.testing.assert_allclose(theirs[i], ours[i], rtol=1e-3, atol=1e-3)
     # the same ranking (scores equal up to float rounding, which may reorder exact ties)
     query = FakeEmbedder(32).embed_query("Person 7")
     theirs_hits = target.vector_search("default", Kind.OBJECT, query, limit=5)

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from kgsearch import keys
 from kgsearch.engine import providers
 from kgsearch.engine.core import EngineCore
-from kgsearch.errors import MissingCredentials
+from kgsearch.errors import InvalidRequest, MissingCredentials
 from kgsearch.keys import ApiKey
 from kgsearch.llm.base import LLM
 from kgsearch.search import service as searching
@@ -88,7 +88,7 @@ class SearchMethods(EngineCore):
 
         Raises:
             InvalidRequest: Empty question or malformed options.
-            MissingCredentials: No chat model is configured (see the message).
+            InvalidRequest: No chat model is configured (see the message).
             ProviderError: The chat model failed or timed out.
         """
         chat = self._chat_model() if llm is True else (llm or None)
@@ -106,8 +106,8 @@ class SearchMethods(EngineCore):
         if self._chat is None:
             try:
                 self._chat = providers.make_llm(self.llm_settings, self.store, self.llm_guard)
-            except MissingCredentials as exc:
-                raise MissingCredentials(
+            except MissingCredentials as exc:  # the request's problem here: a 400
+                raise InvalidRequest(
                     f"no chat model is configured for ask ({exc.message}). Set "
                     "KGSEARCH_LLM__MODEL and KGSEARCH_LLM__API_KEY (or [llm] in "
                     "kgsearch.toml; e.g. KGSEARCH_LLM__MODEL=ollama:llama3.1 for a local "
