@@ -145,13 +145,12 @@ RECIPES: dict[str, dict[str, Any]] = {
     "multi_hop": {
         "graph": "paths",
         "graph_depth": 3,
-        # passages: the walk is one more ranking of the chunks, fused with their own
-        # legs at the same weight; led by it (weight 12), a noisy graph (spaCy's) or
-        # off-topic facts overrode good dense hits (docs/benchmarks.md "passages")
+        # passages: the walk ranks chunks better than their own legs on multi-hop
+        # questions (docs/benchmarks.md "passages"), so it leads their fused order
         "weights": {
             "graph:paths": 4.0,
             "graph:paths:relationships": 4.0,
-            "graph:passages": 1.0,
+            "graph:passages": 12.0,
         },
     },
     "expand": {"graph": "bfs"},
