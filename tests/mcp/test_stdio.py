@@ -198,7 +198,7 @@ def test_ask_with_no_model_configured_is_a_clear_error(full: dict[str, Any]) -> 
     error, body = full["ask_no_model"]
 
     assert error is True
-    assert body["error"]["code"] == "missing_credentials"
+    assert body["error"]["code"] == "invalid_request"
     assert "no_llm" in body["error"]["message"] or "--no-llm" in body["error"]["message"]
 
 

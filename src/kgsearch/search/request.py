@@ -147,10 +147,13 @@ RECIPES: dict[str, dict[str, Any]] = {
         "graph_depth": 3,
         # passages: the walk ranks chunks better than their own legs on multi-hop
         # questions (docs/benchmarks.md "passages"), so it leads their fused order
+        # the anchored leg is left out: its facts about the names the question gives
+        # would seed the walk in place of the facts that bridge to the answer
         "weights": {
             "graph:paths": 4.0,
             "graph:paths:relationships": 4.0,
             "graph:passages": 12.0,
+            "relationships:anchored": 0.0,
         },
     },
     "expand": {"graph": "bfs"},
