@@ -3,10 +3,12 @@ does not share vectors; failures are never kept."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 
-from kgsearch import Engine, ObjectIn, connect
+from kgsearch import Engine, ObjectIn, RelationshipIn, SearchRequest, connect
 from kgsearch.embed.base import Vector
 from kgsearch.search.query_cache import QueryCache
 from kgsearch.testing import FakeEmbedder
@@ -57,3 +59,34 @@ def test_a_failure_is_not_kept() -> None:
     with pytest.raises(RuntimeError):
         cache.embed("m", failing, "a")
     assert cache.embed("m", lambda t: np.ones(2, dtype=np.float32), "a")[0] == 1.0
+
+
+class CountingDocuments(FakeEmbedder):
+    def __init__(self) -> None:
+        super().__init__(16)
+        self.documents: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        self.documents.extend(texts)
+        return super().embed_documents(texts)
+
+
+def test_relation_type_vectors_outlive_the_search_that_embedded_them() -> None:
+    # each search builds its context afresh; the relation-type vectors are cached per
+    # query embedder, so that embedder must compare equal from one search to the next
+    embedder = CountingDocuments()
+    with Engine(connect(":memory:"), embedder=embedder) as engine:
+        movie, person = engine.add_objects(
+            [
+                ObjectIn(type="Movie", key="m", properties={"name": "Heat"}),
+                ObjectIn(type="Person", key="p", properties={"name": "Michael Mann"}),
+            ]
+        )
+        engine.add_relationships(
+            [RelationshipIn(type="directed_by", source=movie.id, target=person.id)]
+        )
+        engine.embed_pending()
+        embedder.documents.clear()
+        for query in ["who directed Heat", "Heat director", "the director of Heat"]:
+            engine.search(SearchRequest(query=query, recipe="multi_hop"))
+    assert embedder.documents.count("directed by") == 1, embedder.documents

@@ -16,7 +16,6 @@ model changed, the search fails with the model check's ``ConfigError`` instead.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ __all__ = [
     "INFO_TTL_SECONDS",
     "SearchSetup",
     "StoreInfoCache",
+    "Through",
     "ask",
     "context",
     "explain",
@@ -160,12 +160,30 @@ def search_context(setup: SearchSetup) -> SearchContext:
             )
         embed_query = embedder.embed_query
         if setup.guard is not None and getattr(embedder, "remote", False):
-            embed_query = functools.partial(setup.guard.embed, embedder.embed_query)
+            embed_query = Through(setup.guard.embed, (embedder.embed_query,))
         else:  # a local model embeds the multi-hop leg's relation texts in batches
             embed_texts = embedder.embed_documents
         if setup.cache is not None:
-            embed_query = functools.partial(setup.cache.embed, embedder.model_id, embed_query)
+            embed_query = Through(setup.cache.embed, (embedder.model_id, embed_query))
     return SearchContext(setup.store, setup.project, embed_query, setup.cross_encoder, embed_texts)
+
+
+@dataclass(frozen=True)
+class Through:
+    """``fn(*args, text)``: the query embedder seen through a guard or a cache.
+
+    Unlike a ``functools.partial``, two made from the same parts are equal and hash
+    alike, so what is cached per embedder (the relation-type vectors of the multi-hop
+    and anchored legs, :func:`~kgsearch.search.paths.relation_vectors`) outlives the
+    search that built the context: a fresh partial per search missed that cache every
+    time and re-embedded every relation type on every search.
+    """
+
+    fn: Callable[..., Vector]
+    args: tuple[Any, ...]
+
+    def __call__(self, text: str) -> Vector:
+        return self.fn(*self.args, text)
 
 
 def search(
