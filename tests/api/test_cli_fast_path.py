@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,8 @@ GRAPH = [
         "target": {"type": "Org", "key": "acme"},
     },
 ]
-POST = "POST /api/search/unified"
+POST = 'POST /api/search/unified HTTP/1.1" 200'
+REFUSED = 'POST /api/search/unified HTTP/1.1" 403'
 KGSEARCH = [sys.executable, "-m", "kgsearch"]
 
 
@@ -72,22 +74,27 @@ class Server:
         """Searches the server has answered so far (its access log)."""
         return self.log.read_text(encoding="utf-8").count(POST)
 
+    def refusals(self) -> int:
+        """Searches the server refused (another project than the key's)."""
+        return self.log.read_text(encoding="utf-8").count(REFUSED)
 
-@pytest.fixture
-def server(store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+
+@contextmanager
+def _serving(store: Path, tmp_path: Path, *flags: str) -> Iterator[Server]:
     runtime = tmp_path / "run"
     log = tmp_path / "server.log"
     with log.open("wb") as sink:
         proc = subprocess.Popen(
-            [*KGSEARCH, "--db", str(store), "serve", "--no-auth", "--port", "0", "--no-worker"],
+            [*KGSEARCH, "--db", str(store), "serve", *flags, "--port", "0", "--no-worker"],
             env=_env(runtime),
             stdout=sink,
             stderr=sink,
         )
     identity = store_identity(str(store))
     assert identity is not None
-    monkeypatch.setenv("KGSEARCH_RUNTIME_DIR", str(runtime))
-    found = discovery_path(identity)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KGSEARCH_RUNTIME_DIR", str(runtime))
+        found = discovery_path(identity)
     deadline = time.monotonic() + 60
     while not found.exists():
         assert proc.poll() is None, log.read_text(encoding="utf-8")
@@ -99,6 +106,12 @@ def server(store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
     assert not found.exists(), "the discovery file outlived the server"
+
+
+@pytest.fixture
+def server(store: Path, tmp_path: Path) -> Iterator[Server]:
+    with _serving(store, tmp_path, "--no-auth") as running:
+        yield running
 
 
 def _without_timings(found: dict[str, Any]) -> dict[str, Any]:
@@ -183,3 +196,28 @@ def test_an_unreachable_explicit_server_falls_back_with_a_note(store: Path, tmp_
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["results"]
     assert "searching in process" in done.stderr
+
+
+def test_a_server_with_api_keys_is_used_with_a_key_and_skipped_without(
+    store: Path, tmp_path: Path
+) -> None:
+    made = CliRunner().invoke(
+        cli, ["--db", str(store), "--json", "keys", "create", "--scopes", "read"], env=ENV
+    )
+    key = json.loads(made.stdout)["key"]
+    runtime = tmp_path / "run"
+    with _serving(store, tmp_path) as keyed:
+        assert keyed.record["auth"] is True
+        without = kgsearch(store, runtime, "--json", "search", "Ada")
+        assert keyed.searches() == 0
+        with_key = kgsearch(store, runtime, "--json", "search", "Ada", KGSEARCH_API_KEY=key)
+        assert keyed.searches() == 1
+        other = kgsearch(
+            store, runtime, "--json", "search", "Ada", "-p", "alpha", KGSEARCH_API_KEY=key
+        )
+        # the key is default's: refused, so searched in process
+        assert (keyed.searches(), keyed.refusals()) == (1, 1)
+
+    answers = [json.loads(done.stdout) for done in (without, with_key, other)]
+    assert _without_timings(answers[0]) == _without_timings(answers[1])
+    assert answers[2]["results"] and answers[2] != answers[0]
