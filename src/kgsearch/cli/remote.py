@@ -17,8 +17,6 @@ import hashlib
 import http.client
 import json
 import os
-import tempfile
-import tomllib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -70,6 +68,8 @@ def _toml_store() -> dict[str, Any]:
     path = config_file()
     if not path.is_file():
         return {}
+    import tomllib  # stdlib, imported only when there is a file to read
+
     try:
         store = tomllib.loads(path.read_text(encoding="utf-8")).get("store", {})
     except (OSError, ValueError):
@@ -130,6 +130,8 @@ def runtime_dir() -> Path:
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg:
         return Path(xdg) / "kgsearch"
+    import tempfile  # stdlib, imported only when neither directory is set
+
     user = os.getuid() if hasattr(os, "getuid") else os.getlogin()
     return Path(tempfile.gettempdir()) / f"kgsearch-{user}"
 
