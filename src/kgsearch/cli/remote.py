@@ -14,7 +14,6 @@ Light on purpose: no engine, no pydantic, no httpx; start-up is the point.
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import os
 from pathlib import Path
@@ -210,6 +209,14 @@ def find_server(identity: str) -> dict[str, Any] | None:
 
 
 def _post(url: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+    """POST JSON and read the JSON answer.
+
+    Raises:
+        OSError: No connection, a broken one, or an answer other than 200.
+        ValueError: Not an http(s) URL, or not JSON.
+    """
+    import http.client  # stdlib, imported when a server is asked (not for --help)
+
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"not an http(s) URL: {url!r}")
@@ -224,6 +231,8 @@ def _post(url: str, path: str, body: dict[str, Any], headers: dict[str, str]) ->
         )
         response = connection.getresponse()
         data = response.read()
+    except http.client.HTTPException as exc:
+        raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
     finally:
         connection.close()
     if response.status != 200:
@@ -263,7 +272,7 @@ def search_via_server(
     body = {**request, "include_debug": debug} if debug else request
     try:
         found = _post(server, "/api/search/unified", body, headers)
-    except (OSError, ValueError, http.client.HTTPException) as exc:
+    except (OSError, ValueError) as exc:
         return None, f"{server}: {exc}"
     if not isinstance(found, dict) or not isinstance(found.get("results"), list):
         return None, f"{server}: not a search response"
