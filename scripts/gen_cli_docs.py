@@ -20,8 +20,11 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
 def _walk(command: click.Command, path: list[str]) -> list[tuple[list[str], click.Command]]:
     found = [(path, command)]
     if isinstance(command, click.Group):
-        for name in sorted(command.commands):
-            found += _walk(command.commands[name], [*path, name])
+        ctx = click.Context(command, info_name=path[-1])
+        for name in command.list_commands(ctx):  # loads the root's lazy commands
+            sub = command.get_command(ctx, name)
+            if sub is not None:
+                found += _walk(sub, [*path, name])
     return found
 
 

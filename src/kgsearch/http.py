@@ -21,11 +21,12 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kgsearch.errors import ProviderError
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "OPENAI_BASE_URL",
@@ -119,6 +120,8 @@ def post_json(
     Raises:
         ProviderError: Every attempt timed out or failed to connect.
     """
+    import httpx  # imported when used: the engine and the CLI start faster without it
+
     gate = limit if limit is not None else contextlib.nullcontext()
     attempt = 0
     while True:
@@ -143,6 +146,8 @@ def post_json(
 def _transport_error(
     client: httpx.Client, url: str, exc: httpx.TransportError, attempts: int
 ) -> ProviderError:
+    import httpx
+
     if isinstance(exc, httpx.TimeoutException):
         seconds = client.timeout.read
         return ProviderError(

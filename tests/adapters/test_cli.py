@@ -452,7 +452,10 @@ def test_config_path_follows_kgsearch_config(run: Cli, monkeypatch: pytest.Monke
 def _commands(group: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
     yield path
     if isinstance(group, click.Group):
-        for name, command in sorted(group.commands.items()):
+        ctx = click.Context(group)
+        for name in group.list_commands(ctx):  # the root's commands load when asked
+            command = group.get_command(ctx, name)
+            assert command is not None
             yield from _commands(command, (*path, name))
 
 

@@ -25,7 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def _commands(command: click.Command, path: str) -> list[str]:
     names = [path]
     if isinstance(command, click.Group):
-        for name, sub in command.commands.items():
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):  # the root's commands load when asked
+            sub = command.get_command(ctx, name)
+            assert sub is not None
             names += _commands(sub, f"{path} {name}")
     return names
 

@@ -27,6 +27,8 @@ LAZY_IMPORTS = {
     ("cli/serve.py", "kgsearch.api.app"),
     ("cli/serve.py", "kgsearch.api.background"),
     ("cli/serve.py", "kgsearch.mcp.server"),
+    # `kgsearch search` answered by a running server never loads the engine and model
+    ("cli/search.py", "kgsearch.cli.local"),
     # the backend named by the URL is the only one imported (psycopg is an extra)
     ("store/__init__.py", "kgsearch.store.sqlite"),
     ("store/__init__.py", "kgsearch.store.postgres"),

@@ -9,8 +9,16 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from kgsearch.cli.common import State, emit, engine_from, handle_errors, out, pass_state
-from kgsearch.cli.search import _build, _options
+from kgsearch.cli.common import (
+    State,
+    emit,
+    engine_from,
+    handle_errors,
+    load_settings,
+    out,
+    pass_state,
+)
+from kgsearch.cli.query import build_request, search_options
 from kgsearch.search.answer import Answer
 
 __all__ = ["ask"]
@@ -18,7 +26,7 @@ __all__ = ["ask"]
 
 @click.command()
 @click.argument("question")
-@_options
+@search_options
 @click.option(
     "--max-tokens",
     default=1500,
@@ -68,8 +76,8 @@ def ask(
       kgsearch ask "who directed Jesse James" --no-llm
       KGSEARCH_LLM__MODEL=ollama:llama3.1 kgsearch ask "films by Henry King"
     """
-    request = _build(question, **options)
-    settings = state.settings()
+    request = build_request(question, **options)
+    settings = load_settings()
     llm = {k: v for k, v in (("model", llm_model), ("record", record), ("replay", replay)) if v}
     settings = settings.model_copy(update={"llm": settings.llm.model_copy(update=llm)})
     streamed = not (state.as_json or no_llm)

@@ -26,6 +26,7 @@ from kgsearch.cli.common import (
     emit,
     engine_from,
     handle_errors,
+    load_settings,
     out,
     pass_state,
     resumable,
@@ -49,7 +50,7 @@ def _settings(
     record: Path | None = None,
     replay: Path | None = None,
 ) -> Settings:
-    settings = state.settings()
+    settings = load_settings()
     llm = {k: v for k, v in (("model", llm_model), ("record", record), ("replay", replay)) if v}
     ext = {k: v for k, v in (("extractor", extractor), ("domain", domain)) if v}
     return settings.model_copy(

@@ -22,6 +22,7 @@ from kgsearch.cli.common import (
     emit,
     engine_from,
     handle_errors,
+    load_settings,
     out,
     pass_state,
     row_id,
@@ -276,7 +277,7 @@ def config_show(state: State) -> None:
 
     Example: KGSEARCH_EMBED__MODEL=fake:64 kgsearch config show
     """
-    data = state.settings().masked()
+    data = load_settings().masked()
     if state.db:
         data["store"]["url"] = state.db
     if state.project:

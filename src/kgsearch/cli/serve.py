@@ -6,12 +6,23 @@ imported inside the commands, so every other command works without them.
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import click
 from rich.table import Table
 
-from kgsearch.cli.common import State, emit, engine_from, handle_errors, out, pass_state
+from kgsearch.cli.common import (
+    State,
+    emit,
+    engine_from,
+    handle_errors,
+    load_settings,
+    out,
+    pass_state,
+)
+from kgsearch.cli.remote import announce, client_url, store_identity, withdraw
 from kgsearch.errors import MissingDependency
 from kgsearch.keys import ALL_SCOPES, ApiKey, is_loopback, parse_scopes
 
@@ -85,13 +96,44 @@ def serve(
 
     from kgsearch.api.app import create_app
 
-    with engine_from(state, create=True) as engine:
+    settings = load_settings()
+    url = state.db or settings.store.url
+    with engine_from(state, settings=settings, create=True) as engine:
         app = create_app(
             engine, keys=not no_auth, max_body_bytes=max_body, worker=worker, threads=threads
         )
         shown = f"[{host}]" if ":" in host else host
         click.echo(f"Web UI: http://{shown}:{port}/ui", err=True)
-        uvicorn.run(app, host=host, port=port, log_level="info")
+        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
+        identity = store_identity(url)
+        if identity is None:
+            server.run()
+            return
+        # the discovery file lets `kgsearch search` of this store use this server
+        watcher = threading.Thread(
+            target=_announce_when_started,
+            args=(server, identity, host, not no_auth),
+            daemon=True,
+            name="kgsearch-announce",
+        )
+        watcher.start()
+        try:
+            server.run()
+        finally:
+            withdraw(identity)
+
+
+def _announce_when_started(server: Any, identity: str, host: str, auth: bool) -> None:
+    """Write the discovery file once uvicorn listens (on the port it really bound)."""
+    while not server.started:
+        if server.should_exit:
+            return
+        time.sleep(0.05)
+    try:
+        port = server.servers[0].sockets[0].getsockname()[1]
+        announce(identity, client_url(host, port), auth=auth)
+    except (OSError, IndexError, AttributeError) as exc:
+        click.echo(f"note: no discovery file for `kgsearch search` ({exc})", err=True)
 
 
 @click.command("mcp")

@@ -51,11 +51,12 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from numbers import Real
-
-import igraph
-import leidenalg
+from typing import TYPE_CHECKING
 
 from kgsearch.errors import InvalidRequest
+
+if TYPE_CHECKING:
+    import igraph
 
 __all__ = [
     "DEFAULT_MAX_CLUSTER_SIZE",
@@ -294,6 +295,8 @@ def _build_graph(edges: Iterable[tuple[str, str, float]], nodes: Iterable[str] |
     ids = sorted({end for pair in first for end in pair})
     index = {node: i for i, node in enumerate(ids)}
     pairs = sorted((index[a], index[b], w) for (a, b), w in first.items())
+    import igraph  # imported when communities are built: the engine loads faster without it
+
     graph = igraph.Graph(n=len(ids), edges=[(a, b) for a, b, _ in pairs], directed=False)
     graph.es["weight"] = [w for _, _, w in pairs]
     graph.vs["idx"] = list(range(len(ids)))
@@ -309,6 +312,8 @@ _ITERATIONS = 2
 
 
 def _leiden(graph: igraph.Graph, seed: int, resolution: float) -> list[int]:
+    import leidenalg
+
     found = leidenalg.find_partition(
         graph,
         leidenalg.RBConfigurationVertexPartition,

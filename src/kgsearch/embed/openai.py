@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import numpy as np
 
 from kgsearch.embed.base import Vector, batched, unit_vectors
@@ -97,6 +96,8 @@ class OpenAIEmbedder:
         self._batch_size = batch_size
         self._retry = RetryPolicy(max_retries=max_retries, backoff=backoff)
         self._has_key = api_key is not None
+        import httpx  # imported when a client is made: the engine loads faster without it
+
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(headers=headers, timeout=timeout)
         self._dims_lock = threading.Lock()

@@ -14,10 +14,8 @@ import json
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
-
-import httpx
 
 from kgsearch.errors import MissingCredentials, ProviderError
 from kgsearch.http import (
@@ -28,6 +26,9 @@ from kgsearch.http import (
     status_error,
 )
 from kgsearch.llm.base import Completion, Message, Usage
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["OPENAI_PRICES", "JsonMode", "OpenAIChat"]
 
@@ -115,6 +116,8 @@ class OpenAIChat:
         self._response_format_ok = True
         self._prices = prices
         self._has_key = api_key is not None
+        import httpx  # imported when a client is made: the engine loads faster without it
+
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(headers=headers, timeout=timeout)
 
@@ -203,6 +206,8 @@ class OpenAIChat:
         }
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
+        import httpx
+
         parts: list[str] = []
         finish: str | None = None
         reported: Any = None

@@ -1,0 +1,170 @@
+"""What ``search``, ``context`` and ``ask`` share: their options, the request they
+build, and the results table (drawn from the response as JSON, so a search answered
+by a server and one run in process print the same).
+
+Light on purpose: click, rich and :mod:`kgsearch.errors` only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from kgsearch.cli.output import out, table
+from kgsearch.errors import InvalidRequest
+
+__all__ = ["RECIPE_NAMES", "build_request", "relative", "render_results", "search_options"]
+
+RECIPE_NAMES = (
+    "chunks",
+    "communities",
+    "expand",
+    "global",
+    "hybrid",
+    "hybrid_mmr",
+    "hybrid_rrf",
+    "local",
+    "mentions",
+    "mix",
+    "multi_hop",
+    "naive",
+    "node_distance",
+    "objects_typed",
+    "relationships",
+)
+"""The search recipes' names (``kgsearch.search.request.RECIPES``; a test keeps them equal)."""
+
+
+def search_options(func: Any) -> Any:
+    """The search options (limit, result types, filters, recipe, graph leg, reranker)."""
+    for option in reversed(
+        [
+            click.option(
+                "--limit",
+                "-n",
+                default=10,
+                show_default=True,
+                type=click.IntRange(1, 100),
+                help="Results to return.",
+            ),
+            click.option(
+                "--result-types",
+                type=click.Choice(["both", "graph", "text"]),
+                default="both",
+                show_default=True,
+                help="graph = objects + relationships; text = chunks.",
+            ),
+            click.option("--type-hint", help="Boost objects of this type ([Type: #hint] query)."),
+            click.option(
+                "--recipe", type=click.Choice(RECIPE_NAMES), help="A named search configuration."
+            ),
+            click.option(
+                "--type",
+                "object_types",
+                multiple=True,
+                help="Only objects of this type (filter inside every leg).",
+            ),
+            click.option(
+                "--rel-type",
+                "relationship_types",
+                multiple=True,
+                help="Only relationships of this type.",
+            ),
+            click.option(
+                "--graph",
+                type=click.Choice(["none", "bfs", "ppr"]),
+                default=None,
+                help="Add a graph leg: BFS expansion or personalized PageRank.",
+            ),
+            click.option(
+                "--reranker",
+                type=click.Choice(["none", "mmr", "node_distance", "mentions", "cross_encoder"]),
+                default=None,
+                help="Rerank the fused list.",
+            ),
+            click.option("--center", help="Centre object id for --reranker node_distance."),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+def build_request(
+    query: str,
+    *,
+    limit: int,
+    result_types: str,
+    type_hint: str | None,
+    recipe: str | None,
+    object_types: tuple[str, ...],
+    relationship_types: tuple[str, ...],
+    graph: str | None,
+    reranker: str | None,
+    center: str | None,
+) -> dict[str, Any]:
+    if not query.strip():
+        raise InvalidRequest('the query is empty: give words to search for, e.g. "Jesse James"')
+    request: dict[str, Any] = {"query": query, "limit": limit, "result_types": result_types}
+    optional = {
+        "type_hint": type_hint,
+        "recipe": recipe,
+        "graph": graph,
+        "reranker": reranker,
+        "center_id": center,
+    }
+    request.update({k: v for k, v in optional.items() if v})
+    filters: dict[str, Any] = {}
+    if object_types:
+        filters["object_types"] = list(object_types)
+    if relationship_types:
+        filters["relationship_types"] = list(relationship_types)
+    if filters:
+        request["filters"] = filters
+    return request
+
+
+def render_results(response: dict[str, Any]) -> None:
+    """The search results table (from the response as JSON, in process or from a server)."""
+    grid = table("#", "type", "result", "relevance", "id", "found by")
+    results = response["results"]
+    communities = response.get("communities", [])
+    top = results[0]["score"] if results else 0.0
+    for i, r in enumerate(results, 1):
+        if r["type"] == "graph":
+            text = f"[bold]{escape(r['name'])}[/] ({escape(r['object_type'])})"
+        elif r["type"] == "relationship":
+            text = escape(r["triplet_text"])
+        else:
+            text = escape(" ".join(r["snippet"].split())[:160])
+        grid.add_row(str(i), r["type"], text, relative(r["score"], top), r["id"], _legs(r))
+    for i, c in enumerate(communities, len(results) + 1):
+        grid.add_row(
+            str(i),
+            c["type"],
+            f"[bold]{escape(c['title'])}[/] ({c['size']} members)",
+            relative(c["score"], top),
+            c["id"],
+            _legs(c),
+        )
+    out.print(grid)
+    meta = response["metadata"]
+    out.print(
+        f"{meta['totalResults']} results in {meta['executionTime']['totalMs']} ms "
+        f"(fusion {meta['fusionStrategy']}; relevance relative to the top hit)"
+    )
+    for warning in meta["warnings"]:
+        out.print(f"[yellow]warning:[/] {escape(warning)}")
+    if response.get("debug"):
+        out.print_json(json.dumps(response["debug"]["score_distribution"]))
+
+
+def _legs(hit: dict[str, Any]) -> str:
+    return ", ".join(f"{f['leg']}#{f['rank']}" for f in hit.get("found_by", []))
+
+
+def relative(score: float, top: float) -> str:
+    """A score as a share of the top hit's, two decimals (the top hit is 1.00)."""
+    return f"{score / top:.2f}" if top > 0 else f"{score:.4f}"

@@ -1,0 +1,279 @@
+"""The CLI's fast path: send a search to a local ``kgsearch serve`` of the same store.
+
+``kgsearch serve`` writes a small discovery file while it runs (:func:`announce`): its
+URL, pid, store identity, whether it wants an API key and a fingerprint of the
+settings that shape a search. ``kgsearch search`` (:func:`search_via_server`) looks up
+the file of its own store, checks the pid is alive and the fingerprint matches, and
+posts the search with the standard library's ``http.client``; on any failure it
+returns None and the caller searches in process. An explicit server (``--server URL``
+or ``KGSEARCH_SERVER``) is used as given.
+
+Light on purpose: no engine, no pydantic, no httpx; start-up is the point.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = [
+    "API_KEY_ENV",
+    "RUNTIME_ENV",
+    "SERVER_ENV",
+    "announce",
+    "client_url",
+    "discovery_path",
+    "find_server",
+    "search_via_server",
+    "settings_fingerprint",
+    "store_identity",
+    "withdraw",
+]
+
+SERVER_ENV = "KGSEARCH_SERVER"
+"""A server URL the CLI sends searches to (as ``--server``)."""
+API_KEY_ENV = "KGSEARCH_API_KEY"
+"""The API key the CLI sends to a server that wants one."""
+RUNTIME_ENV = "KGSEARCH_RUNTIME_DIR"
+"""Where discovery files live (default: ``$XDG_RUNTIME_DIR/kgsearch``, else a
+per-user directory under the temporary directory)."""
+
+_TIMEOUT = 60.0
+# Variables that say where the store is, which project, or how to reach a server:
+# they do not change what a search of a given store and project returns.
+_PLACE_ENV = frozenset(
+    {
+        "KGSEARCH_DB",
+        "KGSEARCH_STORE__URL",
+        "KGSEARCH_STORE__PROJECT",
+        "KGSEARCH_CONFIG",
+        SERVER_ENV,
+        API_KEY_ENV,
+        RUNTIME_ENV,
+    }
+)
+
+
+def config_file() -> Path:
+    """The TOML settings file (as :func:`kgsearch.config.config_path`)."""
+    return Path(os.environ.get("KGSEARCH_CONFIG", "kgsearch.toml"))
+
+
+def _toml_store() -> dict[str, Any]:
+    path = config_file()
+    if not path.is_file():
+        return {}
+    import tomllib  # stdlib, imported only when there is a file to read
+
+    try:
+        store = tomllib.loads(path.read_text(encoding="utf-8")).get("store", {})
+    except (OSError, ValueError):
+        return {}
+    return store if isinstance(store, dict) else {}
+
+
+def _env(name: str) -> str | None:
+    # pydantic-settings matches environment names case-insensitively
+    for key, value in os.environ.items():
+        if key.upper() == name:
+            return value
+    return None
+
+
+def resolve_store(db: str | None, project: str | None) -> tuple[str, str]:
+    """The store URL and project a command would use, by the settings' precedence
+    (flag, then environment, then ``kgsearch.toml``, then the defaults), without
+    loading the settings model. ``db`` already holds ``--db`` or its variables."""
+    store = _toml_store()
+    url = db or str(store.get("url") or "kgsearch.db")
+    chosen = project or _env("KGSEARCH_STORE__PROJECT") or str(store.get("project") or "default")
+    return url, chosen
+
+
+def store_identity(url: str) -> str | None:
+    """One name per store, whatever the spelling: a SQLite file's real path, a server
+    URL without its password; None for an in-memory store (no server shares it)."""
+    if url == ":memory:":
+        return None
+    if "://" in url and not url.startswith("sqlite:///"):
+        parts = urlsplit(url)
+        user = f"{parts.username}@" if parts.username else ""
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{user}{parts.hostname or ''}{port}{parts.path}"
+    path = url.removeprefix("sqlite:///")
+    return "sqlite:" + os.path.realpath(path) if path else None
+
+
+def settings_fingerprint() -> str:
+    """A digest of the settings that shape a search: every ``KGSEARCH_*`` variable
+    but those that only place the store or the server, and the TOML file's bytes."""
+    digest = hashlib.sha256()
+    for key, value in sorted((k.upper(), v) for k, v in os.environ.items()):
+        if key.startswith("KGSEARCH_") and key not in _PLACE_ENV:
+            digest.update(f"{key}={value}\0".encode())
+    path = config_file()
+    if path.is_file():
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+def runtime_dir() -> Path:
+    """The directory of discovery files."""
+    given = os.environ.get(RUNTIME_ENV)
+    if given:
+        return Path(given)
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return Path(xdg) / "kgsearch"
+    import tempfile  # stdlib, imported only when neither directory is set
+
+    user = os.getuid() if hasattr(os, "getuid") else os.getlogin()
+    return Path(tempfile.gettempdir()) / f"kgsearch-{user}"
+
+
+def discovery_path(identity: str) -> Path:
+    """The discovery file of a store."""
+    name = hashlib.sha256(identity.encode()).hexdigest()[:24]
+    return runtime_dir() / f"server-{name}.json"
+
+
+def client_url(host: str, port: int) -> str:
+    """The URL a local client reaches a server listening on ``host``:``port`` by."""
+    if host in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def announce(identity: str, url: str, *, auth: bool) -> Path:
+    """Write the discovery file of a server now answering at ``url`` (atomically)."""
+    path = discovery_path(identity)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    record = {
+        "url": url,
+        "pid": os.getpid(),
+        "store": identity,
+        "auth": auth,
+        "settings": settings_fingerprint(),
+    }
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(record), encoding="utf-8")
+    partial.replace(path)
+    return path
+
+
+def withdraw(identity: str) -> None:
+    """Remove the discovery file, if it is still this process's."""
+    path = discovery_path(identity)
+    record = _read(path)
+    if record is not None and record.get("pid") == os.getpid():
+        path.unlink(missing_ok=True)
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def find_server(identity: str) -> dict[str, Any] | None:
+    """The running server of this store with the same search settings, if any: a
+    file whose process is gone (a killed server) or whose settings differ is ignored."""
+    record = _read(discovery_path(identity))
+    if record is None or record.get("store") != identity or not _alive(record.get("pid")):
+        return None
+    if record.get("settings") != settings_fingerprint() or not isinstance(record.get("url"), str):
+        return None
+    return record
+
+
+def _post(url: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+    """POST JSON and read the JSON answer.
+
+    Raises:
+        OSError: No connection, a broken one, or an answer other than 200.
+        ValueError: Not an http(s) URL, or not JSON.
+    """
+    import http.client  # stdlib, imported when a server is asked (not for --help)
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    connection = kind(parts.hostname, parts.port, timeout=_TIMEOUT)
+    try:
+        connection.request(
+            "POST",
+            parts.path.rstrip("/") + path,
+            body=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", **headers},
+        )
+        response = connection.getresponse()
+        data = response.read()
+    except http.client.HTTPException as exc:
+        raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        connection.close()
+    if response.status != 200:
+        raise ConnectionError(f"HTTP {response.status}")
+    return json.loads(data)
+
+
+def search_via_server(
+    request: dict[str, Any],
+    *,
+    db: str | None,
+    project: str | None,
+    debug: bool,
+    server: str | None,
+) -> tuple[dict[str, Any] | None, str | None]:
+    """Run a search (the CLI's request: snake_case fields) on a server.
+
+    Returns:
+        The response as JSON (``results``, ``metadata``…) and the server's URL, or
+        ``(None, reason)`` when no server answered: there is none for this store, it
+        is gone, it refused (no key, another project) or failed; the caller then
+        searches in process.
+    """
+    url, chosen = resolve_store(db, project)
+    key = os.environ.get(API_KEY_ENV)
+    if server is None:
+        identity = store_identity(url)
+        record = find_server(identity) if identity is not None else None
+        if record is None:
+            return None, "no running server of this store"
+        if record.get("auth", True) and not key:
+            return None, f"the server wants an API key: set {API_KEY_ENV}"
+        server = str(record["url"])
+    headers = {"X-Kgsearch-Project": chosen}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    body = {**request, "include_debug": debug} if debug else request
+    try:
+        found = _post(server, "/api/search/unified", body, headers)
+    except (OSError, ValueError) as exc:
+        return None, f"{server}: {exc}"
+    if not isinstance(found, dict) or not isinstance(found.get("results"), list):
+        return None, f"{server}: not a search response"
+    return found, server
