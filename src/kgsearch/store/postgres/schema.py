@@ -292,6 +292,12 @@ def m007_create_communities(execute: Execute) -> None:
     )
 
 
+def m008_index_relationship_types(execute: Execute) -> None:
+    """Relationships by type within a project (objects have their ``(project, type,
+    key)`` key): a vector leg filtered to a rare type scans just its rows exactly."""
+    execute("CREATE INDEX IF NOT EXISTS relationships_type ON relationships (project, type)")
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_index_object_names", m002_index_object_names),
@@ -300,5 +306,6 @@ MIGRATIONS = [
     Migration("m005_store_halfvec", m005_store_halfvec),
     Migration("m006_key_by_project", m006_key_by_project),
     Migration("m007_create_communities", m007_create_communities),
+    Migration("m008_index_relationship_types", m008_index_relationship_types),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
