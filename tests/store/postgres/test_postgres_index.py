@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kgsearch.engine import Engine
-from kgsearch.model import Filters, Kind, ObjectIn
+from kgsearch.model import ChunkIn, Filters, Kind, ObjectIn
 from kgsearch.store.postgres import PostgresStore
 from kgsearch.store.postgres import store as store_module
 from kgsearch.store.postgres.schema import MIGRATIONS
@@ -184,3 +184,23 @@ def test_relationship_types_are_indexed_for_selective_filters(pg_factory: Any) -
         (store.db.schema, "relationships_type"),
     )
     assert index is not None and "(project, type)" in index["indexdef"]
+
+
+def test_an_empty_kind_is_searched_without_statements_until_the_store_writes_to_it(
+    pg_factory: Any,
+) -> None:
+    store = PostgresStore(pg_factory.postgres_store_url())
+    pg_factory.track(store)
+    engine = fill(store, 20)  # objects only: no chunks
+    query = FakeEmbedder(32).embed_query("thing")
+    assert store.vector_search("default", Kind.CHUNK, query, limit=5) == []
+    assert store.text_search("default", Kind.CHUNK, "thing", limit=5) == []
+    log = _Log()
+    assert store.vector_search("default", Kind.CHUNK, query, limit=5, trace=log) == []
+    assert store.text_search("default", Kind.CHUNK, "thing", limit=5, trace=log) == []
+    assert log.statements == []
+    # the store's own write is seen at once, by both legs
+    engine.add_chunks([ChunkIn(id="c1", text="thing one")])
+    engine.embed_pending(kinds=[Kind.CHUNK])
+    assert [i for i, _ in store.text_search("default", Kind.CHUNK, "thing", limit=5)] == ["c1"]
+    assert [i for i, _ in store.vector_search("default", Kind.CHUNK, query, limit=5)] == ["c1"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Self, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -237,6 +237,9 @@ class Connection:
         self.ef_search = ef_search
         self._local = threading.local()
         self._meta: dict[str, tuple[float, str | None]] = {}
+        # called after each outermost transaction commits (the store marks its cached
+        # figures stale again: a search may have read them while the write was open)
+        self.after_commit: Callable[[], None] | None = None
         try:
             with psycopg.connect(url, autocommit=True) as conn:
                 self.vector_schema = _prepare(conn, schema)
@@ -310,6 +313,8 @@ class Connection:
                     self._local.conn = None
         except psycopg.Error as exc:
             raise wrap_error(exc) from exc
+        if self.after_commit is not None:
+            self.after_commit()
 
     @property
     def in_transaction(self) -> bool:

@@ -205,6 +205,8 @@ class PostgresSearch:
                 f"query vector has {query.shape[0]} dims; the store's vectors have {dims}",
                 details={"query_dims": int(query.shape[0]), "store_dims": dims},
             )
+        if self.lexical.table(self.db, project, kind)[0] == 0:
+            return []  # an empty kind (a graph without chunks): no query at all
         where, params = filter_sql(kind, filters)
         base = (
             f"FROM {kind.table} t WHERE t.project = %s AND t.deleted_at IS NULL "

@@ -71,6 +71,7 @@ class PostgresStore(
         self._estimates = {}
         self.db = Connection(libpq, options.schema, options.pool_size, options.ef_search)
         self.lexical = LexicalStats()
+        self.db.after_commit = self.lexical.committed
         self._indexed = {}
         self._bulk = False
         if migrate:
