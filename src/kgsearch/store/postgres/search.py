@@ -29,7 +29,7 @@ from kgsearch.errors import DimensionMismatch, InvalidRequest
 from kgsearch.model import Filters, Kind
 from kgsearch.store.postgres.connection import Connection, StoreOptions
 from kgsearch.store.postgres.lexical import LexicalStats, bm25
-from kgsearch.store.postgres.schema import HNSW_SQL, IVFFLAT_SQL
+from kgsearch.store.postgres.schema import HNSW_SQL, INDEXED_DISTANCE, IVFFLAT_SQL
 from kgsearch.store.postgres.sql import filter_sql, tsquery
 from kgsearch.store.tracing import Trace, note, traced
 from kgsearch.store.values import query_terms
@@ -230,8 +230,8 @@ class PostgresSearch:
             # ``limit`` rows pass the filters (or hnsw.max_scan_tuples are visited); the
             # rows come back nearly sorted, so they are ordered again here
             indexed_sql = (
-                f"WITH r AS MATERIALIZED (SELECT t.id, t.seq, t.vector::halfvec({d}) <=> "
-                f"%s::halfvec({d}) AS distance {base} ORDER BY distance LIMIT %s) "
+                f"WITH r AS MATERIALIZED (SELECT t.id, t.seq, {INDEXED_DISTANCE % (d, d)} "
+                f"AS distance {base} ORDER BY distance LIMIT %s) "
                 "SELECT id, coalesce(1 - distance, 0) AS score FROM r ORDER BY distance, seq"
             )
             args = (query, project, *params, fetch)
