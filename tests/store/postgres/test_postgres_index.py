@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kgsearch.engine import Engine
-from kgsearch.model import Filters, Kind, ObjectIn
+from kgsearch.model import ChunkIn, Filters, Kind, ObjectIn
 from kgsearch.store.postgres import PostgresStore
 from kgsearch.store.postgres import store as store_module
 from kgsearch.store.postgres.schema import MIGRATIONS
@@ -38,7 +38,8 @@ def test_index_is_built_once_large_enough_and_agrees_with_exact(
     pg_factory: Any, method: str
 ) -> None:
     url = pg_factory.postgres_store_url() + f"&vector_index={method}"
-    store = PostgresStore(url, index_min_rows=150)
+    # a store this small is searched exactly (see below) unless told otherwise
+    store = PostgresStore(url, index_min_rows=150, exact_max_rows=0)
     pg_factory.track(store)
     engine = fill(store, 100)
     assert not vector_index_exists(store.db, Kind.OBJECT), "built below the threshold"
@@ -55,7 +56,7 @@ def test_index_is_built_once_large_enough_and_agrees_with_exact(
 
 
 def test_a_filtered_search_through_the_index_is_never_short(pg_factory: Any) -> None:
-    store = PostgresStore(pg_factory.postgres_store_url(), index_min_rows=50)
+    store = PostgresStore(pg_factory.postgres_store_url(), index_min_rows=50, exact_max_rows=0)
     pg_factory.track(store)
     fill(store, 200)
     assert vector_index_exists(store.db, Kind.OBJECT)
@@ -79,7 +80,9 @@ def test_no_index_on_an_empty_store(pg_factory: Any) -> None:
 def test_connections_search_with_the_configured_beam_and_widen_it_for_larger_limits(
     pg_factory: Any,
 ) -> None:
-    store = PostgresStore(pg_factory.postgres_store_url() + "&ef_search=10", index_min_rows=50)
+    store = PostgresStore(
+        pg_factory.postgres_store_url() + "&ef_search=10", index_min_rows=50, exact_max_rows=0
+    )
     pg_factory.track(store)
     fill(store, 200)
     assert vector_index_exists(store.db, Kind.OBJECT)
@@ -118,9 +121,14 @@ def test_a_store_from_before_halfvec_is_migrated_with_its_index_and_answers_alik
     new = PostgresStore(url)
     pg_factory.track(new)
     applied = {r["name"] for r in new.db.all("SELECT name FROM migrations")}
-    assert {"m005_store_halfvec", "m006_key_by_project"} <= applied
+    assert {"m005_store_halfvec", "m006_key_by_project", "m009_index_float_vectors"} <= applied
+    # rows in halfvec (m005); the index rebuilt by m009 over float32 casts of them
+    assert new.db.one(
+        "SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute "
+        "WHERE attrelid = 'objects'::regclass AND attname = 'vector'"
+    ) == {"t": "halfvec"}
     index = new.db.one("SELECT indexdef FROM pg_indexes WHERE indexname = 'objects_vector'")
-    assert index is not None and "halfvec_cosine_ops" in index["indexdef"]
+    assert index is not None and "vector(32)) vector_cosine_ops" in index["indexdef"]
     after = new.vector_search("default", Kind.OBJECT, query, limit=5)
     # the same nearest rows, scored alike but for float16 rounding (near ties may swap)
     assert after[0][0] == before[0][0]
@@ -130,3 +138,74 @@ def test_a_store_from_before_halfvec_is_migrated_with_its_index_and_answers_alik
         "WHERE conrelid = 'objects'::regclass AND contype = 'p'"
     )
     assert pkey == {"d": "PRIMARY KEY (project, seq)"}
+
+
+class _Log:
+    """A tracer that keeps the statements and notes of one store call."""
+
+    def __init__(self) -> None:
+        self.statements: list[str] = []
+        self.notes: list[str] = []
+
+    def __call__(self, sql: str, params: Any) -> None:
+        self.statements.append(sql)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+def test_a_selective_filter_scans_its_rows_exactly_and_a_broad_one_uses_the_index(
+    pg_factory: Any,
+) -> None:
+    url = pg_factory.postgres_store_url()
+    # 8 Rare objects of 200: below the cut-off of 50 rows, the Common ones above it
+    store = PostgresStore(url, index_min_rows=50, exact_max_rows=50)
+    pg_factory.track(store)
+    fill(store, 200)
+    store.db.execute("ANALYZE objects")
+    assert vector_index_exists(store.db, Kind.OBJECT)
+    exact = PostgresStore(url + "&vector_index=none")
+    pg_factory.track(exact)
+    query = FakeEmbedder(32).embed_query("thing 7 alpha")
+    rare = Filters(object_types=["Rare"])
+    log = _Log()
+    hits = store.vector_search("default", Kind.OBJECT, query, limit=5, filters=rare, trace=log)
+    assert hits == exact.vector_search("default", Kind.OBJECT, query, limit=5, filters=rare)
+    assert any("exact scan" in n for n in log.notes), log.notes
+    assert not any("::vector(32)" in s for s in log.statements)
+    # the broad filter walks the index (its statement casts to the index's type)
+    log = _Log()
+    common = Filters(object_types=["Common"])
+    store.vector_search("default", Kind.OBJECT, query, limit=5, filters=common, trace=log)
+    assert any("::vector(32)" in s for s in log.statements), log.statements
+    assert not log.notes
+
+
+def test_relationship_types_are_indexed_for_selective_filters(pg_factory: Any) -> None:
+    store = PostgresStore(pg_factory.postgres_store_url())
+    pg_factory.track(store)
+    index = store.db.one(
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
+        (store.db.schema, "relationships_type"),
+    )
+    assert index is not None and "(project, type)" in index["indexdef"]
+
+
+def test_an_empty_kind_is_searched_without_statements_until_the_store_writes_to_it(
+    pg_factory: Any,
+) -> None:
+    store = PostgresStore(pg_factory.postgres_store_url())
+    pg_factory.track(store)
+    engine = fill(store, 20)  # objects only: no chunks
+    query = FakeEmbedder(32).embed_query("thing")
+    assert store.vector_search("default", Kind.CHUNK, query, limit=5) == []
+    assert store.text_search("default", Kind.CHUNK, "thing", limit=5) == []
+    log = _Log()
+    assert store.vector_search("default", Kind.CHUNK, query, limit=5, trace=log) == []
+    assert store.text_search("default", Kind.CHUNK, "thing", limit=5, trace=log) == []
+    assert log.statements == []
+    # the store's own write is seen at once, by both legs
+    engine.add_chunks([ChunkIn(id="c1", text="thing one")])
+    engine.embed_pending(kinds=[Kind.CHUNK])
+    assert [i for i, _ in store.text_search("default", Kind.CHUNK, "thing", limit=5)] == ["c1"]
+    assert [i for i, _ in store.vector_search("default", Kind.CHUNK, query, limit=5)] == ["c1"]

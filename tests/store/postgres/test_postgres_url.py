@@ -29,7 +29,7 @@ def test_defaults() -> None:
         "public",
         "hnsw",
         8,
-        400,
+        200,
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Self, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -51,11 +51,11 @@ class StoreOptions:
       several kgsearch stores can share one database in separate schemas.
     * ``vector_index`` — ``hnsw`` (default), ``ivfflat`` or ``none``.
     * ``pool_size`` — most connections kept open (default 8).
-    * ``ef_search`` — HNSW candidates per query (default 400; at least the limit).
+    * ``ef_search`` — HNSW candidates per query (default 200; at least the limit).
     """
 
     def __init__(
-        self, schema: str, vector_index: str, pool_size: int, ef_search: int = 400
+        self, schema: str, vector_index: str, pool_size: int, ef_search: int = 200
     ) -> None:
         self.schema = schema
         self.vector_index = vector_index
@@ -89,7 +89,7 @@ def parse_url(url: str) -> tuple[str, StoreOptions]:
     if not 1 <= pool_size <= 100:
         raise ConfigError("pool_size must be a whole number between 1 and 100")
     try:
-        ef_search = int(ours.get("ef_search", "400"))
+        ef_search = int(ours.get("ef_search", "200"))
     except ValueError:
         ef_search = 0
     if not 10 <= ef_search <= 1000:
@@ -231,12 +231,15 @@ class Connection:
             query whose limit fits in it needs no ``SET LOCAL`` (and no transaction).
     """
 
-    def __init__(self, url: str, schema: str, pool_size: int, ef_search: int = 400) -> None:
+    def __init__(self, url: str, schema: str, pool_size: int, ef_search: int = 200) -> None:
         self.url = url
         self.schema = schema
         self.ef_search = ef_search
         self._local = threading.local()
         self._meta: dict[str, tuple[float, str | None]] = {}
+        # called after each outermost transaction commits (the store marks its cached
+        # figures stale again: a search may have read them while the write was open)
+        self.after_commit: Callable[[], None] | None = None
         try:
             with psycopg.connect(url, autocommit=True) as conn:
                 self.vector_schema = _prepare(conn, schema)
@@ -310,6 +313,8 @@ class Connection:
                     self._local.conn = None
         except psycopg.Error as exc:
             raise wrap_error(exc) from exc
+        if self.after_commit is not None:
+            self.after_commit()
 
     @property
     def in_transaction(self) -> bool:

@@ -29,6 +29,10 @@ _RESCORE_POOL = 90
 _RESCORE_FACTOR = 3
 # Cached frequencies are refreshed after this long; BM25 needs them only roughly.
 _STATS_TTL_SECONDS = 300.0
+# An empty kind (no chunks, say) is counted again after this long: another process's
+# first rows show as soon as its metadata does (see connection.py), and a search of a
+# graph without chunks does not count them each time.
+_EMPTY_TTL_SECONDS = 2.0
 # Kinds of up to this many rows have stale figures read again before scoring.
 _SYNC_ROWS = 10_000
 # On larger kinds a first count stops here (exact figures follow in the background).
@@ -59,7 +63,9 @@ class LexicalStats:
     larger one the stale figure is used and read again by one background thread, so
     neither writes nor the five-minute expiry make a search wait for full counts
     (figures may lag a write by one refresh, as SQLite's lag a tenth of the rows).
-    Zero counts are never cached, so a word that appears elsewhere is always found."""
+    Zero document frequencies are never cached, so a word that appears elsewhere is
+    always found; an empty kind is remembered for ``_EMPTY_TTL_SECONDS`` (vector legs
+    skip it too, see ``search.py``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -71,9 +77,25 @@ class LexicalStats:
         # (project, kind) pairs a background refresh is due for, and whether one runs
         self._due: set[tuple[str, Kind]] = set()
         self._refreshing = False
+        # per thread: whether it wrote since its last commit
+        self._written = threading.local()
 
     def clear(self) -> None:
-        """Mark every cached figure stale (after the store's own writes)."""
+        """Mark every cached figure stale (after the store's own writes; called inside
+        a write's transaction, it is called again when that commits: see
+        :meth:`committed`)."""
+        self._written.flag = True
+        self._stale()
+
+    def committed(self) -> None:
+        """After a transaction commits: if it wrote (:meth:`clear` ran on this thread),
+        mark the figures stale again, since a search on another thread may have read
+        them before the write was visible."""
+        if getattr(self._written, "flag", False):
+            self._written.flag = False
+            self._stale()
+
+    def _stale(self) -> None:
         with self._lock:
             self._tables = {k: (-math.inf, v) for k, (_, v) in self._tables.items()}
             self._df = {k: (-math.inf, v) for k, (_, v) in self._df.items()}
@@ -83,7 +105,8 @@ class LexicalStats:
         now = time.monotonic()
         with self._lock:
             cached = self._tables.get((project, kind))
-        if cached is not None and now - cached[0] < _STATS_TTL_SECONDS:
+        ttl = _STATS_TTL_SECONDS if cached is None or cached[1][0] else _EMPTY_TTL_SECONDS
+        if cached is not None and now - cached[0] < ttl:
             return cached[1]
         if cached is not None and cached[1][0] > _SYNC_ROWS:
             self._refresh_later(db, project, kind)
@@ -121,11 +144,8 @@ class LexicalStats:
             (project,),
         )
         figure = (int(row["n"]), float(row["avgdl"])) if row else (0, 0.0)
-        with self._lock:
-            if figure[0]:  # an empty table is not remembered: the next write may fill it
-                self._tables[(project, kind)] = (time.monotonic(), figure)
-            else:
-                self._tables.pop((project, kind), None)
+        with self._lock:  # an empty kind for a moment only (_EMPTY_TTL_SECONDS)
+            self._tables[(project, kind)] = (time.monotonic(), figure)
         return figure
 
     def _read_dfs(

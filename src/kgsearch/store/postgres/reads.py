@@ -74,6 +74,8 @@ class PostgresReads(RowGetters):
     def _get(self, project: str, kind: RowKind, ids: Sequence[str]) -> list[Any]:
         """Live rows of a kind by id, decoded, in the order asked (missing ids skipped)."""
         table = row_table(kind)
+        if not ids:
+            return []
         rows = {
             r["id"]: r
             for r in self.db.all(

@@ -20,6 +20,7 @@ from kgsearch.store.migrations import Execute, Migration
 __all__ = [
     "DISTRIBUTED_TABLES",
     "HNSW_SQL",
+    "INDEXED_DISTANCE",
     "IVFFLAT_SQL",
     "MIGRATIONS",
     "REFERENCE_TABLES",
@@ -39,12 +40,22 @@ DISTRIBUTED_TABLES = {
 # Small tables every node may hold a copy of (Citus reference tables).
 REFERENCE_TABLES = ("meta", "migrations", "embed_stats", "api_keys")
 
-# The vector index of a kind, over ``halfvec`` cast to the store's dims (``%s``).
-# m = 32, ef_construction = 400: on MetaQA's objects (short, similar texts) m = 24 and
-# 128 gave recall@10 0.87 at ef_search 200 and 0.92 even at 1000; these give 0.954 at
-# 400 (m = 48 / 200: 0.961, a larger index).
-HNSW_SQL = "hnsw ((vector::halfvec(%s)) halfvec_cosine_ops) WITH (m = 32, ef_construction = 400)"
-IVFFLAT_SQL = "ivfflat ((vector::halfvec(%s)) halfvec_cosine_ops) WITH (lists = %s)"
+# The vector index of a kind, over the ``halfvec`` column cast to ``vector`` (float32)
+# of the store's dims (``%s``): the rows keep 2 bytes a dimension, the index 4, since
+# pgvector's halfvec distance converts every float16 on each call (measured 4 times
+# slower than vector's on PostgreSQL 18 + pgvector 0.8.6, and distances are most of an
+# HNSW search's work). m = 32, ef_construction = 400: on MetaQA's objects (short,
+# similar texts) m = 24 and 128 gave recall@10 0.87 at ef_search 200 and 0.92 even at
+# 1000; these give 0.954 at 400 (m = 48 / 200: 0.961, a larger index).
+HNSW_SQL = "hnsw ((vector::vector(%s)) vector_cosine_ops) WITH (m = 32, ef_construction = 400)"
+IVFFLAT_SQL = "ivfflat ((vector::vector(%s)) vector_cosine_ops) WITH (lists = %s)"
+# The expression both index over, for queries that use them: (dims, dims).
+INDEXED_DISTANCE = "t.vector::vector(%d) <=> %%s::vector(%d)"
+# What m005 built (released migrations never change).
+_HNSW_HALFVEC_SQL = (
+    "hnsw ((vector::halfvec(%s)) halfvec_cosine_ops) WITH (m = 32, ef_construction = 400)"
+)
+_IVFFLAT_HALFVEC_SQL = "ivfflat ((vector::halfvec(%s)) halfvec_cosine_ops) WITH (lists = %s)"
 
 _EMBEDDING_COLUMNS = """
     text TEXT NOT NULL DEFAULT '',
@@ -202,8 +213,8 @@ def m005_store_halfvec(execute: Execute) -> None:
     inline instead of TOASTed; needs pgvector 0.7+). Each kind's vector index (built on
     the old type) is dropped and, when there was one, built again over ``halfvec``."""
     tables = ", ".join(f"'{t}'" for t in _VECTOR_TABLES)
-    hnsw = HNSW_SQL.replace("%s", "' || d || '")
-    ivfflat = IVFFLAT_SQL.replace("%s", "' || d || '", 1).replace("%s", "100")
+    hnsw = _HNSW_HALFVEC_SQL.replace("%s", "' || d || '")
+    ivfflat = _IVFFLAT_HALFVEC_SQL.replace("%s", "' || d || '", 1).replace("%s", "100")
     execute(
         f"""DO $$
         DECLARE t text; had text; d int;
@@ -292,6 +303,42 @@ def m007_create_communities(execute: Execute) -> None:
     )
 
 
+def m008_index_relationship_types(execute: Execute) -> None:
+    """Relationships by type within a project (objects have their ``(project, type,
+    key)`` key): a vector leg filtered to a rare type scans just its rows exactly."""
+    execute("CREATE INDEX IF NOT EXISTS relationships_type ON relationships (project, type)")
+
+
+def m009_index_float_vectors(execute: Execute) -> None:
+    """Vector indexes over ``vector`` (float32) casts of the ``halfvec`` column, whose
+    distances pgvector computes several times faster (see ``HNSW_SQL``). Each kind's
+    index is dropped and, when there was one, built again (minutes on 10^5 rows)."""
+    tables = ", ".join(f"'{t}'" for t in (*_VECTOR_TABLES, "community_reports"))
+    hnsw = HNSW_SQL.replace("%s", "' || d || '")
+    ivfflat = IVFFLAT_SQL.replace("%s", "' || d || '", 1).replace("%s", "100")
+    execute(
+        f"""DO $$
+        DECLARE t text; had text; d int;
+        BEGIN
+            SELECT value::int INTO d FROM meta WHERE key = 'dims';
+            SET LOCAL maintenance_work_mem = '512MB';
+            FOREACH t IN ARRAY ARRAY[{tables}] LOOP
+                had := NULL;
+                SELECT am.amname INTO had FROM pg_class c JOIN pg_am am ON am.oid = c.relam
+                    WHERE c.oid = to_regclass(quote_ident(t || '_vector'));
+                EXECUTE format('DROP INDEX IF EXISTS %I', t || '_vector');
+                IF had = 'ivfflat' AND d IS NOT NULL THEN
+                    EXECUTE format('CREATE INDEX %I ON %I USING %s WHERE dims = %s',
+                        t || '_vector', t, '{ivfflat}', d);
+                ELSIF had IS NOT NULL AND d IS NOT NULL THEN
+                    EXECUTE format('CREATE INDEX %I ON %I USING %s WHERE dims = %s',
+                        t || '_vector', t, '{hnsw}', d);
+                END IF;
+            END LOOP;
+        END $$"""
+    )
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_index_object_names", m002_index_object_names),
@@ -300,5 +347,7 @@ MIGRATIONS = [
     Migration("m005_store_halfvec", m005_store_halfvec),
     Migration("m006_key_by_project", m006_key_by_project),
     Migration("m007_create_communities", m007_create_communities),
+    Migration("m008_index_relationship_types", m008_index_relationship_types),
+    Migration("m009_index_float_vectors", m009_index_float_vectors),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -28,12 +29,18 @@ from kgsearch.errors import DimensionMismatch, InvalidRequest
 from kgsearch.model import Filters, Kind
 from kgsearch.store.postgres.connection import Connection, StoreOptions
 from kgsearch.store.postgres.lexical import LexicalStats, bm25
-from kgsearch.store.postgres.schema import HNSW_SQL, IVFFLAT_SQL
+from kgsearch.store.postgres.schema import HNSW_SQL, INDEXED_DISTANCE, IVFFLAT_SQL
 from kgsearch.store.postgres.sql import filter_sql, tsquery
 from kgsearch.store.tracing import Trace, note, traced
 from kgsearch.store.values import query_terms
 
-__all__ = ["INDEX_MIN_ROWS", "PostgresSearch", "build_vector_index", "vector_index_exists"]
+__all__ = [
+    "EXACT_MAX_ROWS",
+    "INDEX_MIN_ROWS",
+    "PostgresSearch",
+    "build_vector_index",
+    "vector_index_exists",
+]
 
 _MAX_LIMIT = 1000
 # A lexeme is "frequent" above this share of the rows (and this absolute floor).
@@ -47,6 +54,11 @@ _INDEX_TTL_SECONDS = 60.0
 _FILTERED_FETCH = 4
 # Fewer embedded rows than this are searched exactly; no index is built.
 INDEX_MIN_ROWS = 10_000
+# A vector leg whose conditions (project, filters) leave at most this many rows, by the
+# planner's estimate, scans those rows exactly instead of walking the index.
+EXACT_MAX_ROWS = 10_000
+# The planner's estimate for a leg's conditions is asked again after this long.
+_ESTIMATE_TTL_SECONDS = 60.0
 
 
 def vector_index_exists(db: Connection, kind: Kind) -> bool:
@@ -102,8 +114,12 @@ class PostgresSearch:
     lexical: LexicalStats
     # build a kind's vector index once it holds this many vectors
     index_min_rows: int
+    # scan a vector leg's rows exactly when the planner expects at most this many
+    exact_max_rows: int
     # per kind: (when looked up, whether its vector index exists)
     _indexed: dict[Kind, tuple[float, bool]]
+    # per leg's conditions: (when estimated, the planner's row estimate)
+    _estimates: dict[tuple[Any, ...], tuple[float, float]]
 
     def _dims(self) -> int | None:
         """The dims of the stored vectors (None before the first embedding run)."""
@@ -120,6 +136,22 @@ class PostgresSearch:
         if cached is None or now - cached[0] > _INDEX_TTL_SECONDS:
             cached = (now, vector_index_exists(self.db, kind))
             self._indexed[kind] = cached
+        return cached[1]
+
+    def _estimated_rows(self, kind: Kind, base: str, params: Sequence[Any]) -> float:
+        """The planner's estimate of the rows a vector leg's conditions leave (from the
+        table's statistics: an ``EXPLAIN``, nothing read), remembered for a minute per
+        conditions (the time a relationship is valid at is left out of the key)."""
+        key = (kind, base, *(_hashable(p) for p in params))
+        now = time.monotonic()
+        cached = self._estimates.get(key)
+        if cached is None or now - cached[0] > _ESTIMATE_TTL_SECONDS:
+            row = self.db.one(f"EXPLAIN (FORMAT JSON) SELECT 1 {base}", params)
+            plan = row["QUERY PLAN"] if row else None
+            rows = float(plan[0]["Plan"]["Plan Rows"]) if plan else math.inf
+            if len(self._estimates) > 1000:
+                self._estimates.clear()
+            cached = self._estimates[key] = (now, rows)
         return cached[1]
 
     def build_indexes(self) -> list[str]:
@@ -173,6 +205,8 @@ class PostgresSearch:
                 f"query vector has {query.shape[0]} dims; the store's vectors have {dims}",
                 details={"query_dims": int(query.shape[0]), "store_dims": dims},
             )
+        if self.lexical.table(self.db, project, kind)[0] == 0:
+            return []  # an empty kind (a graph without chunks): no query at all
         where, params = filter_sql(kind, filters)
         base = (
             f"FROM {kind.table} t WHERE t.project = %s AND t.deleted_at IS NULL "
@@ -185,13 +219,19 @@ class PostgresSearch:
         # a filtered leg asks the index for more rows and keeps the nearest: the first
         # rows an iterative scan finds to pass a filter are not always the nearest ones
         fetch = min(_MAX_LIMIT, _FILTERED_FETCH * limit) if _narrowed(kind, filters) else limit
-        if ids is None and self._has_index(kind):
+        indexed = ids is None and self._has_index(kind)
+        if indexed:
+            estimate = self._estimated_rows(kind, base, [project, *params])
+            indexed = estimate > self.exact_max_rows
+            if not indexed:
+                note(f"about {estimate:,.0f} rows pass the conditions: exact scan")
+        if indexed:
             # relaxed_order iterative scans (pgvector 0.8) keep walking the graph until
             # ``limit`` rows pass the filters (or hnsw.max_scan_tuples are visited); the
             # rows come back nearly sorted, so they are ordered again here
             indexed_sql = (
-                f"WITH r AS MATERIALIZED (SELECT t.id, t.seq, t.vector::halfvec({d}) <=> "
-                f"%s::halfvec({d}) AS distance {base} ORDER BY distance LIMIT %s) "
+                f"WITH r AS MATERIALIZED (SELECT t.id, t.seq, {INDEXED_DISTANCE % (d, d)} "
+                f"AS distance {base} ORDER BY distance LIMIT %s) "
                 "SELECT id, coalesce(1 - distance, 0) AS score FROM r ORDER BY distance, seq"
             )
             args = (query, project, *params, fetch)
@@ -205,6 +245,8 @@ class PostgresSearch:
             if len(rows) >= limit:
                 return [(r["id"], float(r["score"])) for r in rows[:limit]]
             note(f"the vector index found {len(rows)} of {limit} rows: exact scan")
+        # few rows pass (a selective filter, a small project), no index, or ids given:
+        # the exact top-k of those rows, read through the indexes on the filtered columns
         rows = self.db.all(
             f"SELECT t.id, coalesce(1 - (t.vector <=> %s::halfvec), 0) AS score {base} "
             f"ORDER BY t.vector <=> %s::halfvec, t.seq LIMIT %s",
@@ -353,6 +395,16 @@ def _narrowed(kind: Kind, filters: Filters | None) -> bool:
     if kind is Kind.RELATIONSHIP:
         return bool(filters.relationship_types or filters.properties)
     return bool(filters.properties)
+
+
+def _hashable(value: Any) -> Any:
+    """A statement parameter as part of a cache key (a point in time as one value: the
+    estimate of "valid at" conditions does not depend on the moment)."""
+    if isinstance(value, datetime):
+        return datetime
+    if isinstance(value, list):
+        return tuple(value)
+    return value
 
 
 def _array(value: Any) -> npt.NDArray[np.float32]:

@@ -27,7 +27,7 @@ from kgsearch.store.postgres.keys import PostgresKeys
 from kgsearch.store.postgres.lexical import LexicalStats
 from kgsearch.store.postgres.queue import PostgresEmbeddingQueue
 from kgsearch.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
-from kgsearch.store.postgres.search import INDEX_MIN_ROWS, PostgresSearch
+from kgsearch.store.postgres.search import EXACT_MAX_ROWS, INDEX_MIN_ROWS, PostgresSearch
 from kgsearch.store.postgres.tasks import PostgresTaskQueue
 from kgsearch.store.postgres.writes import PostgresWrites
 from kgsearch.store.records import StoreInfo
@@ -51,17 +51,27 @@ class PostgresStore(
             ``ivfflat`` or ``none``), ``pool_size`` and ``ef_search`` parameters.
         migrate: Apply pending migrations on open (default True).
         index_min_rows: Build the vector index once a kind holds this many vectors.
+        exact_max_rows: A vector leg whose conditions leave at most this many rows (the
+            planner's estimate) scans them exactly instead of walking the index.
     """
 
     def __init__(
-        self, url: str, *, migrate: bool = True, index_min_rows: int = INDEX_MIN_ROWS
+        self,
+        url: str,
+        *,
+        migrate: bool = True,
+        index_min_rows: int = INDEX_MIN_ROWS,
+        exact_max_rows: int = EXACT_MAX_ROWS,
     ) -> None:
         libpq, options = parse_url(url)
         self.url = url
         self.options = options
         self.index_min_rows = index_min_rows
+        self.exact_max_rows = exact_max_rows
+        self._estimates = {}
         self.db = Connection(libpq, options.schema, options.pool_size, options.ef_search)
         self.lexical = LexicalStats()
+        self.db.after_commit = self.lexical.committed
         self._indexed = {}
         self._bulk = False
         if migrate:
