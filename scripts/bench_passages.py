@@ -182,7 +182,7 @@ The multi_hop recipe fuses the passage walk (`graph:passages`) and the chunks' o
 vector leg at weight 2 each and their BM25 leg at 1, with RRF k = 30: the walk wins
 where the answer passage shares no words with the question, the dense leg where one
 passage answers outright. The weights were chosen on the MuSiQue and HotpotQA sets'
-recall@5 together; 2Wiki dev-51 was left out of that choice, a check on other data.
+recall@5 together; 2Wiki dev-51 was left out of that choice, as a check on other data.
 With the walk leading at weight 12, HotpotQA spaCy fell to 0.745 against dense 0.785;
 `graph:passages` at 2–4 with the chunk legs at 1–3 and k 30 all met the targets on the
 three sets. Latencies are of the whole search, query embedding included. Load average
@@ -240,6 +240,9 @@ def main() -> None:
             after=", ".join(f"{x:.1f}" for x in load_after),
         )
     )
+    missing = [name for name in SETS if name not in results]
+    if missing:
+        body += f" Not in this run: {', '.join(missing)} (`--sets` runs them)."
     print(body)
     if args.write:
         command = "python scripts/bench_passages.py" + (
