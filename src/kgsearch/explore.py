@@ -213,7 +213,9 @@ def subgraph(
     index = {n.id: i for i, n in enumerate(nodes)}
     types_seen: dict[str, int] = {}
     edges: list[tuple[int, int, int]] = []
-    for _, s, t, kind in store.typed_edges(project, list(index), limit=MAX_EDGES_PER_NODE):
+    for _, s, t, kind in store.typed_edges(
+        project, list(index), limit=MAX_EDGES_PER_NODE, among=True
+    ):
         a, b = index.get(s), index.get(t)
         if a is not None and b is not None:
             edges.append((a, b, types_seen.setdefault(kind, len(types_seen))))

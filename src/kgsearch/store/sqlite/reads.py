@@ -38,6 +38,9 @@ from kgsearch.store.tracing import Trace, traced
 
 __all__ = ["SQLiteReads"]
 
+_AMONG = " AND e.%s IN (SELECT value FROM json_each(?))"
+"""Keeps an edge whose other end is also one of the ids asked (``typed_edges(among=True)``)."""
+
 
 class SQLiteReads(RowGetters):
     """The ``GraphReads`` capability over SQLite."""
@@ -234,7 +237,7 @@ class SQLiteReads(RowGetters):
         for start, other in walks:
             for row in self.db.all(
                 f"SELECT t.{other} AS other, t.id FROM relationships t WHERE t.project = ? "
-                f"AND t.deleted_at IS NULL AND t.{start} IN ({marks}){cond} ORDER BY t.rowid",
+                f"AND t.deleted_at IS NULL AND t.{start} IN ({marks}){cond} ORDER BY +t.rowid",
                 (project, *part, *cond_params),
             ):
                 yield row["other"], row["id"]
@@ -270,22 +273,41 @@ class SQLiteReads(RowGetters):
         object_ids: Sequence[str],
         *,
         limit: int,
+        among: bool = False,
         as_of: datetime | None = None,
         trace: Trace | None = None,
     ) -> list[tuple[str, str, str, str]]:
-        """At most ``limit`` live edges out of and into each object: one indexed probe
-        per object and direction."""
+        """At most ``limit`` live edges out of and into each object, in one statement:
+        each object's edges come from a bounded index probe run inside SQLite (a
+        correlated ``LIMIT`` per object and direction), so a hub costs no more than any
+        other object and Python pays one query, not two per object. With ``among``,
+        only edges whose two ends are both asked (filtered after the cap).
+
+        Edges come per object in the order asked, out before in, oldest first, each
+        edge once (where it first appears)."""
         cond, cond_params = filter_sql(Kind.RELATIONSHIP, edge_filters(None, as_of))
+        ids = json.dumps(list(dict.fromkeys(object_ids)))
+        side = (
+            "SELECT w.key AS pos, {side} AS side, e.rowid AS seq, e.id, e.source_id, "
+            "e.target_id, e.type FROM json_each(?) w, relationships e WHERE e.rowid IN "
+            "(SELECT t.rowid FROM relationships t WHERE t.project = ? AND t.{column} = w.value "
+            "AND t.deleted_at IS NULL{cond} ORDER BY t.rowid LIMIT ?){other}"
+        )
+        params: list[Any] = [ids, project, *cond_params, limit]
+        if among:
+            params.append(ids)
+        out_other, in_other = (_AMONG % "target_id", _AMONG % "source_id") if among else ("", "")
+        rows = self.db.all(
+            side.format(side=0, column="source_id", cond=cond, other=out_other)
+            + " UNION ALL "
+            + side.format(side=1, column="target_id", cond=cond, other=in_other)
+            + " ORDER BY pos, side, seq",
+            params * 2,
+        )
         found: dict[str, tuple[str, str, str, str]] = {}
-        for id in dict.fromkeys(object_ids):
-            for column in ("source_id", "target_id"):
-                for row in self.db.all(
-                    f"SELECT t.id, t.source_id, t.target_id, t.type FROM relationships t "
-                    f"WHERE t.project = ? AND t.{column} = ? AND t.deleted_at IS NULL{cond} "
-                    "ORDER BY t.rowid LIMIT ?",
-                    (project, id, *cond_params, limit),
-                ):
-                    found[row["id"]] = (row["id"], row["source_id"], row["target_id"], row["type"])
+        for row in rows:
+            if row["id"] not in found:
+                found[row["id"]] = (row["id"], row["source_id"], row["target_id"], row["type"])
         return list(found.values())
 
     @traced
@@ -297,7 +319,7 @@ class SQLiteReads(RowGetters):
                 row["id"]
                 for row in self.db.all(
                     f"SELECT id FROM chunks WHERE project = ? AND deleted_at IS NULL "
-                    f"AND source_id IN ({placeholders(len(part))}) ORDER BY rowid",
+                    f"AND source_id IN ({placeholders(len(part))}) ORDER BY +rowid",
                     (project, *part),
                 )
             )
