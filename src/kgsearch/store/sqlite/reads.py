@@ -42,6 +42,19 @@ _AMONG = " AND e.%s IN (SELECT value FROM json_each(?))"
 """Keeps an edge whose other end is also one of the ids asked (``typed_edges(among=True)``)."""
 
 
+def _touching(n: int) -> str:
+    """``t.rowid IN (...)``: the relationships with either end among ``n`` ids (bound as
+    project, ids, project, ids), by two index searches. Without statistics SQLite
+    answers ``source_id IN (...) OR target_id IN (...)`` by scanning every relationship
+    of the project (1.2 s for 250 ids on MetaQA; 17 ms this way)."""
+    marks = placeholders(n)
+    return (
+        f"t.rowid IN (SELECT rowid FROM relationships WHERE project = ? AND source_id IN "
+        f"({marks}) UNION ALL SELECT rowid FROM relationships WHERE project = ? AND "
+        f"target_id IN ({marks}))"
+    )
+
+
 class SQLiteReads(RowGetters):
     """The ``GraphReads`` capability over SQLite."""
 
@@ -174,11 +187,10 @@ class SQLiteReads(RowGetters):
         """Live relationships with either endpoint in ``object_ids``."""
         found: dict[str, Relationship] = {}
         for part in chunked(list(dict.fromkeys(object_ids)), 250):
-            marks = placeholders(len(part))
             for row in self.db.all(
-                f"SELECT {RELATIONSHIP_COLUMNS} FROM relationships WHERE project = ? "
-                f"AND deleted_at IS NULL AND (source_id IN ({marks}) OR target_id IN ({marks}))",
-                (project, *part, *part),
+                f"SELECT {RELATIONSHIP_COLUMNS} FROM relationships t WHERE "
+                f"{_touching(len(part))} AND t.deleted_at IS NULL ORDER BY +t.rowid",
+                (project, *part, project, *part),
             ):
                 found[row["id"]] = to_relationship(row)
         return list(found.values())
@@ -235,6 +247,8 @@ class SQLiteReads(RowGetters):
         if direction in ("in", "both"):
             walks.append(("target_id", "source_id"))
         for start, other in walks:
+            # ``+t.rowid``: ordering by the bare rowid makes SQLite walk the (project)
+            # index, every relationship of the project, to skip a sort of a few rows
             for row in self.db.all(
                 f"SELECT t.{other} AS other, t.id FROM relationships t WHERE t.project = ? "
                 f"AND t.deleted_at IS NULL AND t.{start} IN ({marks}){cond} ORDER BY +t.rowid",
@@ -256,12 +270,10 @@ class SQLiteReads(RowGetters):
         cond, cond_params = filter_sql(Kind.RELATIONSHIP, edge_filters(relationship_types, as_of))
         found: dict[str, tuple[str, str, str, float]] = {}
         for part in chunked(list(dict.fromkeys(object_ids)), 250):
-            marks = placeholders(len(part))
             for row in self.db.all(
                 f"SELECT t.id, t.source_id, t.target_id, t.weight FROM relationships t "
-                f"WHERE t.project = ? AND t.deleted_at IS NULL AND (t.source_id IN ({marks}) "
-                f"OR t.target_id IN ({marks})){cond}",
-                (project, *part, *part, *cond_params),
+                f"WHERE {_touching(len(part))} AND t.deleted_at IS NULL{cond} ORDER BY +t.rowid",
+                (project, *part, project, *part, *cond_params),
             ):
                 found[row["id"]] = (row["id"], row["source_id"], row["target_id"], row["weight"])
         return list(found.values())
@@ -345,8 +357,11 @@ class SQLiteReads(RowGetters):
         ):
             for part in chunked(list(ids)):
                 for row in self.db.all(
-                    f"SELECT * FROM mentions WHERE project = ? AND {column} IN "
-                    f"({placeholders(len(part))}) ORDER BY rowid",
+                    # by rowid through the column's index: a plain ``project = ? AND
+                    # column IN (...)`` let SQLite scan the project's whole unique index
+                    f"SELECT * FROM mentions WHERE rowid IN (SELECT rowid FROM mentions "
+                    f"WHERE project = ? AND {column} IN ({placeholders(len(part))})) "
+                    "ORDER BY +rowid",
                     (project, *part),
                 ):
                     key = (
