@@ -343,14 +343,16 @@
       root.append(status, el("div", { class: "graph-layout" }, container,
         el("div", { class: "graph-side" }, find, info, el("h2", {}, "Types"), legend)));
       const [lib, data] = await Promise.all([loadLibs(), fetchSubgraph(subgraphBody(id, params))]);
+      const fetched = performance.now();
       const v = (view = new View(lib, container, info, legend, status));
       v.add(data, null);
-      const fetched = performance.now();
+      const built = performance.now();
       v.radial();
       const iterations = v.layout(LAYOUT_BUDGET_MS);
       const laidOut = performance.now();
       v.render();
-      container.dataset.layoutMs = String(Math.round(laidOut - fetched));
+      container.dataset.buildMs = String(Math.round(built - fetched));
+      container.dataset.layoutMs = String(Math.round(laidOut - built));
       container.dataset.renderMs = String(Math.round(performance.now() - laidOut));
       v.updateLegend();
       v.publish();
