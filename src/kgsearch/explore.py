@@ -65,6 +65,11 @@ class Subgraph(_View):
         edges: Edges whose two ends are both nodes, as index triples.
         edge_types: The relationship types the edges index.
         truncated: True when more objects were within reach than the limit.
+        communities: When the project has communities: the coarsest communities the
+            nodes belong to (ids); empty otherwise.
+        node_communities: Parallel to ``nodes``: each node's coarsest community, as an
+            index into ``communities`` (-1 for a node in none); empty when the project
+            has no communities.
     """
 
     seeds: list[str]
@@ -72,6 +77,8 @@ class Subgraph(_View):
     edges: list[tuple[int, int, int]]
     edge_types: list[str]
     truncated: bool
+    communities: list[str] = []
+    node_communities: list[int] = []
 
 
 class NodeRef(_View):
@@ -213,17 +220,38 @@ def subgraph(
     index = {n.id: i for i, n in enumerate(nodes)}
     types_seen: dict[str, int] = {}
     edges: list[tuple[int, int, int]] = []
-    for _, s, t, kind in store.typed_edges(project, list(index), limit=MAX_EDGES_PER_NODE):
+    for _, s, t, kind in store.typed_edges(
+        project, list(index), limit=MAX_EDGES_PER_NODE, among=True
+    ):
         a, b = index.get(s), index.get(t)
         if a is not None and b is not None:
             edges.append((a, b, types_seen.setdefault(kind, len(types_seen))))
+    communities, node_communities = _communities(store, project, nodes)
     return Subgraph(
         seeds=seed_ids,
         nodes=nodes,
         edges=edges,
         edge_types=list(types_seen),
         truncated=truncated,
+        communities=communities,
+        node_communities=node_communities,
     )
+
+
+def _communities(
+    store: Store, project: str, nodes: Sequence[SubgraphNode]
+) -> tuple[list[str], list[int]]:
+    """The nodes' coarsest communities (one bulk membership read), as distinct ids and
+    one index per node (-1: none); two empty lists when the project has no build."""
+    if store.community_build(project) is None:
+        return [], []
+    member = store.communities_of(project, [n.id for n in nodes])
+    slots: dict[str, int] = {}
+    per_node = []
+    for n in nodes:
+        held = member.get(n.id)
+        per_node.append(slots.setdefault(held[0], len(slots)) if held else -1)
+    return list(slots), per_node
 
 
 def _chunk_ids(obj: GraphObject, mentioned: Sequence[str]) -> list[str]:

@@ -95,6 +95,25 @@ def test_subgraph_grows_by_hops_and_stops_at_the_limit(
     assert sorted(n["type"] for n in twigs["nodes"]) == ["Leaf", "Twig", "Twig"]
 
 
+def test_subgraph_gives_each_node_its_coarsest_community_once_there_are_some(
+    api_engine: Engine, keyed: tuple[httpx.Client, dict[str, str]]
+) -> None:
+    c, ids = keyed
+    body = {"ids": [ids["hub"]], "depth": 2}
+    before = c.post("/api/explore/subgraph", json=body).json()
+    assert before["communities"] == [] and before["node_communities"] == []
+    api_engine.build_communities(project="alpha")
+
+    got = c.post("/api/explore/subgraph", json=body).json()
+
+    member = api_engine.store.communities_of("alpha", [n["id"] for n in got["nodes"]])
+    assert member and len(got["node_communities"]) == len(got["nodes"])
+    for node, slot in zip(got["nodes"], got["node_communities"], strict=True):
+        want = member[node["id"]][0] if node["id"] in member else None
+        assert (got["communities"][slot] if slot >= 0 else None) == want
+    assert sorted(set(got["communities"])) == sorted(got["communities"])
+
+
 def test_subgraph_refuses_bad_bounds_and_unknown_ids(
     keyed: tuple[httpx.Client, dict[str, str]],
 ) -> None:

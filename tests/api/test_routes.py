@@ -433,6 +433,7 @@ def test_explain_shows_legs_and_the_fused_order(seeded: httpx.Client) -> None:
     body = seeded.post("/api/search/explain", json={"query": "Ada"}).json()
 
     assert "objects:vector" in body["legs"]
+    assert body["leg_ms"].keys() == body["legs"].keys()
     assert body["fused"][0]["found_by"]
     assert body["request"]["query"] == "Ada"
     assert any("ada" in str(s["params"]).lower() for s in body["statements"]["objects:bm25"])

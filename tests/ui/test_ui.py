@@ -21,7 +21,7 @@ from ui_browser import (
     sign_in,
 )
 
-from kgsearch import Engine, connect
+from kgsearch import Engine, ObjectIn, ObjectRef, RelationshipIn, connect
 from kgsearch.api.app import create_app
 from kgsearch.testing import FakeEmbedder
 
@@ -53,6 +53,8 @@ def test_search_shows_results_and_the_explain_panel(tab: Watched, site: Site) ->
     explain = page.locator("#explain")
     expect(explain).to_be_visible()
     expect(explain.locator(".leg-table h4").first).to_be_visible()
+    # each leg with its own time
+    expect(explain.locator(".leg-table[data-leg='objects:vector'] h4")).to_contain_text(" ms")
     expect(explain.locator(".fused li").first).to_be_visible()
     expect(explain).to_contain_text("Time per stage")
     tab.shot("search")
@@ -109,6 +111,80 @@ def test_the_graph_renders_and_expands_on_click(tab: Watched, site: Site) -> Non
     page.locator("#legend input[data-type='Leaf']").uncheck()
     expect(page.locator("#graph")).to_have_attribute("data-visible", str(1 + SUB_LEAVES))
     tab.shot("graph-expanded")
+    assert unexpected_errors(tab) == []
+
+
+LABELS_FIT = """() => { const v = window.KG.graphView; const width = v.container.clientWidth;
+    const ctx = document.createElement('canvas').getContext('2d'); ctx.font = '14px Arial';
+    const out = [];
+    v.graph.forEachNode((id, a) => { const p = v.renderer.graphToViewport(a);
+      const right = p.x + v.renderer.getNodeDisplayData(id).size + ctx.measureText(a.label).width;
+      out.push([a.label, Math.round(p.x), Math.round(right), width]); });
+    return out; }"""
+
+
+def test_a_two_node_graph_keeps_its_labels_inside_the_canvas(tab: Watched, site: Site) -> None:
+    page = sign_in(tab, site, hash=f"#/graph/{site.ids['acme']}")
+    data = graph_ready(page)
+    assert data["nodes"] == "2"
+    labels = page.evaluate(LABELS_FIT)
+    assert sorted(label for label, *_ in labels) == ["Acme Corp", "Ada Lovelace"]
+    for label, x, right, width in labels:
+        assert x > 0 and right < width, (label, x, right, width)
+    tab.shot("graph-two-nodes")
+
+
+def test_the_graph_colours_by_community_when_the_project_has_communities(
+    tab: Watched, site: Site
+) -> None:
+    engine = site.engine
+    if "gamma" not in site.keys:
+        # two triangles joined by one edge: two communities
+        keys = ["a1", "a2", "a3", "b1", "b2", "b3"]
+        engine.add_objects(
+            [ObjectIn(type="Node", key=k, properties={"name": k.upper()}) for k in keys],
+            project="gamma",
+        )
+        pairs = [("a1", "a2"), ("a2", "a3"), ("a3", "a1"), ("b1", "b2"), ("b2", "b3")]
+        pairs += [("b3", "b1"), ("a1", "b1")]
+        engine.add_relationships(
+            [
+                RelationshipIn.model_validate(
+                    {
+                        "type": "LINKS",
+                        "source": {"type": "Node", "key": s},
+                        "target": {"type": "Node", "key": t},
+                    }
+                )
+                for s, t in pairs
+            ],
+            project="gamma",
+        )
+        engine.build_communities(project="gamma", max_cluster_size=3)
+        site.keys["gamma"] = engine.create_api_key("gamma", ["read"])[0]
+    seed = engine.store.resolve("gamma", [ObjectRef(type="Node", key="a1")])
+    a1 = next(iter(seed.values())).id
+    page = sign_in(tab, site, project="gamma", hash=f"#/graph/{a1}?depth=2")
+    assert graph_ready(page)["nodes"] == "6"
+    page.select_option("#colour-by", "community")
+    expect(page.locator("#graph")).to_have_attribute("data-colour-by", "community")
+    colours = page.evaluate(
+        """() => { const out = {}; window.KG.graphView.graph.forEachNode(
+                     (id, a) => { out[a.label] = [a.color, a.community]; }); return out; }"""
+    )
+    groups: dict[str, set[str]] = {}
+    for colour, community in colours.values():
+        assert community is not None
+        groups.setdefault(community, set()).add(colour)
+    # one colour per community, and the communities apart
+    assert len(groups) >= 2 and all(len(c) == 1 for c in groups.values())
+    assert len({next(iter(c)) for c in groups.values()}) == len(groups)
+    tab.shot("graph-communities")
+    page.select_option("#colour-by", "type")
+    by_type = page.evaluate(
+        "() => new Set(window.KG.graphView.graph.mapNodes((id, a) => a.color)).size"
+    )
+    assert by_type == 1
     assert unexpected_errors(tab) == []
 
 

@@ -437,3 +437,7 @@ def test_explain_returns_each_legs_ranked_hits_and_the_fused_order(engine: Engin
     assert [(f.type, f.id, f.score) for f in explained.fused] == [
         ("graph", r.id, r.score) for r in response.results
     ]
+    # each leg's own time, within the search's total
+    total = explained.metadata["executionTime"]["totalMs"]
+    assert explained.leg_ms.keys() == explained.legs.keys()
+    assert all(0 <= ms <= total for ms in explained.leg_ms.values())

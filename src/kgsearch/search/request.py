@@ -311,6 +311,8 @@ class Explain(_Model):
     Attributes:
         request: The request as run (in JSON under the REST API's names).
         legs: Each leg's top 20 hits.
+        leg_ms: Each leg's own time in milliseconds (legs that run side by side, such
+            as BM25 beside the vector legs, overlap: these do not add up to the total).
         fused: The results in fused order, with the legs that found them.
         metadata: The search's metadata (counts, timings, warnings).
         statements: The SQL each stage ran, with its parameters, by stage: the type-hint
@@ -321,6 +323,7 @@ class Explain(_Model):
 
     request: SearchRequest
     legs: dict[str, list[LegRank]]
+    leg_ms: dict[str, float] = Field(default_factory=dict)
     fused: list[FusedHit]
     metadata: dict[str, Any]
     statements: dict[str, list[Statement]] = Field(default_factory=dict)

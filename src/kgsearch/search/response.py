@@ -149,13 +149,13 @@ def explain(request: SearchRequest, response: SearchResponse, traces: Traces) ->
     Returns:
         The explanation (see :class:`~kgsearch.search.request.Explain`).
     """
-    legs: dict[str, list[dict[str, Any]]] = (
-        (response.debug or {}).get("fusion_details", {}).get("legs", {})
-    )
+    details: dict[str, Any] = (response.debug or {}).get("fusion_details", {})
+    legs: dict[str, list[dict[str, Any]]] = details.get("legs", {})
     logs = traces.ordered(["type_hint", *legs])
     return Explain(
         request=request,
         legs={name: [LegRank(**hit) for hit in hits] for name, hits in legs.items()},
+        leg_ms=details.get("leg_ms", {}),
         fused=[
             FusedHit(type=r.type, id=r.id, score=r.score, found_by=r.found_by)
             for r in response.results
@@ -223,5 +223,6 @@ def _debug(legs: Legs, fused: Sequence[Fused]) -> dict[str, Any]:
                 leg: [{"key": k, "rank": i + 1, "score": s} for i, (k, s) in enumerate(ranked[:20])]
                 for leg, ranked in legs.lists.items()
             },
+            "leg_ms": {leg: round(legs.ms.get(leg, 0.0), 3) for leg in legs.lists},
         },
     }

@@ -272,12 +272,18 @@ class GraphReads(Protocol):
         object_ids: Sequence[str],
         *,
         limit: int,
+        among: bool = False,
         as_of: datetime | None = None,
         trace: Trace | None = None,
     ) -> list[tuple[str, str, str, str]]:
         """(relationship id, source id, target id, type) of live edges touching the ids:
         at most ``limit`` edges out of and ``limit`` edges into each object, oldest first,
-        so a hub costs no more than any other object."""
+        so a hub costs no more than any other object. Set-based: a few statements
+        whatever the number of ids, never one per object.
+
+        Edges come per object in the order asked, out before in, oldest first, each edge
+        once. With ``among``, only the edges whose two ends are both among the ids (the
+        same list with the others left out: the cap still counts every edge)."""
         ...
 
     def chunk_ids_of(self, project: str, source_ids: Sequence[str]) -> list[str]:

@@ -238,28 +238,41 @@ class PostgresReads(RowGetters):
         object_ids: Sequence[str],
         *,
         limit: int,
+        among: bool = False,
         as_of: datetime | None = None,
         trace: Trace | None = None,
     ) -> list[tuple[str, str, str, str]]:
-        """At most ``limit`` live edges out of and into each object (one lateral query)."""
+        """At most ``limit`` live edges out of and into each object (one lateral query);
+        per object in the order asked, out before in, oldest first, each edge once, as
+        in the SQLite store. With ``among``, only edges whose two ends are both asked."""
         cond, cond_params = filter_sql(Kind.RELATIONSHIP, edge_filters(None, as_of))
         ids = list(dict.fromkeys(object_ids))
         if not ids:
             return []
         side = (
-            "(SELECT t.id, t.source_id, t.target_id, t.type, t.seq FROM relationships t "
-            "WHERE t.project = %s AND t.{column} = o.id AND t.deleted_at IS NULL{cond} "
-            "ORDER BY t.seq LIMIT %s)"
+            "(SELECT {n} AS side, t.id, t.source_id, t.target_id, t.type, t.seq "
+            "FROM relationships t WHERE t.project = %s AND t.{column} = o.id "
+            "AND t.deleted_at IS NULL{cond} ORDER BY t.seq LIMIT %s)"
         )
-        out_side = side.format(column="source_id", cond=cond)
-        in_side = side.format(column="target_id", cond=cond)
+        out_side = side.format(n=0, column="source_id", cond=cond)
+        in_side = side.format(n=1, column="target_id", cond=cond)
+        # the cap counts every edge of an object; ``among`` filters after it (a hashed
+        # semi-join on the asked ids, not ``= ANY`` scanning the array for each edge)
+        both = (
+            " WHERE e.source_id IN (SELECT id FROM asked) AND e.target_id IN (SELECT id FROM asked)"
+            if among
+            else ""
+        )
         rows = self.db.all(
-            f"SELECT DISTINCT e.id, e.source_id, e.target_id, e.type, e.seq "
-            f"FROM unnest(%s::text[]) AS o(id), LATERAL ({out_side} UNION ALL {in_side}) e "
-            "ORDER BY e.seq",
+            "WITH asked AS (SELECT * FROM unnest(%s::text[]) WITH ORDINALITY AS a(id, pos)) "
+            f"SELECT e.id, e.source_id, e.target_id, e.type FROM asked o, "
+            f"LATERAL ({out_side} UNION ALL {in_side}) e{both} ORDER BY o.pos, e.side, e.seq",
             (ids, project, *cond_params, limit, project, *cond_params, limit),
         )
-        return [(r["id"], r["source_id"], r["target_id"], r["type"]) for r in rows]
+        found: dict[str, tuple[str, str, str, str]] = {}
+        for r in rows:
+            found.setdefault(r["id"], (r["id"], r["source_id"], r["target_id"], r["type"]))
+        return list(found.values())
 
     @traced
     def chunk_ids_of(self, project: str, source_ids: Sequence[str]) -> list[str]:

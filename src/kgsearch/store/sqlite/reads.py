@@ -38,6 +38,22 @@ from kgsearch.store.tracing import Trace, traced
 
 __all__ = ["SQLiteReads"]
 
+_AMONG = " AND e.%s IN (SELECT value FROM json_each(?))"
+"""Keeps an edge whose other end is also one of the ids asked (``typed_edges(among=True)``)."""
+
+
+def _touching(n: int) -> str:
+    """``t.rowid IN (...)``: the relationships with either end among ``n`` ids (bound as
+    project, ids, project, ids), by two index searches. Without statistics SQLite
+    answers ``source_id IN (...) OR target_id IN (...)`` by scanning every relationship
+    of the project (1.2 s for 250 ids on MetaQA; 17 ms this way)."""
+    marks = placeholders(n)
+    return (
+        f"t.rowid IN (SELECT rowid FROM relationships WHERE project = ? AND source_id IN "
+        f"({marks}) UNION ALL SELECT rowid FROM relationships WHERE project = ? AND "
+        f"target_id IN ({marks}))"
+    )
+
 
 class SQLiteReads(RowGetters):
     """The ``GraphReads`` capability over SQLite."""
@@ -171,11 +187,10 @@ class SQLiteReads(RowGetters):
         """Live relationships with either endpoint in ``object_ids``."""
         found: dict[str, Relationship] = {}
         for part in chunked(list(dict.fromkeys(object_ids)), 250):
-            marks = placeholders(len(part))
             for row in self.db.all(
-                f"SELECT {RELATIONSHIP_COLUMNS} FROM relationships WHERE project = ? "
-                f"AND deleted_at IS NULL AND (source_id IN ({marks}) OR target_id IN ({marks}))",
-                (project, *part, *part),
+                f"SELECT {RELATIONSHIP_COLUMNS} FROM relationships t WHERE "
+                f"{_touching(len(part))} AND t.deleted_at IS NULL ORDER BY +t.rowid",
+                (project, *part, project, *part),
             ):
                 found[row["id"]] = to_relationship(row)
         return list(found.values())
@@ -232,9 +247,11 @@ class SQLiteReads(RowGetters):
         if direction in ("in", "both"):
             walks.append(("target_id", "source_id"))
         for start, other in walks:
+            # ``+t.rowid``: ordering by the bare rowid makes SQLite walk the (project)
+            # index, every relationship of the project, to skip a sort of a few rows
             for row in self.db.all(
                 f"SELECT t.{other} AS other, t.id FROM relationships t WHERE t.project = ? "
-                f"AND t.deleted_at IS NULL AND t.{start} IN ({marks}){cond} ORDER BY t.rowid",
+                f"AND t.deleted_at IS NULL AND t.{start} IN ({marks}){cond} ORDER BY +t.rowid",
                 (project, *part, *cond_params),
             ):
                 yield row["other"], row["id"]
@@ -253,12 +270,10 @@ class SQLiteReads(RowGetters):
         cond, cond_params = filter_sql(Kind.RELATIONSHIP, edge_filters(relationship_types, as_of))
         found: dict[str, tuple[str, str, str, float]] = {}
         for part in chunked(list(dict.fromkeys(object_ids)), 250):
-            marks = placeholders(len(part))
             for row in self.db.all(
                 f"SELECT t.id, t.source_id, t.target_id, t.weight FROM relationships t "
-                f"WHERE t.project = ? AND t.deleted_at IS NULL AND (t.source_id IN ({marks}) "
-                f"OR t.target_id IN ({marks})){cond}",
-                (project, *part, *part, *cond_params),
+                f"WHERE {_touching(len(part))} AND t.deleted_at IS NULL{cond} ORDER BY +t.rowid",
+                (project, *part, project, *part, *cond_params),
             ):
                 found[row["id"]] = (row["id"], row["source_id"], row["target_id"], row["weight"])
         return list(found.values())
@@ -270,22 +285,41 @@ class SQLiteReads(RowGetters):
         object_ids: Sequence[str],
         *,
         limit: int,
+        among: bool = False,
         as_of: datetime | None = None,
         trace: Trace | None = None,
     ) -> list[tuple[str, str, str, str]]:
-        """At most ``limit`` live edges out of and into each object: one indexed probe
-        per object and direction."""
+        """At most ``limit`` live edges out of and into each object, in one statement:
+        each object's edges come from a bounded index probe run inside SQLite (a
+        correlated ``LIMIT`` per object and direction), so a hub costs no more than any
+        other object and Python pays one query, not two per object. With ``among``,
+        only edges whose two ends are both asked (filtered after the cap).
+
+        Edges come per object in the order asked, out before in, oldest first, each
+        edge once (where it first appears)."""
         cond, cond_params = filter_sql(Kind.RELATIONSHIP, edge_filters(None, as_of))
+        ids = json.dumps(list(dict.fromkeys(object_ids)))
+        side = (
+            "SELECT w.key AS pos, {side} AS side, e.rowid AS seq, e.id, e.source_id, "
+            "e.target_id, e.type FROM json_each(?) w, relationships e WHERE e.rowid IN "
+            "(SELECT t.rowid FROM relationships t WHERE t.project = ? AND t.{column} = w.value "
+            "AND t.deleted_at IS NULL{cond} ORDER BY t.rowid LIMIT ?){other}"
+        )
+        params: list[Any] = [ids, project, *cond_params, limit]
+        if among:
+            params.append(ids)
+        out_other, in_other = (_AMONG % "target_id", _AMONG % "source_id") if among else ("", "")
+        rows = self.db.all(
+            side.format(side=0, column="source_id", cond=cond, other=out_other)
+            + " UNION ALL "
+            + side.format(side=1, column="target_id", cond=cond, other=in_other)
+            + " ORDER BY pos, side, seq",
+            params * 2,
+        )
         found: dict[str, tuple[str, str, str, str]] = {}
-        for id in dict.fromkeys(object_ids):
-            for column in ("source_id", "target_id"):
-                for row in self.db.all(
-                    f"SELECT t.id, t.source_id, t.target_id, t.type FROM relationships t "
-                    f"WHERE t.project = ? AND t.{column} = ? AND t.deleted_at IS NULL{cond} "
-                    "ORDER BY t.rowid LIMIT ?",
-                    (project, id, *cond_params, limit),
-                ):
-                    found[row["id"]] = (row["id"], row["source_id"], row["target_id"], row["type"])
+        for row in rows:
+            if row["id"] not in found:
+                found[row["id"]] = (row["id"], row["source_id"], row["target_id"], row["type"])
         return list(found.values())
 
     @traced
@@ -297,7 +331,7 @@ class SQLiteReads(RowGetters):
                 row["id"]
                 for row in self.db.all(
                     f"SELECT id FROM chunks WHERE project = ? AND deleted_at IS NULL "
-                    f"AND source_id IN ({placeholders(len(part))}) ORDER BY rowid",
+                    f"AND source_id IN ({placeholders(len(part))}) ORDER BY +rowid",
                     (project, *part),
                 )
             )
@@ -323,8 +357,11 @@ class SQLiteReads(RowGetters):
         ):
             for part in chunked(list(ids)):
                 for row in self.db.all(
-                    f"SELECT * FROM mentions WHERE project = ? AND {column} IN "
-                    f"({placeholders(len(part))}) ORDER BY rowid",
+                    # by rowid through the column's index: a plain ``project = ? AND
+                    # column IN (...)`` let SQLite scan the project's whole unique index
+                    f"SELECT * FROM mentions WHERE rowid IN (SELECT rowid FROM mentions "
+                    f"WHERE project = ? AND {column} IN ({placeholders(len(part))})) "
+                    "ORDER BY +rowid",
                     (project, *part),
                 ):
                     key = (

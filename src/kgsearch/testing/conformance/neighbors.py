@@ -10,7 +10,7 @@ import pytest
 from kgsearch.engine import Engine
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import RelationshipIn
-from kgsearch.testing.conformance.builders import build_graph, person
+from kgsearch.testing.conformance.builders import build_graph, knows, person
 from kgsearch.testing.oracles import bfs
 
 
@@ -101,3 +101,62 @@ def test_typed_edges_are_every_live_edge_touching_the_ids_up_to_a_limit_each_way
         sum(hub in (s, t) for _, _, s, t in edges) - 1
     )
     assert store.typed_edges(project, [], limit=5) == []
+
+
+def _capped(
+    edges: list[tuple[str, str, str, str]], ids: list[str], limit: int
+) -> list[tuple[str, str, str, str]]:
+    """The oracle of ``typed_edges``: per id in the order asked, its first ``limit``
+    edges out then its first ``limit`` edges in (insertion order), each edge once."""
+    found: dict[str, tuple[str, str, str, str]] = {}
+    for id_ in dict.fromkeys(ids):
+        outs = [(r, s, t, ty) for r, ty, s, t in edges if s == id_][:limit]
+        ins = [(r, s, t, ty) for r, ty, s, t in edges if t == id_][:limit]
+        for edge in [*outs, *ins]:
+            found.setdefault(edge[0], edge)
+    return list(found.values())
+
+
+def test_typed_edges_of_many_ids_cap_each_object_each_way_in_one_order(engine: Engine) -> None:
+    by_key, edges = build_graph(engine)
+    # a hub past every cap below: five edges out of "a" and four into it
+    spokes = engine.add_objects([person(f"s{i}") for i in range(5)])
+    extra = engine.add_relationships(
+        [knows("a", f"s{i}") for i in range(5)] + [knows(f"s{i}", "a", "LIKES") for i in range(4)]
+    )
+    edges += [(r.id, r.type, r.source_id, r.target_id) for r in extra]
+    store, project = engine.store, engine.project
+    keys = ["c", "a", "nobody", "b", "a", "s0", "lonely", "e", "s4"]
+    ids = [by_key.get(k) or next((s.id for s in spokes if s.key == k), k) for k in keys]
+    live = [i for i in ids if i != "nobody"]
+    for limit in (1, 2, 3, 1000):
+        want = _capped(edges, live, limit)
+        assert store.typed_edges(project, ids, limit=limit) == want, limit
+        asked = set(live)
+        among = [e for e in want if e[1] in asked and e[2] in asked]
+        assert store.typed_edges(project, ids, limit=limit, among=True) == among, limit
+    assert store.typed_edges(project, [by_key["lonely"]], limit=5) == []
+    assert store.typed_edges(project, [by_key["lonely"]], limit=5, among=True) == []
+
+
+def test_typed_edges_follow_validity_and_deletion(engine: Engine) -> None:
+    ada, bob, cy = engine.add_objects([person("ada"), person("bob"), person("cy")])
+    old, new = engine.add_relationships(
+        [
+            RelationshipIn(
+                type="KNEW", source=ada.id, target=bob.id, valid_to=datetime(2000, 1, 1, tzinfo=UTC)
+            ),
+            RelationshipIn(type="KNOWS", source=ada.id, target=cy.id),
+        ]
+    )
+    store, project = engine.store, engine.project
+    ids = [ada.id, bob.id, cy.id]
+
+    then = store.typed_edges(project, ids, limit=5, as_of=datetime(1999, 1, 1, tzinfo=UTC))
+    assert store.typed_edges(project, ids, limit=5) == [(new.id, ada.id, cy.id, "KNOWS")]
+    assert then == [
+        (old.id, ada.id, bob.id, "KNEW"),
+        (new.id, ada.id, cy.id, "KNOWS"),
+    ]
+    engine.delete("relationship", [new.id])
+    assert store.typed_edges(project, ids, limit=5, among=True) == []

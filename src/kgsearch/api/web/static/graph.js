@@ -11,6 +11,11 @@
   const LAYOUT_BUDGET_MS = 600;
   const FA2_MAX_NODES = 2000;
   const BIG = 2000;
+  const NO_COMMUNITY = "#c8ccd2";
+  // labels are drawn right of their node in sigma's default font
+  const LABEL_FONT = "14px Arial";
+  const FIT_LABELS_MAX_NODES = 200;
+  const ALL_LABELS_MAX_NODES = 50;
   let libs = null;
 
   function loadScript(src) {
@@ -47,6 +52,8 @@
       this.status = status;
       this.graph = new lib.Graph({ allowSelfLoops: false });
       this.colours = new Map();
+      this.communityColours = new Map();
+      this.colourBy = "type";
       this.hiddenTypes = new Set();
       this.selected = null;
       this.renderer = null;
@@ -58,10 +65,38 @@
       return this.colours.get(type);
     }
 
+    communityColour(community) {
+      if (community === null || community === undefined) return NO_COMMUNITY;
+      const c = this.communityColours;
+      if (!c.has(community)) c.set(community, PALETTE[c.size % PALETTE.length]);
+      return c.get(community);
+    }
+
+    nodeColour(a) {
+      return this.colourBy === "community" ? this.communityColour(a.community) : this.colour(a.type_);
+    }
+
+    hasCommunities() {
+      return this.communityColours.size > 0 || this.graph.someNode((_, a) => a.community !== null && a.community !== undefined);
+    }
+
+    // Colour the nodes by "type" or by "community" (their coarsest community).
+    setColourBy(by) {
+      this.colourBy = by;
+      this.graph.updateEachNodeAttributes((_, a) => Object.assign(a, { color: this.nodeColour(a) }), { attributes: ["color"] });
+      this.legend.classList.toggle("by-community", by === "community");
+      this.container.dataset.colourBy = by;
+      if (this.renderer) this.renderer.refresh();
+    }
+
     // Adds nodes and edges; new nodes start near `around` (or on rings by hop count).
     add(data, around) {
       const g = this.graph;
       const centre = around && g.hasNode(around) ? g.getNodeAttributes(around) : { x: 0, y: 0 };
+      // each node's coarsest community, when the project has communities
+      const groups = data.node_communities || [];
+      const communityOf = new Map();
+      data.nodes.forEach((n, i) => { if (groups[i] >= 0) communityOf.set(n.id, data.communities[groups[i]]); });
       const fresh = data.nodes.filter((n) => !g.hasNode(n.id));
       const perRing = {};
       for (const n of fresh) perRing[n.depth] = (perRing[n.depth] || 0) + 1;
@@ -70,12 +105,13 @@
         const i = (seen[n.depth] = (seen[n.depth] || 0) + 1);
         const angle = (2 * Math.PI * i) / perRing[n.depth] + n.depth;
         const radius = around ? 4 + Math.min(20, fresh.length * 0.2) + (i % 3) : n.depth * 10 + (i % 7);
-        g.addNode(n.id, {
-          label: n.name, type_: n.type, depth: n.depth,
+        const attrs = {
+          label: n.name, type_: n.type, depth: n.depth, community: communityOf.get(n.id) ?? null,
           x: centre.x + radius * Math.cos(angle), y: centre.y + radius * Math.sin(angle),
-          size: n.depth === 0 && !around ? 9 : 4, color: this.colour(n.type),
-          hidden: this.hiddenTypes.has(n.type),
-        });
+          size: n.depth === 0 && !around ? 9 : 4, hidden: this.hiddenTypes.has(n.type),
+        };
+        this.colour(n.type);
+        g.addNode(n.id, Object.assign(attrs, { color: this.nodeColour(attrs) }));
       }
       // edges are [source index, target index, type index]; one edge per pair and type
       for (const [a, b, t] of data.edges) {
@@ -189,13 +225,35 @@
         nodeProgramClasses: R ? { point: R.NodePointProgram } : {},
         hideEdgesOnMove: big,
         hideLabelsOnMove: big,
-        labelRenderedSizeThreshold: 7,
+        // a small graph shows every label; a big one those of its larger nodes
+        labelRenderedSizeThreshold: this.graph.order <= ALL_LABELS_MAX_NODES ? 0 : 7,
         stagePadding: 60,
         nodeReducer: (node, data) => (node === this.selected ? Object.assign({}, data, { highlighted: true }) : data),
       });
+      this.fitLabels();
       this.renderer.on("clickNode", ({ node }) => this.select(node, true));
       this.renderer.on("enterNode", ({ node }) => { this.container.style.cursor = "pointer"; this.hover(node); });
       this.renderer.on("leaveNode", () => { this.container.style.cursor = ""; });
+    }
+
+    // A small graph fills the canvas, so the label of a node at its right edge (drawn
+    // right of the node) would be cut off: zoom out until every label fits.
+    fitLabels() {
+      const g = this.graph;
+      if (g.order === 0 || g.order > FIT_LABELS_MAX_NODES) return;
+      const width = this.container.clientWidth;
+      const ctx = document.createElement("canvas").getContext("2d");
+      ctx.font = LABEL_FONT;
+      const margin = 8;
+      let ratio = 1;
+      g.forEachNode((id, a) => {
+        const p = this.renderer.graphToViewport(a);
+        const reach = this.renderer.getNodeDisplayData(id).size + 4 + ctx.measureText(String(a.label)).width;
+        const room = width / 2 - margin - reach;
+        const dx = p.x - width / 2;
+        if (dx > 0) ratio = Math.max(ratio, room > 0 ? dx / room : 3);
+      });
+      if (ratio > 1) this.renderer.getCamera().setState({ ratio: Math.min(ratio, 3) });
     }
 
     hover(node) {
@@ -234,6 +292,13 @@
       const counts = new Map();
       this.graph.forEachNode((_, a) => counts.set(a.type_, (counts.get(a.type_) || 0) + 1));
       clear(this.legend);
+      if (this.hasCommunities() && !document.getElementById("colour-by")) {
+        const pick = el("select", { id: "colour-by" },
+          el("option", { value: "type", selected: this.colourBy === "type" }, "type"),
+          el("option", { value: "community", selected: this.colourBy === "community" }, "community"));
+        pick.addEventListener("change", () => this.setColourBy(pick.value));
+        this.legend.before(el("label", { class: "colour-by" }, "Colour by ", pick));
+      }
       for (const [type, n] of [...counts.entries()].sort((x, y) => y[1] - x[1])) {
         const box = el("input", { type: "checkbox", checked: !this.hiddenTypes.has(type), "data-type": type });
         box.addEventListener("change", () => {
@@ -343,14 +408,16 @@
       root.append(status, el("div", { class: "graph-layout" }, container,
         el("div", { class: "graph-side" }, find, info, el("h2", {}, "Types"), legend)));
       const [lib, data] = await Promise.all([loadLibs(), fetchSubgraph(subgraphBody(id, params))]);
+      const fetched = performance.now();
       const v = (view = new View(lib, container, info, legend, status));
       v.add(data, null);
-      const fetched = performance.now();
+      const built = performance.now();
       v.radial();
       const iterations = v.layout(LAYOUT_BUDGET_MS);
       const laidOut = performance.now();
       v.render();
-      container.dataset.layoutMs = String(Math.round(laidOut - fetched));
+      container.dataset.buildMs = String(Math.round(built - fetched));
+      container.dataset.layoutMs = String(Math.round(laidOut - built));
       container.dataset.renderMs = String(Math.round(performance.now() - laidOut));
       v.updateLegend();
       v.publish();

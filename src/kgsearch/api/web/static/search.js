@@ -74,9 +74,11 @@
       return names[id] ? names[id] + " (" + key.split(":")[0] + ")" : key;
     };
     const t = (ex.metadata && ex.metadata.executionTime) || {};
+    const legMs = ex.leg_ms || {};
     const legTables = Object.entries(ex.legs || {}).map(([leg, hits]) =>
-      el("div", { class: "leg-table" },
-        el("h4", {}, leg, " ", el("span", { class: "muted" }, hits.length + " hits")),
+      el("div", { class: "leg-table", "data-leg": leg },
+        el("h4", {}, leg, " ", el("span", { class: "muted" }, hits.length + " hits" +
+          (legMs[leg] !== undefined ? " · " + fmt(legMs[leg], 1) + " ms" : ""))),
         el("table", {},
           el("thead", {}, el("tr", {}, el("th", {}, "rank"), el("th", {}, "hit"), el("th", {}, "score"))),
           el("tbody", {}, hits.map((h) => el("tr", {}, el("td", {}, h.rank), el("td", {}, label(h.key)), el("td", {}, fmt(h.score, 4))))))));
