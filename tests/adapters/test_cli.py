@@ -374,7 +374,16 @@ def test_search_explain_shows_legs_and_fused_order(run: Cli) -> None:
 def test_search_explain_json_has_legs_and_fused(run: Cli) -> None:
     run.embedded()
     value = run.json("search", "Ada", "--explain")
-    assert sorted(value) == ["fused", "legs", "metadata", "notes", "request", "statements"]
+    assert sorted(value) == [
+        "fused",
+        "leg_ms",
+        "legs",
+        "metadata",
+        "notes",
+        "request",
+        "statements",
+    ]
+    assert set(value["leg_ms"]) == set(value["legs"])  # each leg's own time
     assert any("objects" in s["sql"] for s in value["statements"]["objects:bm25"])
     assert sorted(value["legs"]) == [
         "chunks:bm25",

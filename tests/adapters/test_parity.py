@@ -55,8 +55,9 @@ NEW_TEXT = "Grace Hopper wrote the first compiler.\n\nAda wrote the first progra
 
 
 def normalise(value: Any) -> Any:
-    """Drop what differs between two identical calls: timings, row timestamps and the
-    statements each explained stage ran (cache reads come and go)."""
+    """Drop what differs between two identical calls: timings (of the search and of each
+    leg), row timestamps and the statements each explained stage ran (cache reads come
+    and go)."""
     if isinstance(value, dict):
         return {k: _normalise_field(k, v) for k, v in value.items()}
     if isinstance(value, list):
@@ -67,6 +68,8 @@ def normalise(value: Any) -> Any:
 def _normalise_field(name: str, value: Any) -> Any:
     if name in ("executionTime", "created_at", "updated_at"):
         return "<t>"
+    if name in ("leg_ms", "legMs"):  # each leg's own time: its legs, not their times
+        return sorted(value)
     if name == "statements":
         return sorted(value)  # the stages traced: the same on every surface
     return normalise(value)
