@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from kgsearch.engine import Engine
-from kgsearch.model import ChunkIn, Filters, Kind, ObjectIn
+from kgsearch.model import ChunkIn, Filters, Kind, ObjectIn, RelationshipIn
 from kgsearch.store.postgres import PostgresStore
 from kgsearch.store.postgres import store as store_module
+from kgsearch.store.postgres.connection import EF_SEARCH
 from kgsearch.store.postgres.schema import MIGRATIONS
 from kgsearch.store.postgres.search import vector_index_exists
 from kgsearch.testing import FakeEmbedder
@@ -209,3 +210,97 @@ def test_an_empty_kind_is_searched_without_statements_until_the_store_writes_to_
     engine.embed_pending(kinds=[Kind.CHUNK])
     assert [i for i, _ in store.text_search("default", Kind.CHUNK, "thing", limit=5)] == ["c1"]
     assert [i for i, _ in store.vector_search("default", Kind.CHUNK, query, limit=5)] == ["c1"]
+
+
+def _ids(store: PostgresStore, project: str) -> set[str]:
+    rows = store.db.all("SELECT id FROM objects WHERE project = %s", (project,))
+    return {r["id"] for r in rows}
+
+
+class _Heard:
+    """A tracer keeping the statements (with parameters) and notes of one call."""
+
+    def __init__(self) -> None:
+        self.statements: list[tuple[str, list[Any]]] = []
+        self.notes: list[str] = []
+
+    def __call__(self, sql: str, params: Any) -> None:
+        self.statements.append((sql, list(params)))
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def settings(self) -> dict[str, str]:
+        return {
+            str(p[0]): str(p[1])
+            for sql, p in self.statements
+            if sql.startswith("SELECT set_config")
+        }
+
+
+def test_iterative_scans_only_where_the_conditions_drop_many_indexed_rows(
+    pg_factory: Any,
+) -> None:
+    url = pg_factory.postgres_store_url()
+    store = PostgresStore(url, index_min_rows=50, exact_max_rows=0)
+    pg_factory.track(store)
+    fill(store, 200)
+    store.db.execute("ANALYZE objects")
+    query = FakeEmbedder(32).embed_query("thing 7 alpha")
+    # every indexed row passes an unfiltered leg: the connection's plain scan, no settings
+    plain = _Heard()
+    assert len(store.vector_search("default", Kind.OBJECT, query, limit=10, trace=plain)) == 10
+    assert plain.settings() == {} and not any("iterative" in n for n in plain.notes)
+    # a filter keeping a few rows: an iterative scan for that statement only
+    rare = _Heard()
+    hits = store.vector_search(
+        "default",
+        Kind.OBJECT,
+        query,
+        limit=10,
+        filters=Filters(object_types=["Rare"]),
+        trace=rare,
+    )
+    assert len(hits) == 8
+    assert rare.settings().get("hnsw.iterative_scan") == "relaxed_order"
+    assert store.db.one("SHOW hnsw.iterative_scan") == {"hnsw.iterative_scan": "off"}
+    # a small project beside a large one: its unfiltered leg walks iteratively too, and
+    # finds its rows although the large project's are the index's nearest
+    Engine(store, embedder=FakeEmbedder(32), project="small").add_objects(
+        [ObjectIn(type="Common", key=f"s{i}") for i in range(12)]
+    )
+    Engine(store, embedder=FakeEmbedder(32), project="small").embed_pending()
+    store.db.execute("ANALYZE objects")
+    small = _Heard()
+    found = store.vector_search("small", Kind.OBJECT, query, limit=10, trace=small)
+    assert len(found) == 10
+    assert {i for i, _ in found} <= _ids(store, "small")
+    assert small.settings().get("hnsw.iterative_scan") == "relaxed_order"
+
+
+def test_each_kind_walks_its_own_beam_unless_the_url_sets_one(pg_factory: Any) -> None:
+    url = pg_factory.postgres_store_url()
+    store = PostgresStore(url, index_min_rows=50, exact_max_rows=0)
+    pg_factory.track(store)
+    engine = fill(store, 120)
+    ids = sorted(_ids(store, "default"))
+    engine.add_relationships(
+        [RelationshipIn(source=ids[i], target=ids[i + 1], type="next") for i in range(110)]
+    )
+    engine.embed_pending()
+    assert vector_index_exists(store.db, Kind.RELATIONSHIP)
+    query = FakeEmbedder(32).embed_query("thing 7 alpha")
+    heard = {kind: _Heard() for kind in (Kind.OBJECT, Kind.RELATIONSHIP)}
+    for kind, log in heard.items():
+        assert len(store.vector_search("default", kind, query, limit=10, trace=log)) == 10
+    # objects walk the connection's beam; relationships set theirs for one statement
+    assert heard[Kind.OBJECT].settings() == {}
+    assert heard[Kind.RELATIONSHIP].settings() == {
+        "hnsw.ef_search": str(EF_SEARCH[Kind.RELATIONSHIP])
+    }
+    assert store.db.one("SHOW hnsw.ef_search") == {"hnsw.ef_search": str(EF_SEARCH[Kind.OBJECT])}
+    one_beam = PostgresStore(url + "&ef_search=64", index_min_rows=50, exact_max_rows=0)
+    pg_factory.track(one_beam)
+    log = _Heard()
+    assert len(one_beam.vector_search("default", Kind.RELATIONSHIP, query, limit=10, trace=log))
+    assert log.settings() == {}

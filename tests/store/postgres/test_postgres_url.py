@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kgsearch.errors import ConfigError
-from kgsearch.store.postgres.connection import parse_url
+from kgsearch.model import Kind
+from kgsearch.store.postgres.connection import EF_SEARCH, parse_url
 
 
 def test_own_parameters_are_removed_and_libpq_ones_kept() -> None:
@@ -29,8 +30,13 @@ def test_defaults() -> None:
         "public",
         "hnsw",
         8,
-        200,
+        None,
     )
+    # without ef_search each kind walks its own beam; with it, every kind walks that one
+    assert [options.beam(k) for k in Kind] == [EF_SEARCH[k] for k in Kind]
+    assert options.beam(Kind.RELATIONSHIP) < options.beam(Kind.OBJECT)
+    _, explicit = parse_url("postgres://localhost/kg?ef_search=64")
+    assert {explicit.beam(k) for k in Kind} == {64}
 
 
 @pytest.mark.parametrize(

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Self, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from kgsearch.errors import ConfigError, Conflict, InvalidRequest, KgsearchError, StoreError
+from kgsearch.model import Kind
 from kgsearch.store.common import pg_conflict, store_failure
 from kgsearch.store.postgres.sql import clean
 from kgsearch.store.tracing import active, report
@@ -36,12 +37,17 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "the PostgreSQL store needs the 'postgres' extra: pip install 'kgsearch[postgres]'"
     ) from exc
 
-__all__ = ["Connection", "StoreOptions", "TracedCursor", "parse_url", "wrap_error"]
+__all__ = ["EF_SEARCH", "Connection", "StoreOptions", "TracedCursor", "parse_url", "wrap_error"]
 
 _IDENT_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
 # Outside transactions a metadata value is remembered this long: every search reads the
 # model and dims, and another process's change of model shows after that long.
 _META_TTL_SECONDS = 2.0
+# HNSW candidates a vector query walks per kind, unless the URL's ``ef_search`` sets one
+# for all: the least beam whose recall@10 against the exact scan is at least 0.95 on
+# the MetaQA benchmark with some room (docs/benchmarks.md: objects, short texts crowded
+# together, need 200; relationships, longer and more distinct, 0.97 at 100).
+EF_SEARCH = {Kind.OBJECT: 200, Kind.RELATIONSHIP: 100, Kind.CHUNK: 200, Kind.COMMUNITY: 200}
 
 
 class StoreOptions:
@@ -51,16 +57,21 @@ class StoreOptions:
       several kgsearch stores can share one database in separate schemas.
     * ``vector_index`` — ``hnsw`` (default), ``ivfflat`` or ``none``.
     * ``pool_size`` — most connections kept open (default 8).
-    * ``ef_search`` — HNSW candidates per query (default 200; at least the limit).
+    * ``ef_search`` — HNSW candidates per query, every kind (at least the limit);
+      without it, :data:`EF_SEARCH` per kind.
     """
 
     def __init__(
-        self, schema: str, vector_index: str, pool_size: int, ef_search: int = 200
+        self, schema: str, vector_index: str, pool_size: int, ef_search: int | None = None
     ) -> None:
         self.schema = schema
         self.vector_index = vector_index
         self.pool_size = pool_size
         self.ef_search = ef_search
+
+    def beam(self, kind: Kind) -> int:
+        """The HNSW candidates a vector query of the kind walks."""
+        return self.ef_search or EF_SEARCH[kind]
 
 
 def parse_url(url: str) -> tuple[str, StoreOptions]:
@@ -89,10 +100,10 @@ def parse_url(url: str) -> tuple[str, StoreOptions]:
     if not 1 <= pool_size <= 100:
         raise ConfigError("pool_size must be a whole number between 1 and 100")
     try:
-        ef_search = int(ours.get("ef_search", "200"))
+        ef_search = int(ours["ef_search"]) if "ef_search" in ours else None
     except ValueError:
         ef_search = 0
-    if not 10 <= ef_search <= 1000:
+    if ef_search is not None and not 10 <= ef_search <= 1000:
         raise ConfigError("ef_search must be a whole number between 10 and 1000")
     libpq = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(rest), ""))
     if scheme not in {"postgresql", "postgres"}:
@@ -228,7 +239,7 @@ class Connection:
         schema: The schema every connection's ``search_path`` starts with.
         pool_size: Most connections kept open.
         ef_search: Each connection's HNSW search beam (``hnsw.ef_search``), so a vector
-            query whose limit fits in it needs no ``SET LOCAL`` (and no transaction).
+            query walking that beam needs no ``SET LOCAL`` (and no transaction).
     """
 
     def __init__(self, url: str, schema: str, pool_size: int, ef_search: int = 200) -> None:
@@ -264,11 +275,13 @@ class Connection:
         conn.execute(
             f"SET search_path TO {path}, public; SET TIME ZONE 'UTC'; "
             f"SET hnsw.ef_search = {int(self.ef_search)}; SET ivfflat.probes = 10; "
-            # filtered vector legs: the index is walked until enough rows pass the
-            # filters, up to this many visited rows (then the store scans exactly)
-            f"SET hnsw.iterative_scan = relaxed_order; "
+            # plain index scans by default (an iterative scan's bookkeeping costs about
+            # a fifth of a search's time); a leg whose conditions drop many indexed rows
+            # turns iterative scans on for its statement (see search.py), walking the
+            # index until enough rows pass, up to this many visited rows
+            "SET hnsw.iterative_scan = off; "
             f"SET hnsw.max_scan_tuples = {_MAX_SCAN_TUPLES}; "
-            "SET ivfflat.iterative_scan = relaxed_order"
+            "SET ivfflat.iterative_scan = off"
         )
         register_vector(conn)
 
@@ -346,6 +359,27 @@ class Connection:
         with self._connection() as conn:
             try:
                 return conn.execute(sql, params).fetchall()
+            except (psycopg.Error, UnicodeEncodeError, OverflowError, ValueError) as exc:
+                raise wrap_error(exc) from exc
+
+    def all_with(
+        self, settings: Mapping[str, str], sql: str, params: Sequence[Any] = ()
+    ) -> list[dict[str, Any]]:
+        """Run a query with run-time settings of its own (``SET LOCAL``, so they end with
+        its transaction), every row as a dict. Outside a transaction BEGIN, the settings,
+        the query and COMMIT go in one pipeline: a single round trip to the server."""
+        with self._connection() as conn:
+            try:
+                if self.in_transaction:  # the settings last until the caller's commit
+                    for name, value in settings.items():
+                        conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+                    return conn.execute(sql, params).fetchall()
+                with conn.pipeline():
+                    with conn.transaction():
+                        for name, value in settings.items():
+                            conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+                        cursor = conn.execute(sql, params)
+                    return cursor.fetchall()
             except (psycopg.Error, UnicodeEncodeError, OverflowError, ValueError) as exc:
                 raise wrap_error(exc) from exc
 

@@ -137,6 +137,14 @@ class LexicalStats:
             out.update(self._read_dfs(db, project, kind, [(x, x in prefixed) for x in missing]))
         return out
 
+    def _table_stale(self, project: str, kind: Kind) -> bool:
+        """Whether the (project, kind)'s row count and mean length are due a new read
+        (a stale document frequency alone does not make them so: counting every row's
+        length is the refresh's dearest read)."""
+        with self._lock:
+            cached = self._tables.get((project, kind))
+        return cached is None or time.monotonic() - cached[0] >= _STATS_TTL_SECONDS
+
     def _read_table(self, db: Connection, project: str, kind: Kind) -> tuple[int, float]:
         row = db.one(
             f"SELECT count(*) AS n, coalesce(avg(length(tsv)), 0) AS avgdl FROM {kind.table} "
@@ -245,7 +253,8 @@ class LexicalStats:
                     if p == project and k == kind and now - at >= _STATS_TTL_SECONDS
                 ]
             try:
-                self._read_table(db, project, kind)
+                if self._table_stale(project, kind):
+                    self._read_table(db, project, kind)
                 for start in range(0, len(words), 100):
                     self._read_dfs(db, project, kind, words[start : start + 100])
             except Exception:  # e.g. the store closed: the figures stay stale

@@ -57,6 +57,9 @@ INDEX_MIN_ROWS = 10_000
 # A vector leg whose conditions (project, filters) leave at most this many rows, by the
 # planner's estimate, scans those rows exactly instead of walking the index.
 EXACT_MAX_ROWS = 10_000
+# A vector leg whose conditions keep at least this share of the indexed rows (by the
+# planner's estimates) walks the index plainly; below it, iteratively (see vector_search).
+_PLAIN_SCAN_SHARE = 0.9
 # The planner's estimate for a leg's conditions is asked again after this long.
 _ESTIMATE_TTL_SECONDS = 60.0
 
@@ -220,28 +223,43 @@ class PostgresSearch:
         # rows an iterative scan finds to pass a filter are not always the nearest ones
         fetch = min(_MAX_LIMIT, _FILTERED_FETCH * limit) if _narrowed(kind, filters) else limit
         indexed = ids is None and self._has_index(kind)
+        iterative = False
         if indexed:
             estimate = self._estimated_rows(kind, base, [project, *params])
             indexed = estimate > self.exact_max_rows
             if not indexed:
                 note(f"about {estimate:,.0f} rows pass the conditions: exact scan")
+            else:
+                indexed_rows = self._estimated_rows(
+                    kind, f"FROM {kind.table} t WHERE t.dims = {d}", []
+                )
+                iterative = estimate < _PLAIN_SCAN_SHARE * indexed_rows
         if indexed:
-            # relaxed_order iterative scans (pgvector 0.8) keep walking the graph until
-            # ``limit`` rows pass the filters (or hnsw.max_scan_tuples are visited); the
-            # rows come back nearly sorted, so they are ordered again here
+            # an iterative scan in relaxed order (pgvector 0.8) keeps walking the graph
+            # until ``limit`` rows pass the conditions (or hnsw.max_scan_tuples are
+            # visited); it is needed only when they drop many of the indexed rows (other
+            # projects', deleted ones, filters), else the connection's plain scan returns
+            # its beam, nearly every row of which passes. The rows come back nearly
+            # sorted, so they are ordered again here.
             indexed_sql = (
                 f"WITH r AS MATERIALIZED (SELECT t.id, t.seq, {INDEXED_DISTANCE % (d, d)} "
                 f"AS distance {base} ORDER BY distance LIMIT %s) "
                 "SELECT id, coalesce(1 - distance, 0) AS score FROM r ORDER BY distance, seq"
             )
             args = (query, project, *params, fetch)
-            if fetch <= self.db.ef_search:
-                # the connection's own beam (set when it was opened) is wide enough
-                rows = self.db.all(indexed_sql, args)
-            else:
-                with self.db.transaction() as conn:
-                    conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, fetch)}")
-                    rows = conn.execute(indexed_sql, args).fetchall()
+            settings: dict[str, str] = {}
+            beam = min(1000, max(self.options.beam(kind), fetch))
+            if beam != self.db.ef_search:  # not the connection's own beam
+                settings["hnsw.ef_search"] = str(beam)
+            if iterative:
+                note("the conditions drop many indexed rows: iterative index scan")
+                settings["hnsw.iterative_scan"] = "relaxed_order"
+                settings["ivfflat.iterative_scan"] = "relaxed_order"
+            rows = (
+                self.db.all_with(settings, indexed_sql, args)
+                if settings
+                else self.db.all(indexed_sql, args)
+            )
             if len(rows) >= limit:
                 return [(r["id"], float(r["score"])) for r in rows[:limit]]
             note(f"the vector index found {len(rows)} of {limit} rows: exact scan")

@@ -18,11 +18,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from kgsearch.errors import MigrationError
+from kgsearch.model import Kind
 from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
 from kgsearch.store.migrations import pending
 from kgsearch.store.postgres.cache import PostgresCache
 from kgsearch.store.postgres.communities import PostgresCommunities
-from kgsearch.store.postgres.connection import Connection, parse_url
+from kgsearch.store.postgres.connection import EF_SEARCH, Connection, parse_url
 from kgsearch.store.postgres.keys import PostgresKeys
 from kgsearch.store.postgres.lexical import LexicalStats
 from kgsearch.store.postgres.queue import PostgresEmbeddingQueue
@@ -69,7 +70,9 @@ class PostgresStore(
         self.index_min_rows = index_min_rows
         self.exact_max_rows = exact_max_rows
         self._estimates = {}
-        self.db = Connection(libpq, options.schema, options.pool_size, options.ef_search)
+        self.db = Connection(
+            libpq, options.schema, options.pool_size, options.ef_search or EF_SEARCH[Kind.OBJECT]
+        )
         self.lexical = LexicalStats()
         self.db.after_commit = self.lexical.committed
         self._indexed = {}
