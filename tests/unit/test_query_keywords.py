@@ -6,20 +6,25 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from kgsearch import Engine
 from kgsearch.config import LLMSettings
 from kgsearch.errors import InvalidRequest, ProviderError
 from kgsearch.llm import CachedLLM, DictCache, FakeLLM, Message
-from kgsearch.model import ChunkIn, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
+from kgsearch.model import ChunkIn, Kind, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
 from kgsearch.search.keywords import (
     KEYWORDS_SCHEMA,
     KeywordReplyError,
+    QueryKeywords,
     extract_keywords,
     parse_keywords,
 )
+from kgsearch.search.plan import embed_query, make_plan
+from kgsearch.search.request import SearchRequest
 from kgsearch.store.base import Store
 from kgsearch.testing import FakeEmbedder
 
@@ -326,3 +331,17 @@ def test_off_by_default(kw_engine: Engine, fake: FakeLLM) -> None:
 def test_an_unknown_keywords_value_is_a_clear_error(kw_engine: Engine) -> None:
     with pytest.raises(InvalidRequest, match="keywords"):
         kw_engine.search(QUERY, keywords="always")
+
+
+def test_mmr_and_reports_measure_against_the_query_itself() -> None:
+    embedder = RecordingEmbedder()
+    words = QueryKeywords(high_level=("theme",), low_level=("Ada",), source="llm")
+    request = SearchRequest(query=QUERY, recipe="mix", keywords="llm")
+    plan = replace(make_plan(request), keywords=words)
+
+    vectors = embed_query(plan, embedder.embed_query)
+
+    assert embedder.queries == ["Ada", "theme", QUERY]  # scope order, each once
+    assert vectors.first is not None
+    assert np.array_equal(vectors.first, embedder.embed_query(QUERY))
+    assert np.array_equal(vectors.by_kind[Kind.OBJECT], embedder.embed_query("Ada"))

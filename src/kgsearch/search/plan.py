@@ -120,15 +120,21 @@ class QueryVectors:
             the type hint). Empty when nothing was embedded.
         warnings: User-facing notes (no embedder, embedder failure).
         ms: Time spent embedding.
+        plain: With keywords (the object and relationship scopes embed theirs), the
+            query's own vector when a chunk leg embedded it.
     """
 
     by_kind: dict[Kind, Vector | None] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     ms: float = 0.0
+    plain: Vector | None = None
 
     @property
     def first(self) -> Vector | None:
-        """The vector MMR measures relevance against: the first scope's, in scope order."""
+        """The vector MMR and the community scope measure relevance against: the
+        query's own if a leg embedded it, else the first scope's, in scope order."""
+        if self.plain is not None:
+            return self.plain
         return next((v for v in self.by_kind.values() if v is not None), None)
 
 
@@ -227,6 +233,8 @@ def embed_query(plan: Plan, embed: Callable[[str], Vector] | None) -> QueryVecto
             if text not in made:
                 made[text] = embed(text)
             out.by_kind[kind] = made[text]
+        if plan.keywords is not None:  # MMR and reports keep to the question itself
+            out.plain = made.get(request.query)
     except DimensionMismatch:
         raise
     except Exception as exc:  # an embedder outage degrades search, never fails it
