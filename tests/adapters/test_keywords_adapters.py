@@ -101,14 +101,18 @@ def test_mcp_search_and_explain_take_keywords(engine: Engine, chat: ChatServer) 
                 explained = await client.call_tool(
                     "explain", {"query": QUERY, "recipe": "hybrid", "keywords": "llm"}
                 )
-                return [tool_payload(found), tool_payload(explained)]
+                answered = await client.call_tool(
+                    "ask", {"question": QUERY, "keywords": "llm", "no_llm": True}
+                )
+                return [tool_payload(found), tool_payload(explained), tool_payload(answered)]
 
-    found, explained = anyio.run(run)
+    found, explained, answered = anyio.run(run)
 
     assert found["metadata"]["keywords"]["source"] == "llm"  # type: ignore[index]
     assert explained["metadata"]["keywords"]["source"] == "cache"  # type: ignore[index]
     assert "keywords" in explained["notes"]  # type: ignore[index]
-    assert len(chat.requests) == 1
+    assert answered["metadata"]["keywords"]["source"] == "cache"  # type: ignore[index]
+    assert len(chat.requests) == 1  # keywords depend on the question alone
 
 
 def test_cli_search_takes_keywords(

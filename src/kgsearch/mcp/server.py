@@ -279,11 +279,13 @@ def create_server(
         no_llm: Annotated[
             bool, Field(description="Answer with the context's top facts; ask no model")
         ] = False,
+        keywords: Keywords = "off",
     ) -> CallToolResult:
         """Answer a question from the graph with the server's chat model, citing the
         entities [E1], relationships [R1] and source passages [S1] it rests on;
         ``references`` resolves each citation to a row id. ``no_llm`` answers offline."""
-        options: dict[str, Any] = {"limit": limit, **({"recipe": recipe} if recipe else {})}
+        options: dict[str, Any] = {"limit": limit, "keywords": keywords}
+        options |= {"recipe": recipe} if recipe else {}
         return await call(
             "read",
             lambda: engine.ask(
