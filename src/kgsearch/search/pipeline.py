@@ -1,6 +1,10 @@
 """The search pipeline, one way: plan → embed → retrieve → expand → fuse → hydrate →
 rerank → respond.
 
+A request with ``keywords="llm"`` gets its query keywords between plan and embed
+(``search/keywords.py``, through ``SearchContext.keywords``); from then on the plan
+says which text each scope's legs search.
+
 Each stage runs once, in order, and is timed. Only retrieve, expand and hydrate touch
 the store, and hydrate reads the whole pool in a fixed number of batched calls, so a
 search costs the same number of store calls whatever its pool size; rerankers see
