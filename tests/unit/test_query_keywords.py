@@ -10,6 +10,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kgsearch import Engine
 from kgsearch.config import LLMSettings
@@ -18,6 +20,7 @@ from kgsearch.llm import CachedLLM, DictCache, FakeLLM, Message
 from kgsearch.model import ChunkIn, Kind, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
 from kgsearch.search.keywords import (
     KEYWORDS_SCHEMA,
+    MAX_KEYWORDS,
     KeywordReplyError,
     QueryKeywords,
     extract_keywords,
@@ -66,6 +69,12 @@ def test_parser_cleans_the_lists() -> None:
     assert parse_keywords(reply) == (("careers", "science"), ("Ada Lovelace", "1843"))
 
 
+def test_parser_cuts_long_keywords_at_a_hundred_characters() -> None:
+    long = "a" * 99 + " tail"
+
+    assert parse_keywords(json.dumps({"low_level_keywords": [long]})) == ((), ("a" * 99,))
+
+
 def test_parser_keeps_at_most_ten_of_each() -> None:
     reply = json.dumps({"high_level_keywords": [f"t{i}" for i in range(30)]})
 
@@ -91,6 +100,36 @@ def test_parser_accepts_empty_lists() -> None:
 def test_parser_rejects_replies_without_keywords(reply: str) -> None:
     with pytest.raises(KeywordReplyError):
         parse_keywords(reply)
+
+
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=15) | st.dictionaries(st.text(max_size=25), inner),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    before=st.text(max_size=40),
+    value=st.dictionaries(
+        st.sampled_from(["high_level_keywords", "low_level_keywords", "high_level", "x"]),
+        _JSONISH,
+    ),
+    after=st.text(max_size=40),
+)
+def test_parser_never_fails_otherwise_and_bounds_what_it_returns(
+    before: str, value: dict[str, object], after: str
+) -> None:
+    reply = f"{before}{json.dumps(value)}{after}"
+    try:
+        lists = parse_keywords(reply)
+    except KeywordReplyError:
+        return
+    for words in lists:
+        assert len(words) <= MAX_KEYWORDS
+        assert all(0 < len(w) <= 100 and w == w.strip() for w in words)
+        assert len({w.casefold() for w in words}) == len(words)
 
 
 # extract_keywords ----------------------------------------------------------------------

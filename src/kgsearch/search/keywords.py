@@ -217,7 +217,7 @@ def _clean(value: Any) -> tuple[str, ...]:
     for item in items:
         if not isinstance(item, str | int | float) or isinstance(item, bool):
             continue
-        word = " ".join(str(item).split())[:_MAX_KEYWORD_CHARS]
+        word = " ".join(str(item).split())[:_MAX_KEYWORD_CHARS].rstrip()
         if word and word.casefold() not in seen:
             seen.add(word.casefold())
             kept.append(word)
