@@ -101,6 +101,12 @@ class LLMSettings(BaseModel):
     breaker_cooldown_seconds: float = Field(
         default=60.0, ge=0, description="Calls are refused this long after the failures"
     )
+    keywords_deadline_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="A search with keywords=llm waits this long for the query's keywords, "
+        "then searches with the query as it is",
+    )
     cache: bool = Field(default=True, description="Keep replies in the store's LLM cache")
     record: Path | None = Field(default=None, description="Append every call to this file")
     replay: Path | None = Field(

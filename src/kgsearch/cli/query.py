@@ -86,6 +86,14 @@ def search_options(func: Any) -> Any:
                 help="Rerank the fused list.",
             ),
             click.option("--center", help="Centre object id for --reranker node_distance."),
+            click.option(
+                "--keywords",
+                type=click.Choice(["off", "llm"]),
+                default=None,
+                help="llm: the configured chat model picks the query's keywords first "
+                "(entities for object legs, themes for relationship legs; cached); "
+                "on trouble the query as it is. Default off.",
+            ),
         ]
     ):
         func = option(func)
@@ -104,6 +112,7 @@ def build_request(
     graph: str | None,
     reranker: str | None,
     center: str | None,
+    keywords: str | None = None,
 ) -> dict[str, Any]:
     if not query.strip():
         raise InvalidRequest('the query is empty: give words to search for, e.g. "Jesse James"')
@@ -114,6 +123,7 @@ def build_request(
         "graph": graph,
         "reranker": reranker,
         "center_id": center,
+        "keywords": keywords,
     }
     request.update({k: v for k, v in optional.items() if v})
     filters: dict[str, Any] = {}
@@ -155,6 +165,13 @@ def render_results(response: dict[str, Any]) -> None:
         f"{meta['totalResults']} results in {meta['executionTime']['totalMs']} ms "
         f"(fusion {meta['fusionStrategy']}; relevance relative to the top hit)"
     )
+    words = meta.get("keywords")
+    if words and words["source"] in ("llm", "cache"):
+        low, high = ", ".join(words["lowLevel"]) or "-", ", ".join(words["highLevel"]) or "-"
+        out.print(
+            f"keywords ({words['source']}): entities {escape(low)}; themes {escape(high)}",
+            highlight=False,
+        )
     for warning in meta["warnings"]:
         out.print(f"[yellow]warning:[/] {escape(warning)}")
     if response.get("debug"):

@@ -18,6 +18,7 @@ from kgsearch.errors import InvalidRequest
 from kgsearch.extract.schema import Extractor
 from kgsearch.lifecycle import embedding
 from kgsearch.lifecycle.runner import RetryPolicy
+from kgsearch.llm.base import LLM
 from kgsearch.llm.guard import llm_guard
 from kgsearch.model import (
     DEFAULT_PROJECT,
@@ -51,7 +52,11 @@ class EngineCore:
         extractors: Makes the extractor for a name (``spacy``, ``llm``) and domain
             (default: from ``extract_settings``, the LLM provider from settings).
         extract_settings: Extraction defaults (extractor, domain, chunk size, quality).
-        llm_settings: The chat model of the default ``llm`` extractor.
+        llm_settings: The chat model of the default ``llm`` extractor (and of the
+            query keywords, ``keywords="llm"`` searches).
+        query_guard: Deadline and breaker of a remote query embedder.
+        keywords_llm: The chat model of query keywords instead of the configured one
+            (still behind the keywords deadline and the store's response cache).
     """
 
     def __init__(
@@ -70,6 +75,7 @@ class EngineCore:
         extract_settings: ExtractSettings | None = None,
         llm_settings: LLMSettings | None = None,
         query_guard: QueryGuard | None = None,
+        keywords_llm: LLM | None = None,
     ) -> None:
         self.store = store
         self.query_guard = query_guard or QueryGuard()
@@ -82,6 +88,16 @@ class EngineCore:
             cooldown=self.llm_settings.breaker_cooldown_seconds,
             workers=2 * self.llm_settings.max_concurrency,
         )
+        # a search waits seconds, not minutes, for its keywords: a guard of its own
+        self.keywords_guard = llm_guard(
+            deadline=self.llm_settings.keywords_deadline_seconds,
+            failures=self.llm_settings.breaker_failures,
+            cooldown=self.llm_settings.breaker_cooldown_seconds,
+            workers=4,
+        )
+        self._keywords_given = keywords_llm
+        self._keywords_llm: LLM | None = None
+        self._keywords_lock = threading.Lock()
         self._extractor_factory = extractors or providers.extractor_factory(
             self.extract_settings, self.llm_settings, store, self.llm_guard
         )
@@ -180,6 +196,7 @@ class EngineCore:
         """Close the store."""
         self.query_guard.close()
         self.llm_guard.close()
+        self.keywords_guard.close()
         self.store.close()
 
     def __enter__(self) -> Self:
@@ -236,4 +253,19 @@ class EngineCore:
             self.cross_encoder,
             self.query_guard,
             self.query_cache,
+            self._keywords_model,
         )
+
+    def _keywords_model(self) -> LLM:
+        """The chat model of query keywords, made on the first search that asks.
+
+        Raises:
+            MissingCredentials: No key for the configured provider (the search falls
+                back to the query as it is and says why).
+        """
+        with self._keywords_lock:
+            if self._keywords_llm is None:
+                self._keywords_llm = providers.keywords_llm(
+                    self.llm_settings, self.store, self.keywords_guard, self._keywords_given
+                )
+            return self._keywords_llm

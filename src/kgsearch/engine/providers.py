@@ -29,6 +29,7 @@ __all__ = [
     "ExtractorFactory",
     "extractor_factory",
     "forecast_extractor",
+    "keywords_llm",
     "make_llm",
     "quality_rules",
 ]
@@ -63,6 +64,24 @@ def make_llm(
     if settings.record is not None:
         llm = RecordingLLM(llm, settings.record)
     return llm
+
+
+def keywords_llm(
+    settings: LLMSettings,
+    cache: ResponseCache | None,
+    guard: CallGuard,
+    llm: LLM | None = None,
+) -> LLM:
+    """The chat model a ``keywords="llm"`` search asks: ``llm`` if given, else the
+    configured one with one retry and a client timeout of the keywords deadline; in
+    both cases through ``guard`` (the search's short deadline and its own breaker)
+    and behind the store's response cache, so a repeated query costs no call."""
+    if llm is None:
+        deadline = settings.keywords_deadline_seconds
+        fast = settings.model_copy(update={"timeout": deadline, "max_retries": 1})
+        return make_llm(fast, cache, guard)
+    llm = GuardedLLM(llm, guard)
+    return CachedLLM(llm, cache) if settings.cache and cache is not None else llm
 
 
 def quality_rules(settings: ExtractSettings, *, extractive: bool) -> QualityRules:

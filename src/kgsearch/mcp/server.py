@@ -55,6 +55,14 @@ ResultTypes = Annotated[
 TypeHint = Annotated[str | None, Field(max_length=200, description="Boost objects of this type")]
 Recipe = Annotated[str | None, Field(max_length=50, description="A named search configuration")]
 Id = Annotated[str, Field(min_length=1, max_length=200)]
+Keywords = Annotated[
+    Literal["off", "llm"],
+    Field(
+        description="llm: the server's chat model picks the query's keywords first "
+        "(entities for object legs, themes for relationship legs; cached; on trouble "
+        "the query as it is, noted in metadata.keywords)"
+    ),
+]
 
 
 def tool_payload(result: CallToolResult) -> Any:
@@ -178,9 +186,11 @@ def create_server(
         recipe: str | None,
         filters: Filters | None,
         include_debug: bool = False,
+        keywords: str = "off",
     ) -> SearchRequest:
         data: dict[str, Any] = {"query": query, "limit": limit, "result_types": result_types}
         data |= {"type_hint": type_hint, "recipe": recipe, "include_debug": include_debug}
+        data |= {"keywords": keywords}
         if filters is not None:
             data["filters"] = filters
         try:
@@ -197,6 +207,7 @@ def create_server(
         recipe: Recipe = None,
         filters: Filters | None = None,
         include_debug: bool = False,
+        keywords: Keywords = "off",
     ) -> CallToolResult:
         """Search the graph by meaning and keywords: objects, relationships (as
         "source predicate target" triplets) and text chunks, fused into one ranking."""
@@ -204,7 +215,9 @@ def create_server(
         return await call(
             scope,
             lambda: engine.search(
-                request(query, limit, result_types, type_hint, recipe, filters, include_debug),
+                request(
+                    query, limit, result_types, type_hint, recipe, filters, include_debug, keywords
+                ),
                 project=p,
             ),
         )
@@ -222,6 +235,7 @@ def create_server(
             Literal["lines", "sections"],
             Field(description="sections: entities, relationships and sources, each cited"),
         ] = "lines",
+        keywords: Keywords = "off",
     ) -> CallToolResult:
         """Prompt-ready context for a question: the best objects, triplets and text
         snippets as lines, within ``max_tokens``; with ``style="sections"`` and a query
@@ -229,7 +243,7 @@ def create_server(
         return await call(
             "read",
             lambda: engine.context(
-                request(query, limit, result_types, type_hint, recipe, filters),
+                request(query, limit, result_types, type_hint, recipe, filters, False, keywords),
                 max_tokens=max_tokens,
                 project=p,
                 style=style,
@@ -244,13 +258,15 @@ def create_server(
         type_hint: TypeHint = None,
         recipe: Recipe = None,
         filters: Filters | None = None,
+        keywords: Keywords = "off",
     ) -> CallToolResult:
         """Show how a search ranked its results: each leg's hits and scores, then the
-        fused order."""
+        fused order (and, with ``keywords="llm"``, the keywords and where they came from)."""
         return await call(
             "debug",
             lambda: engine.explain(
-                request(query, limit, result_types, type_hint, recipe, filters), project=p
+                request(query, limit, result_types, type_hint, recipe, filters, False, keywords),
+                project=p,
             ),
         )
 
@@ -263,11 +279,13 @@ def create_server(
         no_llm: Annotated[
             bool, Field(description="Answer with the context's top facts; ask no model")
         ] = False,
+        keywords: Keywords = "off",
     ) -> CallToolResult:
         """Answer a question from the graph with the server's chat model, citing the
         entities [E1], relationships [R1] and source passages [S1] it rests on;
         ``references`` resolves each citation to a row id. ``no_llm`` answers offline."""
-        options: dict[str, Any] = {"limit": limit, **({"recipe": recipe} if recipe else {})}
+        options: dict[str, Any] = {"limit": limit, "keywords": keywords}
+        options |= {"recipe": recipe} if recipe else {}
         return await call(
             "read",
             lambda: engine.ask(

@@ -147,28 +147,42 @@ def _scope_jobs(
         jobs.vector.append((leg, kind, search))
     if "bm25" not in config.methods:
         return jobs
-    query, leg = _bm25_query(plan.request, kind, hinted), f"{prefix}bm25{suffix}"
+    query, leg = _bm25_query(plan, kind, hinted), f"{prefix}bm25{suffix}"
     search = partial(
         store.text_search, project, kind, query, limit=n, filters=filters, trace=log_of(traces, leg)
     )
     jobs.lexical.append((leg, kind, search))
-    name, leg = plan.request.query.strip(), f"objects:name{suffix}"
-    if kind is Kind.OBJECT and _nameable(name):
-        # an object whose key is the whole query ("Benji", "1984") is what a name
-        # lookup wants, even when longer names or richer texts score higher
-        search = partial(
-            store.objects_named, project, name, limit=n, filters=filters, trace=log_of(traces, leg)
-        )
+    names, leg = [x for x in plan.names if _nameable(x)], f"objects:name{suffix}"
+    if kind is Kind.OBJECT and names:
+        # an object whose key is the whole query ("Benji", "1984"), or one of the
+        # entities its keywords name, is what a name lookup wants, even when longer
+        # names or richer texts score higher
+        search = partial(_named, store, project, names, n, filters, log_of(traces, leg))
         jobs.lookup.append((leg, kind, search))
     return jobs
 
 
-def _bm25_query(request: SearchRequest, kind: Kind, hinted: bool) -> str:
-    """The BM25 query: stored object text carries "[Type: #person]", so outside the
-    hinted legs (which filter by type already) the hint word scores too."""
+def _named(
+    store: Store, project: str, names: Sequence[str], n: int, filters: Filters, trace: Trace | None
+) -> list[tuple[str, float]]:
+    """Objects named by any of ``names`` (each row once, at its best score), at most n."""
+    if len(names) == 1:
+        return store.objects_named(project, names[0], limit=n, filters=filters, trace=trace)
+    best: dict[str, float] = {}
+    for name in names:
+        for id, score in store.objects_named(project, name, limit=n, filters=filters, trace=trace):
+            best[id] = max(score, best.get(id, score))
+    return sorted(best.items(), key=lambda x: -x[1])[:n]
+
+
+def _bm25_query(plan: Plan, kind: Kind, hinted: bool) -> str:
+    """The BM25 query (the scope's text, :meth:`Plan.text`): stored object text carries
+    "[Type: #person]", so outside the hinted legs (which filter by type already) the
+    hint word scores too."""
+    request = plan.request
     if kind is Kind.OBJECT and request.type_hint and not hinted:
-        return f"{request.query} {request.type_hint}"
-    return request.query
+        return f"{plan.text(kind)} {request.type_hint}"
+    return plan.text(kind)
 
 
 def _leg_pool() -> ThreadPoolExecutor:

@@ -1,6 +1,10 @@
 """The search pipeline, one way: plan → embed → retrieve → expand → fuse → hydrate →
 rerank → respond.
 
+A request with ``keywords="llm"`` gets its query keywords between plan and embed
+(``search/keywords.py``, through ``SearchContext.keywords``); from then on the plan
+says which text each scope's legs search.
+
 Each stage runs once, in order, and is timed. Only retrieve, expand and hydrate touch
 the store, and hydrate reads the whole pool in a fixed number of batched calls, so a
 search costs the same number of store calls whatever its pool size; rerankers see
@@ -14,13 +18,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kgsearch.model import Kind
 from kgsearch.search.anchor import anchored_leg
 from kgsearch.search.communities import with_communities
 from kgsearch.search.fusion import DEFAULT_LEG_WEIGHTS, Fused, relevance_floor, rrf, weighted
 from kgsearch.search.hydrate import hydrate
+from kgsearch.search.keywords import QueryKeywords, skipped
 from kgsearch.search.legs import graph_legs, scope_legs
 from kgsearch.search.modes import MODES, mode_legs
 from kgsearch.search.passages import passage_leg
@@ -44,6 +49,7 @@ class SearchContext:
     embed_query: Callable[[str], Vector] | None
     cross_encoder: CrossEncoder | None = None
     embed_texts: Callable[[Sequence[str]], list[Vector]] | None = None
+    keywords: Callable[[str], QueryKeywords] | None = None
 
 
 def run_search(
@@ -61,7 +67,7 @@ def run_search(
         DimensionMismatch: The query embedder does not match the stored vectors.
     """
     started, ms = time.perf_counter(), dict[str, float]()
-    plan = make_plan(request)
+    plan = _with_keywords(make_plan(request), ctx.keywords, traces)
     query = embed_query(plan, ctx.embed_query)
     ms["embed"] = query.ms
     legs = scope_legs(ctx.store, ctx.project, plan, query.by_kind, traces)
@@ -109,6 +115,25 @@ def run_search(
             log_of(traces, "communities"),
         )
     return response
+
+
+def _with_keywords(
+    plan: Plan, extract: Callable[[str], QueryKeywords] | None, traces: Traces | None
+) -> Plan:
+    """The plan with the query's keywords, when the request asks for them (an
+    explained search notes them under the ``keywords`` stage)."""
+    if plan.request.keywords != "llm":
+        return plan
+    if not plan.wants_keywords:
+        words = skipped("the request searches no objects or relationships")
+    elif extract is None:
+        words = QueryKeywords(source="fallback", reason="no chat model is configured")
+    else:
+        words = extract(plan.request.query)
+    log = log_of(traces, "keywords")
+    if log is not None:
+        log.note(words.describe())
+    return replace(plan, keywords=words)
 
 
 def _fuse(plan: Plan, lists: Mapping[str, Sequence[tuple[str, float]]]) -> list[Fused]:

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from kgsearch.errors import DimensionMismatch, InvalidRequest
 from kgsearch.model import Kind
+from kgsearch.search.keywords import QueryKeywords
 from kgsearch.search.request import SearchRequest, apply_recipe
 from kgsearch.search.rerank import (
     CrossEncoder,
@@ -60,6 +61,8 @@ class Plan:
         pool_size: How many fused hits are hydrated and handed to reranking.
         pool_kinds: The kinds of row the pool can hold (searched scopes and the kinds
             graph legs rank), in :class:`Kind` order; hydration reads one batch of each.
+        keywords: The query's keywords when the request asked for them
+            (``keywords="llm"``, ``search/keywords.py``), set once they are known.
     """
 
     request: SearchRequest
@@ -74,11 +77,38 @@ class Plan:
     seed_top: int
     pool_size: int
     pool_kinds: tuple[Kind, ...]
+    keywords: QueryKeywords | None = None
 
     @property
     def reranker(self) -> str:
         """The reranker name (``"none"`` for none)."""
         return self.request.reranker
+
+    @property
+    def wants_keywords(self) -> bool:
+        """Whether keywords would steer a leg: asked for, and objects or relationships
+        searched (chunk legs always keep the query)."""
+        steered = Kind.OBJECT in self.scopes or Kind.RELATIONSHIP in self.scopes
+        return self.request.keywords == "llm" and steered
+
+    def text(self, kind: Kind) -> str:
+        """The text one scope's vector and BM25 legs search: the low-level keywords
+        for objects and the high-level ones for relationships when there are any,
+        else (and always for chunks) the query as it is."""
+        words = self.keywords
+        if words is not None and kind is Kind.OBJECT and words.low_text:
+            return words.low_text
+        if words is not None and kind is Kind.RELATIONSHIP and words.high_text:
+            return words.high_text
+        return self.request.query
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The texts the object name leg looks up: the query, then each low-level
+        keyword (the entities the query names)."""
+        words = self.keywords.low_level if self.keywords is not None else ()
+        query = self.request.query.strip()
+        return (query, *(w for w in words if w.casefold() != query.casefold()))
 
 
 @dataclass
@@ -90,15 +120,21 @@ class QueryVectors:
             the type hint). Empty when nothing was embedded.
         warnings: User-facing notes (no embedder, embedder failure).
         ms: Time spent embedding.
+        plain: With keywords (the object and relationship scopes embed theirs), the
+            query's own vector when a chunk leg embedded it.
     """
 
     by_kind: dict[Kind, Vector | None] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     ms: float = 0.0
+    plain: Vector | None = None
 
     @property
     def first(self) -> Vector | None:
-        """The vector MMR measures relevance against: the first scope's, in scope order."""
+        """The vector MMR and the community scope measure relevance against: the
+        query's own if a leg embedded it, else the first scope's, in scope order."""
+        if self.plain is not None:
+            return self.plain
         return next((v for v in self.by_kind.values() if v is not None), None)
 
 
@@ -163,7 +199,8 @@ def _candidates(request: SearchRequest, kind: Kind) -> int:
 
 
 def embed_query(plan: Plan, embed: Callable[[str], Vector] | None) -> QueryVectors:
-    """Embed the query once, and once more with the type hint for the object scope.
+    """Embed each scope's text once (:meth:`Plan.text`: the query, or the scope's
+    keywords), the object scope's with the type hint.
 
     Args:
         plan: The search plan.
@@ -187,12 +224,17 @@ def embed_query(plan: Plan, embed: Callable[[str], Vector] | None) -> QueryVecto
                 "(run `kgsearch embed generate` to search by meaning too)"
             )
         return out
+    made: dict[str, Vector] = {}
     try:
-        plain = embed(request.query)
-        for kind in kinds:
-            out.by_kind[kind] = plain
-        if request.type_hint and Kind.OBJECT in kinds:
-            out.by_kind[Kind.OBJECT] = embed(enrich_query(request.query, request.type_hint))
+        for kind in kinds:  # each distinct text once (the keywords give each kind its own)
+            text = plan.text(kind)
+            if request.type_hint and kind is Kind.OBJECT:
+                text = enrich_query(text, request.type_hint)
+            if text not in made:
+                made[text] = embed(text)
+            out.by_kind[kind] = made[text]
+        if plan.keywords is not None:  # MMR and reports keep to the question itself
+            out.plain = made.get(request.query)
     except DimensionMismatch:
         raise
     except Exception as exc:  # an embedder outage degrades search, never fails it

@@ -113,6 +113,16 @@ class SearchRequest(_Input):
     type_hint: str | None = Field(default=None, alias="typeHint", max_length=200)
     include_debug: bool = Field(default=False, alias="includeDebug")
     recipe: str | None = None
+    keywords: Literal["off", "llm"] = Field(
+        default="off",
+        description=(
+            "llm: ask the configured chat model for the query's keywords first (cached): "
+            "object legs search its low-level keywords (entities), relationship legs its "
+            "high-level ones (themes), chunk legs the query as it is; on any trouble the "
+            "search falls back to the query and says so in metadata.keywords. off: the "
+            "query as it is everywhere (no model call)"
+        ),
+    )
 
     @model_validator(mode="after")
     def _check(self) -> SearchRequest:

@@ -71,7 +71,7 @@ def respond(
     debug = _debug(legs, fused) if plan.request.include_debug else None
     return SearchResponse(
         results=found,
-        metadata=_metadata(plan.request, found, legs, warnings, timings, started),
+        metadata=_metadata(plan, found, legs, warnings, timings, started),
         debug=debug,
     )
 
@@ -167,14 +167,17 @@ def explain(request: SearchRequest, response: SearchResponse, traces: Traces) ->
 
 
 def _metadata(
-    request: SearchRequest,
+    plan: Plan,
     found: Sequence[GraphResult | RelationshipResult | TextResult],
     legs: Legs,
     warnings: Sequence[str],
     stages: Mapping[str, float],
     started: float,
 ) -> dict[str, Any]:
+    request, words = plan.request, plan.keywords
     timings: dict[str, float] = {"embedQueryMs": round(stages.get("embed", 0.0), 3)}
+    if words is not None:
+        timings["keywordsMs"] = round(words.ms, 3)
     for leg, ms in legs.ms.items():
         scope = leg.split(":")[0].rstrip("s")
         name = _TIMING_NAMES.get(scope, "graphTraversalMs")
@@ -186,7 +189,9 @@ def _metadata(
     counts = {"graph": 0, "relationship": 0, "text": 0}
     for r in found:
         counts[r.type] += 1
-    return {
+    note = words.warning() if words is not None else None
+    notes = [note] if note else []
+    found_meta: dict[str, Any] = {
         "totalResults": len(found),
         "graphResultCount": counts["graph"],
         "relationshipResultCount": counts["relationship"],
@@ -195,8 +200,11 @@ def _metadata(
         "reranker": request.reranker,
         "legs": sorted(legs.lists),
         "executionTime": timings,
-        "warnings": list(warnings),
+        "warnings": [*notes, *warnings],
     }
+    if words is not None:
+        found_meta["keywords"] = words.metadata()
+    return found_meta
 
 
 def _distribution(scores: Sequence[float]) -> dict[str, float]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from kgsearch.embed.base import Embedder, Vector
@@ -29,6 +30,7 @@ from kgsearch.search import answer as answering
 from kgsearch.search.answer import Answer
 from kgsearch.search.communities import format_reports
 from kgsearch.search.context import format_context, format_sections
+from kgsearch.search.keywords import extract_keywords
 from kgsearch.search.pipeline import SearchContext, run_search
 from kgsearch.search.query_cache import QueryCache
 from kgsearch.search.request import (
@@ -113,6 +115,9 @@ class SearchSetup:
         guard: Deadline and circuit breaker for an embedder that calls out of the
             process (one whose ``remote`` is true).
         cache: Query vectors already made (a repeated query skips the embedder).
+        keywords_llm: Makes the chat model a ``keywords="llm"`` search asks for the
+            query's keywords (the engine's: short deadline, response cache); None: no
+            chat model, such searches use the query as it is and say so.
     """
 
     store: Store
@@ -122,6 +127,7 @@ class SearchSetup:
     cross_encoder: CrossEncoder | None = None
     guard: QueryGuard | None = None
     cache: QueryCache | None = None
+    keywords_llm: Callable[[], LLM] | None = None
 
 
 def search_request(request: SearchRequest | str, options: Mapping[str, Any]) -> SearchRequest:
@@ -165,7 +171,10 @@ def search_context(setup: SearchSetup) -> SearchContext:
             embed_texts = embedder.embed_documents
         if setup.cache is not None:
             embed_query = Through(setup.cache.embed, (embedder.model_id, embed_query))
-    return SearchContext(setup.store, setup.project, embed_query, setup.cross_encoder, embed_texts)
+    keywords = None if setup.keywords_llm is None else partial(extract_keywords, setup.keywords_llm)
+    return SearchContext(
+        setup.store, setup.project, embed_query, setup.cross_encoder, embed_texts, keywords
+    )
 
 
 @dataclass(frozen=True)
