@@ -5,12 +5,12 @@ reloads the matrix and rebuilds the HNSW graph), in one run.
 Usage: python scripts/bench_vector_log.py [--rows 50000] [--writes 20]
     [--kind object|relationship] [--by-key-only]
 
-Rows are objects (or relationships among 1,000 objects) embedded by the deterministic
-FakeEmbedder (384 dims) so the set-up is fast; the HNSW threshold is lowered to
-``--rows`` / 2 so the graph is in play (the default threshold is 400,000 rows). Each
-write adds one row and embeds it; the timed search then asks for that row's own vector
-and must return it first. ``--by-key-only`` leaves out the old behaviour (at 10^6 rows
-each of its writes would start a graph build of minutes).
+Rows are objects (or relationships, each between a pair of objects of its own)
+embedded by the deterministic FakeEmbedder (384 dims) so the set-up is fast; the HNSW
+threshold is lowered to ``--rows`` / 2 so the graph is in play (the default threshold is
+400,000 rows). Each write adds one row and embeds it; the timed search then asks for
+that row's own vector and must return it first. ``--by-key-only`` leaves out the old
+behaviour (at 10^6 rows each of its writes would start a graph build of minutes).
 """
 
 from __future__ import annotations
@@ -30,22 +30,24 @@ from kgsearch.store.sqlite import SQLiteStore
 from kgsearch.testing import FakeEmbedder
 
 
-def _add(engine: Engine, kind: Kind, keys: range | list[str], ends: list[str]) -> list[str]:
-    """Add rows of the kind (relationships among ``ends``); return their ids."""
+def _add(engine: Engine, kind: Kind, keys: range | list[int], ends: list[str]) -> list[str]:
+    """Add rows of the kind, one per key (relationships: one per pair of ``ends``, the
+    key numbering the pair); return their ids."""
     if kind is Kind.OBJECT:
         found = engine.add_objects(
-            [ObjectIn(type="Thing", key=str(k), properties={"name": f"thing {k}"}) for k in keys]
+            [ObjectIn(type="Thing", key=f"k{k}", properties={"name": f"thing {k}"}) for k in keys]
         )
         return [o.id for o in found]
+    n = len(ends)
     added = engine.add_relationships(
         [
             RelationshipIn(
-                type=f"rel_{i % 50}",
-                source=ends[i % len(ends)],
-                target=ends[(i * 7 + 1) % len(ends)],
+                type=f"rel_{k % 50}",
+                source=ends[(k // n) % n],
+                target=ends[k % n],
                 label=f"link {k}",
             )
-            for i, k in enumerate(keys)
+            for k in keys
         ]
     )
     return [r.id for r in added]
@@ -61,7 +63,9 @@ def run(rows: int, writes: int, kind: Kind = Kind.OBJECT, by_key_only: bool = Fa
         started = time.perf_counter()
         ends: list[str] = []
         if kind is Kind.RELATIONSHIP:
-            made = engine.add_objects([ObjectIn(type="Thing", key=f"end {i}") for i in range(1000)])
+            # enough objects that every relationship joins a pair of its own
+            side = int(rows**0.5) + 2
+            made = engine.add_objects([ObjectIn(type="Thing", key=f"end {i}") for i in range(side)])
             ends = [o.id for o in made]
         for start in range(0, rows, 10_000):
             _add(engine, kind, range(start, min(rows, start + 10_000)), ends)
@@ -74,7 +78,7 @@ def run(rows: int, writes: int, kind: Kind = Kind.OBJECT, by_key_only: bool = Fa
             build_wait = time.perf_counter() - built
             times, found, reloads = [], 0, store.vectors_cache.reloads
             for n in range(writes):
-                (new,) = _add(engine, kind, [f"{label} {n}"], ends)
+                (new,) = _add(engine, kind, [rows + (writes if reload else 0) + n], ends)
                 engine.embed_pending()
                 if reload:  # what every write did before: the next search loads anew
                     store.vectors_cache.clear()
