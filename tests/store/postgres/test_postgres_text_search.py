@@ -54,3 +54,25 @@ def test_a_repeated_word_ranks_first_as_on_sqlite(store: PostgresStore, tmp_path
         sqlite_keys = [o.key for o in sqlite.get_objects("default", [i for i, _ in want])]
         assert pg_keys[0] == sqlite_keys[0] == ("many" if query == "zeta" else "rare")
     sqlite.close()
+
+
+def test_common_words_of_a_large_kind_take_their_frequency_from_the_statistics(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lexical, "_SYNC_ROWS", 50)  # 152 rows count as a large kind
+    store.db.execute("ANALYZE objects")
+    shares = store.lexical.common(store.db, Kind.OBJECT)
+    assert shares.get("zeta", 0) > 0.9  # every row holds it
+    heard: list[str] = []
+    hits = store.text_search(
+        "default", Kind.OBJECT, "zeta omega", limit=3, trace=lambda sql, _: heard.append(sql)
+    )
+    assert hits[0][0] == Engine(store).get_object_by_key("Other", "rare").id
+    # the first search of the words asked the statistics which are common, and counted
+    # only the others; the frequency is the statistics' share of the project's rows
+    (stems,) = [sql for sql in heard if "to_tsvector('kgsearch', w.term)" in sql]
+    assert "ANY(%s::text[])" in stems
+    zeta = store.lexical.dfs(store.db, "default", Kind.OBJECT, ["zeta"], set())["zeta"]
+    assert zeta == round(shares["zeta"] * 152)
+    omega = store.lexical.dfs(store.db, "default", Kind.OBJECT, ["omega"], set())["omega"]
+    assert omega == 1  # a rare word is counted

@@ -6,7 +6,11 @@ query's lexemes come from ``to_tsvector('kgsearch', …)`` (:meth:`LexicalStats.
 frequencies from the stored ``tsvector``'s positions, document lengths as its lexeme
 count, and document frequencies from the GIN index, cached per project and kind and
 kept warm by :class:`LexicalStats` (:func:`bm25` ranks the rows one ``tsquery``
-matches cheaply and scores the best again exactly).
+matches cheaply and scores the best again exactly). A lexeme common enough to be in
+the column's statistics (``pg_stats.most_common_elems``, which ``ANALYZE`` and
+autovacuum keep) takes its frequency from there instead of a count: counting the rows
+of a frequent word is the dearest read a first search of it makes, and its weight in
+BM25 is small and changes slowly.
 """
 
 from __future__ import annotations
@@ -74,6 +78,8 @@ class LexicalStats:
         self._tables: dict[tuple[str, Kind], tuple[float, tuple[int, float]]] = {}
         self._df: dict[tuple[str, Kind, str, bool], tuple[float, int]] = {}
         self.stems: dict[str, tuple[str, ...]] = {}
+        # per kind: (when read, the tsv column's common lexemes → share of rows)
+        self._common: dict[Kind, tuple[float, dict[str, float]]] = {}
         # (project, kind) pairs a background refresh is due for, and whether one runs
         self._due: set[tuple[str, Kind]] = set()
         self._refreshing = False
@@ -137,6 +143,42 @@ class LexicalStats:
             out.update(self._read_dfs(db, project, kind, [(x, x in prefixed) for x in missing]))
         return out
 
+    def common(self, db: Connection, kind: Kind) -> dict[str, float]:
+        """The kind's common lexemes and the share of its rows holding each, from the
+        column statistics (empty before the table's first ``ANALYZE``), read again
+        every ``_STATS_TTL_SECONDS``. Shares are of the whole table, every project's
+        rows: a project's own is assumed alike."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._common.get(kind)
+        if cached is not None and now - cached[0] < _STATS_TTL_SECONDS:
+            return cached[1]
+        row = db.one(
+            "SELECT most_common_elems::text::text[] AS e, most_common_elem_freqs AS f "
+            "FROM pg_stats WHERE schemaname = %s AND tablename = %s AND attname = 'tsv'",
+            (db.schema, kind.table),
+        )
+        shares: dict[str, float] = {}
+        if row is not None and row["e"] and row["f"]:
+            # the frequencies list ends with three summary figures past the lexemes'
+            shares = dict(zip(row["e"], (float(f) for f in row["f"]), strict=False))
+        with self._lock:
+            self._common[kind] = (now, shares)
+        return shares
+
+    def _estimates(
+        self, db: Connection, project: str, kind: Kind, words: list[tuple[str, bool]]
+    ) -> dict[str, int]:
+        """Document frequencies of the common whole words among ``words``, from the
+        statistics (at least 1: the statistics saw the word), on a kind of over
+        ``_SYNC_ROWS`` rows; none on a smaller one."""
+        n, _ = self.table(db, project, kind)
+        if n <= _SYNC_ROWS:  # small kinds are counted exactly, as SQLite scores them
+            return {}
+        shares = self.common(db, kind)
+        known = [(x, shares[x]) for x, prefix in words if not prefix and x in shares]
+        return {x: max(1, round(share * n)) for x, share in known}
+
     def _table_stale(self, project: str, kind: Kind) -> bool:
         """Whether the (project, kind)'s row count and mean length are due a new read
         (a stale document frequency alone does not make them so: counting every row's
@@ -164,6 +206,12 @@ class LexicalStats:
         words: list[tuple[str, bool]],
         cap: int | None = None,
     ) -> dict[str, int]:
+        estimated = self._estimates(db, project, kind, words)
+        if estimated:
+            self._remember(project, kind, [(x, False, d) for x, d in estimated.items()], None)
+            words = [(x, prefix) for x, prefix in words if prefix or x not in estimated]
+            if not words:
+                return estimated
         queries = [tsquery([x], prefix={x} if prefix else None) for x, prefix in words]
         rows = db.all(
             f"SELECT w.i, {_count_sql(kind, 'w.q::tsquery')} AS n "
@@ -171,9 +219,10 @@ class LexicalStats:
             (project, cap, queries),
         )
         counts = {int(r["i"]) - 1: int(r["n"]) for r in rows}
-        return self._remember(
+        counted = self._remember(
             project, kind, [(x, p, counts.get(i, 0)) for i, (x, p) in enumerate(words)], cap
         )
+        return {**estimated, **counted}
 
     def _remember(
         self, project: str, kind: Kind, counts: list[tuple[str, bool, int]], cap: int | None
@@ -206,17 +255,21 @@ class LexicalStats:
             known = {t: stems for t in terms if (stems := self.stems.get(t)) is not None}
         missing = list(dict.fromkeys(t for t in terms if t not in known))
         if missing:
+            # on a large kind a common lexeme is not counted here (-1): the statistics
+            # say how common it is
+            shares = self.common(db, kind) if n > _SYNC_ROWS else {}
             rows = db.all(
                 "WITH w AS (SELECT w.term, array(SELECT lexeme FROM "
                 "unnest(to_tsvector('kgsearch', w.term)) ORDER BY positions[1]) AS lexemes "
                 "FROM unnest(%s::text[]) AS w(term)) "
-                f"SELECT w.term, w.lexemes, array(SELECT {_count_sql(kind, _LEXEME)} "
+                "SELECT w.term, w.lexemes, array(SELECT CASE WHEN l.x = ANY(%s::text[]) "
+                f"THEN -1 ELSE {_count_sql(kind, _LEXEME)} END "
                 "FROM unnest(w.lexemes) WITH ORDINALITY AS l(x, i) ORDER BY l.i) AS counts FROM w",
-                (missing, project, cap),
+                (missing, list(shares), project, cap),
             )
             found = {r["term"]: tuple(r["lexemes"] or ()) for r in rows}
             counted = {
-                (x, False, int(c))
+                (x, False, int(c) if c >= 0 else max(1, round(shares[x] * n)))
                 for r in rows
                 for x, c in zip(r["lexemes"] or (), r["counts"] or (), strict=True)
             }
