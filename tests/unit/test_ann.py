@@ -44,7 +44,7 @@ def test_int8_scan_in_parallel_parts_is_still_exact(
 
 
 def test_int8_scan_without_numkong_falls_back_to_usearch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ann, "_cdist", None)
+    monkeypatch.setattr(ann._native(), "cdist", None)
     matrix = _unit(25_000, 64, seed=7)
     _assert_exact(Int8Scan(matrix), matrix, _unit(10, 64, seed=8))
 
