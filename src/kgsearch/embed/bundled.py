@@ -62,6 +62,11 @@ class BundledEmbedder:
         self._session: Any = None
 
     @property
+    def loaded(self) -> bool:
+        """Whether the ONNX session is open (it is opened by the first embedding)."""
+        return self._session is not None
+
+    @property
     def model_id(self) -> str:
         """``bundled:all-MiniLM-L6-v2-int8``."""
         return MODEL_ID
