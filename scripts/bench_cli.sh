@@ -19,6 +19,10 @@ for side in before after; do
   echo "$side = $(git rev-parse --short "$ref")"
 done
 export KGSEARCH_RUNTIME_DIR="$WORK/run"
+# Python writes and reuses bytecode, as for an installed package (the warm-up runs write
+# it): with PYTHONDONTWRITEBYTECODE set, every run would compile each kgsearch module of
+# the exported copies from source again, about a fifth of `stats`.
+unset PYTHONDONTWRITEBYTECODE
 DB=.demo/kgsearch.db
 Q='who directed Jesse James'
 B="PYTHONPATH=$WORK/before/src"
