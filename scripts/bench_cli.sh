@@ -1,7 +1,8 @@
 #!/bin/bash
 # CLI start-up before and after: hyperfine over `kgsearch --help`, `search --help`,
-# `stats` and `search` on the demo database (run `make demo` first), in process and
-# through a running `kgsearch serve`. Each side is an exported copy of src/ on
+# `stats`, `embed status` and `search` on the demo database (run `make demo` first), in
+# process and through a running `kgsearch serve` (search and stats), and the first
+# search through a server just started, with and without its warm-up. Each side is an exported copy of src/ on
 # PYTHONPATH in the same virtualenv. Run it under the benchmark lock:
 #
 #   flock /tmp/kgsearch-bench.lock scripts/bench_cli.sh [BEFORE_REF] [AFTER_REF]
@@ -70,7 +71,8 @@ hyperfine -N --runs 1 \
   -n 'after: first search through a warmed server' "env $A $KG --db $DB search '$Q' --limit 5"
 hyperfine -N --runs 20 --warmup 2 \
   -n 'after: kgsearch search (through a running kgsearch serve)' "env $A $KG --db $DB search '$Q' --limit 5" \
-  -n 'after: kgsearch --json search (through the server)' "env $A $KG --db $DB --json search '$Q' --limit 5"
+  -n 'after: kgsearch --json search (through the server)' "env $A $KG --db $DB --json search '$Q' --limit 5" \
+  -n 'after: kgsearch stats (through the server)' "env $A $KG --db $DB stats"
 uptime
 kill -INT $SERVER; wait $SERVER || true
 echo "searches answered by the servers: $(cat "$WORK/cold.log" "$WORK/serve.log" | grep -c 'POST /api/search/unified HTTP/1.1" 200')"
