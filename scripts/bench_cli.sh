@@ -1,7 +1,8 @@
 #!/bin/bash
 # CLI start-up before and after: hyperfine over `kgsearch --help`, `search --help`,
-# `stats` and `search` on the demo database (run `make demo` first), in process and
-# through a running `kgsearch serve`. Each side is an exported copy of src/ on
+# `stats`, `embed status` and `search` on the demo database (run `make demo` first), in
+# process and through a running `kgsearch serve` (search and stats), and the first
+# search through a server just started, with and without its warm-up. Each side is an exported copy of src/ on
 # PYTHONPATH in the same virtualenv. Run it under the benchmark lock:
 #
 #   flock /tmp/kgsearch-bench.lock scripts/bench_cli.sh [BEFORE_REF] [AFTER_REF]
@@ -19,6 +20,10 @@ for side in before after; do
   echo "$side = $(git rev-parse --short "$ref")"
 done
 export KGSEARCH_RUNTIME_DIR="$WORK/run"
+# Python writes and reuses bytecode, as for an installed package (the warm-up runs write
+# it): with PYTHONDONTWRITEBYTECODE set, every run would compile each kgsearch module of
+# the exported copies from source again, about a fifth of `stats`.
+unset PYTHONDONTWRITEBYTECODE
 DB=.demo/kgsearch.db
 Q='who directed Jesse James'
 B="PYTHONPATH=$WORK/before/src"
@@ -32,19 +37,42 @@ hyperfine -N --runs 10 --warmup 2 \
   -n 'before: kgsearch search --help' "env $B $KG search --help" \
   -n 'after: kgsearch search --help' "env $A $KG search --help" \
   -n 'before: kgsearch stats' "env $B $KG --db $DB stats" \
-  -n 'after: kgsearch stats' "env $A $KG --db $DB stats"
+  -n 'after: kgsearch stats' "env $A $KG --db $DB stats" \
+  -n 'before: kgsearch embed status' "env $B $KG --db $DB embed status" \
+  -n 'after: kgsearch embed status' "env $A $KG --db $DB embed status"
 uptime
 hyperfine -N --runs 10 --warmup 2 \
   -n 'before: kgsearch search (in process)' "env $B $KG --db $DB search '$Q' --limit 5" \
   -n 'after: kgsearch search (in process, no server)' "env $A $KG --db $DB search '$Q' --limit 5"
 uptime
+# wait for the server's discovery file; print its URL
+serving() {
+  for _ in $(seq 1 240); do
+    ls "$KGSEARCH_RUNTIME_DIR"/server-*.json >/dev/null 2>&1 && break; sleep 0.25
+  done
+  .venv/bin/python -c 'import glob, json, sys; print(json.load(open(glob.glob(sys.argv[1])[0]))["url"])' \
+    "$KGSEARCH_RUNTIME_DIR/server-*.json"
+}
+# The first search through a server just started (one run each): without the warm-up,
+# then with it (searched once /health says warm = ready).
+env $A $KG --db $DB serve --no-auth --port 0 --no-worker --no-warm > "$WORK/cold.log" 2>&1 &
+SERVER=$!
+serving > /dev/null
+hyperfine -N --runs 1 \
+  -n 'after: first search through a server started with --no-warm' "env $A $KG --db $DB search '$Q' --limit 5"
+kill -INT $SERVER; wait $SERVER || true
 env $A $KG --db $DB serve --no-auth --port 0 --no-worker > "$WORK/serve.log" 2>&1 &
 SERVER=$!
-for _ in $(seq 1 120); do ls "$KGSEARCH_RUNTIME_DIR"/server-*.json >/dev/null 2>&1 && break; sleep 0.5; done
-env $A $KG --db $DB search "$Q" --limit 5 > /dev/null   # the server loads its model
+URL=$(serving)
+STARTED=$(date +%s.%N)
+for _ in $(seq 1 1200); do curl -s "$URL/health" | grep -q '"warm":"ready"' && break; sleep 0.05; done
+echo "warm = ready $(echo "$(date +%s.%N) - $STARTED" | bc) s after the server answered"
+hyperfine -N --runs 1 \
+  -n 'after: first search through a warmed server' "env $A $KG --db $DB search '$Q' --limit 5"
 hyperfine -N --runs 20 --warmup 2 \
   -n 'after: kgsearch search (through a running kgsearch serve)' "env $A $KG --db $DB search '$Q' --limit 5" \
-  -n 'after: kgsearch --json search (through the server)' "env $A $KG --db $DB --json search '$Q' --limit 5"
+  -n 'after: kgsearch --json search (through the server)' "env $A $KG --db $DB --json search '$Q' --limit 5" \
+  -n 'after: kgsearch stats (through the server)' "env $A $KG --db $DB stats"
 uptime
 kill -INT $SERVER; wait $SERVER || true
-echo "searches answered by the server: $(grep -c 'POST /api/search/unified HTTP/1.1" 200' "$WORK/serve.log")"
+echo "searches answered by the servers: $(cat "$WORK/cold.log" "$WORK/serve.log" | grep -c 'POST /api/search/unified HTTP/1.1" 200')"

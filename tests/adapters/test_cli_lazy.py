@@ -9,6 +9,7 @@ import json
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -119,3 +120,98 @@ def test_every_public_name_resolves_and_unknown_names_raise() -> None:
     assert set(kgsearch.__all__) <= set(dir(kgsearch))
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         _ = kgsearch.Nope
+
+
+_RUN_THEN_LIST = """
+import json, sys
+from kgsearch.cli.root import main
+sys.argv = ["kgsearch", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+native = ("onnxruntime", "usearch", "numkong", "tokenizers")
+print(json.dumps(sorted(m for m in native if m in sys.modules)))
+"""
+
+
+@pytest.fixture(scope="module")
+def embedded_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite store whose rows are embedded with the bundled model (the default)."""
+    root = tmp_path_factory.mktemp("light")
+    data = root / "graph.jsonl"
+    rows = [
+        {"kind": "object", "type": "Person", "key": "ada", "properties": {"name": "Ada"}},
+        {"kind": "object", "type": "Org", "key": "acme", "properties": {"name": "Acme"}},
+        {
+            "kind": "relationship",
+            "type": "WORKS_FOR",
+            "source": {"type": "Person", "key": "ada"},
+            "target": {"type": "Org", "key": "acme"},
+        },
+    ]
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    db = root / "light.db"
+    for args in (["import", str(data)], ["embed", "generate"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "kgsearch", "--db", str(db), *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+    return db
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["stats"],
+        ["--json", "stats"],
+        ["objects", "list"],
+        ["objects", "get", "Person/ada"],
+        ["relationships", "list"],
+        ["embed", "status"],
+        ["config", "show"],
+    ],
+)
+def test_a_light_command_loads_neither_the_model_nor_the_vector_index(
+    embedded_store: Path, args: list[str]
+) -> None:
+    # onnxruntime (the model's runtime, ~0.2 s), tokenizers, and usearch/numkong (the
+    # vector index and int8 scan) are imported only when a text is embedded or a large
+    # collection is searched; reading counts and rows needs none of them
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_THEN_LIST, "--db", str(embedded_store), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+def test_a_search_in_process_does_load_the_model(embedded_store: Path) -> None:
+    # the other side of the test above: the same probe sees the model when it is used
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _RUN_THEN_LIST,
+            "--db",
+            str(embedded_store),
+            "search",
+            "Ada",
+            "--in-process",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert {"onnxruntime", "tokenizers"} <= set(json.loads(done.stdout.splitlines()[-1]))

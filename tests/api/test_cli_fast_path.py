@@ -34,6 +34,7 @@ GRAPH = [
 ]
 POST = 'POST /api/search/unified HTTP/1.1" 200'
 REFUSED = 'POST /api/search/unified HTTP/1.1" 403'
+STATS = 'GET /api/graph/stats HTTP/1.1" 200'
 KGSEARCH = [sys.executable, "-m", "kgsearch"]
 
 
@@ -73,6 +74,10 @@ class Server:
     def searches(self) -> int:
         """Searches the server has answered so far (its access log)."""
         return self.log.read_text(encoding="utf-8").count(POST)
+
+    def stats(self) -> int:
+        """Stats the server has answered so far."""
+        return self.log.read_text(encoding="utf-8").count(STATS)
 
     def refusals(self) -> int:
         """Searches the server refused (another project than the key's)."""
@@ -157,6 +162,45 @@ def test_the_search_in_process_does_not_load_the_engine_when_a_server_answers(
 
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
     assert server.searches() == 1
+    assert "kgsearch.cli.remote" in imported
+    assert not {"kgsearch.engine", "pydantic", "numpy", "httpx"} & imported
+
+
+@pytest.mark.parametrize("args", [[], ["-p", "alpha"]])
+def test_stats_through_the_server_prints_what_stats_in_process_prints(
+    store: Path, server: Server, tmp_path: Path, args: list[str]
+) -> None:
+    runtime = tmp_path / "run"
+
+    remote_json = kgsearch(store, runtime, "--json", "stats", *args)
+    remote_table = kgsearch(store, runtime, "stats", *args)
+    assert server.stats() == 2
+    local_json = kgsearch(store, runtime, "--json", "stats", *args, "--in-process")
+    local_table = kgsearch(store, runtime, "stats", *args, "--in-process")
+
+    assert server.stats() == 2
+    assert remote_json.returncode == local_json.returncode == 0, remote_json.stderr
+    assert remote_table.returncode == local_table.returncode == 0, remote_table.stderr
+    remote = json.loads(remote_json.stdout)
+    assert remote["counts"]["objects"] == (3 if not args else 2)
+    assert remote == json.loads(local_json.stdout)
+    assert remote_table.stdout == local_table.stdout
+
+
+def test_stats_through_the_server_loads_neither_the_engine_nor_pydantic(
+    store: Path, server: Server, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *KGSEARCH[1:], "--db", str(store), "stats"],
+        env=_env(tmp_path / "run"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+    assert server.stats() == 1
     assert "kgsearch.cli.remote" in imported
     assert not {"kgsearch.engine", "pydantic", "numpy", "httpx"} & imported
 

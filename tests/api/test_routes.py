@@ -56,7 +56,7 @@ def test_health_needs_no_key(api: Api) -> None:
 
     assert (response.status_code, response.json()) == (
         200,
-        {"status": "ok", "version": "0.1.0", "schema": SCHEMA_VERSION},
+        {"status": "ok", "version": "0.1.0", "schema": SCHEMA_VERSION, "warm": "off"},
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +46,7 @@ def test_int8_scan_in_parallel_parts_is_still_exact(
 
 
 def test_int8_scan_without_numkong_falls_back_to_usearch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ann, "_cdist", None)
+    monkeypatch.setattr(ann._native(), "cdist", None)
     matrix = _unit(25_000, 64, seed=7)
     _assert_exact(Int8Scan(matrix), matrix, _unit(10, 64, seed=8))
 
@@ -162,3 +164,25 @@ def test_a_build_never_deletes_an_index_saved_after_it_began(tmp_path: Path) -> 
     assert newer.exists()
     assert len(list(tmp_path.glob("rel-*.usearch"))) == 2
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_the_native_libraries_load_on_first_use_onnxruntime_before_usearch() -> None:
+    # importing usearch before onnxruntime crashes the process once onnxruntime loads
+    # (usearch 2.26 / numkong 7.8 with onnxruntime 1.31), so the index imports
+    # onnxruntime first; and opening a store imports neither
+    code = (
+        "import sys, numpy as np\n"
+        "from kgsearch.store import ann\n"
+        "print('onnxruntime' in sys.modules, 'usearch' in sys.modules)\n"
+        "matrix = np.eye(4, dtype=np.float32)\n"
+        "print(ann.AnnIndex(matrix, background=False).search(matrix[2], 1)[0].tolist())\n"
+        "names = list(sys.modules)\n"
+        "print(names.index('onnxruntime') < names.index('usearch'))\n"
+        "import onnxruntime\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False", "[2]", "True"]

@@ -29,6 +29,7 @@ LAZY_IMPORTS = {
     ("cli/serve.py", "kgsearch.mcp.server"),
     # `kgsearch search` answered by a running server never loads the engine and model
     ("cli/search.py", "kgsearch.cli.local"),
+    ("cli/stats.py", "kgsearch.cli.graph"),
     # the backend named by the URL is the only one imported (psycopg is an extra)
     ("store/__init__.py", "kgsearch.store.sqlite"),
     ("store/__init__.py", "kgsearch.store.postgres"),

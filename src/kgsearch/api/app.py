@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -79,6 +81,7 @@ def create_app(
     worker: bool = False,
     worker_interval: float = 1.0,
     threads: int | None = None,
+    warm: bool = False,
 ) -> FastAPI:
     """Build the REST app over ``engine`` (the caller keeps owning and closing it).
 
@@ -98,6 +101,10 @@ def create_app(
             clients 2-3x slower than the default (docs/benchmarks.md, "load").
             Searches run on a second pool of the same size, so writes, lookups and
             ``/health`` never queue behind them.
+        warm: At start, load the embedding model and the search state in a
+            background thread (:meth:`Engine.warm`), so the first search does not wait
+            for them; ``/health`` answers at once and tells how far it got (``warm``:
+            ``loading``, ``ready`` or ``failed``; ``off`` without it).
     """
 
     @asynccontextmanager
@@ -107,6 +114,11 @@ def create_app(
         runner = EmbeddingWorker(engine, interval=worker_interval) if worker else None
         if runner is not None:
             runner.start()
+        if warm:
+            app.state.warm = "loading"
+            threading.Thread(
+                target=_warm, args=(app, engine), daemon=True, name="kgsearch-warm"
+            ).start()
         try:
             yield
         finally:
@@ -128,6 +140,7 @@ def create_app(
     app.state.jobs = jobs
     app.state.extraction_jobs = JobRegistry()
     app.state.require_keys = keys
+    app.state.warm = "off"
     for module in (graph, ingest, search, embeddings, extract, entities, explore, communities):
         app.include_router(module.router)
     web.mount(app)
@@ -145,10 +158,34 @@ busy (a slow provider, a long import)."""
 
 
 async def _health(request: Request) -> dict[str, Any]:
-    """Liveness: the store answers. Needs no key."""
+    """Liveness: the store answers; ``warm`` tells whether the model and search state
+    are loaded yet (``kgsearch serve`` loads them at start). Needs no key."""
     engine: Engine = request.app.state.engine
     info = await anyio.to_thread.run_sync(engine.store.info, limiter=_HEALTH_THREADS)
-    return {"status": "ok", "version": kgsearch.__version__, "schema": info.schema_version}
+    return {
+        "status": "ok",
+        "version": kgsearch.__version__,
+        "schema": info.schema_version,
+        "warm": request.app.state.warm,
+    }
+
+
+def _warm(app: FastAPI, engine: Engine) -> None:
+    """Load the model and the search state (the server's thread ``kgsearch-warm``); a
+    failure is logged and left for the first search to report."""
+    started = time.perf_counter()
+    try:
+        engine.warm()
+    except KgsearchError as exc:
+        log.warning("warm-up failed (the first search will load what it needs): %s", exc)
+        app.state.warm = "failed"
+        return
+    except Exception:  # a bug: logged in full, and the server goes on serving
+        log.exception("warm-up failed unexpectedly")
+        app.state.warm = "failed"
+        return
+    log.info("warm: model and search state loaded in %.2f s", time.perf_counter() - started)
+    app.state.warm = "ready"
 
 
 def _error(exc: KgsearchError) -> JSONResponse:

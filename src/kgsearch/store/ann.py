@@ -22,6 +22,7 @@ lists far from the query (recall in docs/benchmarks.md, section latency-metaqa).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import logging
@@ -31,30 +32,50 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-# onnxruntime must be loaded before usearch: in the other order the process dies with a
-# segmentation fault when onnxruntime is imported later (usearch 2.26 / numkong 7.8 with
-# onnxruntime 1.31, reproduced with `import usearch.index; import onnxruntime`).
-import onnxruntime  # noqa: F401  # isort: skip
-from usearch.compiled import MetricKind  # isort: skip
-from usearch.index import Index  # isort: skip
-from usearch.index import search as brute_force  # isort: skip
-
-_cdist: Any
-try:  # numkong ships with usearch >= 2.26; older usearch falls back to its exact search
-    from numkong import cdist as _cdist  # isort: skip
-except ImportError:  # pragma: no cover
-    _cdist = None
+if TYPE_CHECKING:
+    from usearch.index import Index
 
 __all__ = ["ANN_MIN_ROWS", "INT8_MIN_ROWS", "AnnIndex", "Int8Scan"]
 
 _log = logging.getLogger(__name__)
 
 Positions = npt.NDArray[np.int64]
+
+
+class _Native:
+    """The native libraries of the index and the scan, imported on first use so that
+    opening a store (``kgsearch stats``, any read) never loads them."""
+
+    def __init__(self) -> None:
+        # onnxruntime must be loaded before usearch: in the other order the process dies
+        # with a segmentation fault when onnxruntime is imported later (usearch 2.26 /
+        # numkong 7.8 with onnxruntime 1.31, reproduced with `import usearch.index;
+        # import onnxruntime`).
+        import onnxruntime  # noqa: F401
+        import usearch.index
+        from usearch.compiled import MetricKind
+
+        self.Index = usearch.index.Index
+        self.brute_force = usearch.index.search
+        self.ip = MetricKind.IP
+        self.cdist: Any
+        try:  # numkong ships with usearch >= 2.26; older usearch uses its exact search
+            from numkong import cdist
+
+            self.cdist = cdist
+        except ImportError:  # pragma: no cover
+            self.cdist = None
+
+
+@functools.cache
+def _native() -> _Native:
+    return _Native()
+
 
 # From this many rows an int8 scan beats numpy's float32 product.
 INT8_MIN_ROWS = 20_000
@@ -118,7 +139,7 @@ class AnnIndex:
             self._build()
 
     def _new_index(self) -> Index:
-        return Index(
+        return _native().Index(
             ndim=self._matrix.shape[1],
             metric="ip",
             dtype="i8",
@@ -320,11 +341,12 @@ class Int8Scan:
     def _top(self, code: npt.NDArray[np.int8], start: int, stop: int, count: int) -> Positions:
         """Row positions of the ``count`` best int8 products among rows [start, stop)."""
         codes = self._codes[start:stop]
-        if _cdist is None:
-            matches = brute_force(codes, code, count, MetricKind.IP, exact=True, threads=1)
+        native = _native()
+        if native.cdist is None:
+            matches = native.brute_force(codes, code, count, native.ip, exact=True, threads=1)
             return start + np.asarray(matches.keys, dtype=np.int64)
         scores = np.asarray(
-            _cdist(code[None, :], codes, metric="dot", dtype="int8", out_dtype="float32")
+            native.cdist(code[None, :], codes, metric="dot", dtype="int8", out_dtype="float32")
         ).reshape(-1)
         return start + _largest(scores, count)
 

@@ -33,6 +33,7 @@ from kgsearch.model import (
     ObjectIn,
     Relationship,
     RelationshipIn,
+    Stats,
 )
 
 __all__ = ["router"]
@@ -55,6 +56,12 @@ def _one_deleted(n: int, kind: str, id: str) -> Deleted:
 
 
 # objects ----------------------------------------------------------------------
+@router.get("/stats", tags=["stats"])
+def stats(who: Reader, engine: EngineDep) -> Stats:
+    """Row counts of the project and what the store was built with (``kgsearch stats``)."""
+    return engine.stats(project=who.project)
+
+
 @router.post("/objects", status_code=status.HTTP_201_CREATED, tags=["objects"])
 def create_object(body: ObjectCreate, who: Writer, engine: EngineDep) -> GraphObject:
     """Create or update one object (upserted by type + key); it is stored as pending."""
