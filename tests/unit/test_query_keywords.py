@@ -190,7 +190,7 @@ class RecordingEmbedder(FakeEmbedder):
         super().__init__(32)
         self.queries: list[str] = []
 
-    def embed_query(self, text: str):  # type: ignore[no-untyped-def]
+    def embed_query(self, text: str):
         self.queries.append(text)
         return super().embed_query(text)
 
@@ -383,4 +383,6 @@ def test_mmr_and_reports_measure_against_the_query_itself() -> None:
     assert embedder.queries == ["Ada", "theme", QUERY]  # scope order, each once
     assert vectors.first is not None
     assert np.array_equal(vectors.first, embedder.embed_query(QUERY))
-    assert np.array_equal(vectors.by_kind[Kind.OBJECT], embedder.embed_query("Ada"))
+    objects = vectors.by_kind[Kind.OBJECT]
+    assert objects is not None
+    assert np.array_equal(objects, embedder.embed_query("Ada"))

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from kgsearch.model import EmbeddingStatus, Kind, Relationship
-from kgsearch.search.legs import Legs, key, split_key
+from kgsearch.search.legs import Legs, beside, key, split_key
 from kgsearch.search.paths import Links, humanise, link_spans, relation_vectors
 from kgsearch.search.plan import Plan, Vector
 from kgsearch.search.rows import Rows
@@ -61,19 +61,23 @@ _BM25_ANCHOR = 0.5
 def anchored_leg(
     store: Store,
     plan: Plan,
-    legs: Legs,
     rows: Rows,
     vector: Vector | None,
     embed: Callable[[str], Vector] | None,
     embed_many: Callable[[Sequence[str]], list[Vector]] | None = None,
     traces: Traces | None = None,
-) -> None:
-    """Add the ``relationships:anchored`` leg to ``legs`` (see the module docstring).
+) -> Callable[[Legs], None]:
+    """Start the ``relationships:anchored`` leg (see the module docstring) beside the
+    first round's legs, and return what adds it to their ``legs`` once they are done.
+
+    Linking the query's names, reading their edges and matching the relation types
+    (which embeds the rest of the query) need nothing from the first round, so they run
+    in a leg worker while the other legs run; only a query that names no object waits
+    for the ``objects:bm25`` leg, whose best object anchors it instead.
 
     Args:
         store: The store searched.
         plan: The search plan.
-        legs: The first round's legs; the leg is added here.
         rows: The search's rows (relationships read here are kept for hydration).
         vector: The query vector of the relationship scope, if it was embedded.
         embed: The query embedder (type texts); None scores types by the votes only.
@@ -83,21 +87,54 @@ def anchored_leg(
     started = time.perf_counter()
     trace = log_of(traces, LEG)
     request = plan.request
-    links = link_spans(store, rows.project, request.query, trace)
-    # anchor id → (weight, its span's index); the rest of the query is per span
+
+    def ranked(anchors: dict[str, tuple[float, int]], links: Links) -> list[tuple[str, float]]:
+        # the edge read happens whatever was linked, so the leg's store calls follow
+        # from the query alone (tests/unit/test_search_store_calls.py)
+        edges = store.typed_edges(
+            rows.project, list(anchors), limit=_HUB_EDGES, as_of=request.filters.as_of, trace=trace
+        )
+        return _rank(plan, anchors, links, edges, vector, embed, embed_many)
+
+    def linked() -> tuple[Links, list[tuple[str, float]] | None]:
+        links = link_spans(store, rows.project, request.query, trace)
+        anchors = _anchors(links)
+        return links, (ranked(anchors, links) if anchors else None)
+
+    early = beside(store, linked)
+
+    def finish(legs: Legs) -> None:
+        links, best_first = early()
+        if best_first is None:  # no name linked: the best BM25 object anchors the leg
+            best = legs.lists.get("objects:bm25", [])[:1]
+            best_first = ranked({split_key(k)[1]: (_BM25_ANCHOR, -1) for k, _ in best}, links)
+        keep = _allowed(rows, plan, [r for r, _ in best_first], trace)
+        legs.add(LEG, [(key(Kind.RELATIONSHIP, r), s) for r, s in best_first if r in keep], started)
+
+    return finish
+
+
+def _anchors(links: Links) -> dict[str, tuple[float, int]]:
+    """Anchor id → (weight, its span's index): each object at its best span's weight."""
     anchors: dict[str, tuple[float, int]] = {}
     for index, linked in enumerate(links.spans):
         for id in linked.ids:
             if id not in anchors or anchors[id][0] < linked.weight:
                 anchors[id] = (linked.weight, index)
-    if not anchors:
-        best = legs.lists.get("objects:bm25", [])[:1]
-        anchors = {split_key(k)[1]: (_BM25_ANCHOR, -1) for k, _ in best}
-    # the edge read happens whatever was linked, so the leg's store calls follow from
-    # the query alone (tests/unit/test_search_store_calls.py)
-    edges = store.typed_edges(
-        rows.project, list(anchors), limit=_HUB_EDGES, as_of=request.filters.as_of, trace=trace
-    )
+    return anchors
+
+
+def _rank(
+    plan: Plan,
+    anchors: dict[str, tuple[float, int]],
+    links: Links,
+    edges: Sequence[tuple[str, str, str, str]],
+    vector: Vector | None,
+    embed: Callable[[str], Vector] | None,
+    embed_many: Callable[[Sequence[str]], list[Vector]] | None,
+) -> list[tuple[str, float]]:
+    """The anchors' edges, best first: anchor weight times their relation's match."""
+    request = plan.request
     wanted = request.filters.relationship_types
     # (span, type) → edges with their anchor's weight
     steps: dict[tuple[int, str], list[tuple[str, float]]] = defaultdict(list)
@@ -113,9 +150,7 @@ def anchored_leg(
     for step in sorted(steps, key=lambda s: (-score[s], s)):
         for rid, weight in steps[step]:
             ranked[rid] = max(ranked.get(rid, 0.0), weight * score[step])
-    best_first = sorted(ranked.items(), key=lambda x: -x[1])[: plan.candidates[Kind.RELATIONSHIP]]
-    keep = _allowed(rows, plan, [r for r, _ in best_first], trace)
-    legs.add(LEG, [(key(Kind.RELATIONSHIP, r), s) for r, s in best_first if r in keep], started)
+    return sorted(ranked.items(), key=lambda x: -x[1])[: plan.candidates[Kind.RELATIONSHIP]]
 
 
 def _rest(links: Links, span: int, query: str) -> str:

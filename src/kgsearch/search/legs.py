@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TypeVar
 
 from kgsearch.model import Filters, Kind
 from kgsearch.search.paths import walk_paths
@@ -30,9 +31,10 @@ from kgsearch.search.statements import Traces, log_of
 from kgsearch.store.base import Store, Trace
 from kgsearch.text.fields import normalize_tag
 
-__all__ = ["Legs", "allowed_objects", "graph_legs", "key", "scope_legs", "split_key"]
+__all__ = ["Legs", "allowed_objects", "beside", "graph_legs", "key", "scope_legs", "split_key"]
 
 _PPR_MAX_EDGES = 50_000
+_T = TypeVar("_T")
 
 
 def key(kind: Kind, id: str) -> str:
@@ -183,6 +185,16 @@ def _bm25_query(plan: Plan, kind: Kind, hinted: bool) -> str:
     if kind is Kind.OBJECT and request.type_hint and not hinted:
         return f"{plan.text(kind)} {request.type_hint}"
     return plan.text(kind)
+
+
+def beside(store: Store, work: Callable[[], _T]) -> Callable[[], _T]:
+    """Start ``work`` in a leg worker, beside the first round's legs, and return what
+    waits for its result; inside the caller's own write transaction (whose writes only
+    its thread sees), or with parallel legs off, it runs now, in the calling thread."""
+    if not _PARALLEL_LEGS or store.in_transaction:
+        done = work()
+        return lambda: done
+    return _leg_pool().submit(work).result
 
 
 def _leg_pool() -> ThreadPoolExecutor:

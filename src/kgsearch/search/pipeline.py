@@ -70,19 +70,24 @@ def run_search(
     plan = _with_keywords(make_plan(request), ctx.keywords, traces)
     query = embed_query(plan, ctx.embed_query)
     ms["embed"] = query.ms
-    legs = scope_legs(ctx.store, ctx.project, plan, query.by_kind, traces)
     rows = Rows(ctx.store, ctx.project)
-    if plan.anchored:
+    # the anchored leg links names and reads their edges beside the first round
+    anchored = (
         anchored_leg(
             ctx.store,
             plan,
-            legs,
             rows,
             query.by_kind.get(Kind.RELATIONSHIP),
             ctx.embed_query,
             ctx.embed_texts,
             traces,
         )
+        if plan.anchored
+        else None
+    )
+    legs = scope_legs(ctx.store, ctx.project, plan, query.by_kind, traces)
+    if anchored is not None:
+        anchored(legs)
     if plan.graph:
         with _timed(ms, "fusion"):  # the first round's order picks the graph seeds
             first = _fuse(plan, legs.lists)
