@@ -8,13 +8,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kgsearch.engine import Engine
-from kgsearch.model import Filters, Kind, ObjectIn
+from kgsearch.model import Filters, Kind, ObjectIn, RelationshipIn
 from kgsearch.store.sqlite import SQLiteStore
 from kgsearch.store.sqlite import vectors as vector_cache
 from kgsearch.testing import FakeEmbedder
@@ -190,4 +191,52 @@ def test_writes_that_change_no_vector_leave_the_matrix_alone(
     engine.add_objects([ObjectIn(type="Thing", key="not embedded yet")])  # pending
     after = store.vectors_cache.entry(store.db, "default", Kind.OBJECT)
     assert after.seq == seq and after.matrix is before.matrix
+    engine.close()
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_a_written_relationship_with_validity_times_is_filtered_without_a_reload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    int8_rows, ann_rows = MODES[mode]
+    monkeypatch.setattr(vector_cache, "INT8_MIN_ROWS", int8_rows)
+    store = SQLiteStore(str(tmp_path / "kg.db"), ann_min_rows=ann_rows)
+    engine = Engine(store, embedder=FakeEmbedder(16))
+    ends = things(engine, range(12))
+    engine.add_relationships(
+        [
+            RelationshipIn(type=f"r{i % 3}", source=ends[i % 12], target=ends[(i + 1) % 12])
+            for i in range(ROWS)
+        ]
+    )
+    engine.embed_pending()
+    assert store.wait_for_index("default", Kind.RELATIONSHIP, 60)
+    entry = store.vectors_cache.entry(store.db, "default", Kind.RELATIONSHIP)
+    assert not entry.has_validity  # no relationship has validity times yet
+    reloads = store.vectors_cache.reloads
+    (expired,) = engine.add_relationships(
+        [
+            RelationshipIn(
+                type="ended",
+                source=ends[0],
+                target=ends[5],
+                valid_to=datetime(2001, 1, 1, tzinfo=UTC),
+            )
+        ]
+    )
+    engine.embed_pending()
+    (row,) = store.db.all("SELECT vector FROM relationships WHERE id = ?", (expired.id,))
+    vector = np.frombuffer(row["vector"], dtype=np.float32).copy()
+    now = store.vector_search("default", Kind.RELATIONSHIP, vector, limit=ROWS + 5)
+    assert expired.id not in {i for i, _ in now}  # not valid now
+    back = store.vector_search(
+        "default",
+        Kind.RELATIONSHIP,
+        vector,
+        limit=5,
+        filters=Filters(as_of=datetime(2000, 1, 1, tzinfo=UTC)),
+    )
+    assert back[0][0] == expired.id  # valid then, and nearest to its own vector
+    assert store.vectors_cache.reloads == reloads  # applied by key
+    assert store.vectors_cache.entry(store.db, "default", Kind.RELATIONSHIP).has_validity
     engine.close()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -201,15 +202,23 @@ def _capacity(rows: int) -> int:
     return rows + max(_MIN_SPARE, rows // 8)
 
 
-def _has_validity(db: Connection, project: str, kind: Kind) -> bool:
-    if kind is not Kind.RELATIONSHIP:
+def _has_validity(
+    db: Connection, project: str, kind: Kind, rowids: Sequence[int] | None = None
+) -> bool:
+    """Whether a live relationship of the project (of ``rowids`` only, when given: a
+    lookup by key instead of a scan of the table) has a validity time."""
+    if kind is not Kind.RELATIONSHIP or (rowids is not None and not rowids):
         return False
-    flag = db.one(
+    sql = (
         "SELECT 1 FROM relationships WHERE project = ? AND deleted_at IS NULL AND "
-        "(valid_from IS NOT NULL OR valid_to IS NOT NULL) LIMIT 1",
-        (project,),
+        "(valid_from IS NOT NULL OR valid_to IS NOT NULL)"
     )
-    return flag is not None
+    if rowids is None:
+        return db.one(f"{sql} LIMIT 1", (project,)) is not None
+    return any(
+        db.one(f"{sql} AND rowid IN ({placeholders(len(part))}) LIMIT 1", (project, *part))
+        for part in chunked(list(rowids))
+    )
 
 
 def _advance(db: Connection, project: str, kind: Kind, entry: Entry, epoch: str) -> Entry | None:
@@ -240,7 +249,9 @@ def _advance(db: Connection, project: str, kind: Kind, entry: Entry, epoch: str)
                 f"({placeholders(len(part))}) ORDER BY rowid",
                 (project, *part),
             )
-        has_validity = _has_validity(db, project, kind) if changed else entry.has_validity
+        # a changed row may bring validity times; one losing them leaves the flag set
+        # until the next load (the validity filter then runs on rows that pass it all)
+        has_validity = entry.has_validity or _has_validity(db, project, kind, changed)
     if not changed:
         return replace(entry, epoch=epoch, seq=seq)
     return _apply(entry, epoch, seq, np.asarray(changed, dtype=np.int64), rows, has_validity)
