@@ -16,7 +16,8 @@ from pathlib import Path
 
 from kgsearch.errors import MigrationError
 from kgsearch.store.ann import ANN_MIN_ROWS
-from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
+from kgsearch.store.common import check_embedding_model
+from kgsearch.store.counts import META_SQL, MIGRATIONS_SQL, PROJECTS_SQL
 from kgsearch.store.migrations import pending
 from kgsearch.store.records import StoreInfo
 from kgsearch.store.sqlite.cache import SQLiteCache
@@ -162,7 +163,7 @@ class SQLiteStore(
     # metadata ------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
         """A value from the store's metadata table."""
-        row = self.db.one("SELECT value FROM meta WHERE key = ?", (key,))
+        row = self.db.one(META_SQL, (key,))
         return None if row is None else str(row["value"])
 
     def set_meta(self, key: str, value: str) -> None:
@@ -175,7 +176,7 @@ class SQLiteStore(
 
     def info(self) -> StoreInfo:
         """Schema version, migrations, embedding model and dims."""
-        names = tuple(r["name"] for r in self.db.all("SELECT name FROM migrations ORDER BY name"))
+        names = tuple(r["name"] for r in self.db.all(MIGRATIONS_SQL))
         dims = self.get_meta("dims")
         return StoreInfo(
             url=self.url,
