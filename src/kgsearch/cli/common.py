@@ -13,6 +13,7 @@ from kgsearch.cli.output import (
     emit,
     handle_errors,
     missing_sqlite_file,
+    no_store,
     out,
     pass_state,
     resumable,
@@ -67,12 +68,7 @@ def engine_from(
     if not create:
         missing = missing_sqlite_file(url)
         if missing is not None:
-            raise NotFound(
-                f"no store at {missing}: check --db (or KGSEARCH_DB), or create one with "
-                "`kgsearch import FILE` or `kgsearch ingest DOCS`; after `make demo` "
-                "the demo store is --db .demo/kgsearch.db",
-                details={"db": str(missing)},
-            )
+            raise no_store(missing)
     return Engine.from_settings(settings, project=state.project, store_url=url, model=model)
 
 

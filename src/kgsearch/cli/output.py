@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kgsearch.cli.root import State
-from kgsearch.errors import KgsearchError
+from kgsearch.errors import KgsearchError, NotFound
 
 __all__ = [
     "State",
@@ -27,6 +27,7 @@ __all__ = [
     "emit",
     "handle_errors",
     "missing_sqlite_file",
+    "no_store",
     "out",
     "pass_state",
     "resumable",
@@ -74,6 +75,16 @@ def missing_sqlite_file(url: str) -> str | None:
         return None
     path = url.removeprefix("sqlite:///")
     return None if not path or os.path.exists(path) else path
+
+
+def no_store(path: str) -> NotFound:
+    """The error of a command that reads a SQLite file that does not exist."""
+    return NotFound(
+        f"no store at {path}: check --db (or KGSEARCH_DB), or create one with "
+        "`kgsearch import FILE` or `kgsearch ingest DOCS`; after `make demo` "
+        "the demo store is --db .demo/kgsearch.db",
+        details={"db": str(path)},
+    )
 
 
 @contextmanager

@@ -34,6 +34,7 @@ __all__ = [
     "settings_fingerprint",
     "stats_via_server",
     "store_identity",
+    "store_settings",
     "withdraw",
 ]
 
@@ -66,7 +67,9 @@ def config_file() -> Path:
     return Path(os.environ.get("KGSEARCH_CONFIG", "kgsearch.toml"))
 
 
-def _toml_store() -> dict[str, Any]:
+def _toml_store() -> dict[str, Any] | None:
+    """The TOML file's ``[store]`` table ({} without a file), or None when the file
+    cannot be read or parsed (the settings model reports that)."""
     path = config_file()
     if not path.is_file():
         return {}
@@ -75,8 +78,8 @@ def _toml_store() -> dict[str, Any]:
     try:
         store = tomllib.loads(path.read_text(encoding="utf-8")).get("store", {})
     except (OSError, ValueError):
-        return {}
-    return store if isinstance(store, dict) else {}
+        return None
+    return store if isinstance(store, dict) else None
 
 
 def _env(name: str) -> str | None:
@@ -87,14 +90,37 @@ def _env(name: str) -> str | None:
     return None
 
 
-def resolve_store(db: str | None, project: str | None) -> tuple[str, str]:
+def store_settings(db: str | None, project: str | None) -> tuple[str, str] | None:
     """The store URL and project a command would use, by the settings' precedence
     (flag, then environment, then ``kgsearch.toml``, then the defaults), without
-    loading the settings model. ``db`` already holds ``--db`` or its variables."""
+    loading the settings model; ``db`` already holds ``--db`` or its variables.
+
+    None when only the settings model can say: the TOML file does not parse, a value
+    is not a string or is empty, the ``[store]`` table has other keys, or
+    ``KGSEARCH_STORE`` gives the section as JSON.
+    """
     store = _toml_store()
-    url = db or str(store.get("url") or "kgsearch.db")
-    chosen = project or _env("KGSEARCH_STORE__PROJECT") or str(store.get("project") or "default")
-    return url, chosen
+    if store is None or set(store) - {"url", "project"} or _env("KGSEARCH_STORE") is not None:
+        return None
+    chosen: list[str] = []
+    for given, variable, key, default in (
+        (db, "KGSEARCH_STORE__URL", "url", "kgsearch.db"),
+        (project, "KGSEARCH_STORE__PROJECT", "project", "default"),
+    ):
+        value = given or _env(variable)
+        if value is None:
+            value = store.get(key, default)
+        if not isinstance(value, str) or not value:
+            return None
+        chosen.append(value)
+    return chosen[0], chosen[1]
+
+
+def resolve_store(db: str | None, project: str | None) -> tuple[str, str]:
+    """The store URL and project a command would use (:func:`store_settings`), the
+    defaults' where only the settings model could say (a server of another store is
+    then not found, and the command reports the settings' error in process)."""
+    return store_settings(db, project) or (db or "kgsearch.db", project or "default")
 
 
 def store_identity(url: str) -> str | None:

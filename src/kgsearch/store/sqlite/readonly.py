@@ -35,6 +35,9 @@ from kgsearch.store.sqlite.schema import MIGRATIONS
 __all__ = ["ReadOnlyCounts", "sqlite_file"]
 
 
+_MMAP_BYTES = 1 << 30
+
+
 def sqlite_file(url: str) -> str | None:
     """The file of a SQLite store URL (a bare path or ``sqlite:///path``) as the store
     spells it, or None for any other store (in memory, PostgreSQL…)."""
@@ -69,6 +72,9 @@ class ReadOnlyCounts:
             return None
         try:
             db.execute("PRAGMA busy_timeout=10000")
+            # counting reads every live row's page: mapped, they are not copied (about
+            # half the time of a count on the demo store)
+            db.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
             names = {row[0] for row in db.execute(MIGRATIONS_SQL)}
         except sqlite3.Error:
             db.close()
