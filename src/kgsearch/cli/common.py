@@ -19,7 +19,7 @@ from kgsearch.cli.output import (
     resumable,
     table,
 )
-from kgsearch.config import Settings
+from kgsearch.config import Settings, config_path
 from kgsearch.engine import Engine
 from kgsearch.errors import ConfigError, NotFound
 
@@ -45,6 +45,8 @@ def load_settings() -> Settings:
         return Settings()
     except ValidationError as exc:
         raise ConfigError(f"invalid settings: {exc}") from None
+    except ValueError as exc:  # the TOML file does not parse
+        raise ConfigError(f"invalid settings: {config_path()}: {exc}") from None
 
 
 def engine_from(

@@ -322,13 +322,15 @@ def search_via_server(
 
 
 def stats_via_server(
-    *, db: str | None, project: str | None
+    *, db: str | None, project: str | None, server: str | None = None
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """The project's row counts from the running server of this store (``GET
-    /api/graph/stats``), as ``Engine.stats`` gives them in process, the store's URL
-    spelled as this process would spell it; ``(None, reason)`` when no server answered.
+    """The project's row counts from ``server`` or the running server of this store
+    (``GET /api/graph/stats``), as ``Engine.stats`` gives them in process, a found
+    server's store URL spelled as this process would spell it; ``(None, reason)`` when
+    no server answered.
     """
-    server, headers, reason = _server_for(db, project, None)
+    given = server
+    server, headers, reason = _server_for(db, project, server)
     if server is None:
         return None, reason
     try:
@@ -338,8 +340,8 @@ def stats_via_server(
     if not isinstance(found, dict) or not isinstance(found.get("counts"), dict):
         return None, f"{server}: not a stats response"
     url, _ = resolve_store(db, project)
-    if "://" not in url and url != ":memory:":  # a bare path, as the SQLite store spells it
-        found["store"] = "sqlite:///" + str(Path(url))
-    elif url.startswith("sqlite:///"):
+    if given is None and "://" not in url and url != ":memory:":
+        found["store"] = "sqlite:///" + str(Path(url))  # a bare path, as SQLite spells it
+    elif given is None and url.startswith("sqlite:///"):
         found["store"] = url
     return found, server
