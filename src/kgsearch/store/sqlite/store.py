@@ -27,6 +27,7 @@ from kgsearch.store.sqlite.keys import SQLiteKeys
 from kgsearch.store.sqlite.lexical import LexicalStats
 from kgsearch.store.sqlite.queue import SQLiteEmbeddingQueue
 from kgsearch.store.sqlite.schema import (
+    LIVE_INDEXES,
     MIGRATIONS,
     SCHEMA_VERSION,
     SECONDARY_INDEXES,
@@ -136,6 +137,8 @@ class SQLiteStore(
         # A larger page cache keeps the unique-key B-trees in memory while rows stream in.
         self.db.execute("PRAGMA cache_size=-262144")
         with self.db.transaction():
+            for sql in LIVE_INDEXES.values():
+                self.db.execute(f"DROP INDEX IF EXISTS {sql.split()[5]}")
             for table, indexes in SECONDARY_INDEXES.items():
                 for sql in indexes:
                     self.db.execute(f"DROP INDEX IF EXISTS {sql.split()[5]}")
@@ -151,6 +154,8 @@ class SQLiteStore(
                     f"SELECT 'delete', rowid, text FROM {table} WHERE deleted_at IS NOT NULL"
                 )
                 fts_triggers(self._exec, table)
+            for sql in LIVE_INDEXES.values():
+                self.db.execute(sql)
         self.db.execute(f"PRAGMA cache_size={CACHE_PAGES_KIB}")
         self.lexical.clear()
 
