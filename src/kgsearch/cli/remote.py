@@ -15,7 +15,6 @@ Light on purpose: no engine, no pydantic, no httpx; start-up is the point.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -140,6 +139,8 @@ def store_identity(url: str) -> str | None:
 def settings_fingerprint() -> str:
     """A digest of the settings that shape a search: every ``KGSEARCH_*`` variable
     but those that only place the store or the server, and the TOML file's bytes."""
+    import hashlib  # stdlib (its OpenSSL library): imported when a server is looked for
+
     digest = hashlib.sha256()
     for key, value in sorted((k.upper(), v) for k, v in os.environ.items()):
         if key.startswith("KGSEARCH_") and key not in _PLACE_ENV:
@@ -166,6 +167,8 @@ def runtime_dir() -> Path:
 
 def discovery_path(identity: str) -> Path:
     """The discovery file of a store."""
+    import hashlib
+
     name = hashlib.sha256(identity.encode()).hexdigest()[:24]
     return runtime_dir() / f"server-{name}.json"
 
