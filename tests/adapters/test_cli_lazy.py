@@ -337,6 +337,8 @@ def test_stats_and_embed_status_read_a_sqlite_store_without_the_engine(
     assert not set(LIGHT) & set(heavy)
     assert {"kgsearch.engine", "pydantic"} <= set(engine_heavy)  # the comparison is real
     assert light == engine
+    # rich draws the table; JSON goes through click alone
+    assert ("rich" in heavy) == ("--json" not in args)
     if "--json" in args:
         json.loads(light)
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import click
 
-from kgsearch.cli.output import State, emit, handle_errors, out, pass_state, table
+from kgsearch.cli import output
+from kgsearch.cli.output import State, emit, handle_errors, pass_state, table
 from kgsearch.cli.readonly import embedding_status_read_only
 from kgsearch.cli.root import LazyGroup
 
@@ -98,9 +99,9 @@ def render_status(value: Mapping[str, Any]) -> None:
             r["kind"],
             *(str(r[k]) for k in _COUNTS),
         )
-    out.print(grid)
+    output.out.print(grid)
     latency = value["mean_latency_ms_per_text"]
-    out.print(
+    output.out.print(
         f"overall {value['percent_embedded']}% embedded, failure rate {value['failure_rate']}, "
         + (f"mean latency {latency} ms/text" if latency is not None else "no latency yet")
     )

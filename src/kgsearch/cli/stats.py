@@ -15,7 +15,8 @@ from typing import Any
 
 import click
 
-from kgsearch.cli.output import State, emit, handle_errors, out, pass_state, table
+from kgsearch.cli import output
+from kgsearch.cli.output import State, emit, handle_errors, pass_state, table
 from kgsearch.cli.readonly import stats_read_only
 from kgsearch.cli.remote import SERVER_ENV, stats_via_server
 
@@ -68,4 +69,4 @@ def render_stats(value: Mapping[str, Any]) -> None:
         grid.add_row(k, str(n))
     grid.add_row("embedding model", str(value["embedding_model"] or "(none yet)"))
     grid.add_row("projects", ", ".join(value["projects"]) or "(none)")
-    out.print(grid)
+    output.out.print(grid)
