@@ -13,8 +13,10 @@ from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 import kgsearch
+from kgsearch.cli.embed import SUBCOMMANDS
 from kgsearch.cli.query import RECIPE_NAMES
 from kgsearch.cli.root import COMMANDS, cli
 from kgsearch.search.request import RECIPES
@@ -31,6 +33,31 @@ def test_the_lazy_table_matches_each_command(name: str) -> None:
     assert command.get_short_help_str(limit=10_000) == short_help
 
 
+@pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
+def test_the_lazy_embed_table_matches_each_subcommand(name: str) -> None:
+    module, attribute, short_help = SUBCOMMANDS[name]
+
+    command = getattr(importlib.import_module(module), attribute)
+
+    assert isinstance(command, click.Command)
+    assert command.name == name
+    assert command.get_short_help_str(limit=10_000) == short_help
+
+
+def test_embed_help_lists_its_subcommands_and_they_get_the_global_options() -> None:
+    from kgsearch.cli.embed import embed
+
+    listed = CliRunner().invoke(cli, ["embed", "--help"]).output.split("Commands:")[1]
+
+    assert [line.split()[0] for line in listed.strip().splitlines()] == sorted(
+        [*SUBCOMMANDS, "status"]
+    )
+    ctx = cli.make_context("kgsearch", ["--help"], resilient_parsing=True)
+    generate = embed.get_command(ctx, "generate")
+    assert generate is not None
+    assert {"db", "as_json_flag"} <= {p.name for p in generate.params}
+
+
 def test_every_command_of_the_cli_package_is_in_the_table() -> None:
     # a command defined in kgsearch.cli but missing from the table would be unreachable
     import kgsearch.cli as package
@@ -41,11 +68,12 @@ def test_every_command_of_the_cli_package_is_in_the_table() -> None:
         for value in vars(module).values():
             if isinstance(value, click.Command) and value is not cli:
                 commands[id(value)] = value
+    ctx = cli.make_context("kgsearch", ["--help"], resilient_parsing=True)
     nested = {
-        id(sub)
+        id(command.get_command(ctx, name))  # a lazy group's subcommands are loaded here
         for command in commands.values()
         if isinstance(command, click.Group)
-        for sub in command.commands.values()
+        for name in command.list_commands(ctx)
     }
     top = {c.name for key, c in commands.items() if key not in nested}
 
@@ -215,3 +243,223 @@ def test_a_search_in_process_does_load_the_model(embedded_store: Path) -> None:
 
     assert done.returncode == 0, done.stderr
     assert {"onnxruntime", "tokenizers"} <= set(json.loads(done.stdout.splitlines()[-1]))
+
+
+# ``kgsearch stats`` and ``kgsearch embed status`` on a SQLite store of the current schema
+# are counted read-only without the engine (kgsearch.cli.readonly); ENGINE_PATH runs
+# the CLI with that path switched off, so the engine counts, to compare the two.
+_RUN_THEN_MODULES = """
+import json, sys
+from kgsearch.cli.root import main
+if sys.argv[1] == "engine":
+    from kgsearch.store.sqlite.readonly import ReadOnlyCounts
+    ReadOnlyCounts.open = classmethod(lambda cls, path: None)
+sys.argv = ["kgsearch", *sys.argv[2:]]
+code = 0
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code or 0
+heavy = ("pydantic", "numpy", "onnxruntime", "kgsearch.engine", "kgsearch.config", "rich")
+print(json.dumps([code, sorted(m for m in heavy if m in sys.modules)]))
+"""
+LIGHT = ("kgsearch.engine", "kgsearch.config", "numpy", "onnxruntime", "pydantic")
+LIGHT_COMMANDS = [
+    ["stats"],
+    ["--json", "stats"],
+    ["-p", "other", "stats"],
+    ["--json", "-p", "nope", "stats"],
+    ["embed", "status"],
+    ["--json", "embed", "status"],
+    ["-p", "other", "embed", "status"],
+    ["--json", "-p", "other", "embed", "status"],
+]
+
+
+def _run(
+    path: str, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[int, str, list[str], str]:
+    """Run the CLI (``path``: "light" or "engine"); its exit code, output, the heavy
+    modules it imported and its error output."""
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_THEN_MODULES, path, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=cwd,
+        env={**_clean_env(), **(env or {})},
+    )
+    *output, last = done.stdout.splitlines() or [""]
+    code, heavy = json.loads(last)
+    return code, "\n".join(output), heavy, done.stderr
+
+
+def _clean_env() -> dict[str, str]:
+    import os
+
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.upper().startswith("KGSEARCH_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
+
+
+@pytest.fixture(scope="module")
+def projects_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with two projects, some rows embedded (fake model), one deleted, and
+    a changed text (stale)."""
+    from kgsearch.embed.fake import FakeEmbedder
+    from kgsearch.engine import Engine
+    from kgsearch.model import ObjectIn
+    from kgsearch.store import connect
+
+    db = tmp_path_factory.mktemp("projects") / "projects.db"
+    with Engine(connect(str(db)), embedder=FakeEmbedder(16)) as engine:
+        people = [ObjectIn(type="Person", key=k, properties={"name": k}) for k in "abcde"]
+        engine.add_objects(people)
+        engine.add_objects(people[:2], project="other")
+        engine.embed_pending()
+        engine.add_objects([ObjectIn(type="Person", key="a", properties={"name": "A2"})])
+        engine.add_objects([ObjectIn(type="Org", key="z", properties={"name": "z"})])
+        engine.delete("object", [engine.get_object_by_key("Person", "e").id])
+    return db
+
+
+@pytest.mark.parametrize("args", LIGHT_COMMANDS)
+def test_stats_and_embed_status_read_a_sqlite_store_without_the_engine(
+    projects_store: Path, args: list[str]
+) -> None:
+    code, light, heavy, err = _run("light", "--db", str(projects_store), *args)
+    engine_code, engine, engine_heavy, _ = _run("engine", "--db", str(projects_store), *args)
+
+    assert code == engine_code == 0, err
+    assert not set(LIGHT) & set(heavy)
+    assert {"kgsearch.engine", "pydantic"} <= set(engine_heavy)  # the comparison is real
+    assert light == engine
+    # rich draws the table; JSON goes through click alone
+    assert ("rich" in heavy) == ("--json" not in args)
+    if "--json" in args:
+        json.loads(light)
+
+
+def test_the_light_figures_are_not_empty(projects_store: Path) -> None:
+    _, stats, _, _ = _run("light", "--db", str(projects_store), "--json", "stats")
+    _, status, _, _ = _run("light", "--db", str(projects_store), "--json", "embed", "status")
+
+    found = json.loads(stats)
+    assert found["counts"]["objects"] == 5  # a..d and z in default; e deleted
+    assert found["projects"] == ["default", "other"]
+    report = json.loads(status)
+    assert report["stale"] == 1 and report["pending"] == 2 and report["embedded"] == 5
+
+
+def test_an_empty_store_reads_the_same_both_ways(tmp_path: Path) -> None:
+    from kgsearch.store.sqlite import SQLiteStore
+
+    db = tmp_path / "empty.db"
+    SQLiteStore(str(db)).close()
+    for args in (
+        ["stats"],
+        ["--json", "stats"],
+        ["embed", "status"],
+        ["--json", "embed", "status"],
+    ):
+        code, light, heavy, err = _run("light", "--db", str(db), *args)
+        assert code == 0, err
+        assert not set(LIGHT) & set(heavy)
+        assert (code, light) == _run("engine", "--db", str(db), *args)[:2]
+
+
+@pytest.mark.parametrize("args", [["stats"], ["--json", "stats"], ["embed", "status"]])
+def test_a_missing_store_is_a_clear_error_and_nothing_is_created(
+    tmp_path: Path, args: list[str]
+) -> None:
+    db = tmp_path / "missing.db"
+
+    code, light, heavy, err = _run("light", "--db", str(db), *args)
+    engine_code, engine, _, engine_err = _run("engine", "--db", str(db), *args)
+
+    assert code == engine_code == 1
+    assert (light, err) == (engine, engine_err)
+    assert f"no store at {db}" in light + err
+    assert not set(LIGHT) & set(heavy)
+    assert list(tmp_path.iterdir()) == []
+
+
+def _older_store(db: Path, drop: int) -> None:
+    """A store whose schema stops ``drop`` migrations before the current one."""
+    from kgsearch.store.sqlite.connection import Connection
+    from kgsearch.store.sqlite.schema import MIGRATIONS
+
+    connection = Connection(str(db))
+    connection.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
+    for migration in MIGRATIONS[: len(MIGRATIONS) - drop]:
+        with connection.transaction():
+            migration.apply(connection.execute)
+            connection.execute("INSERT INTO migrations VALUES (?, '')", (migration.name,))
+    connection.close()
+
+
+def test_a_store_at_an_older_schema_is_migrated_by_the_engine(tmp_path: Path) -> None:
+    from kgsearch.store.sqlite.schema import MIGRATIONS
+
+    db = tmp_path / "old.db"
+    _older_store(db, drop=1)
+
+    code, output, heavy, err = _run("light", "--db", str(db), "--json", "stats")
+
+    assert code == 0, err
+    assert "kgsearch.engine" in heavy  # not counted read-only: the engine migrated it
+    assert json.loads(output)["schema_version"] == len(MIGRATIONS)
+
+
+def test_a_store_of_a_newer_kgsearch_is_explained_by_the_engine(tmp_path: Path) -> None:
+    from kgsearch.store.sqlite import SQLiteStore
+
+    db = tmp_path / "new.db"
+    with SQLiteStore(str(db)) as store:
+        store.db.execute("INSERT INTO migrations VALUES ('m999_future', '')")
+
+    code, output, _, err = _run("light", "--db", str(db), "embed", "status")
+
+    assert code == 1
+    assert "written by a newer kgsearch" in output + err
+
+
+def test_the_light_path_picks_the_store_and_project_as_the_settings_do(
+    projects_store: Path, tmp_path: Path
+) -> None:
+    # flags > environment (any case) > kgsearch.toml > defaults, as pydantic-settings
+    toml = tmp_path / "kgsearch.toml"
+    toml.write_text(f'[store]\nurl = "{projects_store}"\nproject = "other"\n', encoding="utf-8")
+    cases: list[tuple[list[str], dict[str, str]]] = [
+        ([], {}),  # the TOML file's store and project
+        ([], {"kgsearch_store__project": "default"}),  # environment over the file
+        (["-p", "nope"], {"KGSEARCH_STORE__PROJECT": "default"}),  # flag over environment
+        ([], {"kgsearch_store__url": str(tmp_path / "missing.db")}),  # lower-case variable
+        (["--db", str(projects_store)], {"KGSEARCH_DB": str(tmp_path / "missing.db")}),
+    ]
+    for args, env in cases:
+        light = _run("light", "--json", *args, "stats", cwd=tmp_path, env=env)
+        engine = _run("engine", "--json", *args, "stats", cwd=tmp_path, env=env)
+        assert light[:2] == engine[:2], (args, env, light, engine)
+        assert not set(LIGHT) & set(light[2]), (args, env)
+    shown = json.loads(_run("light", "--json", "stats", cwd=tmp_path)[1])
+    assert shown["project"] == "other"
+
+
+def test_settings_only_the_model_can_read_go_to_the_engine(
+    projects_store: Path, tmp_path: Path
+) -> None:
+    toml = tmp_path / "kgsearch.toml"
+    for text in (
+        f'[store]\nurl = "{projects_store}"\nport = 1\n',
+        "[store\n",
+        "[store]\nurl = 3\n",
+    ):
+        toml.write_text(text, encoding="utf-8")
+        light = _run("light", "--json", "stats", cwd=tmp_path)
+        engine = _run("engine", "--json", "stats", cwd=tmp_path)
+        assert light[:2] == engine[:2]
+        assert light[0] == 1 and "invalid settings" in light[1]

@@ -172,8 +172,10 @@ def test_stats_through_the_server_prints_what_stats_in_process_prints(
 ) -> None:
     runtime = tmp_path / "run"
 
-    remote_json = kgsearch(store, runtime, "--json", "stats", *args)
-    remote_table = kgsearch(store, runtime, "stats", *args)
+    # a SQLite store is counted in process, read-only: --server asks the server
+    url = str(server.record["url"])
+    remote_json = kgsearch(store, runtime, "--json", "stats", *args, "--server", url)
+    remote_table = kgsearch(store, runtime, "stats", *args, "--server", url)
     assert server.stats() == 2
     local_json = kgsearch(store, runtime, "--json", "stats", *args, "--in-process")
     local_table = kgsearch(store, runtime, "stats", *args, "--in-process")
@@ -192,7 +194,7 @@ def test_stats_through_the_server_loads_neither_the_engine_nor_pydantic(
 ) -> None:
     done = subprocess.run(
         [sys.executable, "-X", "importtime", *KGSEARCH[1:], "--db", str(store), "stats"],
-        env=_env(tmp_path / "run"),
+        env=_env(tmp_path / "run", KGSEARCH_SERVER=str(server.record["url"])),
         capture_output=True,
         text=True,
         timeout=120,

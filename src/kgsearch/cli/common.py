@@ -13,12 +13,13 @@ from kgsearch.cli.output import (
     emit,
     handle_errors,
     missing_sqlite_file,
+    no_store,
     out,
     pass_state,
     resumable,
     table,
 )
-from kgsearch.config import Settings
+from kgsearch.config import Settings, config_path
 from kgsearch.engine import Engine
 from kgsearch.errors import ConfigError, NotFound
 
@@ -44,6 +45,8 @@ def load_settings() -> Settings:
         return Settings()
     except ValidationError as exc:
         raise ConfigError(f"invalid settings: {exc}") from None
+    except ValueError as exc:  # the TOML file does not parse
+        raise ConfigError(f"invalid settings: {config_path()}: {exc}") from None
 
 
 def engine_from(
@@ -67,12 +70,7 @@ def engine_from(
     if not create:
         missing = missing_sqlite_file(url)
         if missing is not None:
-            raise NotFound(
-                f"no store at {missing}: check --db (or KGSEARCH_DB), or create one with "
-                "`kgsearch import FILE` or `kgsearch ingest DOCS`; after `make demo` "
-                "the demo store is --db .demo/kgsearch.db",
-                details={"db": str(missing)},
-            )
+            raise no_store(missing)
     return Engine.from_settings(settings, project=state.project, store_url=url, model=model)
 
 

@@ -1,309 +1,62 @@
-"""CLI commands of the embedding lifecycle: generate, backfill, worker, preview, status,
-retry."""
+"""The ``kgsearch embed`` group: ``status`` here, light; the commands that build the
+engine (generate, backfill, worker, preview, retry) are in
+:mod:`kgsearch.cli.embedding`, imported when one of them runs.
+
+``embed status`` on a SQLite store of the current schema is counted read-only without
+the engine (:mod:`kgsearch.cli.readonly`); elsewhere the engine counts it.
+"""
 
 from __future__ import annotations
 
-import signal
-import threading
+from collections.abc import Mapping
+from typing import Any
 
 import click
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from kgsearch.cli.common import (
-    State,
-    console,
-    emit,
-    engine_from,
-    handle_errors,
-    out,
-    pass_state,
-    resumable,
-    row_id,
-    table,
-)
-from kgsearch.engine import Engine
-from kgsearch.model import EmbeddingStatusReport, EmbedReport, Kind
+from kgsearch.cli import output
+from kgsearch.cli.output import State, emit, handle_errors, pass_state, table
+from kgsearch.cli.readonly import embedding_status_read_only
+from kgsearch.cli.root import LazyGroup
 
-__all__ = ["embed"]
+__all__ = ["SUBCOMMANDS", "embed", "render_status"]
 
-_KINDS = {
-    "objects": Kind.OBJECT,
-    "relationships": Kind.RELATIONSHIP,
-    "chunks": Kind.CHUNK,
-    "communities": Kind.COMMUNITY,  # community reports
+SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
+    # name: (module, attribute, the command's one-line help)
+    "backfill": (
+        "kgsearch.cli.embedding",
+        "backfill",
+        "Embed rows that have no current embedding, batch by batch; safe to kill and resume.",
+    ),
+    "generate": (
+        "kgsearch.cli.embedding",
+        "generate",
+        "Embed every pending row (and rows whose text changed) with the configured model.",
+    ),
+    "preview": (
+        "kgsearch.cli.embedding",
+        "preview",
+        "Print the exact text that is (or would be) embedded for a row (an id, or an "
+        "object's TYPE/KEY), without embedding.",
+    ),
+    "retry": (
+        "kgsearch.cli.embedding",
+        "retry",
+        "Re-queue failed rows now (and dead ones with --dead); run `embed generate` next.",
+    ),
+    "worker": (
+        "kgsearch.cli.embedding",
+        "worker",
+        "Run a long-lived embedding worker; start as many as you like, on any machines.",
+    ),
 }
-_PLURAL = {kind.value: name for name, kind in _KINDS.items()}
 
 
-@click.group()
+@click.group(cls=LazyGroup, lazy=SUBCOMMANDS)
 def embed() -> None:
     """Embed rows and inspect the embedding lifecycle (pending → embedded | failed → dead).
 
     Example: kgsearch embed generate && kgsearch embed status
     """
-
-
-def _run(
-    state: State,
-    engine: Engine,
-    *,
-    kinds: list[Kind],
-    batch_size: int,
-    delay: int,
-    force: bool,
-    limit: int | None,
-) -> EmbedReport:
-    status = engine.embedding_status(project=state.project)
-    todo = {
-        r.kind.value: r.pending + r.failed + (r.embedded + r.dead if force else 0)
-        for r in status.rows
-        if state.project is None or r.project == state.project
-    }
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]} texts/s"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-        disable=state.as_json,
-    ) as progress:
-        tasks: dict[Kind, TaskID] = {
-            k: progress.add_task(
-                f"embedding {k.value}s", total=todo.get(k.value, 0) or None, rate="-"
-            )
-            for k in kinds
-        }
-
-        def advance(kind: Kind, n: int) -> None:
-            task = tasks[kind]
-            progress.update(task, advance=n)
-            speed = progress.tasks[task].speed
-            progress.update(task, rate=f"{speed:.0f}" if speed else "-")
-
-        with resumable("embedding", "kgsearch embed generate"):
-            return engine.embed_pending(
-                kinds=kinds,
-                project=state.project,
-                batch_size=batch_size,
-                delay_ms=delay,
-                force=force,
-                progress=advance,
-                limit=limit,
-            )
-
-
-def _kinds(kind: tuple[str, ...]) -> list[Kind]:
-    return [_KINDS[k] for k in kind] if kind else list(Kind)
-
-
-def _report(report: EmbedReport) -> None:
-    out.print(
-        f"processed {report.processed}  embedded {report.embedded}  "
-        f"failed {report.failed}  (dead {report.dead})  in {round(report.seconds, 3)} s"
-    )
-    for error in report.errors:
-        out.print(f"[red]error:[/] {error}")
-
-
-_kind_option = click.option(
-    "--kind",
-    type=click.Choice(list(_KINDS)),
-    multiple=True,
-    help="Only this kind of row (repeatable; default: all).",
-)
-_batch_option = click.option(
-    "--batch-size",
-    default=128,
-    show_default=True,
-    type=click.IntRange(1, 10_000),
-    help="Rows claimed and embedded per round (sorted by length to cut padding).",
-)
-
-
-@embed.command("generate")
-@click.option(
-    "--graph-aware/--no-graph-aware",
-    default=None,
-    help="Embed objects with type and fields ([Type: #person] [Role: CEO] …) "
-    "or as plain text. The choice is remembered by the store.",
-)
-@click.option("--force", is_flag=True, help="Re-embed every row, even unchanged ones.")
-@click.option(
-    "--model",
-    help="Switch to another embedder (provider:model); with --force "
-    "this re-embeds everything with it.",
-)
-@_kind_option
-@_batch_option
-@pass_state
-@handle_errors
-def generate(
-    state: State,
-    graph_aware: bool | None,
-    force: bool,
-    model: str | None,
-    kind: tuple[str, ...],
-    batch_size: int,
-) -> None:
-    """Embed every pending row (and rows whose text changed) with the configured model.
-
-    Example: kgsearch embed generate --no-graph-aware --kind objects
-    """
-    with engine_from(state, model=model) as engine:
-        if model is not None:
-            if not force:
-                raise click.UsageError("--model changes every vector; add --force to confirm")
-            engine.switch_model(engine.embedder)
-        if graph_aware is not None:
-            engine.set_graph_aware(graph_aware)
-        report = _run(
-            state,
-            engine,
-            kinds=_kinds(kind),
-            batch_size=batch_size,
-            delay=0,
-            force=force,
-            limit=None,
-        )
-    emit(state, report, _report)
-
-
-@embed.command("backfill")
-@_batch_option
-@click.option(
-    "--delay",
-    default=0,
-    show_default=True,
-    type=click.IntRange(0, 600_000),
-    help="Milliseconds to wait between batches (rate limits).",
-)
-@click.option("--dry-run", is_flag=True, help="Only report what would be embedded.")
-@click.option("--limit", type=click.IntRange(1), help="Stop after about this many rows.")
-@_kind_option
-@pass_state
-@handle_errors
-def backfill(
-    state: State,
-    batch_size: int,
-    delay: int,
-    dry_run: bool,
-    limit: int | None,
-    kind: tuple[str, ...],
-) -> None:
-    """Embed rows that have no current embedding, batch by batch; safe to kill and resume.
-
-    Example: kgsearch embed backfill --batch-size 100 --delay 100 --project demo
-    """
-    with engine_from(state) as engine:
-        if dry_run:
-            status = engine.embedding_status(project=state.project)
-            todo = {_PLURAL[r.kind.value]: r.pending + r.failed for r in status.rows}
-            emit(
-                state,
-                {"dry_run": True, "would_embed": todo, "total": sum(todo.values())},
-                lambda v: out.print(f"would embed {v['total']} rows: {v['would_embed']}"),
-            )
-            return
-        report = _run(
-            state,
-            engine,
-            kinds=_kinds(kind),
-            batch_size=batch_size,
-            delay=delay,
-            force=False,
-            limit=limit,
-        )
-        total = engine.embedding_status(project=state.project).total
-    emit(state, {**report.model_dump(mode="json"), "total": total}, lambda _: _report(report))
-
-
-@embed.command("worker")
-@click.option(
-    "--poll",
-    default=5.0,
-    show_default=True,
-    type=click.FloatRange(0.1, 3600),
-    help="Seconds to wait before looking again when nothing is due.",
-)
-@click.option(
-    "--until-idle", is_flag=True, help="Exit once nothing is due instead of waiting for more."
-)
-@_kind_option
-@_batch_option
-@pass_state
-@handle_errors
-def worker(
-    state: State, poll: float, until_idle: bool, kind: tuple[str, ...], batch_size: int
-) -> None:
-    """Run a long-lived embedding worker; start as many as you like, on any machines.
-
-    Each batch is claimed atomically (on PostgreSQL with FOR UPDATE SKIP LOCKED), so
-    concurrent workers never embed the same row. A worker that is killed leaves only
-    a lease on its batch, which expires after 30 s and makes those rows claimable by
-    the others. Ctrl-C or SIGTERM stops the worker after its current batch (a second
-    Ctrl-C interrupts the batch).
-
-    Example: kgsearch --db postgresql://kg@db/kg embed worker --batch-size 256
-    """
-    stop = threading.Event()
-
-    def request_stop(signum: int, frame: object) -> None:
-        if signum == signal.SIGINT and stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
-
-    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        with engine_from(state) as engine:
-
-            def log(total: EmbedReport) -> None:
-                if not state.as_json:
-                    console.print(
-                        f"embedded {total.embedded}  failed {total.failed}  "
-                        f"(dead {total.dead})  batches {total.batches}"
-                    )
-
-            try:
-                report = engine.embed_worker(
-                    kinds=_kinds(kind),
-                    project=state.project,
-                    batch_size=batch_size,
-                    poll_seconds=poll,
-                    until_idle=until_idle,
-                    should_stop=stop.is_set,
-                    on_batch=log,
-                )
-            except KeyboardInterrupt:
-                report = EmbedReport(errors=["interrupted"])
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    emit(state, report, _report)
-
-
-@embed.command("preview")
-@click.argument("id")
-@pass_state
-@handle_errors
-def preview(state: State, id: str) -> None:
-    """Print the exact text that is (or would be) embedded for a row (an id, or an
-    object's TYPE/KEY), without embedding.
-
-    Example: kgsearch embed preview "Movie/Jesse James"
-    """
-    with engine_from(state) as engine:
-        emit(state, engine.preview(row_id(engine, id)), lambda v: out.print(v.text, markup=False))
 
 
 @embed.command("status")
@@ -314,25 +67,20 @@ def status(state: State) -> None:
 
     Example: kgsearch embed status --json
     """
-    with engine_from(state) as engine:
-        emit(state, engine.embedding_status(project=state.project), _render_status)
+    found = embedding_status_read_only(state)
+    if found is not None:
+        emit(state, found, render_status)
+        return
+    from kgsearch.cli.embedding import status_in_process
+
+    status_in_process(state)
 
 
-@embed.command("retry")
-@click.option("--dead", is_flag=True, help="Also re-queue dead rows (given up on).")
-@pass_state
-@handle_errors
-def retry(state: State, dead: bool) -> None:
-    """Re-queue failed rows now (and dead ones with --dead); run `embed generate` next.
-
-    Example: kgsearch embed retry --dead
-    """
-    with engine_from(state) as engine:
-        n = engine.retry_failed(dead=dead, project=state.project)
-    emit(state, {"requeued": n}, lambda v: out.print(f"re-queued {v['requeued']} row(s)"))
+_COUNTS = ("total", "embedded", "pending", "failed", "dead", "stale", "percent_embedded")
 
 
-def _render_status(value: EmbeddingStatusReport) -> None:
+def render_status(value: Mapping[str, Any]) -> None:
+    """Print an embedding report (``Engine.embedding_status`` as JSON) as a table."""
     grid = table(
         "project",
         "kind",
@@ -343,28 +91,17 @@ def _render_status(value: EmbeddingStatusReport) -> None:
         "dead",
         "stale",
         "% embedded",
-        title=f"model {value.model or '(none yet)'}",
+        title=f"model {value['model'] or '(none yet)'}",
     )
-    for r in value.rows:
+    for r in value["rows"]:
         grid.add_row(
-            r.project,
-            r.kind.value,
-            *(
-                str(getattr(r, k))
-                for k in (
-                    "total",
-                    "embedded",
-                    "pending",
-                    "failed",
-                    "dead",
-                    "stale",
-                    "percent_embedded",
-                )
-            ),
+            r["project"],
+            r["kind"],
+            *(str(r[k]) for k in _COUNTS),
         )
-    out.print(grid)
-    latency = value.mean_latency_ms_per_text
-    out.print(
-        f"overall {value.percent_embedded}% embedded, failure rate {value.failure_rate}, "
+    output.out.print(grid)
+    latency = value["mean_latency_ms_per_text"]
+    output.out.print(
+        f"overall {value['percent_embedded']}% embedded, failure rate {value['failure_rate']}, "
         + (f"mean latency {latency} ms/text" if latency is not None else "no latency yet")
     )

@@ -1,8 +1,10 @@
 """CLI output and errors: the consoles, tables, JSON, clean error exits.
 
-Light on purpose (click, rich and :mod:`kgsearch.errors`, no engine, no pydantic):
-a command that answers without the engine (``kgsearch search`` through a running
-server) renders with these alone.
+Light on purpose (click and :mod:`kgsearch.errors`, no engine, no pydantic): a
+command that answers without the engine (``kgsearch search`` through a running
+server, ``kgsearch stats`` read-only) renders with these alone. rich is imported when
+the consoles ``out`` (stdout) and ``console`` (stderr) are first used or imported
+from here, or a table is made: ``--json`` output goes through click and needs none.
 """
 
 from __future__ import annotations
@@ -12,30 +14,51 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from kgsearch.cli.root import State
-from kgsearch.errors import KgsearchError
+from kgsearch.errors import KgsearchError, NotFound
 
 __all__ = [
     "State",
-    "console",
     "emit",
     "handle_errors",
     "missing_sqlite_file",
-    "out",
+    "no_store",
     "pass_state",
     "resumable",
     "table",
 ]
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
 F = TypeVar("F", bound=Callable[..., Any])
-console = Console(stderr=True)
-out = Console()
+_consoles: dict[str, Console] = {}
+
+
+def __getattr__(name: str) -> Console:
+    """``out`` (stdout) and ``console`` (stderr): rich consoles made on first use."""
+    if name not in ("out", "console"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    found = _consoles.get(name)
+    if found is None:
+        from rich.console import Console
+
+        found = _consoles[name] = Console(stderr=name == "console")
+        if name == "out":
+            _fit(found)
+    return found
+
+
+def _fit(out: Console) -> None:
+    """Fit the output to a pipe: wide enough that tables wrap rather than cut."""
+    if not out.is_terminal:
+        columns = os.environ.get("COLUMNS", "")
+        out.width = max(int(columns) if columns.isdigit() else 0, _PIPED_WIDTH)
 
 
 def pass_state(func: F) -> F:
@@ -48,9 +71,8 @@ def pass_state(func: F) -> F:
         state = ctx.find_object(State)
         if state is None:  # pragma: no cover - the root group always sets it
             raise RuntimeError("kgsearch commands run under the kgsearch group")
-        if not out.is_terminal:
-            columns = os.environ.get("COLUMNS", "")
-            out.width = max(int(columns) if columns.isdigit() else 0, _PIPED_WIDTH)
+        if "out" in _consoles:  # else fitted when it is made
+            _fit(_consoles["out"])
         return ctx.invoke(func, state, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
@@ -62,6 +84,8 @@ _PIPED_WIDTH = 160
 
 def table(*headers: str, title: str | None = None, show_header: bool = True) -> Table:
     """A table whose long cells fold onto more lines instead of being cut."""
+    from rich.table import Table
+
     result = Table(title=title, show_header=show_header)
     for header in headers:
         result.add_column(header, overflow="fold")
@@ -74,6 +98,16 @@ def missing_sqlite_file(url: str) -> str | None:
         return None
     path = url.removeprefix("sqlite:///")
     return None if not path or os.path.exists(path) else path
+
+
+def no_store(path: str) -> NotFound:
+    """The error of a command that reads a SQLite file that does not exist."""
+    return NotFound(
+        f"no store at {path}: check --db (or KGSEARCH_DB), or create one with "
+        "`kgsearch import FILE` or `kgsearch ingest DOCS`; after `make demo` "
+        "the demo store is --db .demo/kgsearch.db",
+        details={"db": str(path)},
+    )
 
 
 @contextmanager
@@ -135,7 +169,7 @@ def resumable(what: str, again: str) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        console.print(
+        __getattr__("console").print(
             f"\n[yellow]interrupted:[/] the {what} finished so far is saved; "
             f"run `{again}` again to continue with the rest",
             soft_wrap=True,

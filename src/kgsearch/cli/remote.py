@@ -15,7 +15,6 @@ Light on purpose: no engine, no pydantic, no httpx; start-up is the point.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -34,6 +33,7 @@ __all__ = [
     "settings_fingerprint",
     "stats_via_server",
     "store_identity",
+    "store_settings",
     "withdraw",
 ]
 
@@ -66,7 +66,9 @@ def config_file() -> Path:
     return Path(os.environ.get("KGSEARCH_CONFIG", "kgsearch.toml"))
 
 
-def _toml_store() -> dict[str, Any]:
+def _toml_store() -> dict[str, Any] | None:
+    """The TOML file's ``[store]`` table ({} without a file), or None when the file
+    cannot be read or parsed (the settings model reports that)."""
     path = config_file()
     if not path.is_file():
         return {}
@@ -75,8 +77,8 @@ def _toml_store() -> dict[str, Any]:
     try:
         store = tomllib.loads(path.read_text(encoding="utf-8")).get("store", {})
     except (OSError, ValueError):
-        return {}
-    return store if isinstance(store, dict) else {}
+        return None
+    return store if isinstance(store, dict) else None
 
 
 def _env(name: str) -> str | None:
@@ -87,14 +89,37 @@ def _env(name: str) -> str | None:
     return None
 
 
-def resolve_store(db: str | None, project: str | None) -> tuple[str, str]:
+def store_settings(db: str | None, project: str | None) -> tuple[str, str] | None:
     """The store URL and project a command would use, by the settings' precedence
     (flag, then environment, then ``kgsearch.toml``, then the defaults), without
-    loading the settings model. ``db`` already holds ``--db`` or its variables."""
+    loading the settings model; ``db`` already holds ``--db`` or its variables.
+
+    None when only the settings model can say: the TOML file does not parse, a value
+    is not a string or is empty, the ``[store]`` table has other keys, or
+    ``KGSEARCH_STORE`` gives the section as JSON.
+    """
     store = _toml_store()
-    url = db or str(store.get("url") or "kgsearch.db")
-    chosen = project or _env("KGSEARCH_STORE__PROJECT") or str(store.get("project") or "default")
-    return url, chosen
+    if store is None or set(store) - {"url", "project"} or _env("KGSEARCH_STORE") is not None:
+        return None
+    chosen: list[str] = []
+    for given, variable, key, default in (
+        (db, "KGSEARCH_STORE__URL", "url", "kgsearch.db"),
+        (project, "KGSEARCH_STORE__PROJECT", "project", "default"),
+    ):
+        value = given or _env(variable)
+        if value is None:
+            value = store.get(key, default)
+        if not isinstance(value, str) or not value:
+            return None
+        chosen.append(value)
+    return chosen[0], chosen[1]
+
+
+def resolve_store(db: str | None, project: str | None) -> tuple[str, str]:
+    """The store URL and project a command would use (:func:`store_settings`), the
+    defaults' where only the settings model could say (a server of another store is
+    then not found, and the command reports the settings' error in process)."""
+    return store_settings(db, project) or (db or "kgsearch.db", project or "default")
 
 
 def store_identity(url: str) -> str | None:
@@ -114,6 +139,8 @@ def store_identity(url: str) -> str | None:
 def settings_fingerprint() -> str:
     """A digest of the settings that shape a search: every ``KGSEARCH_*`` variable
     but those that only place the store or the server, and the TOML file's bytes."""
+    import hashlib  # stdlib (its OpenSSL library): imported when a server is looked for
+
     digest = hashlib.sha256()
     for key, value in sorted((k.upper(), v) for k, v in os.environ.items()):
         if key.startswith("KGSEARCH_") and key not in _PLACE_ENV:
@@ -140,6 +167,8 @@ def runtime_dir() -> Path:
 
 def discovery_path(identity: str) -> Path:
     """The discovery file of a store."""
+    import hashlib
+
     name = hashlib.sha256(identity.encode()).hexdigest()[:24]
     return runtime_dir() / f"server-{name}.json"
 
@@ -296,13 +325,15 @@ def search_via_server(
 
 
 def stats_via_server(
-    *, db: str | None, project: str | None
+    *, db: str | None, project: str | None, server: str | None = None
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """The project's row counts from the running server of this store (``GET
-    /api/graph/stats``), as ``Engine.stats`` gives them in process, the store's URL
-    spelled as this process would spell it; ``(None, reason)`` when no server answered.
+    """The project's row counts from ``server`` or the running server of this store
+    (``GET /api/graph/stats``), as ``Engine.stats`` gives them in process, a found
+    server's store URL spelled as this process would spell it; ``(None, reason)`` when
+    no server answered.
     """
-    server, headers, reason = _server_for(db, project, None)
+    given = server
+    server, headers, reason = _server_for(db, project, server)
     if server is None:
         return None, reason
     try:
@@ -312,8 +343,8 @@ def stats_via_server(
     if not isinstance(found, dict) or not isinstance(found.get("counts"), dict):
         return None, f"{server}: not a stats response"
     url, _ = resolve_store(db, project)
-    if "://" not in url and url != ":memory:":  # a bare path, as the SQLite store spells it
-        found["store"] = "sqlite:///" + str(Path(url))
-    elif url.startswith("sqlite:///"):
+    if given is None and "://" not in url and url != ":memory:":
+        found["store"] = "sqlite:///" + str(Path(url))  # a bare path, as SQLite spells it
+    elif given is None and url.startswith("sqlite:///"):
         found["store"] = url
     return found, server

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 import click
 
@@ -136,14 +137,22 @@ class State:
 
 
 class LazyGroup(click.Group):
-    """A group whose commands are imported from :data:`COMMANDS` when first used."""
+    """A group whose commands are imported from a table (name: module, attribute,
+    one-line help; :data:`COMMANDS` for the root) when first used; a loaded command
+    gets the global options after its name (:func:`add_global_options`)."""
+
+    def __init__(
+        self, *args: Any, lazy: dict[str, tuple[str, str, str]] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = COMMANDS if lazy is None else lazy
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*COMMANDS, *self.commands})
+        return sorted({*self.lazy, *self.commands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in COMMANDS:
-            module, attribute, _ = COMMANDS[cmd_name]
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            module, attribute, _ = self.lazy[cmd_name]
             command = getattr(importlib.import_module(module), attribute)
             _add_options(command)
             self.add_command(command, cmd_name)
@@ -159,7 +168,7 @@ class LazyGroup(click.Group):
         for name in names:
             # an unloaded command is stood in for by one with the table's help: click
             # shortens it to the width exactly as it would the real command's
-            command = self.commands.get(name) or click.Command(name, help=COMMANDS[name][2])
+            command = self.commands.get(name) or click.Command(name, help=self.lazy[name][2])
             if not command.hidden:
                 rows.append((name, command.get_short_help_str(limit)))
         with formatter.section("Commands"):

@@ -32,13 +32,13 @@ from kgsearch.lifecycle.runner import (
 )
 from kgsearch.model import (
     EmbeddingStatusReport,
-    EmbeddingStatusRow,
     EmbeddingTodo,
     EmbedReport,
     Kind,
     Preview,
 )
 from kgsearch.store.base import Claim, EmbeddingResult, Store, TextUpdate
+from kgsearch.store.counts import status_figures
 from kgsearch.text import TEXT_VERSION, EnrichmentConfig, config_fingerprint, text_hash
 from kgsearch.writes.rows import Rules, TextRules, refresh_relationship_texts
 
@@ -557,42 +557,9 @@ def embedding_todo(store: Store, project: str | None, kinds: Sequence[Kind]) -> 
 
 def status_report(store: Store, project: str | None) -> EmbeddingStatusReport:
     """Counts by status per project and kind, percent embedded, stale, failure rate."""
-    rows = []
-    totals: dict[str, int] = {}
-    stale = 0
-    for c in store.embedding_counts(project):
-        embedded = c.by_status.get("embedded", 0)
-        rows.append(
-            EmbeddingStatusRow(
-                project=c.project,
-                kind=c.kind,
-                total=c.total,
-                pending=c.by_status.get("pending", 0),
-                embedded=embedded,
-                failed=c.by_status.get("failed", 0),
-                dead=c.by_status.get("dead", 0),
-                stale=c.stale,
-                percent_embedded=round(100.0 * embedded / c.total, 2) if c.total else 100.0,
-            )
-        )
-        for status, n in c.by_status.items():
-            totals[status] = totals.get(status, 0) + n
-        stale += c.stale
-    total = sum(totals.values())
-    texts, ms = store.embedding_latency()
     info = store.info()
-    bad = totals.get("failed", 0) + totals.get("dead", 0)
-    return EmbeddingStatusReport(
-        model=info.embedding_model,
-        dims=info.dims,
-        rows=rows,
-        total=total,
-        embedded=totals.get("embedded", 0),
-        pending=totals.get("pending", 0),
-        failed=totals.get("failed", 0),
-        dead=totals.get("dead", 0),
-        stale=stale,
-        percent_embedded=round(100.0 * totals.get("embedded", 0) / total, 2) if total else 100.0,
-        failure_rate=round(bad / total, 4) if total else 0.0,
-        mean_latency_ms_per_text=round(ms / texts, 3) if texts else None,
-    )
+    counts = [
+        (c.project, c.kind.value, c.by_status, c.stale) for c in store.embedding_counts(project)
+    ]
+    figures = status_figures(counts, store.embedding_latency(), info.embedding_model, info.dims)
+    return EmbeddingStatusReport.model_validate(figures)

@@ -1,12 +1,21 @@
-"""Stores: ``connect(url)`` picks a backend by URL scheme."""
+"""Stores: ``connect(url)`` picks a backend by URL scheme.
+
+``Store`` and ``StoreInfo`` are loaded when first asked for (they bring the model
+types, and pydantic): a light module of this package (:mod:`kgsearch.store.counts`,
+:mod:`kgsearch.store.sqlite.readonly`) is imported without them.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kgsearch.errors import ConfigError
-from kgsearch.store.base import Store, StoreInfo
+
+if TYPE_CHECKING:
+    from kgsearch.store.base import Store, StoreInfo
 
 __all__ = ["Store", "StoreInfo", "connect", "register_store"]
 
@@ -53,3 +62,9 @@ def connect(url: str) -> Store:
         known = ", ".join(sorted(_FACTORIES))
         raise ConfigError(f"no store for URL scheme {scheme!r} (known: {known})")
     return factory(url)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Store", "StoreInfo"):
+        return getattr(importlib.import_module("kgsearch.store.base"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

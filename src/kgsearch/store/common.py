@@ -25,6 +25,7 @@ from kgsearch.model import (
     Relationship,
     Source,
 )
+from kgsearch.store.counts import PROJECTS_SQL, group_counts
 from kgsearch.store.records import EmbeddingCounts, RowKind, Task, TaskState
 from kgsearch.store.rows import (
     CHUNK_COLUMNS,
@@ -75,12 +76,6 @@ MAX_PAGE = 10_000
 MAX_DEPTH = 5
 
 # Every project that holds a live row (the same SQL on both stores).
-PROJECTS_SQL = (
-    "SELECT project FROM objects WHERE deleted_at IS NULL UNION "
-    "SELECT project FROM relationships WHERE deleted_at IS NULL UNION "
-    "SELECT project FROM chunks WHERE deleted_at IS NULL UNION "
-    "SELECT project FROM sources WHERE deleted_at IS NULL ORDER BY 1"
-)
 
 # The row kind of each embeddable kind whose texts the text rules build (community
 # reports get theirs from their build).
@@ -267,14 +262,10 @@ def mention_rows(project: str, mentions: Sequence[Mention]) -> list[tuple[str, .
 def embedding_counts(rows: Iterable[tuple[Kind, Any]]) -> list[EmbeddingCounts]:
     """Counts by project and kind from (kind, row) pairs, each row holding a project,
     a status, its count ``n`` and its ``stale`` count; ordered by project, then kind."""
-    result: dict[tuple[str, Kind], EmbeddingCounts] = {}
-    for kind, row in rows:
-        entry = result.setdefault(
-            (row["project"], kind), EmbeddingCounts(project=row["project"], kind=kind)
-        )
-        entry.by_status[row["status"]] = int(row["n"])
-        entry.stale += int(row["stale"] or 0)
-    return [result[key] for key in sorted(result, key=lambda k: (k[0], k[1].value))]
+    return [
+        EmbeddingCounts(project=project, kind=Kind(kind), by_status=by_status, stale=stale)
+        for project, kind, by_status, stale in group_counts((k.value, row) for k, row in rows)
+    ]
 
 
 def to_task(row: Any) -> Task:

@@ -22,6 +22,7 @@ from kgsearch.store.common import (
     project_scope,
     retry_state,
 )
+from kgsearch.store.counts import LATENCY_SQL, embedding_counts_sql
 from kgsearch.store.records import Claim, EmbeddingCounts, EmbeddingResult, TextUpdate
 from kgsearch.store.sqlite.reads import SQLiteReads
 from kgsearch.store.sqlite.search import VectorCache
@@ -214,18 +215,12 @@ class SQLiteEmbeddingQueue(SQLiteReads):
         return embedding_counts(
             (kind, row)
             for kind in Kind
-            for row in self.db.all(
-                f"SELECT project, status, count(*) AS n, "
-                f"sum(CASE WHEN embedded_hash IS NOT NULL AND embedded_hash != text_hash "
-                f"THEN 1 ELSE 0 END) AS stale FROM {kind.table} WHERE deleted_at IS NULL {scope} "
-                "GROUP BY project, status ORDER BY project, status",
-                params,
-            )
+            for row in self.db.all(embedding_counts_sql(kind.table, scope), params)
         )
 
     def embedding_latency(self) -> tuple[int, float]:
         """(texts embedded, total milliseconds) recorded by :meth:`complete`."""
-        row = self.db.one("SELECT coalesce(sum(texts), 0), coalesce(sum(ms), 0) FROM embed_stats")
+        row = self.db.one(LATENCY_SQL)
         return (int(row[0]), float(row[1])) if row else (0, 0.0)
 
     def _forget_vectors(self) -> None:

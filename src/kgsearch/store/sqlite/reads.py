@@ -30,6 +30,7 @@ from kgsearch.store.common import (
     row_table,
     traversal_filters,
 )
+from kgsearch.store.counts import live_counts
 from kgsearch.store.records import Direction, Endpoint, Neighbor, RowKind
 from kgsearch.store.rows import RELATIONSHIP_COLUMNS, to_mention, to_relationship
 from kgsearch.store.sqlite.connection import Connection
@@ -154,16 +155,7 @@ class SQLiteReads(RowGetters):
 
     def counts(self, project: str) -> dict[str, int]:
         """Live rows per kind, and mention links."""
-        result = {}
-        for table in ("objects", "relationships", "chunks", "sources"):
-            row = self.db.one(
-                f"SELECT count(*) FROM {table} WHERE project = ? AND deleted_at IS NULL",
-                (project,),
-            )
-            result[table] = int(row[0]) if row else 0
-        row = self.db.one("SELECT count(*) FROM mentions WHERE project = ?", (project,))
-        result["mentions"] = int(row[0]) if row else 0
-        return result
+        return live_counts(self.db.all, project)
 
     def iter_rows(
         self, project: str, kind: Literal["object", "relationship", "chunk", "source", "mention"]

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from kgsearch.errors import MigrationError
 from kgsearch.store.ann import ANN_MIN_ROWS
-from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
+from kgsearch.store.common import check_embedding_model
+from kgsearch.store.counts import META_SQL, MIGRATIONS_SQL, PROJECTS_SQL
 from kgsearch.store.migrations import pending
 from kgsearch.store.records import StoreInfo
 from kgsearch.store.sqlite.cache import SQLiteCache
@@ -26,6 +27,7 @@ from kgsearch.store.sqlite.keys import SQLiteKeys
 from kgsearch.store.sqlite.lexical import LexicalStats
 from kgsearch.store.sqlite.queue import SQLiteEmbeddingQueue
 from kgsearch.store.sqlite.schema import (
+    LIVE_INDEXES,
     MIGRATIONS,
     SCHEMA_VERSION,
     SECONDARY_INDEXES,
@@ -135,6 +137,8 @@ class SQLiteStore(
         # A larger page cache keeps the unique-key B-trees in memory while rows stream in.
         self.db.execute("PRAGMA cache_size=-262144")
         with self.db.transaction():
+            for sql in LIVE_INDEXES.values():
+                self.db.execute(f"DROP INDEX IF EXISTS {sql.split()[5]}")
             for table, indexes in SECONDARY_INDEXES.items():
                 for sql in indexes:
                     self.db.execute(f"DROP INDEX IF EXISTS {sql.split()[5]}")
@@ -150,6 +154,8 @@ class SQLiteStore(
                     f"SELECT 'delete', rowid, text FROM {table} WHERE deleted_at IS NOT NULL"
                 )
                 fts_triggers(self._exec, table)
+            for sql in LIVE_INDEXES.values():
+                self.db.execute(sql)
         self.db.execute(f"PRAGMA cache_size={CACHE_PAGES_KIB}")
         self.lexical.clear()
 
@@ -162,7 +168,7 @@ class SQLiteStore(
     # metadata ------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
         """A value from the store's metadata table."""
-        row = self.db.one("SELECT value FROM meta WHERE key = ?", (key,))
+        row = self.db.one(META_SQL, (key,))
         return None if row is None else str(row["value"])
 
     def set_meta(self, key: str, value: str) -> None:
@@ -175,7 +181,7 @@ class SQLiteStore(
 
     def info(self) -> StoreInfo:
         """Schema version, migrations, embedding model and dims."""
-        names = tuple(r["name"] for r in self.db.all("SELECT name FROM migrations ORDER BY name"))
+        names = tuple(r["name"] for r in self.db.all(MIGRATIONS_SQL))
         dims = self.get_meta("dims")
         return StoreInfo(
             url=self.url,
