@@ -10,7 +10,14 @@ import pytest
 
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import LegHit
-from kgsearch.search.fusion import RELEVANCE_FLOOR, Fused, relevance_floor, rrf, weighted
+from kgsearch.search.fusion import (
+    RELEVANCE_FLOOR,
+    Fused,
+    below_floor,
+    relevance_floor,
+    rrf,
+    weighted,
+)
 
 Lists = Mapping[str, Sequence[tuple[str, float]]]
 
@@ -257,19 +264,26 @@ def test_relevance_floor_drops_similarity_hits_far_below_the_best() -> None:
     assert [f.key for f in rrf(lists)][:2] == ["c1", "r1"]
 
 
-def test_relevance_floor_keeps_lexical_and_graph_legs_and_their_hits() -> None:
+def test_relevance_floor_keeps_lexical_and_graph_legs_and_the_hits_they_corroborate() -> None:
     lists: Lists = {
-        "objects:vector:hinted": [("o1", 0.9), ("o2", 0.1)],
+        "objects:vector:hinted": [("o1", 0.9), ("o2", 0.1), ("o4", 0.05)],
         "objects:bm25": [("o2", 3.2)],
         "graph:ppr": [("o3", 0.001)],
     }
 
     kept = relevance_floor(lists)
 
-    assert kept["objects:vector:hinted"] == [("o1", 0.9)]
+    # o2 is weak by similarity but BM25 found it too: it keeps its similarity credit;
+    # o4, found by nothing else, goes
+    assert kept["objects:vector:hinted"] == [("o1", 0.9), ("o2", 0.1)]
     assert kept["objects:bm25"] == [("o2", 3.2)]
     assert kept["graph:ppr"] == [("o3", 0.001)]
-    assert {f.key for f in rrf(kept)} == {"o1", "o2", "o3"}  # o2 still fuses through BM25
+    fused = rrf(kept)
+    assert {f.key for f in fused} == {"o1", "o2", "o3"}
+    assert [h.leg for h in next(f for f in fused if f.key == "o2").found_by] == [
+        "objects:vector:hinted",
+        "objects:bm25",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -286,3 +300,22 @@ def test_relevance_floor_with_no_positive_similarity_keeps_everything() -> None:
     lists: Lists = {"chunks:vector": [("a", 0.0), ("b", -0.2)], "chunks:bm25": [("a", 1.0)]}
 
     assert relevance_floor(lists) == lists
+
+
+def test_weak_hits_are_left_out_of_rrf_without_moving_the_others_up() -> None:
+    lists: Lists = {
+        "chunks:vector": [("a", 0.8), ("w", 0.1), ("b", 0.7)],
+        "chunks:bm25": [("b", 5.0)],
+    }
+
+    weak = below_floor(lists)
+    fused = {f.key: f for f in rrf(lists, left_out=weak)}
+
+    assert weak == {"chunks:vector": frozenset({"w"})}
+    assert "w" not in fused
+    # b keeps rank 3 in the vector leg (not 2, as dropping w from the list would give)
+    assert [(h.leg, h.rank) for h in fused["b"].found_by] == [
+        ("chunks:vector", 3),
+        ("chunks:bm25", 1),
+    ]
+    assert fused["b"].score == pytest.approx(1 / 63 + 1 / 61)

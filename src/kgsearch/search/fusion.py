@@ -11,7 +11,7 @@ any leg gave the key, then the key itself.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -24,6 +24,7 @@ __all__ = [
     "RELEVANCE_FLOOR",
     "Fused",
     "RankedLists",
+    "below_floor",
     "relevance_floor",
     "rrf",
     "weighted",
@@ -54,20 +55,22 @@ def _is_similarity_leg(leg: str) -> bool:
     return len(parts) > 1 and parts[1] == "vector"
 
 
-def relevance_floor(
+def below_floor(
     lists: RankedLists,
     *,
     ratio: float = RELEVANCE_FLOOR,
     similarity_leg: Callable[[str], bool] = _is_similarity_leg,
-) -> dict[str, Sequence[tuple[str, float]]]:
-    """The lists without the similarity hits too weak to count as relevant.
+) -> dict[str, frozenset[str]]:
+    """Per similarity leg, the hits too weak to count as relevant.
 
     Rank fusion credits rank 1 of every list the same, so a leg that searched a
     near-empty collection (one chunk in the store) puts its only, unrelated hit at
     the top of the fused list. Similarity scores (cosine) are comparable across legs,
     so a hit of a similarity leg scoring below ``ratio`` × the best similarity of any
-    such leg is dropped from that leg. Lexical and graph legs are kept as they are:
-    a hit they also found still fuses through them.
+    such leg is weak, unless a lexical or graph leg also found it (on SciFact's
+    abstracts relevant ones often have a fifth of the best cosine and a high BM25
+    rank). :func:`rrf` leaves weak hits out without moving the others up: a hit keeps
+    the rank its leg gave it.
 
     Args:
         lists: Leg name → ranked ``(key, raw score)`` pairs, best first.
@@ -75,15 +78,31 @@ def relevance_floor(
         similarity_leg: Which legs score by similarity.
 
     Returns:
-        The lists, similarity legs filtered (order kept).
+        Leg → the keys below the floor (legs with none are left out).
     """
     similar = [leg for leg in lists if similarity_leg(leg)]
     best = max((score for leg in similar for _, score in lists[leg][:1]), default=0.0)
     if ratio <= 0 or best <= 0:
-        return dict(lists)
+        return {}
     floor = ratio * best
+    found = {k for leg, ranked in lists.items() if leg not in similar for k, _ in ranked}
+    weak = {
+        leg: frozenset(k for k, score in lists[leg] if score < floor and k not in found)
+        for leg in similar
+    }
+    return {leg: keys for leg, keys in weak.items() if keys}
+
+
+def relevance_floor(
+    lists: RankedLists,
+    *,
+    ratio: float = RELEVANCE_FLOOR,
+    similarity_leg: Callable[[str], bool] = _is_similarity_leg,
+) -> dict[str, Sequence[tuple[str, float]]]:
+    """The lists without the hits :func:`below_floor` finds too weak (order kept)."""
+    weak = below_floor(lists, ratio=ratio, similarity_leg=similarity_leg)
     return {
-        leg: [hit for hit in ranked if hit[1] >= floor] if leg in similar else ranked
+        leg: [hit for hit in ranked if hit[0] not in weak.get(leg, ())]
         for leg, ranked in lists.items()
     }
 
@@ -115,6 +134,7 @@ def rrf(
     *,
     k: int = DEFAULT_RRF_K,
     weights: Mapping[str, float] | None = None,
+    left_out: Mapping[str, Collection[str]] | None = None,
 ) -> list[Fused]:
     """Reciprocal rank fusion: ``score = Σ weight_leg / (k + rank_leg)``.
 
@@ -128,6 +148,8 @@ def rrf(
             difference between rank 1 and rank 10.
         weights: Optional per-leg weights (default 1.0 each, must be finite and
             non-negative). Weights for legs absent from ``lists`` are ignored.
+        left_out: Per leg, keys it does not credit (:func:`below_floor`); the hits
+            after them keep their ranks.
 
     Returns:
         Fused hits, best first.
@@ -141,7 +163,7 @@ def rrf(
             details={"k": k},
         )
     leg_weights = _check_weights(lists, weights)
-    hits = _collect(lists)
+    hits = _collect(lists, left_out or {})
     scores = {
         key: math.fsum(leg_weights[hit.leg] / (k + hit.rank) for hit in leg_hits)
         for key, leg_hits in hits.items()
@@ -212,15 +234,21 @@ def _check_weights(lists: RankedLists, weights: Mapping[str, float] | None) -> d
     return result
 
 
-def _collect(lists: RankedLists) -> dict[str, list[LegHit]]:
-    """Key → the LegHits that found it, legs in input order, duplicates dropped."""
+def _collect(
+    lists: RankedLists, left_out: Mapping[str, Collection[str]] | None = None
+) -> dict[str, list[LegHit]]:
+    """Key → the LegHits that found it, legs in input order, duplicates dropped (and
+    the ``left_out`` ones, whose ranks stay taken)."""
     hits: dict[str, list[LegHit]] = {}
     for leg, ranked in lists.items():
         seen: set[str] = set()
+        skip = (left_out or {}).get(leg, ())
         for key, score in ranked:
             if key in seen:
                 continue
             seen.add(key)
+            if key in skip:
+                continue
             # built without validation: leg, rank and score are already a str, int and float
             hit = LegHit.model_construct(leg=leg, rank=len(seen), score=float(score))
             hits.setdefault(key, []).append(hit)

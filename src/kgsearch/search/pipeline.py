@@ -23,7 +23,14 @@ from dataclasses import dataclass, replace
 from kgsearch.model import Kind
 from kgsearch.search.anchor import anchored_leg
 from kgsearch.search.communities import with_communities
-from kgsearch.search.fusion import DEFAULT_LEG_WEIGHTS, Fused, relevance_floor, rrf, weighted
+from kgsearch.search.fusion import (
+    DEFAULT_LEG_WEIGHTS,
+    Fused,
+    below_floor,
+    relevance_floor,
+    rrf,
+    weighted,
+)
 from kgsearch.search.hydrate import hydrate
 from kgsearch.search.keywords import QueryKeywords, skipped
 from kgsearch.search.legs import graph_legs, scope_legs
@@ -144,11 +151,10 @@ def _with_keywords(
 def _fuse(plan: Plan, lists: Mapping[str, Sequence[tuple[str, float]]]) -> list[Fused]:
     """All legs fused into one ranking, by the request's strategy."""
     request = plan.request
-    lists = relevance_floor(lists)
     weights = {**DEFAULT_LEG_WEIGHTS, **(request.weights or {})}
-    if request.fusion == "rrf":
-        return rrf(lists, k=request.rrf_k, weights=weights)
-    return weighted(lists, weights=weights)
+    if request.fusion == "rrf":  # weak similarity hits are left out, ranks kept
+        return rrf(lists, k=request.rrf_k, weights=weights, left_out=below_floor(lists))
+    return weighted(relevance_floor(lists), weights=weights)
 
 
 def _rerank(plan: Plan, pool: Sequence[Candidate], reranker: Reranker | None) -> list[Candidate]:
