@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 import pytest
+from cli_store import cli_built_store
 from click.testing import CliRunner
 
 import kgsearch
@@ -167,7 +168,6 @@ print(json.dumps(sorted(m for m in native if m in sys.modules)))
 def embedded_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite store whose rows are embedded with the bundled model (the default)."""
     root = tmp_path_factory.mktemp("light")
-    data = root / "graph.jsonl"
     rows = [
         {"kind": "object", "type": "Person", "key": "ada", "properties": {"name": "Ada"}},
         {"kind": "object", "type": "Org", "key": "acme", "properties": {"name": "Acme"}},
@@ -178,18 +178,7 @@ def embedded_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "target": {"type": "Org", "key": "acme"},
         },
     ]
-    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    db = root / "light.db"
-    for args in (["import", str(data)], ["embed", "generate"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "kgsearch", "--db", str(db), *args],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-    return db
+    return cli_built_store(root, rows, "light.db")
 
 
 @pytest.mark.parametrize(
@@ -393,10 +382,14 @@ def _older_store(db: Path, drop: int) -> None:
     from kgsearch.store.sqlite.schema import MIGRATIONS
 
     connection = Connection(str(db))
+
+    def run(sql: str) -> None:
+        connection.execute(sql)
+
     connection.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
     for migration in MIGRATIONS[: len(MIGRATIONS) - drop]:
         with connection.transaction():
-            migration.apply(connection.execute)
+            migration.apply(run)
             connection.execute("INSERT INTO migrations VALUES (?, '')", (migration.name,))
     connection.close()
 

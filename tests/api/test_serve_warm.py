@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from cli_store import cli_built_store
 
 from kgsearch import Engine, connect
 from kgsearch.embed.bundled import BundledEmbedder
@@ -39,19 +40,7 @@ GRAPH = [
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small store embedded with the bundled model (the default)."""
     root = tmp_path_factory.mktemp("warm")
-    data = root / "graph.jsonl"
-    data.write_text("\n".join(json.dumps(r) for r in GRAPH) + "\n", encoding="utf-8")
-    db = root / "warm.db"
-    for args in (["import", str(data)], ["embed", "generate"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "kgsearch", "--db", str(db), *args],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-    return db
+    return cli_built_store(root, GRAPH, "warm.db")
 
 
 def _free_port() -> int:
