@@ -142,14 +142,25 @@ def test_a_store_from_before_halfvec_is_migrated_with_its_index_and_answers_alik
 
 
 class _Log:
-    """A tracer that keeps the statements and notes of one store call."""
+    """A tracer that keeps the statements, their parameters and the notes of one store
+    call."""
 
     def __init__(self) -> None:
         self.statements: list[str] = []
+        self.params: list[list[Any]] = []
         self.notes: list[str] = []
 
     def __call__(self, sql: str, params: Any) -> None:
         self.statements.append(sql)
+        self.params.append(list(params))
+
+    def settings(self) -> dict[str, str]:
+        """The run-time settings the call gave its statements (``set_config``)."""
+        return {
+            str(p[0]): str(p[1])
+            for sql, p in zip(self.statements, self.params, strict=True)
+            if sql.startswith("SELECT set_config")
+        }
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -217,27 +228,6 @@ def _ids(store: PostgresStore, project: str) -> set[str]:
     return {r["id"] for r in rows}
 
 
-class _Heard:
-    """A tracer keeping the statements (with parameters) and notes of one call."""
-
-    def __init__(self) -> None:
-        self.statements: list[tuple[str, list[Any]]] = []
-        self.notes: list[str] = []
-
-    def __call__(self, sql: str, params: Any) -> None:
-        self.statements.append((sql, list(params)))
-
-    def note(self, text: str) -> None:
-        self.notes.append(text)
-
-    def settings(self) -> dict[str, str]:
-        return {
-            str(p[0]): str(p[1])
-            for sql, p in self.statements
-            if sql.startswith("SELECT set_config")
-        }
-
-
 def test_iterative_scans_only_where_the_conditions_drop_many_indexed_rows(
     pg_factory: Any,
 ) -> None:
@@ -248,11 +238,11 @@ def test_iterative_scans_only_where_the_conditions_drop_many_indexed_rows(
     store.db.execute("ANALYZE objects")
     query = FakeEmbedder(32).embed_query("thing 7 alpha")
     # every indexed row passes an unfiltered leg: the connection's plain scan, no settings
-    plain = _Heard()
+    plain = _Log()
     assert len(store.vector_search("default", Kind.OBJECT, query, limit=10, trace=plain)) == 10
     assert plain.settings() == {} and not any("iterative" in n for n in plain.notes)
     # a filter keeping a few rows: an iterative scan for that statement only
-    rare = _Heard()
+    rare = _Log()
     hits = store.vector_search(
         "default",
         Kind.OBJECT,
@@ -271,7 +261,7 @@ def test_iterative_scans_only_where_the_conditions_drop_many_indexed_rows(
     )
     Engine(store, embedder=FakeEmbedder(32), project="small").embed_pending()
     store.db.execute("ANALYZE objects")
-    small = _Heard()
+    small = _Log()
     found = store.vector_search("small", Kind.OBJECT, query, limit=10, trace=small)
     assert len(found) == 10
     assert {i for i, _ in found} <= _ids(store, "small")
@@ -290,7 +280,7 @@ def test_each_kind_walks_its_own_beam_unless_the_url_sets_one(pg_factory: Any) -
     engine.embed_pending()
     assert vector_index_exists(store.db, Kind.RELATIONSHIP)
     query = FakeEmbedder(32).embed_query("thing 7 alpha")
-    heard = {kind: _Heard() for kind in (Kind.OBJECT, Kind.RELATIONSHIP)}
+    heard = {kind: _Log() for kind in (Kind.OBJECT, Kind.RELATIONSHIP)}
     for kind, log in heard.items():
         assert len(store.vector_search("default", kind, query, limit=10, trace=log)) == 10
     # objects walk the connection's beam; relationships set theirs for one statement
@@ -301,6 +291,6 @@ def test_each_kind_walks_its_own_beam_unless_the_url_sets_one(pg_factory: Any) -
     assert store.db.one("SHOW hnsw.ef_search") == {"hnsw.ef_search": str(EF_SEARCH[Kind.OBJECT])}
     one_beam = PostgresStore(url + "&ef_search=64", index_min_rows=50, exact_max_rows=0)
     pg_factory.track(one_beam)
-    log = _Heard()
+    log = _Log()
     assert len(one_beam.vector_search("default", Kind.RELATIONSHIP, query, limit=10, trace=log))
     assert log.settings() == {}

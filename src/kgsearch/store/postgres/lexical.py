@@ -47,6 +47,12 @@ _DF_CAP = 5_000
 _LEXEME = "quote_literal(x)::tsquery"
 
 
+def _estimated_df(share: float, rows: int) -> int:
+    """Rows holding a lexeme the statistics give ``share`` of the rows to (at least one:
+    the statistics saw it)."""
+    return max(1, round(share * rows))
+
+
 def _count_sql(kind: Kind, query: str) -> str:
     """Rows of a project's kind matching ``query`` (an SQL expression), up to a cap:
     parameters (project, cap; a NULL cap counts them all)."""
@@ -177,7 +183,7 @@ class LexicalStats:
             return {}
         shares = self.common(db, kind)
         known = [(x, shares[x]) for x, prefix in words if not prefix and x in shares]
-        return {x: max(1, round(share * n)) for x, share in known}
+        return {x: _estimated_df(share, n) for x, share in known}
 
     def _table_stale(self, project: str, kind: Kind) -> bool:
         """Whether the (project, kind)'s row count and mean length are due a new read
@@ -269,7 +275,7 @@ class LexicalStats:
             )
             found = {r["term"]: tuple(r["lexemes"] or ()) for r in rows}
             counted = {
-                (x, False, int(c) if c >= 0 else max(1, round(shares[x] * n)))
+                (x, False, int(c) if c >= 0 else _estimated_df(shares[x], n))
                 for r in rows
                 for x, c in zip(r["lexemes"] or (), r["counts"] or (), strict=True)
             }
