@@ -68,8 +68,8 @@ def below_floor(
     the top of the fused list. Similarity scores (cosine) are comparable across legs,
     so a hit of a similarity leg scoring below ``ratio`` × the best similarity of any
     such leg is weak, unless a lexical or graph leg also found it (on SciFact's
-    abstracts relevant ones often have a fifth of the best cosine and a high BM25
-    rank). :func:`rrf` leaves weak hits out without moving the others up: a hit keeps
+    abstracts relevant ones often score far below the best cosine and rank high by
+    BM25). :func:`rrf` leaves weak hits out without moving the others up: a hit keeps
     the rank its leg gave it.
 
     Args:

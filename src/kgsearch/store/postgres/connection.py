@@ -275,10 +275,10 @@ class Connection:
         conn.execute(
             f"SET search_path TO {path}, public; SET TIME ZONE 'UTC'; "
             f"SET hnsw.ef_search = {int(self.ef_search)}; SET ivfflat.probes = 10; "
-            # plain index scans by default (an iterative scan's bookkeeping costs about
-            # a fifth of a search's time); a leg whose conditions drop many indexed rows
-            # turns iterative scans on for its statement (see search.py), walking the
-            # index until enough rows pass, up to this many visited rows
+            # plain index scans by default (an iterative scan's bookkeeping costs time
+            # even when every row passes); a leg whose conditions drop many indexed
+            # rows turns iterative scans on for its statement (see search.py), walking
+            # the index until enough rows pass, up to this many visited rows
             "SET hnsw.iterative_scan = off; "
             f"SET hnsw.max_scan_tuples = {_MAX_SCAN_TUPLES}; "
             "SET ivfflat.iterative_scan = off"
