@@ -19,7 +19,7 @@ from typing import Any
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Chunk, GraphObject, Kind, Mention, Relationship
 from kgsearch.search.fusion import Fused
-from kgsearch.search.legs import key, split_key
+from kgsearch.search.legs import beside, key, split_key
 from kgsearch.search.plan import Plan, QueryVectors
 from kgsearch.search.rerank import Candidate
 from kgsearch.search.rows import Rows
@@ -58,13 +58,20 @@ def hydrate(
     pool = fused[: plan.pool_size]
     ids = _ids_by_kind(pool)
     center = plan.request.center_id if plan.reranker == "node_distance" else None
+    # the relationships are read beside the mentions and objects (a server store answers
+    # both at once; Rows keeps each kind's rows apart)
+    relationships = (
+        beside(store, lambda: rows.relationships(ids[Kind.RELATIONSHIP], trace))
+        if Kind.RELATIONSHIP in plan.pool_kinds
+        else None
+    )
     mentions = _mentions(store, rows.project, plan, ids, trace)
     if Kind.OBJECT in plan.pool_kinds or center is not None:
         objects = rows.objects([*ids[Kind.OBJECT], *([center] if center else [])], trace)
         if center is not None and center not in objects:
             raise InvalidRequest(f"center_id {center!r} is not an object of this project")
-    if Kind.RELATIONSHIP in plan.pool_kinds:
-        rows.relationships(ids[Kind.RELATIONSHIP], trace)
+    if relationships is not None:
+        relationships()
     chunks: dict[str, Chunk] = {}
     if Kind.CHUNK in plan.pool_kinds or plan.reranker == "mentions":
         # one read for the pool's chunks and the chunks behind the counted mentions

@@ -231,7 +231,8 @@ def _run_jobs(store: Store, jobs: _Jobs) -> list[tuple[str, list[tuple[str, floa
         return _run(jobs.lookup + jobs.vector) + _run(jobs.lexical)
     parallel_vectors = store.parallel_vector_legs
     inline = jobs.lookup if parallel_vectors else jobs.lookup + jobs.vector
-    pooled = jobs.lexical + (jobs.vector if parallel_vectors else [])
+    # server-side vector legs are the longest: started first, they end first
+    pooled = (jobs.vector if parallel_vectors else []) + jobs.lexical
     futures = [_leg_pool().submit(_run, [job]) for job in pooled]
     return _run(inline) + [r for f in futures for r in f.result()]
 

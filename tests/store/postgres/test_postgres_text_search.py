@@ -68,10 +68,11 @@ def test_common_words_of_a_large_kind_take_their_frequency_from_the_statistics(
         "default", Kind.OBJECT, "zeta omega", limit=3, trace=lambda sql, _: heard.append(sql)
     )
     assert hits[0][0] == Engine(store).get_object_by_key("Other", "rare").id
-    # the first search of the words asked the statistics which are common, and counted
-    # only the others; the frequency is the statistics' share of the project's rows
+    # the first search of the words read which are common from the statistics in the
+    # statement that stems them, and counted only the others; the frequency is the
+    # statistics' share of the project's rows
     (stems,) = [sql for sql in heard if "to_tsvector('kgsearch', w.term)" in sql]
-    assert "ANY(%s::text[])" in stems
+    assert "most_common_elem_freqs" in stems
     zeta = store.lexical.dfs(store.db, "default", Kind.OBJECT, ["zeta"], set())["zeta"]
     assert zeta == round(shares["zeta"] * 152)
     omega = store.lexical.dfs(store.db, "default", Kind.OBJECT, ["omega"], set())["omega"]

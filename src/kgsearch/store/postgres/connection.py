@@ -46,8 +46,8 @@ _META_TTL_SECONDS = 2.0
 # HNSW candidates a vector query walks per kind, unless the URL's ``ef_search`` sets one
 # for all: the least beam whose recall@10 against the exact scan is at least 0.95 on
 # the MetaQA benchmark with some room (docs/benchmarks.md: objects, short texts crowded
-# together, need 200; relationships, longer and more distinct, 0.97 at 100).
-EF_SEARCH = {Kind.OBJECT: 200, Kind.RELATIONSHIP: 100, Kind.CHUNK: 200, Kind.COMMUNITY: 200}
+# together, need 200; relationships, longer and more distinct, 0.97 at 64).
+EF_SEARCH = {Kind.OBJECT: 200, Kind.RELATIONSHIP: 64, Kind.CHUNK: 200, Kind.COMMUNITY: 200}
 
 
 class StoreOptions:

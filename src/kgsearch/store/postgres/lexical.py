@@ -261,21 +261,26 @@ class LexicalStats:
             known = {t: stems for t in terms if (stems := self.stems.get(t)) is not None}
         missing = list(dict.fromkeys(t for t in terms if t not in known))
         if missing:
-            # on a large kind a common lexeme is not counted here (-1): the statistics
-            # say how common it is
-            shares = self.common(db, kind) if n > _SYNC_ROWS else {}
+            # on a large kind a common lexeme is not counted here: its share of the rows
+            # comes from the column statistics, read by the same statement (a thousand
+            # lexemes sent as a parameter cost more than the lookup)
             rows = db.all(
-                "WITH w AS (SELECT w.term, array(SELECT lexeme FROM "
+                "WITH s AS (SELECT most_common_elems::text::text[] AS e, "
+                "most_common_elem_freqs AS f FROM pg_stats WHERE %s AND schemaname = %s "
+                "AND tablename = %s AND attname = 'tsv'), "
+                "w AS (SELECT w.term, array(SELECT lexeme FROM "
                 "unnest(to_tsvector('kgsearch', w.term)) ORDER BY positions[1]) AS lexemes "
-                "FROM unnest(%s::text[]) AS w(term)) "
-                "SELECT w.term, w.lexemes, array(SELECT CASE WHEN l.x = ANY(%s::text[]) "
-                f"THEN -1 ELSE {_count_sql(kind, _LEXEME)} END "
-                "FROM unnest(w.lexemes) WITH ORDINALITY AS l(x, i) ORDER BY l.i) AS counts FROM w",
-                (missing, list(shares), project, cap),
+                "FROM unnest(%s::text[]) AS w(term)), "
+                "l AS (SELECT w.term, l.i, l.x, (SELECT s.f[array_position(s.e, l.x)] FROM s) "
+                "AS share FROM w, unnest(w.lexemes) WITH ORDINALITY AS l(x, i)) "
+                "SELECT w.term, w.lexemes, array(SELECT CASE WHEN l.share IS NOT NULL "
+                f"THEN -l.share::float8 ELSE {_count_sql(kind, _LEXEME)}::float8 END "
+                "FROM l WHERE l.term = w.term ORDER BY l.i) AS counts FROM w",
+                (n > _SYNC_ROWS, db.schema, kind.table, missing, project, cap),
             )
             found = {r["term"]: tuple(r["lexemes"] or ()) for r in rows}
             counted = {
-                (x, False, int(c) if c >= 0 else _estimated_df(shares[x], n))
+                (x, False, int(c) if c >= 0 else _estimated_df(-float(c), n))
                 for r in rows
                 for x, c in zip(r["lexemes"] or (), r["counts"] or (), strict=True)
             }
