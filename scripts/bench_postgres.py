@@ -40,7 +40,7 @@ from benchdoc import table, write_section
 from kgsearch import Engine, Filters, Kind, SearchRequest, connect
 from kgsearch.migrate import migrate_store
 from kgsearch.store.postgres import PostgresStore
-from kgsearch.store.postgres.connection import parse_url
+from kgsearch.store.postgres.connection import POOL_SIZE, parse_url
 from kgsearch.store.postgres.schema import HNSW_SQL
 from kgsearch.store.postgres.search import EXACT_MAX_ROWS
 
@@ -360,6 +360,17 @@ def run_search(
         probe.close()
     exact_times = timed(Engine(exact, embedder=sqlite_engine.embedder), requests[:30])
     exact.close()
+    # the default pool against a larger one, interleaved, on 100 questions neither has seen
+    fresh = [SearchRequest(query=q, limit=10) for q, _ in metaqa_questions(n + 100)[n:]]
+    wide = PostgresStore(with_schema(url, "metaqa", pool_size="8"))
+    wide_engine = Engine(wide, embedder=sqlite_engine.embedder)
+    timed(wide_engine, requests[:30])  # the same warm-up as the default store had
+    pools = interleaved({f"{POOL_SIZE} (default)": pg_engine, "8": wide_engine}, fresh)
+    wide.close()
+    pool_rows = [
+        [name, f"{statistics.median(t['total']):.1f}", f"{percentile(t['total'], 0.95):.1f}"]
+        for name, t in pools.items()
+    ]
     load_after = load()
     rows = [
         [store, name, f"{statistics.median(v):.1f}", f"{percentile(v, 0.95):.1f}"]
@@ -424,6 +435,10 @@ def run_search(
         "leg's own p50, and the share of queries the store answered by an exact scan "
         "(few rows pass the filter, or the index came back short):\n\n"
         + table(["kind", "filter", "recall@10", "p50 ms", "exact plan"], recall_rows)
+        + "\n\nConnections per store (`pool_size`, a store URL parameter): 100 more "
+        "questions, new to both stores, interleaved; a search runs its legs side by side, "
+        "a statement per connection:\n\n"
+        + table(["pool_size", "p50 ms", "p95 ms"], pool_rows)
         + "\n\nOther beams, unfiltered (`ef_search`, a store URL parameter):\n\n"
         + table(["ef_search", "kind", "recall@10", "p50 ms"], sweep)
         + "\n\nStorage of the PostgreSQL copy (MB; heap includes TOAST; the HNSW index is "

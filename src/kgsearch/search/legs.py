@@ -94,6 +94,7 @@ def scope_legs(
     plan: Plan,
     vectors: Mapping[Kind, Vector | None],
     traces: Traces | None = None,
+    started: Callable[[], None] | None = None,
 ) -> Legs:
     """Run the vector, BM25 and name legs of every searched scope.
 
@@ -103,6 +104,8 @@ def scope_legs(
         plan: The search plan (scopes, methods, candidate counts).
         vectors: The query vector per scope; a scope without one skips its vector leg.
         traces: Where each leg's statements go when the search is explained.
+        started: Called once the legs are under way (work started beside them then
+            queues behind them for connections and workers).
 
     Returns:
         The ranked list and timing of each leg.
@@ -117,7 +120,7 @@ def scope_legs(
         # same-name objects of other types (the hint stays a boost, not a filter).
         vector = vectors.get(Kind.OBJECT)
         jobs.extend(_scope_jobs(store, project, plan, Kind.OBJECT, vector, hinted, traces, True))
-    return _record(jobs, _run_jobs(store, jobs))
+    return _record(jobs, _run_jobs(store, jobs, started))
 
 
 def _scope_jobs(
@@ -214,7 +217,9 @@ def _run(jobs: Sequence[Job]) -> list[tuple[str, list[tuple[str, float]], float]
     return out
 
 
-def _run_jobs(store: Store, jobs: _Jobs) -> list[tuple[str, list[tuple[str, float]], float]]:
+def _run_jobs(
+    store: Store, jobs: _Jobs, started: Callable[[], None] | None = None
+) -> list[tuple[str, list[tuple[str, float]], float]]:
     """Run the legs, side by side where that helps.
 
     Each BM25 leg runs in a worker thread of its own beside the vector legs: SQLite
@@ -228,12 +233,16 @@ def _run_jobs(store: Store, jobs: _Jobs) -> list[tuple[str, list[tuple[str, floa
     the transaction holds).
     """
     if not (jobs.vector and jobs.lexical and _PARALLEL_LEGS and not store.in_transaction):
+        if started is not None:
+            started()
         return _run(jobs.lookup + jobs.vector) + _run(jobs.lexical)
     parallel_vectors = store.parallel_vector_legs
     inline = jobs.lookup if parallel_vectors else jobs.lookup + jobs.vector
     # server-side vector legs are the longest: started first, they end first
     pooled = (jobs.vector if parallel_vectors else []) + jobs.lexical
     futures = [_leg_pool().submit(_run, [job]) for job in pooled]
+    if started is not None:
+        started()
     return _run(inline) + [r for f in futures for r in f.result()]
 
 

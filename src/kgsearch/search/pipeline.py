@@ -33,7 +33,7 @@ from kgsearch.search.fusion import (
 )
 from kgsearch.search.hydrate import hydrate
 from kgsearch.search.keywords import QueryKeywords, skipped
-from kgsearch.search.legs import graph_legs, scope_legs
+from kgsearch.search.legs import Legs, graph_legs, scope_legs
 from kgsearch.search.modes import MODES, mode_legs
 from kgsearch.search.passages import passage_leg
 from kgsearch.search.plan import Plan, Vector, choose_reranker, embed_query, make_plan
@@ -78,23 +78,33 @@ def run_search(
     query = embed_query(plan, ctx.embed_query)
     ms["embed"] = query.ms
     rows = Rows(ctx.store, ctx.project)
-    # the anchored leg links names and reads their edges beside the first round
-    anchored = (
-        anchored_leg(
-            ctx.store,
-            plan,
-            rows,
-            query.by_kind.get(Kind.RELATIONSHIP),
-            ctx.embed_query,
-            ctx.embed_texts,
-            traces,
+    # the anchored leg links names and reads their edges beside the first round, started
+    # once the other legs are (the vector legs, the longest, take connections first)
+    anchored: list[Callable[[Legs], None]] = []
+
+    def start_anchored() -> None:
+        anchored.append(
+            anchored_leg(
+                ctx.store,
+                plan,
+                rows,
+                query.by_kind.get(Kind.RELATIONSHIP),
+                ctx.embed_query,
+                ctx.embed_texts,
+                traces,
+            )
         )
-        if plan.anchored
-        else None
+
+    legs = scope_legs(
+        ctx.store,
+        ctx.project,
+        plan,
+        query.by_kind,
+        traces,
+        start_anchored if plan.anchored else None,
     )
-    legs = scope_legs(ctx.store, ctx.project, plan, query.by_kind, traces)
-    if anchored is not None:
-        anchored(legs)
+    for finish in anchored:
+        finish(legs)
     if plan.graph:
         with _timed(ms, "fusion"):  # the first round's order picks the graph seeds
             first = _fuse(plan, legs.lists)

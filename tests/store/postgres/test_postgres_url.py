@@ -29,7 +29,7 @@ def test_defaults() -> None:
     assert (options.schema, options.vector_index, options.pool_size, options.ef_search) == (
         "public",
         "hnsw",
-        8,
+        4,
         None,
     )
     # without ef_search each kind walks its own beam; with it, every kind walks that one

@@ -37,7 +37,15 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "the PostgreSQL store needs the 'postgres' extra: pip install 'kgsearch[postgres]'"
     ) from exc
 
-__all__ = ["EF_SEARCH", "Connection", "StoreOptions", "TracedCursor", "parse_url", "wrap_error"]
+__all__ = [
+    "EF_SEARCH",
+    "POOL_SIZE",
+    "Connection",
+    "StoreOptions",
+    "TracedCursor",
+    "parse_url",
+    "wrap_error",
+]
 
 _IDENT_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
 # Outside transactions a metadata value is remembered this long: every search reads the
@@ -47,6 +55,12 @@ _META_TTL_SECONDS = 2.0
 # for all: the least beam whose recall@10 against the exact scan is at least 0.95 on
 # the MetaQA benchmark with some room (docs/benchmarks.md: objects, short texts crowded
 # together, need 200; relationships, longer and more distinct, 0.97 at 64).
+# Most connections a store keeps open, unless the URL's ``pool_size`` says otherwise. A
+# search runs its legs side by side, each statement on a connection (a server process);
+# more statements at once than the server has cores only make them contend (CPU, cache):
+# on the 2-core benchmark machine 4 gave PostgreSQL search a lower p50 and p95 than 8
+# (docs/benchmarks.md), and it is psycopg-pool's own default.
+POOL_SIZE = 4
 EF_SEARCH = {Kind.OBJECT: 200, Kind.RELATIONSHIP: 64, Kind.CHUNK: 200, Kind.COMMUNITY: 200}
 
 
@@ -56,7 +70,7 @@ class StoreOptions:
     * ``schema`` — the PostgreSQL schema holding kgsearch's tables (default ``public``);
       several kgsearch stores can share one database in separate schemas.
     * ``vector_index`` — ``hnsw`` (default), ``ivfflat`` or ``none``.
-    * ``pool_size`` — most connections kept open (default 8).
+    * ``pool_size`` — most connections kept open (default :data:`POOL_SIZE`).
     * ``ef_search`` — HNSW candidates per query, every kind (at least the limit);
       without it, :data:`EF_SEARCH` per kind.
     """
@@ -94,7 +108,7 @@ def parse_url(url: str) -> tuple[str, StoreOptions]:
     if index not in {"hnsw", "ivfflat", "none"}:
         raise ConfigError(f"vector_index must be hnsw, ivfflat or none, not {index!r}")
     try:
-        pool_size = int(ours.get("pool_size", "8"))
+        pool_size = int(ours.get("pool_size", str(POOL_SIZE)))
     except ValueError:
         pool_size = 0
     if not 1 <= pool_size <= 100:

@@ -364,19 +364,21 @@ def bm25(
         if prefixed
         else "u.lexeme = q.lexeme"
     )
+    # the limits are written into the statement (ints), not passed: see vector_search
+    pool = max(_RESCORE_FACTOR * limit, _RESCORE_POOL)
     sql = f"""
         WITH q AS (SELECT * FROM unnest(%s::text[], %s::float8[], %s::bool[])
                    AS q(lexeme, idf, prefix)),
         c AS MATERIALIZED (SELECT t.id, t.seq, t.tsv FROM {kind.table} t WHERE t.project = %s
               AND t.deleted_at IS NULL AND t.tsv @@ %s::tsquery{where}
               ORDER BY ({cheap}) / ({_K1} * {norm} + 1) DESC,
-                  ts_rank(t.tsv, %s::tsquery, 0) DESC, t.seq LIMIT %s)
+                  ts_rank(t.tsv, %s::tsquery, 0) DESC, t.seq LIMIT {int(pool)})
         SELECT c.id, sum(q.idf * u.tf * {_K1 + 1} /
             (u.tf + {_K1} * (1 - {_B} + {_B} * length(c.tsv) / %s::float8))) AS score
         FROM c CROSS JOIN LATERAL (SELECT lexeme, cardinality(positions)::float8 AS tf
                                    FROM unnest(c.tsv)) u
         JOIN q ON {join}
-        GROUP BY c.id, c.seq ORDER BY score DESC, c.seq LIMIT %s"""
+        GROUP BY c.id, c.seq ORDER BY score DESC, c.seq LIMIT {int(limit)}"""
     avg = max(avgdl, 1.0)
     args: list[Any] = [
         present,
@@ -388,9 +390,7 @@ def bm25(
         *cheap_args,
         avg,
         match,
-        max(_RESCORE_FACTOR * limit, _RESCORE_POOL),
         avg,
-        limit,
     ]
     rows = db.all(sql, args)
     return [(r["id"], float(r["score"])) for r in rows]

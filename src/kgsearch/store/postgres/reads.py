@@ -252,10 +252,13 @@ class PostgresReads(RowGetters):
         side = (
             "(SELECT {n} AS side, t.id, t.source_id, t.target_id, t.type, t.seq "
             "FROM relationships t WHERE t.project = %s AND t.{column} = o.id "
-            "AND t.deleted_at IS NULL{cond} ORDER BY t.seq LIMIT %s)"
+            "AND t.deleted_at IS NULL{cond} ORDER BY t.seq LIMIT {limit:d})"
         )
-        out_side = side.format(n=0, column="source_id", cond=cond)
-        in_side = side.format(n=1, column="target_id", cond=cond)
+        # the limit is written into the statement (an int): a LIMIT parameter makes the
+        # planner price the prepared statement's generic plan for a tenth of the table,
+        # so it plans every call again (see search.py)
+        out_side = side.format(n=0, column="source_id", cond=cond, limit=int(limit))
+        in_side = side.format(n=1, column="target_id", cond=cond, limit=int(limit))
         # the cap counts every edge of an object; ``among`` filters after it (a hashed
         # semi-join on the asked ids, not ``= ANY`` scanning the array for each edge)
         both = (
@@ -267,7 +270,7 @@ class PostgresReads(RowGetters):
             "WITH asked AS (SELECT * FROM unnest(%s::text[]) WITH ORDINALITY AS a(id, pos)) "
             f"SELECT e.id, e.source_id, e.target_id, e.type FROM asked o, "
             f"LATERAL ({out_side} UNION ALL {in_side}) e{both} ORDER BY o.pos, e.side, e.seq",
-            (ids, project, *cond_params, limit, project, *cond_params, limit),
+            (ids, project, *cond_params, project, *cond_params),
         )
         found: dict[str, tuple[str, str, str, str]] = {}
         for r in rows:

@@ -241,12 +241,15 @@ class PostgresSearch:
             # projects', deleted ones, filters), else the connection's plain scan returns
             # its beam, nearly every row of which passes. The rows come back nearly
             # sorted, so they are ordered again here.
+            # the limit is written into the statement (an int): with a LIMIT parameter
+            # the planner prices a prepared statement's generic plan for a tenth of the
+            # table, finds it dearer than the custom ones and plans every call again
             indexed_sql = (
                 f"WITH r AS MATERIALIZED (SELECT t.id, t.seq, {INDEXED_DISTANCE % (d, d)} "
-                f"AS distance {base} ORDER BY distance LIMIT %s) "
+                f"AS distance {base} ORDER BY distance LIMIT {int(fetch)}) "
                 "SELECT id, coalesce(1 - distance, 0) AS score FROM r ORDER BY distance, seq"
             )
-            args = (query, project, *params, fetch)
+            args = (query, project, *params)
             settings: dict[str, str] = {}
             beam = min(1000, max(self.options.beam(kind), fetch))
             if beam != self.db.ef_search:  # not the connection's own beam

@@ -1,6 +1,6 @@
 """The server store: PostgreSQL with pgvector, for teams that outgrow one file.
 
-``postgresql://user:pass@host:5432/db?schema=kgsearch&vector_index=hnsw&pool_size=8``.
+``postgresql://user:pass@host:5432/db?schema=kgsearch&vector_index=hnsw&pool_size=4``.
 The same Store protocol and the same conformance suite as the SQLite store. This
 module opens the pool, applies the migrations under an advisory lock, runs
 transactions and bulk loads, and keeps the store's metadata; :class:`PostgresStore`
