@@ -38,6 +38,8 @@ from benchdoc import table, write_section
 
 from kgsearch import ChunkIn, Engine, Kind, SearchRequest, connect
 from kgsearch.search.request import ScopeConfig
+from kgsearch.store.sqlite import lexical as sqlite_lexical
+from kgsearch.store.sqlite import search as sqlite_search
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL = ROOT.parent / "shared" / "eval-data"
@@ -316,7 +318,8 @@ def run_scifact() -> str:
         "dense": ["vector"],
         "hybrid RRF": ["vector", "bm25"],
     }
-    for label, m in methods.items():
+
+    def score(m: list[Any]) -> float:
         total = 0.0
         for qid, text in queries.items():
             response = engine.search(
@@ -328,14 +331,30 @@ def run_scifact() -> str:
                 )
             )
             total += ndcg10([r.id for r in response.results], qrels[qid])
-        rows.append([label, f"{total / len(queries):.3f}"])
+        return total / len(queries)
+
+    for label, m in methods.items():
+        rows.append([label, f"{score(m):.4f}"])
+    # Diagnostic: the SQLite BM25 leg matches a long query's rarer words only and re-scores
+    # a pool of 3 x its limit; unpruned (every selective word matched alone, the matches
+    # re-scored, up to 1,000) shows how much of the hybrid figure rides on them.
+    pruning = (sqlite_lexical._ALONE_BUDGET, sqlite_search._RESCORE_POOL)
+    sqlite_lexical._ALONE_BUDGET, sqlite_search._RESCORE_POOL = 10**9, 1000
+    try:
+        unpruned = score(methods["hybrid RRF"])
+    finally:
+        sqlite_lexical._ALONE_BUDGET, sqlite_search._RESCORE_POOL = pruning
+    rows.append(["hybrid RRF, BM25 unpruned (diagnostic)", f"{unpruned:.4f}"])
     engine.close()
     return (
         f"{len(queries)} SciFact claims (BEIR *train* split, the split in shared/eval-data) "
         f"over {len(chunks)} abstracts stored as chunks (title + abstract; the model "
         "reads the first 256 tokens).\n\n"
         + table(["method", "nDCG@10"], rows)
-        + "\n\nPublished reference: BM25 0.665 on the BEIR SciFact *test* split "
+        + "\n\nThe unpruned row runs the SQLite BM25 leg without its two approximations "
+        "(a long query matches its rarer words only, and a pool of 3 × the limit is "
+        "re-scored): every selective word is matched alone and up to 1,000 matches re-scored.\n\n"
+        "Published reference: BM25 0.665 on the BEIR SciFact *test* split "
         "(BEIR paper); all-MiniLM-L6-v2 dense about 0.645 (MTEB). Different split, so "
         "compare the ordering, not the third decimal."
     )

@@ -51,16 +51,16 @@ _IDENT_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
 # Outside transactions a metadata value is remembered this long: every search reads the
 # model and dims, and another process's change of model shows after that long.
 _META_TTL_SECONDS = 2.0
-# HNSW candidates a vector query walks per kind, unless the URL's ``ef_search`` sets one
-# for all: the least beam whose recall@10 against the exact scan is at least 0.95 on
-# the MetaQA benchmark with some room (docs/benchmarks.md: objects, short texts crowded
-# together, need 200; relationships, longer and more distinct, 0.97 at 64).
 # Most connections a store keeps open, unless the URL's ``pool_size`` says otherwise. A
 # search runs its legs side by side, each statement on a connection (a server process);
 # more statements at once than the server has cores only make them contend (CPU, cache):
 # on the 2-core benchmark machine 4 gave PostgreSQL search a lower p50 and p95 than 8
 # (docs/benchmarks.md), and it is psycopg-pool's own default.
 POOL_SIZE = 4
+# HNSW candidates a vector query walks per kind, unless the URL's ``ef_search`` sets one
+# for all: the least beam whose recall@10 against the exact scan is at least 0.95 on
+# the MetaQA benchmark with some room (docs/benchmarks.md: objects, short texts crowded
+# together, need 200; relationships, longer and more distinct, 0.97 at 64).
 EF_SEARCH = {Kind.OBJECT: 200, Kind.RELATIONSHIP: 64, Kind.CHUNK: 200, Kind.COMMUNITY: 200}
 
 
