@@ -73,12 +73,16 @@ def postgres_copy(path: Path) -> str:
     from bench_postgres import PGDATA, server_url, with_schema
 
     url = with_schema(server_url(None, PGDATA), "loadsample")
-    with connect(str(path)) as source, connect(url) as target:
+    source, target = connect(str(path)), connect(url)
+    try:
         if target.counts("default")["objects"] == 0:
             print("copying the sample into PostgreSQL …", file=sys.stderr)
             report = migrate_store(source, target)
             if not report.verified:
                 raise SystemExit(f"the copy differs: {report.mismatches}")
+    finally:
+        source.close()
+        target.close()
     return url
 
 
