@@ -30,6 +30,8 @@ LAZY_IMPORTS = {
     # `kgsearch search` answered by a running server never loads the engine and model
     ("cli/search.py", "kgsearch.cli.local"),
     ("cli/stats.py", "kgsearch.cli.graph"),
+    # `kgsearch objects/relationships get|list` on a current SQLite store read it read-only
+    ("cli/rows.py", "kgsearch.cli.graph"),
     # `kgsearch embed status` on a current SQLite store is counted without the engine
     ("cli/embed.py", "kgsearch.cli.embedding"),
     # the backend named by the URL is the only one imported (psycopg is an extra)

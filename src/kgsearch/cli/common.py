@@ -86,6 +86,8 @@ def row_id(engine: Engine, ref: str) -> str:
     if "/" not in ref:
         return ref
     type_, key = ref.split("/", 1)
+    if not type_ or not key:  # not a TYPE/KEY (ObjectRef refuses an empty part)
+        return ref
     try:
         return engine.get_object_by_key(type_, key).id
     except NotFound:

@@ -1,5 +1,7 @@
-"""CLI commands over the graph: init, import, export, objects, relationships, config;
-and ``stats`` counted in process (the command itself is :mod:`kgsearch.cli.stats`)."""
+"""CLI commands over the graph: init, import, export, config; and what ``stats``,
+``objects`` and ``relationships`` do by the engine when the read-only path cannot
+answer (the commands themselves are :mod:`kgsearch.cli.stats` and
+:mod:`kgsearch.cli.rows`)."""
 
 from __future__ import annotations
 
@@ -27,20 +29,23 @@ from kgsearch.cli.common import (
     out,
     pass_state,
     row_id,
-    table,
 )
 from kgsearch.cli.stats import render_stats
 from kgsearch.config import config_path
 from kgsearch.errors import InvalidRequest
-from kgsearch.model import Filters, GraphObject, Page, Relationship
+from kgsearch.model import Filters
 
 __all__ = [
     "config",
+    "delete_objects",
+    "delete_relationships",
     "export_cmd",
     "import_cmd",
     "init",
-    "objects",
-    "relationships",
+    "object_by_ref",
+    "objects_page",
+    "relationship_by_id",
+    "relationships_page",
     "stats_in_process",
 ]
 
@@ -141,58 +146,24 @@ def _progress(label: str) -> Any:
     return _Ctx()
 
 
-@click.group()
-def objects() -> None:
-    """List, show and delete objects (graph nodes).
-
-    Example: kgsearch objects list --type Person
-    """
-
-
-@objects.command("list")
-@click.option("--type", "types", multiple=True, help="Only objects of this type (repeatable).")
-@click.option("--label", "labels", multiple=True, help="Only objects with this label.")
-@click.option("--limit", "-n", default=20, show_default=True, help="Rows per page.")
-@click.option("--cursor", help="Continue from a previous page's next_cursor.")
-@pass_state
-@handle_errors
-def objects_list(
+def objects_page(
     state: State, types: tuple[str, ...], labels: tuple[str, ...], limit: int, cursor: str | None
-) -> None:
-    """List objects, oldest first, a page at a time.
-
-    Example: kgsearch objects list --type Person -n 5
-    """
+) -> dict[str, Any]:
+    """``kgsearch objects list`` by the engine: one page (``Page`` as JSON)."""
     filters = Filters(object_types=list(types) or None, labels=list(labels) or None)
     with engine_from(state) as engine:
         page = engine.list_rows("object", limit=limit, cursor=cursor, filters=filters)
-    emit(state, page, _render_objects)
+    return page.model_dump(mode="json")
 
 
-@objects.command("get")
-@click.argument("ref")
-@pass_state
-@handle_errors
-def objects_get(state: State, ref: str) -> None:
-    """Show one object by id, or by TYPE/KEY.
-
-    Example: kgsearch objects get "Movie/Jesse James"
-    """
+def object_by_ref(state: State, ref: str) -> dict[str, Any]:
+    """``kgsearch objects get`` by the engine: the object an id or TYPE/KEY names."""
     with engine_from(state) as engine:
-        obj = engine.get_object(row_id(engine, ref))
-    emit(state, obj)
+        return engine.get_object(row_id(engine, ref)).model_dump(mode="json")
 
 
-@objects.command("delete")
-@click.argument("refs", nargs=-1, required=True)
-@pass_state
-@handle_errors
-def objects_delete(state: State, refs: tuple[str, ...]) -> None:
-    """Soft-delete objects by id or TYPE/KEY (and their relationships); reads never
-    show them again. An id or TYPE/KEY that names no object is an error (exit 1).
-
-    Example: kgsearch objects delete "Person/rob"
-    """
+def delete_objects(state: State, refs: tuple[str, ...]) -> None:
+    """``kgsearch objects delete``: every reference must name an object."""
     with engine_from(state) as engine:
         ids = [row_id(engine, ref) for ref in refs]
         for id_ in ids:
@@ -201,59 +172,24 @@ def objects_delete(state: State, refs: tuple[str, ...]) -> None:
     emit(state, {"deleted": n}, lambda v: out.print(f"Deleted {v['deleted']} object(s)"))
 
 
-@click.group()
-def relationships() -> None:
-    """List, show and delete relationships (graph edges).
-
-    Example: kgsearch relationships list --type directed_by
-    """
-
-
-@relationships.command("list")
-@click.option("--type", "types", multiple=True, help="Only relationships of this type.")
-@click.option("--limit", "-n", default=20, show_default=True, help="Rows per page.")
-@click.option("--cursor", help="Continue from a previous page's next_cursor.")
-@pass_state
-@handle_errors
-def relationships_list(
+def relationships_page(
     state: State, types: tuple[str, ...], limit: int, cursor: str | None
-) -> None:
-    """List relationships with their triplet text, a page at a time.
-
-    Example: kgsearch relationships list --type directed_by -n 5
-    """
+) -> dict[str, Any]:
+    """``kgsearch relationships list`` by the engine: one page (``Page`` as JSON)."""
+    filters = Filters(relationship_types=list(types) or None)
     with engine_from(state) as engine:
-        page = engine.list_rows(
-            "relationship",
-            limit=limit,
-            cursor=cursor,
-            filters=Filters(relationship_types=list(types) or None),
-        )
-    emit(state, page, _render_relationships)
+        page = engine.list_rows("relationship", limit=limit, cursor=cursor, filters=filters)
+    return page.model_dump(mode="json")
 
 
-@relationships.command("get")
-@click.argument("id")
-@pass_state
-@handle_errors
-def relationships_get(state: State, id: str) -> None:
-    """Show one relationship by id.
-
-    Example: kgsearch relationships get 3b1d...
-    """
+def relationship_by_id(state: State, id: str) -> dict[str, Any]:
+    """``kgsearch relationships get`` by the engine."""
     with engine_from(state) as engine:
-        emit(state, engine.get_relationship(id))
+        return engine.get_relationship(id).model_dump(mode="json")
 
 
-@relationships.command("delete")
-@click.argument("ids", nargs=-1, required=True)
-@pass_state
-@handle_errors
-def relationships_delete(state: State, ids: tuple[str, ...]) -> None:
-    """Soft-delete relationships.
-
-    Example: kgsearch relationships delete 3b1d...
-    """
+def delete_relationships(state: State, ids: tuple[str, ...]) -> None:
+    """``kgsearch relationships delete``."""
     with engine_from(state) as engine:
         n = engine.delete("relationship", list(ids))
     emit(state, {"deleted": n}, lambda v: out.print(f"Deleted {v['deleted']} relationship(s)"))
@@ -297,23 +233,3 @@ def config_path_cmd() -> None:
     """
     path = config_path()
     click.echo(f"{path.resolve()}{'' if path.exists() else '  (not present)'}")
-
-
-def _render_objects(page: Page) -> None:
-    grid = table("id", "type", "key", "status")
-    for o in page.items:
-        assert isinstance(o, GraphObject)
-        grid.add_row(o.id, o.type, o.key, o.embedding.status.value)
-    out.print(grid)
-    if page.next_cursor:
-        out.print(f"next page: --cursor {page.next_cursor}")
-
-
-def _render_relationships(page: Page) -> None:
-    grid = table("id", "type", "text", "status")
-    for r in page.items:
-        assert isinstance(r, Relationship)
-        grid.add_row(r.id, r.type, r.embedding.text or "", r.embedding.status.value)
-    out.print(grid)
-    if page.next_cursor:
-        out.print(f"next page: --cursor {page.next_cursor}")

@@ -1,29 +1,40 @@
-"""Light commands answered in process without the engine: ``kgsearch stats`` and
-``kgsearch embed status`` on a SQLite store of the current schema.
+"""Light commands answered in process without the engine: ``kgsearch stats``,
+``kgsearch embed status``, ``kgsearch objects get/list`` and ``kgsearch relationships
+get/list`` on a SQLite store of the current schema.
 
 The store and project come from the settings' precedence read without the settings
 model (:func:`kgsearch.cli.remote.store_settings`); the file is opened read-only and
-counted with the store's own statements (:mod:`kgsearch.store.sqlite.readonly`). No
-pydantic, no numpy, no engine: these commands start in about the time of
-``kgsearch --help``. Anything else (PostgreSQL, an in-memory store, an older or newer
-schema, settings only the model can read, a file SQLite cannot read) returns None,
-and the command builds the engine as before, which migrates or explains.
+counted or read with the store's own statements (:mod:`kgsearch.store.sqlite.readonly`,
+:mod:`kgsearch.store.sqlite.readonly_rows`). No pydantic, no numpy, no engine: these
+commands start in about the time of ``kgsearch --help``. Anything else (PostgreSQL, an
+in-memory store, an older or newer schema, settings only the model can read, a file
+SQLite cannot read, a row the model would convert or refuse) returns None, and the
+command builds the engine as before, which migrates or explains.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from kgsearch.cli.output import missing_sqlite_file, no_store
 from kgsearch.cli.remote import store_settings
 from kgsearch.cli.root import State
 from kgsearch.store.sqlite.readonly import ReadOnlyCounts, sqlite_file
+from kgsearch.store.sqlite.readonly_rows import ReadOnlyRows, Unreadable
 
-__all__ = ["embedding_status_read_only", "stats_read_only"]
+__all__ = ["embedding_status_read_only", "rows_read_only", "stats_read_only"]
+
+T = TypeVar("T")
 
 
-def _open(state: State) -> tuple[ReadOnlyCounts, str] | None:
+def _sqlite_store(state: State) -> tuple[str, str] | None:
+    """The SQLite file and the project the command reads, or None for another store.
+
+    Raises:
+        NotFound: The SQLite file does not exist.
+    """
     chosen = store_settings(state.db, state.project)
     if chosen is None:
         return None
@@ -34,8 +45,39 @@ def _open(state: State) -> tuple[ReadOnlyCounts, str] | None:
     missing = missing_sqlite_file(url)
     if missing is not None:  # as the engine's path says it, and nothing is created
         raise no_store(missing)
+    return path, project
+
+
+def _open(state: State) -> tuple[ReadOnlyCounts, str] | None:
+    found = _sqlite_store(state)
+    if found is None:
+        return None
+    path, project = found
     counts = ReadOnlyCounts.open(path)
     return None if counts is None else (counts, project)
+
+
+def rows_read_only(state: State, read: Callable[[ReadOnlyRows, str], T]) -> T | None:
+    """What ``read`` finds in the store's rows (given the read-only rows and the
+    project), or None when only the engine can answer: another store, a file that is
+    not a current kgsearch store, or a row the read-only path does not decode exactly
+    as the model would. Errors ``read`` raises (NotFound, InvalidRequest) propagate.
+
+    Raises:
+        NotFound: The SQLite file does not exist.
+    """
+    found = _sqlite_store(state)
+    if found is None:
+        return None
+    path, project = found
+    rows = ReadOnlyRows.open(path)
+    if rows is None:
+        return None
+    try:
+        with rows:
+            return read(rows, project)
+    except (sqlite3.Error, Unreadable):
+        return None
 
 
 def stats_read_only(state: State) -> dict[str, Any] | None:

@@ -100,12 +100,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Copy every project of one store into another, SQLite ⇄ PostgreSQL.",
     ),
     "objects": (
-        "kgsearch.cli.graph",
+        "kgsearch.cli.rows",
         "objects",
         "List, show and delete objects (graph nodes).",
     ),
     "relationships": (
-        "kgsearch.cli.graph",
+        "kgsearch.cli.rows",
         "relationships",
         "List, show and delete relationships (graph edges).",
     ),

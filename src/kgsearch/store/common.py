@@ -37,6 +37,7 @@ from kgsearch.store.rows import (
     to_relationship,
     to_source,
 )
+from kgsearch.store.rowsql import MAX_PAGE, page_start
 from kgsearch.store.tracing import Trace, traced
 
 __all__ = [
@@ -70,8 +71,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-# Most rows one page of a listing may hold.
-MAX_PAGE = 10_000
 # Deepest traversal a caller may ask for (each hop is one query over the frontier).
 MAX_DEPTH = 5
 
@@ -214,26 +213,6 @@ def project_scope(project: str | None, mark: str) -> tuple[str, list[Any]]:
     """A condition (`` AND project = ?``, with ``mark`` as the placeholder) limiting a
     queue's rows to one project, and its parameters; nothing for all projects (None)."""
     return (f"AND project = {mark}", [project]) if project is not None else ("", [])
-
-
-def page_start(limit: int, cursor: str | None) -> int:
-    """The position a listing continues after (0 for the first page).
-
-    Raises:
-        InvalidRequest: The limit is outside 1 to :data:`MAX_PAGE`, or the cursor is not
-            one a store handed out.
-    """
-    if not 1 <= limit <= MAX_PAGE:
-        raise InvalidRequest(f"limit must be between 1 and {MAX_PAGE}")
-    if not cursor:
-        return 0
-    try:
-        position = int(cursor)
-    except ValueError:
-        raise InvalidRequest(f"invalid cursor {cursor[:50]!r}") from None
-    if not 0 <= position < 2**63:  # positions are 64-bit row numbers
-        raise InvalidRequest(f"invalid cursor {cursor[:50]!r}")
-    return position
 
 
 def page_of(rows: Sequence[Any], limit: int, decode: Callable[[Any], Any], position: str) -> Page:

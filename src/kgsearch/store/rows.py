@@ -17,8 +17,15 @@ from kgsearch.model import (
     Relationship,
     Source,
 )
+from kgsearch.store.rowsql import (
+    CHUNK_COLUMNS,
+    OBJECT_COLUMNS,
+    RELATIONSHIP_COLUMNS,
+    SOURCE_COLUMNS,
+)
 from kgsearch.store.values import parse_dt
 
+# the columns each decoder reads live with the read SQL (kgsearch.store.rowsql)
 __all__ = [
     "CHUNK_COLUMNS",
     "OBJECT_COLUMNS",
@@ -30,22 +37,6 @@ __all__ = [
     "to_relationship",
     "to_source",
 ]
-
-_STATE = (
-    "status, text, text_hash, embedded_text, attempts, last_error, model, dims, "
-    "text_version, embedded_at"
-)
-OBJECT_COLUMNS = (
-    f"id, project, type, key, tags, properties, labels, created_at, updated_at, {_STATE}"
-)
-RELATIONSHIP_COLUMNS = (
-    "id, project, type, source_id, target_id, label, properties, weight, valid_from, valid_to, "
-    f"description, source_chunks, created_at, updated_at, {_STATE}"
-)
-CHUNK_COLUMNS = (
-    f"id, project, body, source_id, position, metadata, created_at, updated_at, {_STATE}"
-)
-SOURCE_COLUMNS = "id, project, title, uri, metadata, created_at"
 
 
 def _state(row: Any) -> EmbeddingState:

@@ -32,7 +32,7 @@ from kgsearch.store.counts import (
 )
 from kgsearch.store.sqlite.schema import MIGRATIONS
 
-__all__ = ["ReadOnlyCounts", "sqlite_file"]
+__all__ = ["ReadOnlyCounts", "connect_read_only", "sqlite_file"]
 
 
 _MMAP_BYTES = 1 << 30
@@ -51,6 +51,34 @@ def sqlite_file(url: str) -> str | None:
     return path
 
 
+def connect_read_only(path: str) -> sqlite3.Connection | None:
+    """A read-only connection to ``path`` (rows as :class:`sqlite3.Row`), or None when
+    it is not a current kgsearch store (every migration this code knows applied, none
+    it does not) or cannot be read here; nothing is ever created or written."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        db = sqlite3.connect(
+            f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, check_same_thread=False
+        )
+    except sqlite3.Error:
+        return None
+    try:
+        db.execute("PRAGMA busy_timeout=10000")
+        # counting reads every live row's page: mapped, they are not copied (about
+        # half the time of a count on the demo store)
+        db.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
+        names = {row[0] for row in db.execute(MIGRATIONS_SQL)}
+    except sqlite3.Error:
+        db.close()
+        return None
+    if names != {m.name for m in MIGRATIONS}:
+        db.close()
+        return None
+    db.row_factory = sqlite3.Row
+    return db
+
+
 class ReadOnlyCounts:
     """Counts of a current SQLite store, read through a read-only connection."""
 
@@ -62,28 +90,8 @@ class ReadOnlyCounts:
     def open(cls, path: str) -> ReadOnlyCounts | None:
         """Open ``path`` read-only, or None when it is not a current kgsearch store (or
         cannot be read here); nothing is ever created or written."""
-        if not os.path.isfile(path):
-            return None
-        try:
-            db = sqlite3.connect(
-                f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, check_same_thread=False
-            )
-        except sqlite3.Error:
-            return None
-        try:
-            db.execute("PRAGMA busy_timeout=10000")
-            # counting reads every live row's page: mapped, they are not copied (about
-            # half the time of a count on the demo store)
-            db.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
-            names = {row[0] for row in db.execute(MIGRATIONS_SQL)}
-        except sqlite3.Error:
-            db.close()
-            return None
-        if names != {m.name for m in MIGRATIONS}:
-            db.close()
-            return None
-        db.row_factory = sqlite3.Row
-        return cls(db, path)
+        db = connect_read_only(path)
+        return None if db is None else cls(db, path)
 
     def close(self) -> None:
         """Close the connection."""

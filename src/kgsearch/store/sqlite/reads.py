@@ -33,6 +33,7 @@ from kgsearch.store.common import (
 from kgsearch.store.counts import live_counts
 from kgsearch.store.records import Direction, Endpoint, Neighbor, RowKind
 from kgsearch.store.rows import RELATIONSHIP_COLUMNS, to_mention, to_relationship
+from kgsearch.store.rowsql import by_id_sql, page_sql, resolve_sql
 from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.sqlite.sql import chunked, filter_sql, placeholders
 from kgsearch.store.tracing import Trace, traced
@@ -66,17 +67,10 @@ class SQLiteReads(RowGetters):
         found: dict[ObjectRef, Endpoint] = {}
         unique = list(dict.fromkeys(refs))
         for part in chunked(unique, 200):
-            values = ",".join("(?,?)" for _ in part)
             params: list[Any] = []
             for ref in part:
                 params.extend((ref.type, ref.key))
-            rows = self.db.all(
-                f"WITH wanted(type, key) AS (VALUES {values}) "
-                "SELECT o.id, o.type, o.key, o.properties FROM objects o JOIN wanted w "
-                "ON o.type = w.type AND o.key = w.key WHERE o.project = ? "
-                "AND o.deleted_at IS NULL",
-                [*params, project],
-            )
+            rows = self.db.all(resolve_sql(len(part)), [*params, project])
             for row in rows:
                 endpoint = Endpoint(
                     row["id"], row["type"], row["key"], json.loads(row["properties"])
@@ -118,9 +112,7 @@ class SQLiteReads(RowGetters):
         rows: dict[str, Any] = {}
         for part in chunked(list(dict.fromkeys(ids))):
             for row in self.db.all(
-                f"SELECT {table.columns} FROM {table.name} WHERE project = ? "
-                f"AND deleted_at IS NULL AND id IN ({placeholders(len(part))})",
-                (project, *part),
+                by_id_sql(table.name, table.columns, len(part)), (project, *part)
             ):
                 rows[row["id"]] = row
         return [table.decode(rows[i]) for i in ids if i in rows]
@@ -147,9 +139,7 @@ class SQLiteReads(RowGetters):
         if kind != "source":
             where, params = filter_sql(Kind(kind), filters, current_only=False)
         rows = self.db.all(
-            f"SELECT rowid AS _rowid, {table.columns} FROM {table.name} t WHERE project = ? "
-            f"AND deleted_at IS NULL AND rowid > ?{where} ORDER BY rowid LIMIT ?",
-            (project, after, *params, limit + 1),
+            page_sql(table.name, table.columns, where), (project, after, *params, limit + 1)
         )
         return page_of(rows, limit, table.decode, "_rowid")
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Filters, Kind
+from kgsearch.store.rowsql import labels_sql, placeholders, type_in_sql
 from kgsearch.store.values import dumps, iso, now_iso, parse_dt, query_terms
 
 __all__ = [
@@ -24,11 +25,6 @@ __all__ = [
 
 # SQLite's default limit on bound parameters is 32766; stay far below it per statement.
 MAX_PARAMS = 500
-
-
-def placeholders(n: int) -> str:
-    """``?,?,…`` with ``n`` marks."""
-    return ",".join("?" * n)
 
 
 def chunked(items: Sequence[Any], size: int = MAX_PARAMS) -> Iterator[Sequence[Any]]:
@@ -85,17 +81,14 @@ def filter_sql(
     params: list[Any] = []
     if kind is Kind.OBJECT:
         if filters.object_types:
-            parts.append(f"{alias}.type IN ({placeholders(len(filters.object_types))})")
+            parts.append(type_in_sql(alias, len(filters.object_types)))
             params.extend(filters.object_types)
         if filters.labels:
-            parts.append(
-                f"EXISTS (SELECT 1 FROM json_each({alias}.labels) "
-                f"WHERE value IN ({placeholders(len(filters.labels))}))"
-            )
+            parts.append(labels_sql(alias, len(filters.labels)))
             params.extend(filters.labels)
     if kind is Kind.RELATIONSHIP:
         if filters.relationship_types:
-            parts.append(f"{alias}.type IN ({placeholders(len(filters.relationship_types))})")
+            parts.append(type_in_sql(alias, len(filters.relationship_types)))
             params.extend(filters.relationship_types)
         as_of = iso(filters.as_of) or (now_iso() if current_only else None)
         if as_of is not None:
