@@ -1,5 +1,6 @@
-"""A SQLite store made as a user makes one: ``kgsearch import`` of JSONL rows, then
-``kgsearch embed generate`` with the default (bundled) model, each in a subprocess."""
+"""SQLite stores for CLI tests: one made as a user makes one (``kgsearch import`` of
+JSONL rows, then ``kgsearch embed generate`` with the default (bundled) model, each in
+a subprocess), and an empty one at an older schema."""
 
 from __future__ import annotations
 
@@ -26,3 +27,22 @@ def cli_built_store(root: Path, rows: Sequence[Mapping[str, Any]], name: str) ->
         )
         assert done.returncode == 0, done.stderr
     return db
+
+
+def older_store(db: Path, drop: int) -> None:
+    """An empty store at ``db`` whose schema stops ``drop`` migrations before the
+    current one."""
+    from kgsearch.store.sqlite.connection import Connection
+    from kgsearch.store.sqlite.schema import MIGRATIONS
+
+    connection = Connection(str(db))
+
+    def run(sql: str) -> None:
+        connection.execute(sql)
+
+    connection.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
+    for migration in MIGRATIONS[: len(MIGRATIONS) - drop]:
+        with connection.transaction():
+            migration.apply(run)
+            connection.execute("INSERT INTO migrations VALUES (?, '')", (migration.name,))
+    connection.close()

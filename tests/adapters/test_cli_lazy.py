@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 import pytest
-from cli_store import cli_built_store
+from cli_store import cli_built_store, older_store
 from click.testing import CliRunner
 
 import kgsearch
@@ -376,29 +376,11 @@ def test_a_missing_store_is_a_clear_error_and_nothing_is_created(
     assert list(tmp_path.iterdir()) == []
 
 
-def _older_store(db: Path, drop: int) -> None:
-    """A store whose schema stops ``drop`` migrations before the current one."""
-    from kgsearch.store.sqlite.connection import Connection
-    from kgsearch.store.sqlite.schema import MIGRATIONS
-
-    connection = Connection(str(db))
-
-    def run(sql: str) -> None:
-        connection.execute(sql)
-
-    connection.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
-    for migration in MIGRATIONS[: len(MIGRATIONS) - drop]:
-        with connection.transaction():
-            migration.apply(run)
-            connection.execute("INSERT INTO migrations VALUES (?, '')", (migration.name,))
-    connection.close()
-
-
 def test_a_store_at_an_older_schema_is_migrated_by_the_engine(tmp_path: Path) -> None:
     from kgsearch.store.sqlite.schema import MIGRATIONS
 
     db = tmp_path / "old.db"
-    _older_store(db, drop=1)
+    older_store(db, drop=1)
 
     code, output, heavy, err = _run("light", "--db", str(db), "--json", "stats")
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from cli_store import older_store
 
 _RUN_THEN_MODULES = """
 import json, sys
@@ -249,17 +250,8 @@ def test_a_missing_store_is_the_same_error_and_nothing_is_created(tmp_path: Path
 
 
 def test_a_store_at_an_older_schema_is_migrated_by_the_engine(tmp_path: Path) -> None:
-    from kgsearch.store.sqlite.connection import Connection
-    from kgsearch.store.sqlite.schema import MIGRATIONS
-
     db = tmp_path / "old.db"
-    connection = Connection(str(db))
-    connection.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
-    for migration in MIGRATIONS[:-1]:
-        with connection.transaction():
-            migration.apply(connection.execute)
-            connection.execute("INSERT INTO migrations VALUES (?, '')", (migration.name,))
-    connection.close()
+    older_store(db, drop=1)
 
     code, output, heavy, err = _run("light", "--db", str(db), "--json", "objects", "list")
 
