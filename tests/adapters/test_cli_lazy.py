@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 import pytest
-from cli_store import cli_built_store, older_store
+from cli_store import cli_built_store, older_store, run_cli
 from click.testing import CliRunner
 
 import kgsearch
@@ -234,24 +234,6 @@ def test_a_search_in_process_does_load_the_model(embedded_store: Path) -> None:
     assert {"onnxruntime", "tokenizers"} <= set(json.loads(done.stdout.splitlines()[-1]))
 
 
-# ``kgsearch stats`` and ``kgsearch embed status`` on a SQLite store of the current schema
-# are counted read-only without the engine (kgsearch.cli.readonly); ENGINE_PATH runs
-# the CLI with that path switched off, so the engine counts, to compare the two.
-_RUN_THEN_MODULES = """
-import json, sys
-from kgsearch.cli.root import main
-if sys.argv[1] == "engine":
-    from kgsearch.store.sqlite.readonly import ReadOnlyCounts
-    ReadOnlyCounts.open = classmethod(lambda cls, path: None)
-sys.argv = ["kgsearch", *sys.argv[2:]]
-code = 0
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code or 0
-heavy = ("pydantic", "numpy", "onnxruntime", "kgsearch.engine", "kgsearch.config", "rich")
-print(json.dumps([code, sorted(m for m in heavy if m in sys.modules)]))
-"""
 LIGHT = ("kgsearch.engine", "kgsearch.config", "numpy", "onnxruntime", "pydantic")
 LIGHT_COMMANDS = [
     ["stats"],
@@ -263,35 +245,6 @@ LIGHT_COMMANDS = [
     ["-p", "other", "embed", "status"],
     ["--json", "-p", "other", "embed", "status"],
 ]
-
-
-def _run(
-    path: str, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> tuple[int, str, list[str], str]:
-    """Run the CLI (``path``: "light" or "engine"); its exit code, output, the heavy
-    modules it imported and its error output."""
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN_THEN_MODULES, path, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=cwd,
-        env={**_clean_env(), **(env or {})},
-    )
-    *output, last = done.stdout.splitlines() or [""]
-    code, heavy = json.loads(last)
-    return code, "\n".join(output), heavy, done.stderr
-
-
-def _clean_env() -> dict[str, str]:
-    import os
-
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if not k.upper().startswith("KGSEARCH_") and k != "PYTHONDONTWRITEBYTECODE"
-    }
 
 
 @pytest.fixture(scope="module")
@@ -319,8 +272,8 @@ def projects_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_stats_and_embed_status_read_a_sqlite_store_without_the_engine(
     projects_store: Path, args: list[str]
 ) -> None:
-    code, light, heavy, err = _run("light", "--db", str(projects_store), *args)
-    engine_code, engine, engine_heavy, _ = _run("engine", "--db", str(projects_store), *args)
+    code, light, heavy, err = run_cli("light", "--db", str(projects_store), *args)
+    engine_code, engine, engine_heavy, _ = run_cli("engine", "--db", str(projects_store), *args)
 
     assert code == engine_code == 0, err
     assert not set(LIGHT) & set(heavy)
@@ -333,8 +286,8 @@ def test_stats_and_embed_status_read_a_sqlite_store_without_the_engine(
 
 
 def test_the_light_figures_are_not_empty(projects_store: Path) -> None:
-    _, stats, _, _ = _run("light", "--db", str(projects_store), "--json", "stats")
-    _, status, _, _ = _run("light", "--db", str(projects_store), "--json", "embed", "status")
+    _, stats, _, _ = run_cli("light", "--db", str(projects_store), "--json", "stats")
+    _, status, _, _ = run_cli("light", "--db", str(projects_store), "--json", "embed", "status")
 
     found = json.loads(stats)
     assert found["counts"]["objects"] == 5  # a..d and z in default; e deleted
@@ -354,10 +307,10 @@ def test_an_empty_store_reads_the_same_both_ways(tmp_path: Path) -> None:
         ["embed", "status"],
         ["--json", "embed", "status"],
     ):
-        code, light, heavy, err = _run("light", "--db", str(db), *args)
+        code, light, heavy, err = run_cli("light", "--db", str(db), *args)
         assert code == 0, err
         assert not set(LIGHT) & set(heavy)
-        assert (code, light) == _run("engine", "--db", str(db), *args)[:2]
+        assert (code, light) == run_cli("engine", "--db", str(db), *args)[:2]
 
 
 @pytest.mark.parametrize("args", [["stats"], ["--json", "stats"], ["embed", "status"]])
@@ -366,8 +319,8 @@ def test_a_missing_store_is_a_clear_error_and_nothing_is_created(
 ) -> None:
     db = tmp_path / "missing.db"
 
-    code, light, heavy, err = _run("light", "--db", str(db), *args)
-    engine_code, engine, _, engine_err = _run("engine", "--db", str(db), *args)
+    code, light, heavy, err = run_cli("light", "--db", str(db), *args)
+    engine_code, engine, _, engine_err = run_cli("engine", "--db", str(db), *args)
 
     assert code == engine_code == 1
     assert (light, err) == (engine, engine_err)
@@ -382,7 +335,7 @@ def test_a_store_at_an_older_schema_is_migrated_by_the_engine(tmp_path: Path) ->
     db = tmp_path / "old.db"
     older_store(db, drop=1)
 
-    code, output, heavy, err = _run("light", "--db", str(db), "--json", "stats")
+    code, output, heavy, err = run_cli("light", "--db", str(db), "--json", "stats")
 
     assert code == 0, err
     assert "kgsearch.engine" in heavy  # not counted read-only: the engine migrated it
@@ -396,7 +349,7 @@ def test_a_store_of_a_newer_kgsearch_is_explained_by_the_engine(tmp_path: Path) 
     with SQLiteStore(str(db)) as store:
         store.db.execute("INSERT INTO migrations VALUES ('m999_future', '')")
 
-    code, output, _, err = _run("light", "--db", str(db), "embed", "status")
+    code, output, _, err = run_cli("light", "--db", str(db), "embed", "status")
 
     assert code == 1
     assert "written by a newer kgsearch" in output + err
@@ -416,11 +369,11 @@ def test_the_light_path_picks_the_store_and_project_as_the_settings_do(
         (["--db", str(projects_store)], {"KGSEARCH_DB": str(tmp_path / "missing.db")}),
     ]
     for args, env in cases:
-        light = _run("light", "--json", *args, "stats", cwd=tmp_path, env=env)
-        engine = _run("engine", "--json", *args, "stats", cwd=tmp_path, env=env)
+        light = run_cli("light", "--json", *args, "stats", cwd=tmp_path, env=env)
+        engine = run_cli("engine", "--json", *args, "stats", cwd=tmp_path, env=env)
         assert light[:2] == engine[:2], (args, env, light, engine)
         assert not set(LIGHT) & set(light[2]), (args, env)
-    shown = json.loads(_run("light", "--json", "stats", cwd=tmp_path)[1])
+    shown = json.loads(run_cli("light", "--json", "stats", cwd=tmp_path)[1])
     assert shown["project"] == "other"
 
 
@@ -434,7 +387,7 @@ def test_settings_only_the_model_can_read_go_to_the_engine(
         "[store]\nurl = 3\n",
     ):
         toml.write_text(text, encoding="utf-8")
-        light = _run("light", "--json", "stats", cwd=tmp_path)
-        engine = _run("engine", "--json", "stats", cwd=tmp_path)
+        light = run_cli("light", "--json", "stats", cwd=tmp_path)
+        engine = run_cli("engine", "--json", "stats", cwd=tmp_path)
         assert light[:2] == engine[:2]
         assert light[0] == 1 and "invalid settings" in light[1]

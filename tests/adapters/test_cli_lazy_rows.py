@@ -7,60 +7,21 @@ and once with the read-only path switched off, and compares exit code and output
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from cli_store import older_store
+from cli_store import older_store, run_cli
 
-_RUN_THEN_MODULES = """
-import json, sys
-from kgsearch.cli.root import main
-if sys.argv[1] == "engine":
-    import kgsearch.cli.rows
-    kgsearch.cli.rows.rows_read_only = lambda state, read: None
-sys.argv = ["kgsearch", *sys.argv[2:]]
-code = 0
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code or 0
-heavy = ("pydantic", "numpy", "onnxruntime", "kgsearch.engine", "kgsearch.config", "rich")
-print(json.dumps([code, sorted(m for m in heavy if m in sys.modules)]))
-"""
 LIGHT = {"kgsearch.engine", "kgsearch.config", "numpy", "onnxruntime", "pydantic"}
-
-
-def _run(path: str, *args: str) -> tuple[int, str, list[str], str]:
-    """Run the CLI (``path``: "light" or "engine"); its exit code, output, the heavy
-    modules it imported and its error output."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.upper().startswith("KGSEARCH_") and k != "PYTHONDONTWRITEBYTECODE"
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN_THEN_MODULES, path, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
-    *output, last = done.stdout.splitlines() or [""]
-    code, heavy = json.loads(last)
-    return code, "\n".join(output), heavy, done.stderr
 
 
 def _both(db: Path, *args: str) -> tuple[int, str, list[str]]:
     """The light run's exit code, output and heavy modules, checked equal to the
     engine's (exit code, output and error output)."""
-    code, light, heavy, err = _run("light", "--db", str(db), *args)
-    engine_code, engine, engine_heavy, engine_err = _run("engine", "--db", str(db), *args)
+    code, light, heavy, err = run_cli("light", "--db", str(db), *args)
+    engine_code, engine, engine_heavy, engine_err = run_cli("engine", "--db", str(db), *args)
     assert {"kgsearch.engine", "pydantic"} <= set(engine_heavy)  # the comparison is real
     assert (code, light, err) == (engine_code, engine, engine_err), args
     return code, light, heavy
@@ -243,7 +204,8 @@ def test_a_missing_store_is_the_same_error_and_nothing_is_created(tmp_path: Path
     for args in (["objects", "get", "Person/a"], ["--json", "relationships", "list"]):
         code, output, heavy = _both(db, *args)
         assert (
-            code == 1 and f"no store at {db}" in output + _run("light", "--db", str(db), *args)[3]
+            code == 1
+            and f"no store at {db}" in output + run_cli("light", "--db", str(db), *args)[3]
         )
         assert not LIGHT & set(heavy)
     assert list(tmp_path.iterdir()) == []
@@ -253,7 +215,7 @@ def test_a_store_at_an_older_schema_is_migrated_by_the_engine(tmp_path: Path) ->
     db = tmp_path / "old.db"
     older_store(db, drop=1)
 
-    code, output, heavy, err = _run("light", "--db", str(db), "--json", "objects", "list")
+    code, output, heavy, err = run_cli("light", "--db", str(db), "--json", "objects", "list")
 
     assert code == 0, err
     assert "kgsearch.engine" in heavy

@@ -27,6 +27,62 @@ from kgsearch.store.sqlite.readonly_rows import ReadOnlyRows, Unreadable
 __all__ = ["embedding_status_read_only", "rows_read_only", "stats_read_only"]
 
 T = TypeVar("T")
+_Reader = TypeVar("_Reader", ReadOnlyCounts, ReadOnlyRows)
+
+
+def embedding_status_read_only(state: State) -> dict[str, Any] | None:
+    """``kgsearch embed status`` as ``Engine.embedding_status`` gives it (JSON), or
+    None when only the engine can answer.
+
+    Raises:
+        NotFound: The SQLite file does not exist.
+    """
+    return _answer(state, ReadOnlyCounts.open, lambda c, _: c.embedding_status(state.project))
+
+
+def stats_read_only(state: State) -> dict[str, Any] | None:
+    """``kgsearch stats`` as ``Engine.stats`` gives it (JSON), or None when only the
+    engine can answer.
+
+    Raises:
+        NotFound: The SQLite file does not exist.
+    """
+    return _answer(state, ReadOnlyCounts.open, lambda c, project: c.stats(project))
+
+
+def rows_read_only(state: State, read: Callable[[ReadOnlyRows, str], T]) -> T | None:
+    """What ``read`` finds in the store's rows (given the read-only rows and the
+    project), or None when only the engine can answer: another store, a file that is
+    not a current kgsearch store, or a row the read-only path does not decode exactly
+    as the model would. Errors ``read`` raises (NotFound, InvalidRequest) propagate.
+
+    Raises:
+        NotFound: The SQLite file does not exist.
+    """
+    return _answer(state, ReadOnlyRows.open, read)
+
+
+def _answer(
+    state: State, open_: Callable[[str], _Reader | None], read: Callable[[_Reader, str], T]
+) -> T | None:
+    """``read`` on the store opened read-only by ``open_`` (with the project), or None
+    when the store is not a current SQLite file, or SQLite or the row decoding fails.
+
+    Raises:
+        NotFound: The SQLite file does not exist.
+    """
+    found = _sqlite_store(state)
+    if found is None:
+        return None
+    path, project = found
+    reader = open_(path)
+    if reader is None:
+        return None
+    try:
+        with reader:
+            return read(reader, project)
+    except (sqlite3.Error, Unreadable):
+        return None
 
 
 def _sqlite_store(state: State) -> tuple[str, str] | None:
@@ -46,71 +102,3 @@ def _sqlite_store(state: State) -> tuple[str, str] | None:
     if missing is not None:  # as the engine's path says it, and nothing is created
         raise no_store(missing)
     return path, project
-
-
-def _open(state: State) -> tuple[ReadOnlyCounts, str] | None:
-    found = _sqlite_store(state)
-    if found is None:
-        return None
-    path, project = found
-    counts = ReadOnlyCounts.open(path)
-    return None if counts is None else (counts, project)
-
-
-def rows_read_only(state: State, read: Callable[[ReadOnlyRows, str], T]) -> T | None:
-    """What ``read`` finds in the store's rows (given the read-only rows and the
-    project), or None when only the engine can answer: another store, a file that is
-    not a current kgsearch store, or a row the read-only path does not decode exactly
-    as the model would. Errors ``read`` raises (NotFound, InvalidRequest) propagate.
-
-    Raises:
-        NotFound: The SQLite file does not exist.
-    """
-    found = _sqlite_store(state)
-    if found is None:
-        return None
-    path, project = found
-    rows = ReadOnlyRows.open(path)
-    if rows is None:
-        return None
-    try:
-        with rows:
-            return read(rows, project)
-    except (sqlite3.Error, Unreadable):
-        return None
-
-
-def stats_read_only(state: State) -> dict[str, Any] | None:
-    """``kgsearch stats`` as ``Engine.stats`` gives it (JSON), or None when only the
-    engine can answer.
-
-    Raises:
-        NotFound: The SQLite file does not exist.
-    """
-    opened = _open(state)
-    if opened is None:
-        return None
-    counts, project = opened
-    try:
-        with counts:
-            return counts.stats(project)
-    except sqlite3.Error:
-        return None
-
-
-def embedding_status_read_only(state: State) -> dict[str, Any] | None:
-    """``kgsearch embed status`` as ``Engine.embedding_status`` gives it (JSON), or
-    None when only the engine can answer.
-
-    Raises:
-        NotFound: The SQLite file does not exist.
-    """
-    opened = _open(state)
-    if opened is None:
-        return None
-    counts, _ = opened
-    try:
-        with counts:
-            return counts.embedding_status(state.project)
-    except sqlite3.Error:
-        return None
