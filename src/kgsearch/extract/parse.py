@@ -20,6 +20,13 @@ chosen per reply:
 Prose around the records (notes, echoed sentences, headers) is ignored; only a piece
 that looks like a record and cannot be read is rejected. Only schema fields are copied
 out of a reply, so extra keys a model (or an injected document) adds never survive.
+
+Parsing takes time linear in the reply's length whatever it holds (a hostile reply of
+1 MB of ``{``, ``a(`` or spaces parses in well under a second): every regular
+expression is anchored or cannot backtrack over the same text twice, parentheses are
+matched in one pass, and JSON decoding stops after :data:`MAX_DECODE_FAILURES` failed
+attempts (each failure costs the decoder a scan back to the start of the text to count
+lines). The caller caps the reply's size before parsing (``extract.max_reply_chars``).
 """
 
 from __future__ import annotations
@@ -38,7 +45,24 @@ from kgsearch.extract.schema import (
     Rejection,
 )
 
-__all__ = ["Parsed", "is_empty_reply", "parse_reply", "parse_reply_lenient"]
+__all__ = [
+    "MAX_DECODE_FAILURES",
+    "MAX_MALFORMED",
+    "Parsed",
+    "is_empty_reply",
+    "parse_reply",
+    "parse_reply_lenient",
+]
+
+MAX_DECODE_FAILURES = 32
+"""Failed JSON decoding attempts per reading of a reply; past it the rest is not read
+as JSON. A real reply's object starts at one of its first braces; a hostile one with a
+brace at every character would otherwise cost a scan of the text per brace."""
+_MAX_DEPTH = 8
+"""How deep a reply's JSON is searched for the entity and relationship lists."""
+_PIECE_KEPT = 2000
+MAX_MALFORMED = 100
+"""Malformed pieces kept per reply with their text; more are only counted."""
 
 _ENTITY_LISTS = ("entities", "entity", "nodes", "node_list")
 _RELATION_LISTS = ("relationships", "relationship", "relations", "edges", "triples", "links")
@@ -63,12 +87,16 @@ _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _COMPLETE = re.compile(r"<\|\s*complete\s*\|>", re.IGNORECASE)
 _TUPLE_DELIMS = ("<|#|>", "<|>")
 _QUOTES = "\"'“”‘’`"
-_TAG = re.compile(r"[(\[]?\s*[\"“”']?\s*(entity|relationship|relation|content_keywords)\b", re.I)
+_TAG = re.compile(r"(entity|relationship|relation|content_keywords)\b", re.I)
 _LIST_PREFIX = re.compile(r"^\s*(?:[-*•]+|\d+[.)]|[a-z][.)]|#+)\s+", re.I)
+# Each part stops at the one character that may follow it, so a line is matched in one
+# pass (a lazy part followed by \s* backtracked quadratically over long runs of spaces).
 _BRACKET_LINE = re.compile(
-    r"^(?P<src>[^\[\]:]+?)\s*\[(?P<rel>[^\[\]]+)\]\s*(?P<tgt>[^\[\]:]+?)\s*:\s*(?P<desc>.*)$"
+    r"^(?P<src>[^\[\]:]+)\[(?P<rel>[^\[\]]+)\](?P<tgt>[^\[\]:]+):(?P<desc>.*)$"
 )
-_TRIPLE_HEAD = re.compile(r"([A-Za-z][A-Za-z0-9_\\]*)\(")
+# The look-behind keeps a head from starting inside a word: without it each position of
+# a long word was tried, and each try ran to the word's end.
+_TRIPLE_HEAD = re.compile(r"(?<![A-Za-z0-9_\\])([A-Za-z][A-Za-z0-9_\\]*)\(")
 
 
 @dataclass
@@ -82,6 +110,7 @@ class Parsed:
         entity_tags: For packed calls, the chunk number each entity was tagged with
             (parallel to ``graph.entities``; None when untagged).
         relation_tags: The same for ``graph.relationships``.
+        more_malformed: Malformed pieces past :data:`MAX_MALFORMED`, counted only.
     """
 
     graph: ExtractedGraph = field(default_factory=ExtractedGraph)
@@ -89,6 +118,7 @@ class Parsed:
     format: str = "none"
     entity_tags: list[int | None] = field(default_factory=list)
     relation_tags: list[int | None] = field(default_factory=list)
+    more_malformed: int = 0
 
     @property
     def items(self) -> int:
@@ -98,7 +128,8 @@ class Parsed:
     @property
     def records(self) -> int:
         """Items read plus pieces rejected: every record the reply seemed to hold."""
-        return len(self.graph.entities) + len(self.graph.relationships) + len(self.rejected)
+        found = len(self.graph.entities) + len(self.graph.relationships)
+        return found + len(self.rejected) + self.more_malformed
 
     def add_entity(self, entity: ExtractedEntity, tag: int | None = None) -> None:
         """Keep ``entity`` (with its chunk tag, if any)."""
@@ -111,7 +142,11 @@ class Parsed:
         self.relation_tags.append(tag)
 
     def malformed(self, item: dict[str, Any] | str) -> None:
-        """Record a piece that looked like a record but could not be read."""
+        """Record a piece that looked like a record but could not be read (only the
+        first :data:`MAX_MALFORMED` are kept; the rest are counted)."""
+        if len(self.rejected) >= MAX_MALFORMED:
+            self.more_malformed += 1
+            return
         self.rejected.append(Rejection(kind="record", reason="malformed", item=item))
 
 
@@ -144,7 +179,7 @@ def is_empty_reply(text: str) -> bool:
     stripped = _COMPLETE.sub("", text).strip().strip("`").strip()
     if not stripped:
         return True
-    found = _json_object(stripped)
+    found = _json_object(stripped, _Decoding())
     return isinstance(found, Mapping) and not any(isinstance(v, list) and v for v in found.values())
 
 
@@ -169,39 +204,57 @@ def parse_reply_lenient(text: str) -> Parsed:
 
 # --- JSON ---------------------------------------------------------------------------
 
+_DECODER = json.JSONDecoder()
+
+
+@dataclass
+class _Decoding:
+    """JSON decoding with a budget of failures (see :data:`MAX_DECODE_FAILURES`)."""
+
+    left: int = MAX_DECODE_FAILURES
+
+    def at(self, text: str, pos: int) -> tuple[Any, int] | None:
+        """The value starting at ``pos`` and the position after it, or None."""
+        if self.left <= 0:
+            return None
+        try:
+            return _DECODER.raw_decode(text, pos)
+        except (json.JSONDecodeError, RecursionError):  # too deep is unreadable too
+            self.left -= 1
+            return None
+
 
 def _parse_json(text: str) -> Parsed:
     """The best reading of ``text`` as JSON: the first complete object, or the complete
     items of a truncated one (whichever reads more), in a fence or in the whole text."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoding = _Decoding()
     best = Parsed(format="json")
     for candidate in candidates:
         for reader in (_read_first_object, _salvage):
             parsed = Parsed(format="json")
-            reader(candidate, parsed)
+            reader(candidate, parsed, decoding)
             if (parsed.items, parsed.records) > (best.items, best.records):
                 best = parsed
-        if best.items:
+        if best.items or decoding.left <= 0:
             return best
     return best
 
 
-def _read_first_object(text: str, parsed: Parsed) -> None:
-    found = _json_object(text)
+def _read_first_object(text: str, parsed: Parsed, decoding: _Decoding) -> None:
+    found = _json_object(text, decoding)
     if found is not None:
-        _read_container(found, parsed)
+        _read_container(found, parsed, 0)
 
 
-def _json_object(text: str) -> Any:
+def _json_object(text: str, decoding: _Decoding) -> Any:
     """The first complete JSON object or array in ``text``, or None."""
-    decoder = json.JSONDecoder()
     for match in re.finditer(r"[{\[]", text):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict | list):
-            return value
+        if decoding.left <= 0:
+            return None
+        decoded = decoding.at(text, match.start())
+        if decoded is not None and isinstance(decoded[0], dict | list):
+            return decoded[0]
     return None
 
 
@@ -213,18 +266,18 @@ def _normalized(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {_norm_key(str(k)): v for k, v in obj.items()}
 
 
-def _read_container(found: Any, parsed: Parsed) -> None:
+def _read_container(found: Any, parsed: Parsed, depth: int) -> None:
     if isinstance(found, list):
         for item in found:
             _read_item(item, parsed, None)
         return
-    if not isinstance(found, Mapping):
+    if not isinstance(found, Mapping) or depth > _MAX_DEPTH:
         return
     data = _normalized(found)
     if not any(k in data for k in _ENTITY_LISTS + _RELATION_LISTS):
         for value in data.values():  # {"graph": {"entities": …}} or {"result": …}
             if isinstance(value, Mapping):
-                _read_container(value, parsed)
+                _read_container(value, parsed, depth + 1)
                 if parsed.items:
                     return
         if _first(data, _NAME_KEYS + _SOURCE_KEYS) is not None:
@@ -244,11 +297,12 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _salvage(text: str, parsed: Parsed) -> None:
+def _salvage(text: str, parsed: Parsed, decoding: _Decoding) -> None:
     """Read every complete item of a truncated reply's entity and relationship lists."""
-    decoder = json.JSONDecoder()
     lists = "|".join(_ENTITY_LISTS + _RELATION_LISTS)
     for match in re.finditer(rf"[\"']?({lists})[\"']?\s*:\s*\[", text, re.IGNORECASE):
+        if decoding.left <= 0:
+            return
         kind = "entity" if _norm_key(match.group(1)) in _ENTITY_LISTS else "relationship"
         pos = match.end()
         while True:
@@ -256,13 +310,13 @@ def _salvage(text: str, parsed: Parsed) -> None:
                 pos += 1
             if pos >= len(text) or text[pos] == "]":
                 break
-            try:
-                item, pos = decoder.raw_decode(text, pos)
-            except json.JSONDecodeError:
-                rest = text[pos:].strip()
+            decoded = decoding.at(text, pos)
+            if decoded is None:
+                rest = text[pos : pos + _PIECE_KEPT].strip()
                 if rest:
-                    parsed.malformed(rest[:2000])
+                    parsed.malformed(rest)
                 break
+            item, pos = decoded
             _read_item(item, parsed, kind)
 
 
@@ -294,7 +348,7 @@ def _tag(data: Mapping[str, Any]) -> int | None:
 
 def _read_item(item: Any, parsed: Parsed, kind: str | None) -> None:
     if not isinstance(item, Mapping):
-        parsed.malformed(json.dumps(item, ensure_ascii=False, default=str)[:2000])
+        parsed.malformed(_dump(item))
         return
     data = _normalized(item)
     is_relation = kind == "relationship" or (
@@ -307,6 +361,14 @@ def _read_item(item: Any, parsed: Parsed, kind: str | None) -> None:
         parsed.add_relation(made, _tag(data))
     else:
         parsed.add_entity(made, _tag(data))
+
+
+def _dump(item: Any) -> str:
+    """The start of ``item`` as JSON (or as text, when too deep to encode)."""
+    try:
+        return json.dumps(item, ensure_ascii=False, default=str)[:_PIECE_KEPT]
+    except (RecursionError, ValueError):
+        return str(type(item).__name__)
 
 
 def _entity_from(data: Mapping[str, Any]) -> ExtractedEntity | None:
@@ -410,9 +472,12 @@ def _read_tuple(piece: str, parsed: Parsed, *, keywords_first: bool) -> None:
     piece = _repair_delimiters(raw)
     tag_match = _TAG.search(piece.split("<|>", 1)[0])
     if tag_match is None:
-        parsed.malformed(raw)
+        parsed.malformed(raw[:_PIECE_KEPT])
         return
-    inner = piece[tag_match.start() :].lstrip("([ \t")
+    start = tag_match.start()
+    if start and piece[start - 1] in _QUOTES:
+        start -= 1  # the opening quote of '"entity"', which _unquote removes
+    inner = piece[start:]
     end = max(inner.rfind(")"), inner.rfind("]"))
     if end > inner.rfind("<|>"):
         inner = inner[:end]
@@ -432,7 +497,7 @@ def _read_tuple(piece: str, parsed: Parsed, *, keywords_first: bool) -> None:
             values = [values[0], values[1], values[3], values[2]]
         parsed.add_relation(_tuple_relation(values))
         return
-    parsed.malformed(raw)
+    parsed.malformed(raw[:_PIECE_KEPT])
 
 
 def _tuple_relation(values: list[str]) -> ExtractedRelation:
@@ -468,24 +533,35 @@ def _is_number(value: str) -> bool:
 def _parse_lines(text: str) -> Parsed:
     parsed = Parsed(format="none")
     last: ExtractedRelation | None = None
+    wrapped: list[str] = []  # joined once: appending line by line was quadratic
     formats: set[str] = set()
+
+    def finish() -> None:
+        if last is not None and wrapped:
+            last.description = " ".join([last.description, *wrapped]).strip()
+        wrapped.clear()
+
     for raw_line in text.replace("\\_", "_").replace("\\*", "*").split("\n"):
         line = _strip_list_prefix(raw_line.strip().strip("`").strip())
         if not line:
+            finish()
             last = None
             continue
-        bracket = _BRACKET_LINE.match(line.strip(_QUOTES + " "))
-        if bracket:
-            last = _bracket_relation(bracket)
+        bracket = _bracket_relation(line.strip(_QUOTES + " "))
+        if bracket is not None:
+            finish()
+            last = bracket
             parsed.add_relation(last)
             formats.add("brackets")
             continue
         if _read_triples(line, parsed):
+            finish()
             formats.add("triples")
             last = None
             continue
         if last is not None:  # a wrapped description
-            last.description = f"{last.description} {line.strip(_QUOTES)}".strip()
+            wrapped.append(line.strip(_QUOTES))
+    finish()
     if formats:
         parsed.format = "+".join(sorted(formats))
     return parsed
@@ -495,10 +571,16 @@ def _strip_list_prefix(line: str) -> str:
     return _LIST_PREFIX.sub("", line, count=1).strip()
 
 
-def _bracket_relation(match: re.Match[str]) -> ExtractedRelation:
+def _bracket_relation(line: str) -> ExtractedRelation | None:
+    match = _BRACKET_LINE.match(line)
+    if match is None:
+        return None
+    source, target = _unquote(match.group("src")), _unquote(match.group("tgt"))
+    if not source or not target:
+        return None
     return ExtractedRelation(
-        source=_unquote(match.group("src")),
-        target=_unquote(match.group("tgt")),
+        source=source,
+        target=target,
         relation=match.group("rel").strip(),
         description=match.group("desc").strip().strip(_QUOTES).strip(),
     )
@@ -510,39 +592,49 @@ def _read_triples(line: str, parsed: Parsed) -> bool:
     A triple nested in another's argument (``rank(a, next_rank(b, c))``) is read on
     its own and the outer one, which has no plain endpoint, is rejected.
     """
+    if "(" not in line or ")" not in line:
+        return False
+    closing = _closing_parentheses(line)
+    heads = (
+        m
+        for m in _TRIPLE_HEAD.finditer(line)
+        if m.end() - 1 in closing and not (m.start() > 0 and line[m.start() - 1].isalnum())
+    )
     seen = False
     pos = 0
-    while (match := _TRIPLE_HEAD.search(line, pos)) is not None:
-        pos = match.end()
-        if match.start() > 0 and line[match.start() - 1].isalnum():
-            continue
-        args = _balanced(line, match.end())
-        if args is None:
-            continue
-        seen = True
-        pos = match.end() + len(args) + 1
-        relation = match.group(1).replace("\\", "")
-        subject, obj = _split_args(args)
-        plain = not _TRIPLE_HEAD.search(f"{subject} {obj}")
-        if plain and re.search(r"\w", subject) and re.search(r"\w", obj):
-            parsed.add_relation(ExtractedRelation(source=subject, target=obj, relation=relation))
-        else:
-            parsed.malformed(f"{match.group(1)}({args})")
-            _read_triples(args, parsed)
+    match = next(heads, None)
+    while match is not None:
+        following = next(heads, None)
+        close = closing[match.end() - 1]
+        if match.start() >= pos:
+            seen = True
+            piece = line[match.start() : min(close + 1, match.start() + _PIECE_KEPT)]
+            if following is not None and following.start() < close:
+                parsed.malformed(piece)  # nested: the heads inside are read in turn
+            else:
+                subject, obj = _split_args(line[match.end() : close])
+                if re.search(r"\w", subject) and re.search(r"\w", obj):
+                    relation = match.group(1).replace("\\", "")
+                    parsed.add_relation(
+                        ExtractedRelation(source=subject, target=obj, relation=relation)
+                    )
+                else:
+                    parsed.malformed(piece)
+                pos = close + 1
+        match = following
     return seen
 
 
-def _balanced(line: str, start: int) -> str | None:
-    """The text up to the parenthesis closing the one before ``start``, or None."""
-    depth = 1
-    for pos in range(start, len(line)):
-        if line[pos] == "(":
-            depth += 1
-        elif line[pos] == ")":
-            depth -= 1
-            if depth == 0:
-                return line[start:pos]
-    return None
+def _closing_parentheses(line: str) -> dict[int, int]:
+    """Each balanced ``(``'s position mapped to its ``)``'s, in one pass."""
+    closing: dict[int, int] = {}
+    opened: list[int] = []
+    for match in re.finditer(r"[()]", line):
+        if match.group() == "(":
+            opened.append(match.start())
+        elif opened:
+            closing[opened.pop()] = match.start()
+    return closing
 
 
 def _split_args(args: str) -> tuple[str, str]:
