@@ -608,9 +608,9 @@ def _read_triples(line: str, parsed: Parsed) -> bool:
         close = closing[match.end() - 1]
         if match.start() >= pos:
             seen = True
-            piece = line[match.start() : min(close + 1, match.start() + _PIECE_KEPT)]
             if following is not None and following.start() < close:
-                parsed.malformed(piece)  # nested: the heads inside are read in turn
+                # nested: the heads inside are read in turn
+                _malformed_span(parsed, line, match.start(), close + 1)
             else:
                 subject, obj = _split_args(line[match.end() : close])
                 if re.search(r"\w", subject) and re.search(r"\w", obj):
@@ -619,10 +619,18 @@ def _read_triples(line: str, parsed: Parsed) -> bool:
                         ExtractedRelation(source=subject, target=obj, relation=relation)
                     )
                 else:
-                    parsed.malformed(piece)
+                    _malformed_span(parsed, line, match.start(), close + 1)
                 pos = close + 1
         match = following
     return seen
+
+
+def _malformed_span(parsed: Parsed, line: str, start: int, end: int) -> None:
+    """Reject ``line[start:end]``, copying at most its start, and only while kept."""
+    if len(parsed.rejected) >= MAX_MALFORMED:
+        parsed.more_malformed += 1
+    else:
+        parsed.malformed(line[start : min(end, start + _PIECE_KEPT)])
 
 
 def _closing_parentheses(line: str) -> dict[int, int]:

@@ -3,16 +3,22 @@
 :func:`apply_quality` checks one chunk's :class:`ExtractionResult` against
 :class:`QualityRules` and moves each item it drops to ``rejected`` with a stable reason:
 
-- entities: ``empty_name``, ``long_name``, ``not_in_text`` (hallucination check),
-  ``short_description``; same casefolded name and type twice in a chunk is merged
-  (descriptions joined), not rejected;
-- relationships: ``empty_name``, ``self_loop``, ``unknown_entity`` (an endpoint that is
-  neither a kept entity nor in the text), ``short_description``,
-  ``trivial_description`` ("X is related to Y"), ``duplicate`` (merged into the first),
-  ``over_cap`` (beyond ``max_relationships``).
+- entities: ``empty_name`` (blank, or nothing left once quotes and punctuation are
+  removed), ``long_name`` (the name or the type), ``not_in_text`` (hallucination check),
+  ``short_description``, ``long_description``; same casefolded name and type twice in a
+  chunk is merged (descriptions joined), not rejected;
+- relationships: ``empty_name``, ``long_name``, ``self_loop``, ``unknown_entity`` (an
+  endpoint that is neither a kept entity nor in the text), ``short_description``,
+  ``long_description``, ``trivial_description`` ("X is related to Y"), ``duplicate``
+  (merged into the first), ``over_cap`` (beyond ``max_relationships``).
 
-An endpoint that was not listed as an entity but occurs in the chunk is added as an
-entity of type ``entity`` rather than rejected (models often skip listing them).
+A relationship without a description (``relation(subject, object)`` triples, JSON with
+only a label) is described by a template, "subject relation object", instead of being
+rejected as short; only one with neither a description nor a label that says anything
+is ``trivial_description``. Keywords longer than a name are dropped and at most
+:data:`MAX_KEYWORDS` kept. An endpoint that was not listed as an entity but occurs in
+the chunk is added as an entity of type ``entity`` rather than rejected (models often
+skip listing them).
 """
 
 from __future__ import annotations
@@ -32,8 +38,10 @@ from kgsearch.extract.schema import (
     Extractor,
     Rejection,
 )
+from kgsearch.text.names import entity_key
 
 __all__ = [
+    "MAX_KEYWORDS",
     "TRIVIAL_PATTERNS",
     "QualityFiltered",
     "QualityRules",
@@ -68,6 +76,10 @@ TRIVIAL_PATTERNS: tuple[str, ...] = (
 endpoint names, articles and punctuation are removed."""
 
 
+MAX_KEYWORDS = 20
+"""Keywords kept per relationship."""
+
+
 @dataclass(frozen=True)
 class QualityRules:
     """What :func:`apply_quality` keeps.
@@ -85,6 +97,11 @@ class QualityRules:
             endpoints are neither kept entities nor in the chunk.
         max_relationships: Keep at most this many relationships per chunk (the rest
             are rejected ``over_cap``); None for no cap.
+        max_description_length: Longest description kept (characters); a longer one
+            is rejected ``long_description`` (no chunk needs pages to describe a fact).
+        describe_missing: Describe a relationship that has no description by a
+            template ("Ada Lovelace wrote programs for Analytical Engine") instead of
+            rejecting it as ``short_description``.
     """
 
     min_description_length: int = 50
@@ -93,6 +110,8 @@ class QualityRules:
     max_name_length: int = 120
     check_in_text: bool = True
     max_relationships: int | None = None
+    max_description_length: int = 4000
+    describe_missing: bool = True
 
 
 def normalize_name(text: str) -> str:
@@ -140,14 +159,16 @@ def _keep_entity(state: _Pass, entity: ExtractedEntity) -> None:
     rules = state.rules
     name = " ".join(entity.name.split())
     entity = entity.model_copy(update={"name": name, "type": entity.type.strip() or "entity"})
-    if not name:
+    if not entity_key(name):
         state.reject("entity", "empty_name", entity)
-    elif len(name) > rules.max_name_length:
+    elif max(len(name), len(entity.type)) > rules.max_name_length:
         state.reject("entity", "long_name", entity)
     elif not state.in_text(name):
         state.reject("entity", "not_in_text", entity)
     elif len(entity.description.strip()) < rules.min_entity_description_length:
         state.reject("entity", "short_description", entity)
+    elif len(entity.description) > rules.max_description_length:
+        state.reject("entity", "long_description", entity)
     else:
         key = (normalize_name(entity.type), normalize_name(name))
         known = state.entities.get(key)
@@ -177,12 +198,17 @@ def _keep_relations(
             update={
                 "source": " ".join(relation.source.split()),
                 "target": " ".join(relation.target.split()),
+                "keywords": [k for k in relation.keywords if len(k) <= rules.max_name_length][
+                    :MAX_KEYWORDS
+                ],
             }
         )
         reason = _relation_problem(state, relation)
         if reason is not None:
             state.reject("relationship", reason, relation)
             continue
+        if not relation.description.strip():
+            relation.description = _described(relation)
         key = (
             normalize_name(relation.source),
             normalize_name(relation.target),
@@ -206,21 +232,41 @@ def _keep_relations(
 def _relation_problem(state: _Pass, relation: ExtractedRelation) -> str | None:
     rules = state.rules
     source, target = normalize_name(relation.source), normalize_name(relation.target)
-    if not source or not target:
+    if not entity_key(source) or not entity_key(target):
         return "empty_name"
     if source == target:
         return "self_loop"
-    if max(len(relation.source), len(relation.target)) > rules.max_name_length:
+    longest = max(len(relation.source), len(relation.target), len(relation.relation))
+    if longest > rules.max_name_length:
         return "long_name"
     for name in (relation.source, relation.target):
         if normalize_name(name) not in state.by_name and not state.in_text(name):
             return "unknown_entity"
     description = relation.description.strip()
+    if not description and rules.describe_missing:
+        label = _label_words(relation.relation)
+        if not label or _is_trivial(label, relation, rules.trivial_patterns):
+            return "trivial_description"
+        return None
     if len(description) < rules.min_description_length:
         return "short_description"
+    if len(description) > rules.max_description_length:
+        return "long_description"
     if _is_trivial(description, relation, rules.trivial_patterns):
         return "trivial_description"
     return None
+
+
+def _label_words(label: str) -> str:
+    """A relation label as words: ``countryOfOrigin`` and ``country_of_origin`` →
+    "country of origin"."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", label)
+    return " ".join(re.sub(r"[_\W]+", " ", spaced).split()).lower()
+
+
+def _described(relation: ExtractedRelation) -> str:
+    """The template description of a relationship the model did not describe."""
+    return f"{relation.source} {_label_words(relation.relation)} {relation.target}"
 
 
 def _is_trivial(description: str, relation: ExtractedRelation, patterns: Iterable[str]) -> bool:

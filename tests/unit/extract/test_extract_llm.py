@@ -310,3 +310,15 @@ def test_rules_are_used() -> None:
     )
     [result] = extractor.extract([ChunkText("c", TEXT)])
     assert [r.reason for r in result.rejected] == ["short_description"]
+
+
+def test_triples_without_descriptions_are_kept_with_a_template() -> None:
+    text = "Ada Lovelace worked with Charles Babbage on the Analytical Engine."
+    reply = "workedWith(Ada Lovelace, Charles Babbage)\n"
+    reply += "designed(Charles Babbage, Analytical Engine)"
+    (result,) = LLMExtractor(FakeLLM([reply]), PROMPT).extract([ChunkText("c", text)])
+    assert [r.description for r in result.graph.relationships] == [
+        "Ada Lovelace worked with Charles Babbage",
+        "Charles Babbage designed Analytical Engine",
+    ]
+    assert result.rejected == []

@@ -212,3 +212,51 @@ def test_earlier_rejections_are_kept() -> None:
 
 def test_normalize_name() -> None:
     assert normalize_name("  ＡＤＡ\u00a0 Lovelace ") == "ada lovelace"
+
+
+def test_a_relationship_without_a_description_is_described_by_its_label() -> None:
+    result = apply_quality(
+        _result(relations=[_rel("Ada Lovelace", "Charles Babbage", "", relation="workedWith")]),
+        TEXT,
+        QualityRules(),
+    )
+    assert [r.description for r in result.graph.relationships] == [
+        "Ada Lovelace worked with Charles Babbage"
+    ]
+    assert result.rejected == []
+
+
+def test_a_relationship_with_neither_description_nor_meaningful_label_is_trivial() -> None:
+    result = apply_quality(
+        _result(
+            relations=[
+                _rel("Ada Lovelace", "Charles Babbage", ""),
+                _rel("Ada Lovelace", "Analytical Engine", "", relation="related_to"),
+            ]
+        ),
+        TEXT,
+        QualityRules(),
+    )
+    assert _reasons(result) == [("relationship", "trivial_description")] * 2
+
+
+def test_oversized_and_punctuation_only_items_are_rejected() -> None:
+    rules = QualityRules(max_description_length=100)
+    result = apply_quality(
+        _result(
+            entities=[
+                ExtractedEntity(name="...", type="x"),
+                ExtractedEntity(name="Ada Lovelace", type="t" * 200),
+                ExtractedEntity(name="Charles Babbage", description="d" * 101),
+            ],
+            relations=[_rel("Ada Lovelace", "Analytical Engine", LONG + "x" * 100)],
+        ),
+        TEXT,
+        rules,
+    )
+    assert _reasons(result) == [
+        ("entity", "empty_name"),
+        ("entity", "long_name"),
+        ("entity", "long_description"),
+        ("relationship", "long_description"),
+    ]

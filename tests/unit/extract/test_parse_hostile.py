@@ -1,5 +1,7 @@
 """Hostile replies parse in time linear in their length: 1 MB of each shape that made
-the parser quadratic (or recurse without bound) reads in well under a second."""
+the parser quadratic (or recurse without bound) reads in under a second of CPU time
+(process time, so other work on a shared machine does not count; each took from 30 s
+to hours before)."""
 
 from __future__ import annotations
 
@@ -32,10 +34,10 @@ HOSTILE = {
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_a_hostile_megabyte_parses_in_under_a_second(name: str) -> None:
     text = HOSTILE[name]
-    started = time.perf_counter()
+    started = time.process_time()
     parse_reply_lenient(text)
     is_empty_reply(text)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 def test_deeply_nested_json_is_unreadable_not_a_crash() -> None:
