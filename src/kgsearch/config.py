@@ -151,6 +151,11 @@ class ExtractSettings(BaseModel):
         gt=0,
         description="A claimed chunk is taken over by another worker after this long",
     )
+    max_reply_chars: int = Field(
+        default=1_000_000,
+        ge=1000,
+        description="A longer LLM reply fails its chunk unread (and leaves the cache)",
+    )
 
 
 def config_path() -> Path:

@@ -287,9 +287,14 @@ class ExtractionMethods(EngineCore):
         """
         return extraction.extraction_record(self.store, self._p(project), chunk_id)
 
-    def retry_extraction(self, *, dead: bool = False, project: str | None = None) -> int:
-        """Re-queue failed chunks now (and dead ones with ``dead=True``)."""
-        return extraction.retry(self.store, project, dead=dead)
+    def retry_extraction(
+        self, *, dead: bool = False, project: str | None = None, claimed: bool = False
+    ) -> int:
+        """Re-queue failed chunks now (and dead ones with ``dead=True``) and take back
+        claims whose lease ended (every claim with ``claimed=True``: a run killed with
+        ``kill -9`` holds its chunks until the lease ends; use it only when no other
+        extraction runs)."""
+        return extraction.retry(self.store, project, dead=dead, claimed=claimed)
 
     def preview_extraction(
         self, text: str, *, extractor: str | None = None, domain: str | None = None

@@ -134,6 +134,7 @@ def extractor_factory(
                 gleanings=settings.gleanings,
                 pack_chars=settings.pack_chars,
                 max_workers=llm.max_concurrency,
+                max_reply_chars=settings.max_reply_chars,
             )
         if name == "openie":
             raise InvalidRequest(
