@@ -197,10 +197,35 @@ def glean(
 
 
 def _parse(text: str) -> Parsed:
+    """Parse a cleaned reply, then clean what was read: a JSON escape (``"\\ud83d"``)
+    decodes to a lone surrogate the text itself did not hold."""
     cleaned, notes = clean_reply(text)
     parsed = parse_reply_lenient(cleaned)
-    parsed.rejected.extend(Rejection(kind="record", reason="cleaned", item=note) for note in notes)
+    changes: dict[str, int] = {}
+    for item in [*parsed.graph.entities, *parsed.graph.relationships]:
+        updates: dict[str, Any] = {}
+        for name, value in item:
+            if isinstance(value, str):
+                updates[name] = _cleaned(value, changes)
+            elif isinstance(value, list):
+                updates[name] = [_cleaned(v, changes) for v in value]
+        for name, value in updates.items():
+            setattr(item, name, value)
+    notes += [f"{n} {what}" for what, n in changes.items()]
+    parsed.rejected.extend(Rejection(kind="record", reason="cleaned", item=n) for n in notes)
     return parsed
+
+
+def _cleaned(value: str, changes: dict[str, int]) -> str:
+    if _SURROGATE.search(value):
+        value, count = _SURROGATE.subn("\ufffd", value)
+        key = "lone surrogate(s) replaced by U+FFFD"
+        changes[key] = changes.get(key, 0) + count
+    if _CONTROL.search(value):
+        value, count = _CONTROL.subn("", value)
+        key = "control character(s) (NUL…) removed"
+        changes[key] = changes.get(key, 0) + count
+    return value
 
 
 def _forget(

@@ -17,6 +17,8 @@ chunk that cannot be written fails, with the store's reason.
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -169,7 +171,23 @@ def _record(result: ExtractionResult, built: dict[str, int]) -> dict[str, Any]:
     if not result.error:
         record["raw"] = []  # kept only when parsing failed (it is in the error then)
     record["built"] = built
-    return record
+    return _storable_record(record)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def _storable_record(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with lone surrogates and NUL (a malformed piece of a reply keeps them)
+    written as visible escapes, which every store keeps."""
+    text = json.dumps(record, ensure_ascii=False)
+    if not _SURROGATE.search(text) and "\\u0000" not in text:
+        return record
+    text = _SURROGATE.sub(lambda m: f"\\\\u{ord(m.group()):04x}", text)
+    text = _NUL_ESCAPE.sub(lambda m: m.group(1) + "\\\\u0000", text)
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
 
 
 def _work(ctx: ExtractionContext, tasks: Sequence[Task]) -> Outcome[Task, TaskDone]:

@@ -252,7 +252,11 @@ def _run_batch(
     for message, failed in outcome.failures.items():
         _fail(queue, failed, message, policy, report)
     if outcome.results:
-        done = queue.complete(outcome.results, seconds=seconds)
+        try:
+            done = queue.complete(outcome.results, seconds=seconds)
+        except Exception as exc:  # a result the store refuses: an attempt, not a stuck claim
+            _fail(queue, claims, f"{type(exc).__name__}: {exc}", policy, report)
+            return True
         report.done += done
         report.skipped += len(outcome.results) - done
     return True

@@ -184,9 +184,7 @@ def test_a_reply_cut_at_the_token_limit_fails_its_chunk() -> None:
 
 def test_a_lone_surrogate_and_nul_are_cleaned_and_noted() -> None:
     reply = FIRST.replace("Kafka is here.", "Kafka \ud83d is\u0000 here.")
-    (result,) = LLMExtractor(FakeLLM([reply]), PROMPT).extract(
-        [ChunkText("a", TEXT)]
-    )
+    (result,) = LLMExtractor(FakeLLM([reply]), PROMPT).extract([ChunkText("a", TEXT)])
     kafka = next(e for e in result.graph.entities if e.name == "Kafka")
     assert kafka.description == "Kafka \ufffd is here."
     assert [(r.reason, r.item) for r in result.rejected] == [
