@@ -231,12 +231,29 @@ def _run_batch(
     report: Report,
     fatal: tuple[type[Exception], ...],
 ) -> bool:
-    """Work one batch and record it; False when the provider was skipped (stop)."""
+    """Work one batch and record it; False when the provider was skipped (stop).
+
+    Whatever ends it early (Ctrl-C, SIGTERM turned into one, a fatal error) gives
+    back the claims not yet recorded."""
+    try:
+        return _work_and_record(queue, work, claims, policy, report, fatal)
+    except BaseException:
+        _release(queue, claims)  # only claims still held: recorded ones are untouched
+        raise
+
+
+def _work_and_record(
+    queue: JobQueue[ClaimT, ResultT],
+    work: Callable[[Sequence[ClaimT]], Outcome[ClaimT, ResultT]],
+    claims: Sequence[ClaimT],
+    policy: RetryPolicy,
+    report: Report,
+    fatal: tuple[type[Exception], ...],
+) -> bool:
     started = time.perf_counter()
     try:
         outcome = work(claims)
     except fatal:
-        _release(queue, claims)
         raise
     except ProviderSkipped as exc:  # nothing attempted: stop, and cost no row an attempt
         _release(queue, claims)
@@ -245,9 +262,6 @@ def _run_batch(
     except Exception as exc:  # any provider failure is recorded on the rows, never raised
         _fail(queue, claims, f"{type(exc).__name__}: {exc}", policy, report)
         return True
-    except BaseException:  # Ctrl-C, SIGTERM: give the claims back before leaving
-        _release(queue, claims)
-        raise
     seconds = time.perf_counter() - started
     for message, failed in outcome.failures.items():
         _fail(queue, failed, message, policy, report)
