@@ -12,6 +12,7 @@ from kgsearch.errors import InvalidRequest
 from kgsearch.extract.imported import ImportedExtractor
 from kgsearch.extract.openie import load_openie
 from kgsearch.extract.quality import QualityFiltered
+from kgsearch.extract.run import LLMExtractor
 from kgsearch.extract.schema import ChunkText, ExtractionResult, Extractor
 from kgsearch.io.documents import DEFAULT_MAX_BYTES, Document, document_from_text, read_documents
 from kgsearch.lifecycle import extraction, ingest, summaries
@@ -308,5 +309,9 @@ class ExtractionMethods(EngineCore):
         if not text.strip():
             raise InvalidRequest("text must not be blank")
         chosen: Extractor = self.extractor(extractor, domain)
-        (result,) = chosen.extract([ChunkText("preview", text)])
+        chunk = ChunkText("preview", text)
+        if isinstance(chosen, LLMExtractor):  # a failed call is the answer's error
+            (result,) = chosen.extract([chunk], raise_errors=True)
+        else:
+            (result,) = chosen.extract([chunk])
         return result

@@ -115,21 +115,30 @@ class LLMExtractor:
             f"|glean{self.gleanings}|pack{self.pack_chars}|quality:{rules[:8]}"
         )
 
-    def extract(self, chunks: Sequence[ChunkText]) -> list[ExtractionResult]:
+    def extract(
+        self, chunks: Sequence[ChunkText], *, raise_errors: bool = False
+    ) -> list[ExtractionResult]:
         """Extract every chunk; one result per chunk, in input order. A chunk whose
         call failed or whose reply cannot be used gets a result with ``error`` set.
+
+        Args:
+            chunks: The chunks.
+            raise_errors: Raise a failed call's :class:`ProviderError` instead (a
+                preview of one text, where there is no other chunk to go on with).
 
         Raises:
             ProviderSkipped: The model was not called (its breaker is open): the run
                 should stop and leave the chunks' attempts alone.
+            ProviderError: Only with ``raise_errors``.
         """
         packs = pack_chunks(chunks, self.pack_chars)
+        one = self._extract_pack if raise_errors else self._extract_isolated
         if self.max_workers == 1 or len(packs) <= 1:
-            done = [self._extract_isolated(pack) for pack in packs]
+            done = [one(pack) for pack in packs]
         else:
             pool = ThreadPoolExecutor(max_workers=min(self.max_workers, len(packs)))
             try:
-                done = list(pool.map(self._extract_isolated, packs))
+                done = list(pool.map(one, packs))
             finally:
                 # On Ctrl-C, do not wait for calls in flight (up to the deadline): the
                 # runner releases the claims and the replies land in the cache.
