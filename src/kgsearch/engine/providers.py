@@ -91,6 +91,7 @@ def quality_rules(settings: ExtractSettings, *, extractive: bool) -> QualityRule
     return QualityRules(
         min_description_length=0 if extractive else settings.min_description_length,
         check_in_text=settings.check_names_in_text,
+        strict_in_text=settings.strict_grounding,
         max_relationships=settings.max_relationships,
     )
 

@@ -43,9 +43,11 @@ from kgsearch.text.names import entity_key
 __all__ = [
     "MAX_KEYWORDS",
     "TRIVIAL_PATTERNS",
+    "UNGROUNDED_CONFIDENCE",
     "QualityFiltered",
     "QualityRules",
     "apply_quality",
+    "grounding_form",
     "normalize_name",
 ]
 
@@ -97,6 +99,9 @@ class QualityRules:
             endpoints are neither kept entities nor in the chunk.
         max_relationships: Keep at most this many relationships per chunk (the rest
             are rejected ``over_cap``); None for no cap.
+        strict_in_text: With ``check_in_text``, reject an entity the chunk does not
+            spell (``not_in_text``); otherwise it is kept and recorded in the result's
+            ``signals`` with a lower confidence.
         max_description_length: Longest description kept (characters); a longer one
             is rejected ``long_description`` (no chunk needs pages to describe a fact).
         describe_missing: Describe a relationship that has no description by a
@@ -112,6 +117,7 @@ class QualityRules:
     max_relationships: int | None = None
     max_description_length: int = 4000
     describe_missing: bool = True
+    strict_in_text: bool = False
 
 
 def normalize_name(text: str) -> str:
@@ -119,11 +125,77 @@ def normalize_name(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
+UNGROUNDED_CONFIDENCE = 0.5
+"""The confidence recorded for an entity the chunk does not spell (soft grounding)."""
+_STOPWORDS = frozenset({"the", "a", "an", "of", "and", "for", "in", "on", "at", "to", "de"})
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s?\b")
+_NOT_WORD = re.compile(r"[^\w]+")
+
+
+def grounding_form(text: str) -> str:
+    """How a name is looked for in its chunk: NFKC, diacritics removed, casefolded,
+    possessives dropped ("Babbage's" → "babbage"), punctuation as spaces, one space
+    between words, one space at each end (so words match whole)."""
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+    return " " + " ".join(_NOT_WORD.sub(" ", _POSSESSIVE.sub("", plain)).split()) + " "
+
+
+def _acronyms(words: Sequence[str]) -> set[str]:
+    """Initials of every run of 2 to 6 words (with and without little words):
+    "international business machines" → "ibm"."""
+    found = set()
+    for size in range(2, 7):
+        for start in range(len(words) - size + 1):
+            run = words[start : start + size]
+            found.add("".join(w[0] for w in run))
+            found.add("".join(w[0] for w in run if w not in _STOPWORDS))
+    return found
+
+
+@dataclass
+class _Text:
+    """A chunk as names are looked for in it (built once per chunk)."""
+
+    spaced: str
+    words: frozenset[str]
+    initials: set[str]
+
+    @classmethod
+    def of(cls, text: str) -> _Text:
+        spaced = grounding_form(text)
+        words = spaced.split()
+        return cls(spaced, frozenset(words), _acronyms(words) if len(words) < 5000 else set())
+
+    def spells(self, name: str) -> bool:
+        """Whether the chunk spells ``name``: whole, in part (a distinctive word of
+        it), as its abbreviation, or expanded from it."""
+        form = grounding_form(name)
+        if form == " ":
+            return False
+        if form in self.spaced:
+            return True
+        words = form.split()
+        if len(words) > 1 and all(len(w) == 1 for w in words):
+            words = ["".join(words)]  # "B.N." is one abbreviation
+        if any(len(w) >= 3 and w not in _STOPWORDS and w in self.words for w in words):
+            return True
+        if len(words) == 1 and 2 <= len(words[0]) <= 6 and words[0] in self.initials:
+            return True  # "IBM" for "International Business Machines"
+        initials = {
+            "".join(w[0] for w in words),
+            "".join(w[0] for w in words if w not in _STOPWORDS),
+        }
+        return len(words) >= 2 and any(len(i) >= 2 and i in self.words for i in initials)
+
+
 @dataclass
 class _Pass:
     text: str
     rules: QualityRules
+    grounding: _Text
     rejected: list[Rejection] = field(default_factory=list)
+    signals: list[Rejection] = field(default_factory=list)
     entities: dict[tuple[str, str], ExtractedEntity] = field(default_factory=dict)
     by_name: dict[str, ExtractedEntity] = field(default_factory=dict)
 
@@ -131,7 +203,9 @@ class _Pass:
         self.rejected.append(Rejection(kind=kind, reason=reason, item=item.model_dump()))
 
     def in_text(self, name: str) -> bool:
-        return not self.rules.check_in_text or normalize_name(name) in self.text
+        if not self.rules.check_in_text or normalize_name(name) in self.text:
+            return True
+        return self.grounding.spells(name)
 
 
 def apply_quality(result: ExtractionResult, text: str, rules: QualityRules) -> ExtractionResult:
@@ -145,13 +219,17 @@ def apply_quality(result: ExtractionResult, text: str, rules: QualityRules) -> E
     Returns:
         A copy of ``result`` with the kept graph and every rejection with its reason.
     """
-    state = _Pass(text=normalize_name(text), rules=rules)
+    state = _Pass(text=normalize_name(text), rules=rules, grounding=_Text.of(text))
     for entity in result.graph.entities:
         _keep_entity(state, entity)
     relations = _keep_relations(state, result.graph.relationships)
     graph = ExtractedGraph(entities=list(state.entities.values()), relationships=relations)
     return result.model_copy(
-        update={"graph": graph, "rejected": [*result.rejected, *state.rejected]}
+        update={
+            "graph": graph,
+            "rejected": [*result.rejected, *state.rejected],
+            "signals": [*result.signals, *state.signals],
+        }
     )
 
 
@@ -163,7 +241,7 @@ def _keep_entity(state: _Pass, entity: ExtractedEntity) -> None:
         state.reject("entity", "empty_name", entity)
     elif max(len(name), len(entity.type)) > rules.max_name_length:
         state.reject("entity", "long_name", entity)
-    elif not state.in_text(name):
+    elif rules.strict_in_text and not state.in_text(name):
         state.reject("entity", "not_in_text", entity)
     elif len(entity.description.strip()) < rules.min_entity_description_length:
         state.reject("entity", "short_description", entity)
@@ -172,6 +250,9 @@ def _keep_entity(state: _Pass, entity: ExtractedEntity) -> None:
     else:
         key = (normalize_name(entity.type), normalize_name(name))
         known = state.entities.get(key)
+        if known is None and not state.in_text(name):
+            item = {**entity.model_dump(), "confidence": UNGROUNDED_CONFIDENCE}
+            state.signals.append(Rejection(kind="entity", reason="not_in_text", item=item))
         if known is None:
             state.entities[key] = entity
             state.by_name.setdefault(normalize_name(name), entity)

@@ -77,9 +77,13 @@ def test_extract_one_chunk() -> None:
 
 def test_quality_filter_is_applied() -> None:
     reply = _reply([("Kafka", "software"), ("Washington", "geo")], [("Kafka", "Kafka")])
-    [result] = LLMExtractor(FakeLLM([reply]), PROMPT).extract([ChunkText("c", TEXT)])
+    strict = QualityRules(strict_in_text=True)
+    [result] = LLMExtractor(FakeLLM([reply]), PROMPT, rules=strict).extract([ChunkText("c", TEXT)])
     assert [e.name for e in result.graph.entities] == ["Kafka"]
     assert sorted(r.reason for r in result.rejected) == ["not_in_text", "self_loop"]
+    [soft] = LLMExtractor(FakeLLM([reply]), PROMPT).extract([ChunkText("c", TEXT)])
+    assert [e.name for e in soft.graph.entities] == ["Kafka", "Washington"]
+    assert [(r.reason, r.item["confidence"]) for r in soft.signals] == [("not_in_text", 0.5)]
 
 
 def test_results_keep_input_order_across_threads() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kgsearch.extract.quality import QualityRules, apply_quality, normalize_name
 from kgsearch.extract.schema import (
     ExtractedEntity,
@@ -129,10 +131,48 @@ def test_hallucination_check_is_case_whitespace_and_nfkc_insensitive() -> None:
         ExtractedEntity(name="first program"),  # the text has the "ﬁ" ligature
         ExtractedEntity(name="Washington", type="geo"),
     ]
-    result = apply_quality(_result(entities), TEXT, QualityRules())
+    result = apply_quality(_result(entities), TEXT, QualityRules(strict_in_text=True))
     assert [e.name for e in result.graph.entities] == ["ADA LOVELACE", "first program"]
     assert _reasons(result) == [("entity", "not_in_text")]
-    assert apply_quality(_result(entities), TEXT, QualityRules(check_in_text=False)).rejected == []
+    unchecked = apply_quality(_result(entities), TEXT, QualityRules(check_in_text=False))
+    assert (unchecked.rejected, unchecked.signals) == ([], [])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ada lovelace",  # case
+        "Ada  Lovelace",  # spacing
+        "Babbage's Analytical Engine",  # possessive
+        "Charles Babbage’s",  # curly possessive
+        "Ménabréa",  # diacritics the text does not have
+        "Lovelace",  # in part
+        "Countess Ada Byron",  # in part: a distinctive word of it
+        "B.N.",  # a dotted abbreviation of "Bernoulli numbers"
+        "AE",  # abbreviation of "Analytical Engine"
+    ],
+)
+def test_a_name_the_text_spells_another_way_is_grounded(name: str) -> None:
+    result = apply_quality(
+        _result([ExtractedEntity(name=name)]), TEXT, QualityRules(strict_in_text=True)
+    )
+    assert [e.name for e in result.graph.entities] == [" ".join(name.split())]
+    assert (result.rejected, result.signals) == ([], [])
+
+
+def test_a_name_the_text_does_not_spell_is_kept_as_a_soft_signal() -> None:
+    result = apply_quality(
+        _result([ExtractedEntity(name="Washington", type="geo")]), TEXT, QualityRules()
+    )
+    assert [e.name for e in result.graph.entities] == ["Washington"]
+    assert result.rejected == []
+    assert [s.model_dump() for s in result.signals] == [
+        {
+            "kind": "entity",
+            "reason": "not_in_text",
+            "item": {"name": "Washington", "type": "geo", "description": "", "confidence": 0.5},
+        }
+    ]
 
 
 def test_endpoint_in_text_is_added_and_unknown_endpoint_rejected() -> None:
@@ -156,7 +196,7 @@ def test_endpoint_of_a_rejected_entity_is_unknown() -> None:
     result = apply_quality(
         _result([ExtractedEntity(name="Sam Rivera")], [_rel("Ada Lovelace", "Sam Rivera")]),
         TEXT,
-        QualityRules(),
+        QualityRules(strict_in_text=True),
     )
     assert _reasons(result) == [("entity", "not_in_text"), ("relationship", "unknown_entity")]
 
