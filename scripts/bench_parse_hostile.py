@@ -28,7 +28,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "nested heads `r(`…`)`": lambda n: "r(" * (n // 4) + ")" * (n // 4),
     "spaces between two letters": lambda n: "a" + " " * n + "b",
     "`x_` repeated": lambda n: "x_" * (n // 2),
-    "list keys `\"entities\": [x`": lambda n: '"entities": [x ' * (n // 15),
+    'list keys `"entities": [x`': lambda n: '"entities": [x ' * (n // 15),
     "fences": lambda n: "```" * (n // 3),
     "wrapped description lines": lambda n: "a [b] c: d\n" + "x y\n" * (n // 4),
     "empty triples `a()`": lambda n: "a()" * (n // 3),

@@ -83,7 +83,13 @@ def test_quality_filter_is_applied() -> None:
     assert sorted(r.reason for r in result.rejected) == ["not_in_text", "self_loop"]
     [soft] = LLMExtractor(FakeLLM([reply]), PROMPT).extract([ChunkText("c", TEXT)])
     assert [e.name for e in soft.graph.entities] == ["Kafka", "Washington"]
-    assert [(r.reason, r.item["confidence"]) for r in soft.signals] == [("not_in_text", 0.5)]
+    assert [(r.reason, r.item) for r in soft.signals] == [
+        (
+            "not_in_text",
+            {"name": "Washington", "type": "geo", "description": "Washington is here."}
+            | {"confidence": 0.5},
+        )
+    ]
 
 
 def test_results_keep_input_order_across_threads() -> None:
