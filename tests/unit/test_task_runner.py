@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from kgsearch.http import ProviderSkipped
+from kgsearch.lifecycle.extraction import EXTRACT_JOB, retry
 from kgsearch.lifecycle.runner import Outcome, RetryPolicy
 from kgsearch.lifecycle.tasks import TaskDone, run_tasks
 from kgsearch.store.base import Store, Task, TaskIn
@@ -180,3 +181,14 @@ def test_an_error_no_store_could_keep_is_recorded_escaped(store: Store) -> None:
     (state,) = store.list_tasks(JOB, project="p")
     assert (state.status, state.attempts) == ("failed", 1)
     assert state.last_error == "reply \\ud83d with \\x00 in it"
+
+
+def test_retry_takes_back_expired_claims_and_with_claimed_every_claim(store: Store) -> None:
+    store.enqueue_tasks("p", EXTRACT_JOB, [TaskIn(row_id=w, input_hash="v1") for w in "abc"])
+    now = time.time()
+    store.claim_tasks(EXTRACT_JOB, project="p", limit=1, now=now, lease_seconds=600)
+    store.claim_tasks(EXTRACT_JOB, project="p", limit=1, now=now - 700, lease_seconds=600)
+    assert retry(store, "p") == 1  # the expired claim only: the other may be a live run's
+    assert store.task_counts(EXTRACT_JOB, project="p")["running"] == 1
+    assert retry(store, "p", claimed=True) == 1
+    assert store.task_counts(EXTRACT_JOB, project="p")["pending"] == 3
