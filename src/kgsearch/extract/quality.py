@@ -102,6 +102,9 @@ class QualityRules:
         strict_in_text: With ``check_in_text``, reject an entity the chunk does not
             spell (``not_in_text``); otherwise it is kept and recorded in the result's
             ``signals`` with a lower confidence.
+        example_names: Names in the prompt's worked examples: one the chunk does not
+            spell was copied from the prompt, and is rejected ``copied_from_examples``
+            even under soft grounding.
         max_description_length: Longest description kept (characters); a longer one
             is rejected ``long_description`` (no chunk needs pages to describe a fact).
         describe_missing: Describe a relationship that has no description by a
@@ -118,6 +121,7 @@ class QualityRules:
     max_description_length: int = 4000
     describe_missing: bool = True
     strict_in_text: bool = False
+    example_names: tuple[str, ...] = ()
 
 
 def normalize_name(text: str) -> str:
@@ -132,25 +136,52 @@ _POSSESSIVE = re.compile(r"(?<=\w)['’]s?\b")
 _NOT_WORD = re.compile(r"[^\w]+")
 
 
+def _plain(text: str) -> str:
+    """NFKC, then diacritics removed (case kept)."""
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
 def grounding_form(text: str) -> str:
     """How a name is looked for in its chunk: NFKC, diacritics removed, casefolded,
     possessives dropped ("Babbage's" → "babbage"), punctuation as spaces, one space
     between words, one space at each end (so words match whole)."""
-    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
-    plain = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-    return " " + " ".join(_NOT_WORD.sub(" ", _POSSESSIVE.sub("", plain)).split()) + " "
+    plain = _POSSESSIVE.sub("", _plain(text)).casefold()
+    return " " + " ".join(_NOT_WORD.sub(" ", plain).split()) + " "
 
 
-def _acronyms(words: Sequence[str]) -> set[str]:
-    """Initials of every run of 2 to 6 words (with and without little words):
-    "international business machines" → "ibm"."""
-    found = set()
-    for size in range(2, 7):
-        for start in range(len(words) - size + 1):
-            run = words[start : start + size]
-            found.add("".join(w[0] for w in run))
-            found.add("".join(w[0] for w in run if w not in _STOPWORDS))
+def _proper_words(text: str) -> list[str]:
+    """The capitalised words of ``text`` (names, abbreviations), casefolded."""
+    words = _NOT_WORD.sub(" ", _POSSESSIVE.sub("", _plain(text))).split()
+    return [w.casefold() for w in words if w[:1].isupper()]
+
+
+def _initials(text: str) -> set[str]:
+    """Initials of every run of 2 to 6 capitalised words, little words between them
+    skipped: "International Business Machines" and "Bank of England" → "ibm", "boe"."""
+    found: set[str] = set()
+    run: list[str] = []  # capitals only: "be"
+    full: list[str] = []  # little words too: "boe"
+    for word in [*_NOT_WORD.sub(" ", _plain(text)).split(), "."]:
+        if word[:1].isupper():
+            run.append(word[0].casefold())
+            full.append(word[0].casefold())
+            continue
+        if word.casefold() in _STOPWORDS and run:
+            full.append(word[0].casefold())
+            continue
+        for letters in (run, full):
+            for size in range(2, 7):
+                found.update("".join(letters[i : i + size]) for i in range(len(letters) - size + 1))
+        run, full = [], []
     return found
+
+
+def _abbreviation(name: str) -> str | None:
+    """``name`` as an abbreviation ("IBM", "B.N." → "ibm", "bn"), or None if it is not
+    one (two to six capitals and nothing else)."""
+    letters = _NOT_WORD.sub("", _plain(name))
+    return letters.casefold() if 2 <= len(letters) <= 6 and letters.isupper() else None
 
 
 @dataclass
@@ -158,35 +189,36 @@ class _Text:
     """A chunk as names are looked for in it (built once per chunk)."""
 
     spaced: str
-    words: frozenset[str]
+    proper: frozenset[str]
     initials: set[str]
+    abbreviations: set[str]
 
     @classmethod
     def of(cls, text: str) -> _Text:
-        spaced = grounding_form(text)
-        words = spaced.split()
-        return cls(spaced, frozenset(words), _acronyms(words) if len(words) < 5000 else set())
+        words = _NOT_WORD.sub(" ", _plain(text)).split()
+        return cls(
+            grounding_form(text),
+            frozenset(_proper_words(text)),
+            _initials(text),
+            {a for a in map(_abbreviation, words) if a is not None},
+        )
 
     def spells(self, name: str) -> bool:
-        """Whether the chunk spells ``name``: whole, in part (a distinctive word of
-        it), as its abbreviation, or expanded from it."""
+        """Whether the chunk spells ``name``: whole, in part (a capitalised word of it
+        the chunk capitalises too), as its abbreviation, or expanded from it."""
         form = grounding_form(name)
         if form == " ":
             return False
         if form in self.spaced:
             return True
-        words = form.split()
-        if len(words) > 1 and all(len(w) == 1 for w in words):
-            words = ["".join(words)]  # "B.N." is one abbreviation
-        if any(len(w) >= 3 and w not in _STOPWORDS and w in self.words for w in words):
-            return True
-        if len(words) == 1 and 2 <= len(words[0]) <= 6 and words[0] in self.initials:
-            return True  # "IBM" for "International Business Machines"
-        initials = {
-            "".join(w[0] for w in words),
-            "".join(w[0] for w in words if w not in _STOPWORDS),
-        }
-        return len(words) >= 2 and any(len(i) >= 2 and i in self.words for i in initials)
+        if any(
+            len(w) >= 3 and w not in _STOPWORDS and w in self.proper for w in _proper_words(name)
+        ):
+            return True  # "Lovelace" for "Ada Lovelace"
+        short = _abbreviation(name)
+        if short is not None and short in self.initials:
+            return True  # "IBM" where the chunk says "International Business Machines"
+        return bool(_initials(name) & self.abbreviations)  # the reverse
 
 
 @dataclass
@@ -196,6 +228,7 @@ class _Pass:
     grounding: _Text
     rejected: list[Rejection] = field(default_factory=list)
     signals: list[Rejection] = field(default_factory=list)
+    copied: frozenset[str] = frozenset()
     entities: dict[tuple[str, str], ExtractedEntity] = field(default_factory=dict)
     by_name: dict[str, ExtractedEntity] = field(default_factory=dict)
 
@@ -219,7 +252,12 @@ def apply_quality(result: ExtractionResult, text: str, rules: QualityRules) -> E
     Returns:
         A copy of ``result`` with the kept graph and every rejection with its reason.
     """
-    state = _Pass(text=normalize_name(text), rules=rules, grounding=_Text.of(text))
+    state = _Pass(
+        text=normalize_name(text),
+        rules=rules,
+        grounding=_Text.of(text),
+        copied=frozenset(grounding_form(n) for n in rules.example_names),
+    )
     for entity in result.graph.entities:
         _keep_entity(state, entity)
     relations = _keep_relations(state, result.graph.relationships)
@@ -243,6 +281,8 @@ def _keep_entity(state: _Pass, entity: ExtractedEntity) -> None:
         state.reject("entity", "long_name", entity)
     elif rules.strict_in_text and not state.in_text(name):
         state.reject("entity", "not_in_text", entity)
+    elif grounding_form(name) in state.copied and not state.in_text(name):
+        state.reject("entity", "copied_from_examples", entity)
     elif len(entity.description.strip()) < rules.min_entity_description_length:
         state.reject("entity", "short_description", entity)
     elif len(entity.description) > rules.max_description_length:

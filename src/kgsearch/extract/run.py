@@ -92,6 +92,9 @@ class LLMExtractor:
         rules = rules or QualityRules()
         if max_relationships is not None:
             rules = replace(rules, max_relationships=max_relationships)
+        if rules.check_in_text and not rules.example_names:
+            names = {e.name for x in prompt.examples for e in x.graph.entities}
+            rules = replace(rules, example_names=tuple(sorted(names)))
         self.llm = llm
         self.prompt = prompt
         self.rules = rules

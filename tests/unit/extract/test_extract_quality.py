@@ -148,7 +148,7 @@ def test_hallucination_check_is_case_whitespace_and_nfkc_insensitive() -> None:
         "Ménabréa",  # diacritics the text does not have
         "Lovelace",  # in part
         "Countess Ada Byron",  # in part: a distinctive word of it
-        "B.N.",  # a dotted abbreviation of "Bernoulli numbers"
+        "A.E.",  # a dotted abbreviation of "Analytical Engine"
         "AE",  # abbreviation of "Analytical Engine"
     ],
 )
@@ -300,3 +300,42 @@ def test_oversized_and_punctuation_only_items_are_rejected() -> None:
         ("entity", "long_description"),
         ("relationship", "long_description"),
     ]
+
+
+def test_a_name_copied_from_the_prompt_examples_is_rejected_even_when_soft() -> None:
+    rules = QualityRules(example_names=("Sam Rivera", "Ada Lovelace"))
+    result = apply_quality(
+        _result([ExtractedEntity(name="Sam Rivera"), ExtractedEntity(name="Ada Lovelace")]),
+        TEXT,
+        rules,
+    )
+    assert [e.name for e in result.graph.entities] == ["Ada Lovelace"]  # the text spells it
+    assert _reasons(result) == [("entity", "copied_from_examples")]
+    assert result.signals == []
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("IBM", "She joined International Business Machines in 1950."),
+        ("Bank of England", "The BOE raised its rate."),
+        ("Alan Turing", "Turing wrote the paper."),
+    ],
+)
+def test_abbreviations_and_parts_are_grounded_either_way(name: str, text: str) -> None:
+    result = apply_quality(_result([ExtractedEntity(name=name)]), text, QualityRules())
+    assert (result.rejected, result.signals) == ([], [])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Alex",  # initials of four ordinary words are not an abbreviation
+        "Alex's team",  # an ordinary word of the name is not enough
+        "B.N.",  # "Bernoulli numbers": the second word is not capitalised
+    ],
+)
+def test_ordinary_words_do_not_ground_a_name(name: str) -> None:
+    text = "A little extra x-ray made the team work. Bernoulli numbers came next."
+    result = apply_quality(_result([ExtractedEntity(name=name)]), text, QualityRules())
+    assert [s.reason for s in result.signals] == ["not_in_text"]
