@@ -34,10 +34,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kgsearch.errors import ExtractionFailed
+from kgsearch.extract.lines import parse_lines
+from kgsearch.extract.parsed import MAX_MALFORMED, PIECE_KEPT, QUOTES, Parsed, unquote
 from kgsearch.extract.schema import (
     ExtractedEntity,
     ExtractedGraph,
@@ -60,9 +62,6 @@ as JSON. A real reply's object starts at one of its first braces; a hostile one 
 brace at every character would otherwise cost a scan of the text per brace."""
 _MAX_DEPTH = 8
 """How deep a reply's JSON is searched for the entity and relationship lists."""
-_PIECE_KEPT = 2000
-MAX_MALFORMED = 100
-"""Malformed pieces kept per reply with their text; more are only counted."""
 
 _ENTITY_LISTS = ("entities", "entity", "nodes", "node_list")
 _RELATION_LISTS = ("relationships", "relationship", "relations", "edges", "triples", "links")
@@ -86,68 +85,7 @@ _CHUNK_KEYS = ("chunk", "chunk_number", "section", "chunk_index")
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _COMPLETE = re.compile(r"<\|\s*complete\s*\|>", re.IGNORECASE)
 _TUPLE_DELIMS = ("<|#|>", "<|>")
-_QUOTES = "\"'“”‘’`"
 _TAG = re.compile(r"(entity|relationship|relation|content_keywords)\b", re.I)
-_LIST_PREFIX = re.compile(r"^\s*(?:[-*•]+|\d+[.)]|[a-z][.)]|#+)\s+", re.I)
-# Each part stops at the one character that may follow it, so a line is matched in one
-# pass (a lazy part followed by \s* backtracked quadratically over long runs of spaces).
-_BRACKET_LINE = re.compile(
-    r"^(?P<src>[^\[\]:]+)\[(?P<rel>[^\[\]]+)\](?P<tgt>[^\[\]:]+):(?P<desc>.*)$"
-)
-# The look-behind keeps a head from starting inside a word: without it each position of
-# a long word was tried, and each try ran to the word's end.
-_TRIPLE_HEAD = re.compile(r"(?<![A-Za-z0-9_\\])([A-Za-z][A-Za-z0-9_\\]*)\(")
-
-
-@dataclass
-class Parsed:
-    """One reply, parsed.
-
-    Attributes:
-        graph: Every entity and relationship that could be read.
-        rejected: The pieces that looked like records but could not be read.
-        format: ``json``, ``tuples``, ``brackets``, ``triples`` or ``none``.
-        entity_tags: For packed calls, the chunk number each entity was tagged with
-            (parallel to ``graph.entities``; None when untagged).
-        relation_tags: The same for ``graph.relationships``.
-        more_malformed: Malformed pieces past :data:`MAX_MALFORMED`, counted only.
-    """
-
-    graph: ExtractedGraph = field(default_factory=ExtractedGraph)
-    rejected: list[Rejection] = field(default_factory=list)
-    format: str = "none"
-    entity_tags: list[int | None] = field(default_factory=list)
-    relation_tags: list[int | None] = field(default_factory=list)
-    more_malformed: int = 0
-
-    @property
-    def items(self) -> int:
-        """Entities plus relationships read."""
-        return len(self.graph.entities) + len(self.graph.relationships)
-
-    @property
-    def records(self) -> int:
-        """Items read plus pieces rejected: every record the reply seemed to hold."""
-        found = len(self.graph.entities) + len(self.graph.relationships)
-        return found + len(self.rejected) + self.more_malformed
-
-    def add_entity(self, entity: ExtractedEntity, tag: int | None = None) -> None:
-        """Keep ``entity`` (with its chunk tag, if any)."""
-        self.graph.entities.append(entity)
-        self.entity_tags.append(tag)
-
-    def add_relation(self, relation: ExtractedRelation, tag: int | None = None) -> None:
-        """Keep ``relation`` (with its chunk tag, if any)."""
-        self.graph.relationships.append(relation)
-        self.relation_tags.append(tag)
-
-    def malformed(self, item: dict[str, Any] | str) -> None:
-        """Record a piece that looked like a record but could not be read (only the
-        first :data:`MAX_MALFORMED` are kept; the rest are counted)."""
-        if len(self.rejected) >= MAX_MALFORMED:
-            self.more_malformed += 1
-            return
-        self.rejected.append(Rejection(kind="record", reason="malformed", item=item))
 
 
 def parse_reply(text: str) -> tuple[ExtractedGraph, list[Rejection]]:
@@ -199,7 +137,7 @@ def parse_reply_lenient(text: str) -> Parsed:
         return _parse_tuples(text)
     if from_json is not None and from_json.records:
         return from_json
-    return _parse_lines(text)
+    return parse_lines(text)
 
 
 # --- JSON ---------------------------------------------------------------------------
@@ -312,7 +250,7 @@ def _salvage(text: str, parsed: Parsed, decoding: _Decoding) -> None:
                 break
             decoded = decoding.at(text, pos)
             if decoded is None:
-                rest = text[pos : pos + _PIECE_KEPT].strip()
+                rest = text[pos : pos + PIECE_KEPT].strip()
                 if rest:
                     parsed.malformed(rest)
                 break
@@ -366,7 +304,7 @@ def _read_item(item: Any, parsed: Parsed, kind: str | None) -> None:
 def _dump(item: Any) -> str:
     """The start of ``item`` as JSON (or as text, when too deep to encode)."""
     try:
-        return json.dumps(item, ensure_ascii=False, default=str)[:_PIECE_KEPT]
+        return json.dumps(item, ensure_ascii=False, default=str)[:PIECE_KEPT]
     except (RecursionError, ValueError):
         return str(type(item).__name__)
 
@@ -454,13 +392,6 @@ def _is_noise(line: str) -> bool:
     )
 
 
-def _unquote(value: str) -> str:
-    value = value.strip()
-    if len(value) >= 2 and value[0] in _QUOTES and value[-1] in _QUOTES:
-        return value[1:-1].strip()
-    return value.strip(_QUOTES).strip()
-
-
 def _repair_delimiters(piece: str) -> str:
     """Delimiters as models mistype them: ``</|>``, ``"|>`` (lost ``<``)."""
     piece = re.sub(r"<\s*/\s*\|\s*>", "<|>", piece)
@@ -472,17 +403,17 @@ def _read_tuple(piece: str, parsed: Parsed, *, keywords_first: bool) -> None:
     piece = _repair_delimiters(raw)
     tag_match = _TAG.search(piece.split("<|>", 1)[0])
     if tag_match is None:
-        parsed.malformed(raw[:_PIECE_KEPT])
+        parsed.malformed(raw[:PIECE_KEPT])
         return
     start = tag_match.start()
-    if start and piece[start - 1] in _QUOTES:
+    if start and piece[start - 1] in QUOTES:
         start -= 1  # the opening quote of '"entity"', which _unquote removes
     inner = piece[start:]
     end = max(inner.rfind(")"), inner.rfind("]"))
     if end > inner.rfind("<|>"):
         inner = inner[:end]
-    fields = [_unquote(f) for f in inner.split("<|>")]
-    kind = fields[0].casefold().strip(_QUOTES)
+    fields = [unquote(f) for f in inner.split("<|>")]
+    kind = fields[0].casefold().strip(QUOTES)
     if kind == "content_keywords":
         return
     values = fields[1:]
@@ -497,7 +428,7 @@ def _read_tuple(piece: str, parsed: Parsed, *, keywords_first: bool) -> None:
             values = [values[0], values[1], values[3], values[2]]
         parsed.add_relation(_tuple_relation(values))
         return
-    parsed.malformed(raw[:_PIECE_KEPT])
+    parsed.malformed(raw[:PIECE_KEPT])
 
 
 def _tuple_relation(values: list[str]) -> ExtractedRelation:
@@ -525,135 +456,3 @@ def _tuple_relation(values: list[str]) -> ExtractedRelation:
 
 def _is_number(value: str) -> bool:
     return bool(re.fullmatch(r"-?\d+(?:\.\d+)?", value.strip()))
-
-
-# --- line formats: "A [rel] B: desc" and "rel(s, o)" ---------------------------------
-
-
-def _parse_lines(text: str) -> Parsed:
-    parsed = Parsed(format="none")
-    last: ExtractedRelation | None = None
-    wrapped: list[str] = []  # joined once: appending line by line was quadratic
-    formats: set[str] = set()
-
-    def finish() -> None:
-        if last is not None and wrapped:
-            last.description = " ".join([last.description, *wrapped]).strip()
-        wrapped.clear()
-
-    for raw_line in text.replace("\\_", "_").replace("\\*", "*").split("\n"):
-        line = _strip_list_prefix(raw_line.strip().strip("`").strip())
-        if not line:
-            finish()
-            last = None
-            continue
-        bracket = _bracket_relation(line.strip(_QUOTES + " "))
-        if bracket is not None:
-            finish()
-            last = bracket
-            parsed.add_relation(last)
-            formats.add("brackets")
-            continue
-        if _read_triples(line, parsed):
-            finish()
-            formats.add("triples")
-            last = None
-            continue
-        if last is not None:  # a wrapped description
-            wrapped.append(line.strip(_QUOTES))
-    finish()
-    if formats:
-        parsed.format = "+".join(sorted(formats))
-    return parsed
-
-
-def _strip_list_prefix(line: str) -> str:
-    return _LIST_PREFIX.sub("", line, count=1).strip()
-
-
-def _bracket_relation(line: str) -> ExtractedRelation | None:
-    match = _BRACKET_LINE.match(line)
-    if match is None:
-        return None
-    source, target = _unquote(match.group("src")), _unquote(match.group("tgt"))
-    if not source or not target:
-        return None
-    return ExtractedRelation(
-        source=source,
-        target=target,
-        relation=match.group("rel").strip(),
-        description=match.group("desc").strip().strip(_QUOTES).strip(),
-    )
-
-
-def _read_triples(line: str, parsed: Parsed) -> bool:
-    """Read every ``rel(s, o)`` in ``line``; True when the line held at least one.
-
-    A triple nested in another's argument (``rank(a, next_rank(b, c))``) is read on
-    its own and the outer one, which has no plain endpoint, is rejected.
-    """
-    if "(" not in line or ")" not in line:
-        return False
-    closing = _closing_parentheses(line)
-    heads = (
-        m
-        for m in _TRIPLE_HEAD.finditer(line)
-        if m.end() - 1 in closing and not (m.start() > 0 and line[m.start() - 1].isalnum())
-    )
-    seen = False
-    pos = 0
-    match = next(heads, None)
-    while match is not None:
-        following = next(heads, None)
-        close = closing[match.end() - 1]
-        if match.start() >= pos:
-            seen = True
-            if following is not None and following.start() < close:
-                # nested: the heads inside are read in turn
-                _malformed_span(parsed, line, match.start(), close + 1)
-            else:
-                subject, obj = _split_args(line[match.end() : close])
-                if re.search(r"\w", subject) and re.search(r"\w", obj):
-                    relation = match.group(1).replace("\\", "")
-                    parsed.add_relation(
-                        ExtractedRelation(source=subject, target=obj, relation=relation)
-                    )
-                else:
-                    _malformed_span(parsed, line, match.start(), close + 1)
-                pos = close + 1
-        match = following
-    return seen
-
-
-def _malformed_span(parsed: Parsed, line: str, start: int, end: int) -> None:
-    """Reject ``line[start:end]``, copying at most its start, and only while kept."""
-    if len(parsed.rejected) >= MAX_MALFORMED:
-        parsed.more_malformed += 1
-    else:
-        parsed.malformed(line[start : min(end, start + _PIECE_KEPT)])
-
-
-def _closing_parentheses(line: str) -> dict[int, int]:
-    """Each balanced ``(``'s position mapped to its ``)``'s, in one pass."""
-    closing: dict[int, int] = {}
-    opened: list[int] = []
-    for match in re.finditer(r"[()]", line):
-        if match.group() == "(":
-            opened.append(match.start())
-        elif opened:
-            closing[opened.pop()] = match.start()
-    return closing
-
-
-def _split_args(args: str) -> tuple[str, str]:
-    """Subject and object: split at the first comma outside quotes."""
-    quote: str | None = None
-    for pos, char in enumerate(args):
-        if quote:
-            if char == quote:
-                quote = None
-        elif char in '"“':
-            quote = "”" if char == "“" else '"'
-        elif char == ",":
-            return _unquote(args[:pos]), _unquote(args[pos + 1 :])
-    return _unquote(args), ""
