@@ -30,7 +30,7 @@ from kgsearch.cli.common import (
     pass_state,
     row_id,
 )
-from kgsearch.cli.stats import render_stats
+from kgsearch.cli.render import render_stats
 from kgsearch.config import config_path
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Filters
