@@ -15,6 +15,7 @@ from typing import TypeVar
 from kgsearch.errors import NotFound
 from kgsearch.model import Chunk, GraphObject, ObjectRef, Relationship, Source, Stats
 from kgsearch.store.base import Store
+from kgsearch.urls import redact_url
 
 __all__ = [
     "get_chunk",
@@ -89,7 +90,7 @@ def stats(store: Store, project: str) -> Stats:
     return Stats(
         project=project,
         counts=store.counts(project),
-        store=info.url,
+        store=redact_url(info.url),
         schema_version=info.schema_version,
         embedding_model=info.embedding_model,
         dims=info.dims,
