@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -92,7 +93,7 @@ def _run_with_progress(engine: Engine, state: State, fn: Any, total: int | None)
             if kind == "document":
                 if not docs:
                     docs.append(bar.add_task("storing documents", total=None, detail=""))
-                bar.update(docs[0], advance=1, detail=str(getattr(value, "title", "")))
+                bar.update(docs[0], advance=1, detail=escape(str(getattr(value, "title", ""))))
             elif isinstance(value, Totals):
                 if not chunks:
                     chunks.append(bar.add_task("extracting chunks", total=total, detail=""))
@@ -138,7 +139,7 @@ def _render_extraction(report: ExtractionReport) -> None:
             "rejected: " + ", ".join(f"{reason} {n}" for reason, n in report.rejected.items())
         )
     for error in report.errors:
-        out.print(f"[red]error:[/] {error.splitlines()[0] if error else error}")
+        out.print(f"[red]error:[/] {escape(error.splitlines()[0] if error else str(error))}")
 
 
 def _render_ingest(report: IngestReport) -> None:
@@ -159,9 +160,9 @@ def _render_ingest(report: IngestReport) -> None:
     if report.extraction is not None:
         _render_extraction(report.extraction)
     for problem in report.skipped:
-        out.print(f"[dim]skipped {problem.path}: {problem.reason}[/]")
+        out.print(f"[dim]skipped {escape(str(problem.path))}: {escape(problem.reason)}[/]")
     for problem in report.problems:
-        out.print(f"[red]failed[/] {problem.path}: {problem.reason}")
+        out.print(f"[red]failed[/] {escape(str(problem.path))}: {escape(problem.reason)}")
 
 
 @click.command()
@@ -324,7 +325,7 @@ def _render_status(status: ExtractionStatus) -> None:
     for label, n in status.extractors.items():
         out.print(f"  {n} chunks by {label}")
     for chunk, error in status.failures.items():
-        out.print(f"[red]{chunk}[/]: {error.splitlines()[0] if error else ''}")
+        out.print(f"[red]{escape(chunk)}[/]: {escape(error.splitlines()[0] if error else '')}")
 
 
 @extract.command("status")
@@ -437,4 +438,4 @@ def _render_summaries(report: SummaryReport) -> None:
         f"({report.calls} model calls, {report.cached} from the cache); {report.failed} failed"
     )
     for row, error in report.errors.items():
-        out.print(f"[red]{row}[/]: {error}")
+        out.print(f"[red]{escape(str(row))}[/]: {escape(str(error))}")
