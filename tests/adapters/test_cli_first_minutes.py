@@ -354,7 +354,7 @@ def test_names_and_reasons_in_square_brackets_are_printed_as_written(kg: Kg) -> 
     docs = kg.directory / "docs"
     docs.mkdir()
     (docs / "notes[draft].md").write_text("Ada Lovelace met Charles Babbage in London.\n")
-    (docs / "blob[1].txt").write_bytes(b"binary\0stuff")
+    (docs / "blob[raw].txt").write_bytes(b"binary\0stuff")
     result = kg("ingest", str(docs))
-    # rich markup would eat "[draft]" and "[1]" (as it ate the "[documents]" of an install hint)
-    assert "blob[1].txt: binary file" in result.output
+    # rich markup would eat "[draft]" and "[raw]" (as it ate the "[documents]" of an install hint)
+    assert "blob[raw].txt: binary file" in result.output
