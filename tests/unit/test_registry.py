@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -121,8 +122,8 @@ def test_a_registered_leg_runs_when_selected_and_is_fused(
 
 def test_the_cli_and_the_request_schema_list_the_registered_rerankers() -> None:
     schema = SearchRequest.model_json_schema()["properties"]["reranker"]
-    assert RERANKER_NAMES == RERANKERS.names()
-    assert RECIPE_NAMES == RECIPE_REGISTRY.names()
+    assert RERANKERS.names() == RERANKER_NAMES
+    assert RECIPE_REGISTRY.names() == RECIPE_NAMES
     assert schema == {
         "type": "string",
         "enum": list(RERANKERS.names()),
@@ -134,3 +135,9 @@ def test_the_cli_and_the_request_schema_list_the_registered_rerankers() -> None:
 def test_a_request_naming_an_unknown_reranker_is_invalid() -> None:
     with pytest.raises(InvalidRequest, match="Input should be 'none', 'mmr'"):
         validate_request({"query": "q", "reranker": "nope"})
+
+
+@pytest.mark.parametrize("seam", ["reranker", "recipe"])
+def test_docs_search_names_every_registered_part(seam: str) -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "search.md").read_text("utf-8")
+    assert [n for n in registry.names(seam) if f"`{n}`" not in text] == []

@@ -172,6 +172,12 @@ def test_mmr_reads_vectors_once_per_kind(store: Store) -> None:
     assert calls == {**BASE_LEGS, **ROWS, "vectors": 3}
 
 
+def test_agreement_reads_nothing_more(store: Store) -> None:
+    engine, counting, _ = filled(store, chunks=10)
+    calls = counting.searched(engine, "alpha film review", reranker="agreement")
+    assert calls == {**BASE_LEGS, **ROWS}
+
+
 REQUESTS: dict[str, dict[str, Any]] = {
     "default": {},
     "mentions": {"reranker": "mentions"},
