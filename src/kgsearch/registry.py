@@ -132,6 +132,8 @@ class Registry(Generic[T]):
         error: What an unknown name raises (:class:`~kgsearch.errors.ConfigError` for
             settings, :class:`~kgsearch.errors.InvalidRequest` for a request's name).
         label: What a part is called in messages (default: the seam).
+        specs: Whether names are the provider part of ``provider:model`` specs (then
+            they hold no colon).
     """
 
     def __init__(
@@ -140,11 +142,13 @@ class Registry(Generic[T]):
         *,
         error: type[ConfigError] | type[InvalidRequest] = InvalidRequest,
         label: str | None = None,
+        specs: bool = False,
     ) -> None:
         if seam not in BUILTINS:
             raise ValueError(f"undeclared seam {seam!r}")
         self.seam = seam
         self.label = label or seam
+        self._specs = specs
         self._error = error
         self._parts: dict[str, T] = {}
         self._loaded = self._loading = False
@@ -155,10 +159,10 @@ class Registry(Generic[T]):
         """Make ``name`` answer with ``part`` (a name registered again is replaced).
 
         Raises:
-            ValueError: The name is empty or has a colon (``provider:model`` specs
-                split at the first one).
+            ValueError: The name is empty, or has a colon in a seam of
+                ``provider:model`` specs (they split at the first one).
         """
-        if not name or (":" in name and self.seam in ("embedder", "llm")):
+        if not name or (self._specs and ":" in name):
             raise ValueError(f"invalid {self.label} name {name!r}")
         self._parts[name] = part
 

@@ -50,7 +50,7 @@ class EmbedderFactory(Protocol):
 
 
 EMBEDDERS: Registry[EmbedderFactory] = Registry(
-    "embedder", error=ConfigError, label="embedder provider"
+    "embedder", error=ConfigError, label="embedder provider", specs=True
 )
 """Embedder providers by name."""
 

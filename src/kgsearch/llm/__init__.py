@@ -63,7 +63,7 @@ class LLMFactory(Protocol):
         ...
 
 
-LLMS: Registry[LLMFactory] = Registry("llm", error=ConfigError, label="LLM provider")
+LLMS: Registry[LLMFactory] = Registry("llm", error=ConfigError, label="LLM provider", specs=True)
 """Chat-model providers by name."""
 
 
