@@ -83,6 +83,9 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
         "graph": Builtin(f"{_SEARCH}.legs", "BFS, personalised PageRank or relation paths"),
         "graph:modes": Builtin(f"{_SEARCH}.modes", "LightRAG's local/global expansions"),
         "graph:passages": Builtin(f"{_SEARCH}.passages", "multi-hop passages (HippoRAG 2)"),
+        "graph:mentioned": Builtin(
+            f"{_SEARCH}.mentioned", "objects the best chunks mention (when weighed)"
+        ),
     },
     "recipe": {
         name: Builtin(f"{_SEARCH}.request", summary)

@@ -86,6 +86,7 @@ def test_the_legs_run_in_declared_stage_order() -> None:
         ("graph", "expand"),
         ("graph:modes", "expand"),
         ("graph:passages", "expand"),
+        ("graph:mentioned", "expand"),
     ]
 
 
