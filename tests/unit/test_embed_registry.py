@@ -22,10 +22,10 @@ from kgsearch.testing import FakeEmbedder
 
 @pytest.fixture
 def restore_registry() -> Iterator[None]:
-    saved = dict(embed._FACTORIES)
+    saved = dict(embed.EMBEDDERS._parts)
     yield
-    embed._FACTORIES.clear()
-    embed._FACTORIES.update(saved)
+    embed.EMBEDDERS._parts.clear()
+    embed.EMBEDDERS._parts.update(saved)
 
 
 def test_builtin_provider_names() -> None:

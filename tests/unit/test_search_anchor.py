@@ -9,7 +9,7 @@ import pytest
 from kgsearch.engine import Engine
 from kgsearch.model import ObjectIn, RelationshipIn
 from kgsearch.search import anchor
-from kgsearch.search.fusion import DEFAULT_LEG_WEIGHTS
+from kgsearch.search.parts import default_weights
 
 LEG = "relationships:anchored"
 FILMS = 12
@@ -101,7 +101,7 @@ def test_without_a_named_object_the_leg_finds_nothing_or_the_best_bm25_object(
 
 def test_the_leg_weighs_as_configured_and_can_be_switched_off(engine: Engine) -> None:
     movie_graph(engine)
-    assert DEFAULT_LEG_WEIGHTS[LEG] > 1.0
+    assert default_weights()[LEG] > 1.0
     response = engine.search(
         "who directed Engines", include_debug=True, weights={LEG: 0.0}, result_types="graph"
     )

@@ -172,11 +172,24 @@ def test_mmr_reads_vectors_once_per_kind(store: Store) -> None:
     assert calls == {**BASE_LEGS, **ROWS, "vectors": 3}
 
 
+def test_agreement_reads_nothing_more(store: Store) -> None:
+    engine, counting, _ = filled(store, chunks=10)
+    calls = counting.searched(engine, "alpha film review", reranker="agreement")
+    assert calls == {**BASE_LEGS, **ROWS}
+
+
+def test_the_mentioned_leg_reads_the_chunks_mentions_once(store: Store) -> None:
+    engine, counting, _ = filled(store, chunks=10)
+    calls = counting.searched(engine, "alpha film review", weights={"graph:mentioned": 1.0})
+    assert calls == {**BASE_LEGS, **ROWS, "mentions": 1}
+
+
 REQUESTS: dict[str, dict[str, Any]] = {
     "default": {},
     "mentions": {"reranker": "mentions"},
     "node_distance": {"reranker": "node_distance"},
     "mmr": {"reranker": "mmr"},
+    "mentioned": {"weights": {"graph:mentioned": 1.0}},
     "bfs": {"graph": "bfs", "graph_depth": 2},
     "ppr-filtered": {"graph": "ppr", "filters": {"object_types": ["Film"]}},
     "type_hint": {"type_hint": "film"},

@@ -2,7 +2,8 @@
 build, and the results table (drawn from the response as JSON, so a search answered
 by a server and one run in process print the same).
 
-Light on purpose: click, rich and :mod:`kgsearch.errors` only.
+Light on purpose: click, rich, :mod:`kgsearch.errors` and the declared part names of
+:mod:`kgsearch.registry` only.
 """
 
 from __future__ import annotations
@@ -13,29 +14,24 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from kgsearch import registry
 from kgsearch.cli.output import out, table
 from kgsearch.errors import InvalidRequest
 
-__all__ = ["RECIPE_NAMES", "build_request", "relative", "render_results", "search_options"]
+__all__ = [
+    "RECIPE_NAMES",
+    "RERANKER_NAMES",
+    "build_request",
+    "relative",
+    "render_results",
+    "search_options",
+]
 
-RECIPE_NAMES = (
-    "chunks",
-    "communities",
-    "expand",
-    "global",
-    "hybrid",
-    "hybrid_mmr",
-    "hybrid_rrf",
-    "local",
-    "mentions",
-    "mix",
-    "multi_hop",
-    "naive",
-    "node_distance",
-    "objects_typed",
-    "relationships",
-)
-"""The search recipes' names (``kgsearch.search.request.RECIPES``; a test keeps them equal)."""
+RECIPE_NAMES = registry.names("recipe")
+"""The search recipes' names (declared in :data:`kgsearch.registry.BUILTINS`)."""
+
+RERANKER_NAMES = registry.names("reranker")
+"""The rerankers' names (declared in :data:`kgsearch.registry.BUILTINS`)."""
 
 
 def search_options(func: Any) -> Any:
@@ -81,7 +77,7 @@ def search_options(func: Any) -> Any:
             ),
             click.option(
                 "--reranker",
-                type=click.Choice(["none", "mmr", "node_distance", "mentions", "cross_encoder"]),
+                type=click.Choice(RERANKER_NAMES),
                 default=None,
                 help="Rerank the fused list.",
             ),

@@ -1,9 +1,10 @@
 """Embedding providers and the ``provider:model`` registry that builds them.
 
 ``create_embedder("openai:text-embedding-3-small", api_key=...)`` splits the spec at the
-first colon, looks the provider up in a plain name → factory dict and calls the
-factory with the model part and the options. Built-in providers register through
-:func:`register_embedder`, the same call a plugin uses.
+first colon, looks the provider up in :data:`EMBEDDERS` (a :class:`kgsearch.registry.Registry`,
+the one every seam uses) and calls the factory with the model part and the options.
+Built-in providers register through :func:`register_embedder`, the same call a plugin
+uses; their names are declared in :data:`kgsearch.registry.BUILTINS`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from kgsearch.embed.openai import OpenAIEmbedder
 from kgsearch.embed.sentence_transformers import SentenceTransformersEmbedder
 from kgsearch.errors import ConfigError
 from kgsearch.http import OPENAI_BASE_URL
+from kgsearch.registry import Registry
 
 __all__ = [
+    "EMBEDDERS",
     "BundledEmbedder",
     "Embedder",
     "EmbedderFactory",
@@ -46,7 +49,10 @@ class EmbedderFactory(Protocol):
         ...
 
 
-_FACTORIES: dict[str, EmbedderFactory] = {}
+EMBEDDERS: Registry[EmbedderFactory] = Registry(
+    "embedder", error=ConfigError, label="embedder provider", specs=True
+)
+"""Embedder providers by name."""
 
 
 def register_embedder(name: str, factory: EmbedderFactory) -> None:
@@ -58,14 +64,12 @@ def register_embedder(name: str, factory: EmbedderFactory) -> None:
         name: The provider part of a spec; must not contain a colon.
         factory: Called with the model part and the options given to create_embedder.
     """
-    if not name or ":" in name:
-        raise ValueError(f"invalid embedder provider name {name!r}")
-    _FACTORIES[name] = factory
+    EMBEDDERS.register(name, factory)
 
 
 def embedder_names() -> list[str]:
     """The registered provider names, sorted."""
-    return sorted(_FACTORIES)
+    return sorted(EMBEDDERS.names())
 
 
 def create_embedder(spec: str, **options: Any) -> Embedder:
@@ -87,14 +91,13 @@ def create_embedder(spec: str, **options: Any) -> Embedder:
         MissingCredentials: The provider needs an API key that was not given.
     """
     provider, _, model = spec.partition(":")
-    factory = _FACTORIES.get(provider)
-    if factory is None:
+    if provider not in EMBEDDERS:
         raise ConfigError(
             f"Unknown embedder provider {provider!r} in {spec!r}; "
             f"known providers: {', '.join(embedder_names())}.",
             details={"spec": spec, "known": embedder_names()},
         )
-    return factory(model, **options)
+    return EMBEDDERS.get(provider)(model, **options)
 
 
 def _require_model(provider: str, model: str) -> str:

@@ -8,9 +8,12 @@ chooses a provider.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NoReturn
 
 from pydantic import SecretStr
 
+from kgsearch import registry
 from kgsearch.config import ExtractSettings, LLMSettings
 from kgsearch.errors import InvalidRequest
 from kgsearch.extract.prompts import prompt_from_settings
@@ -23,10 +26,13 @@ from kgsearch.llm import create_llm
 from kgsearch.llm.base import LLM
 from kgsearch.llm.cache import CachedLLM, RecordingLLM, ReplayLLM, ResponseCache
 from kgsearch.llm.guard import GuardedLLM
+from kgsearch.registry import Registry
 
 __all__ = [
+    "EXTRACTORS",
     "EXTRACTOR_NAMES",
     "ExtractorFactory",
+    "ExtractorInput",
     "extractor_factory",
     "forecast_extractor",
     "keywords_llm",
@@ -37,7 +43,33 @@ __all__ = [
 ExtractorFactory = Callable[[str, str], Extractor]
 """Makes the extractor for a name (``spacy``, ``llm``) and a domain."""
 
-EXTRACTOR_NAMES = ("spacy", "llm", "none")
+EXTRACTOR_NAMES = registry.names("extractor")
+"""The extractors a user chooses from (``none``: chunks only, no extraction)."""
+
+
+@dataclass
+class ExtractorInput:
+    """What building an extractor may use.
+
+    Attributes:
+        settings: The extraction settings.
+        llm: The chat-model settings.
+        cache: The store's response cache, if any.
+        guard: Deadline and breaker for provider calls, if any.
+        domain: The domain the extractor is for.
+        shared: Per-factory state a part keeps between domains (a loaded model).
+    """
+
+    settings: ExtractSettings
+    llm: LLMSettings
+    cache: ResponseCache | None
+    guard: CallGuard | None
+    domain: str
+    shared: dict[str, Extractor] = field(default_factory=dict)
+
+
+EXTRACTORS: Registry[Callable[[ExtractorInput], Extractor]] = Registry("extractor")
+"""Extractor builders by name (``none`` builds nothing: no extraction is run)."""
 
 
 def make_llm(
@@ -116,34 +148,55 @@ def extractor_factory(
     """The default extractor factory: spaCy offline, or the LLM extractor over the
     configured provider (every one through ``guard``). The spaCy model loads once, on
     first use, and is shared by every domain (it has none)."""
-    spacy: list[Extractor] = []
+    shared: dict[str, Extractor] = {}
 
     def make(name: str, domain: str) -> Extractor:
-        if name == "spacy":
-            if not spacy:
-                rules = quality_rules(settings, extractive=True)
-                spacy.append(QualityFiltered(SpacyExtractor(), rules))
-            return spacy[0]
-        if name == "llm":
-            prompt = prompt_from_settings(
-                {**settings.model_dump(exclude_none=True), "domain": domain}
-            )
-            return LLMExtractor(
-                make_llm(llm, cache, guard),
-                prompt,
-                rules=quality_rules(settings, extractive=False),
-                gleanings=settings.gleanings,
-                pack_chars=settings.pack_chars,
-                max_workers=llm.max_concurrency,
-                max_reply_chars=settings.max_reply_chars,
-            )
-        if name == "openie":
+        if name == "openie":  # imported extractions, not a part that extracts
             raise InvalidRequest(
                 "these chunks wait for an imported extraction: run "
                 "`kgsearch ingest --extractions FILE` with its file again"
             )
-        raise InvalidRequest(
-            f"unknown extractor {name!r}; choose one of {', '.join(EXTRACTOR_NAMES)}"
-        )
+        if name not in EXTRACTORS:
+            _unknown(name)
+        return EXTRACTORS.get(name)(ExtractorInput(settings, llm, cache, guard, domain, shared))
 
     return make
+
+
+def _spacy(given: ExtractorInput) -> Extractor:
+    """spaCy, loaded once per factory and shared by every domain (it has none)."""
+    if "spacy" not in given.shared:
+        rules = quality_rules(given.settings, extractive=True)
+        given.shared["spacy"] = QualityFiltered(SpacyExtractor(), rules)
+    return given.shared["spacy"]
+
+
+def _llm(given: ExtractorInput) -> Extractor:
+    settings = given.settings
+    prompt = prompt_from_settings(
+        {**settings.model_dump(exclude_none=True), "domain": given.domain}
+    )
+    return LLMExtractor(
+        make_llm(given.llm, given.cache, given.guard),
+        prompt,
+        rules=quality_rules(settings, extractive=False),
+        gleanings=settings.gleanings,
+        pack_chars=settings.pack_chars,
+        max_workers=given.llm.max_concurrency,
+        max_reply_chars=settings.max_reply_chars,
+    )
+
+
+def _unknown(name: str) -> NoReturn:
+    raise InvalidRequest(f"unknown extractor {name!r}; choose one of {', '.join(EXTRACTOR_NAMES)}")
+
+
+def _none(given: ExtractorInput) -> Extractor:
+    """``none`` extracts nothing: the caller runs no extraction, so a builder asked for
+    it answers as for an unknown name."""
+    return _unknown("none")
+
+
+EXTRACTORS.register("spacy", _spacy)
+EXTRACTORS.register("llm", _llm)
+EXTRACTORS.register("none", _none)

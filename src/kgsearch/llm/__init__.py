@@ -1,8 +1,9 @@
 """LLM providers and the ``provider:model`` registry that builds them.
 
 ``create_llm("openai:gpt-4o-mini", api_key=...)`` splits the spec at the first colon,
-looks the provider up in a plain name → factory dict and calls the factory with the
-model part and the options, the same way :func:`kgsearch.embed.create_embedder` does.
+looks the provider up in :data:`LLMS` (a :class:`kgsearch.registry.Registry`, the one
+every seam uses) and calls the factory with the model part and the options, the same
+way :func:`kgsearch.embed.create_embedder` does.
 Built-in providers register through :func:`register_llm`, the call a plugin uses:
 ``openai`` (api.openai.com, or any OpenAI-compatible server through ``base_url``),
 ``ollama`` (a local Ollama at ``http://localhost:11434/v1``, no key, free) and ``fake``
@@ -27,9 +28,11 @@ from kgsearch.llm.cache import (
 )
 from kgsearch.llm.fake import FakeLLM
 from kgsearch.llm.openai import OPENAI_PRICES, OpenAIChat
+from kgsearch.registry import Registry
 
 __all__ = [
     "LLM",
+    "LLMS",
     "OLLAMA_BASE_URL",
     "OPENAI_PRICES",
     "CachedLLM",
@@ -60,7 +63,8 @@ class LLMFactory(Protocol):
         ...
 
 
-_FACTORIES: dict[str, LLMFactory] = {}
+LLMS: Registry[LLMFactory] = Registry("llm", error=ConfigError, label="LLM provider", specs=True)
+"""Chat-model providers by name."""
 
 
 def register_llm(name: str, factory: LLMFactory) -> None:
@@ -72,14 +76,12 @@ def register_llm(name: str, factory: LLMFactory) -> None:
         name: The provider part of a spec; must not contain a colon.
         factory: Called with the model part and the options given to create_llm.
     """
-    if not name or ":" in name:
-        raise ValueError(f"invalid LLM provider name {name!r}")
-    _FACTORIES[name] = factory
+    LLMS.register(name, factory)
 
 
 def llm_names() -> list[str]:
     """The registered provider names, sorted."""
-    return sorted(_FACTORIES)
+    return sorted(LLMS.names())
 
 
 def create_llm(spec: str, **options: Any) -> LLM:
@@ -99,14 +101,13 @@ def create_llm(spec: str, **options: Any) -> LLM:
         MissingCredentials: The provider needs an API key that was not given.
     """
     provider, _, model = spec.partition(":")
-    factory = _FACTORIES.get(provider)
-    if factory is None:
+    if provider not in LLMS:
         raise ConfigError(
             f"Unknown LLM provider {provider!r} in {spec!r}; "
             f"known providers: {', '.join(llm_names())}.",
             details={"spec": spec, "known": llm_names()},
         )
-    return factory(model, **options)
+    return LLMS.get(provider)(model, **options)
 
 
 def _require_model(provider: str, model: str) -> str:

@@ -20,7 +20,7 @@ finds "Top Hat directed_by Mark Sandrich" but also "Top Hat written_by ..." and
    edges of one type and anchor keep the store's order.
 
 The leg is recorded as ``relationships:anchored``, fused like any other leg (its default
-weight is in :data:`~kgsearch.search.fusion.DEFAULT_LEG_WEIGHTS`), and shows in
+weight, :data:`WEIGHT`, is on its :class:`~kgsearch.search.parts.Leg`), and shows in
 ``found_by`` and ``explain``.
 """
 
@@ -35,17 +35,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from kgsearch.model import EmbeddingStatus, Kind, Relationship
-from kgsearch.search.legs import Legs, beside, key, split_key
+from kgsearch.search.legs import beside
+from kgsearch.search.parts import LEGS, Leg, LegInput, Legs, SearchReads, key, split_key
 from kgsearch.search.paths import Links, humanise, link_spans, relation_vectors
 from kgsearch.search.plan import Plan, Vector
 from kgsearch.search.rows import Rows
 from kgsearch.search.statements import Traces, log_of
-from kgsearch.store.base import Store, Trace
+from kgsearch.store.base import Trace
 from kgsearch.text.stopwords import STOPWORDS
 
-__all__ = ["LEG", "anchored_leg"]
+__all__ = ["LEG", "WEIGHT", "anchored_leg"]
 
 LEG = "relationships:anchored"
+WEIGHT = 2.0
+"""The leg's default fusion weight (every other leg weighs 1.0). Calibrated on MetaQA
+1-hop dev questions disjoint from the evaluated ones (``scripts/bench_quality.py
+--part metaqa``, docs/benchmarks.md): the leg names facts about the very objects the
+query names, so one of its ranks counts as much as a vector and a BM25 rank together."""
 _HUB_EDGES = 64
 # Softmax temperature over type cosines (cosines of short texts differ by a few 0.01).
 _TEMPERATURE = 0.02
@@ -59,7 +65,7 @@ _BM25_ANCHOR = 0.5
 
 
 def anchored_leg(
-    store: Store,
+    store: SearchReads,
     plan: Plan,
     rows: Rows,
     vector: Vector | None,
@@ -228,3 +234,30 @@ def _allowed(rows: Rows, plan: Plan, ids: Sequence[str], trace: Trace | None) ->
         if all(r.properties.get(k) == v for k, v in (f.properties or {}).items())
         and (not f.embedded_only or r.embedding.status is EmbeddingStatus.EMBEDDED)
     }
+
+
+def _start(given: LegInput) -> Callable[[], None]:
+    finish = anchored_leg(
+        given.store,
+        given.plan,
+        given.rows,
+        given.vectors.get(Kind.RELATIONSHIP),
+        given.embed,
+        given.embed_many,
+        given.traces,
+    )
+    return lambda: finish(given.legs)
+
+
+LEGS.register(
+    LEG,
+    Leg(
+        LEG,
+        "beside",
+        (Kind.RELATIONSHIP,),
+        selected=lambda plan: plan.anchored,
+        run=_start,
+        weights={LEG: WEIGHT},
+        needs=frozenset({"names", "embedder", "graph", "index"}),
+    ),
+)

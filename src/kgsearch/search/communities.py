@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -28,9 +29,11 @@ from kgsearch.errors import InvalidRequest, NotFound
 from kgsearch.model import Kind
 from kgsearch.search.fusion import rrf
 from kgsearch.search.request import CommunityResult, ScopeConfig, SearchRequest, SearchResponse
-from kgsearch.store.base import Store, Trace
+from kgsearch.store.base import CommunityStore, GraphReads, SearchIndex, Trace
 
 __all__ = [
+    "CommunityIndex",
+    "CommunityReads",
     "community_detail",
     "community_page",
     "community_results",
@@ -40,11 +43,20 @@ __all__ = [
     "with_communities",
 ]
 
+
+class CommunityIndex(CommunityStore, SearchIndex, Protocol):
+    """What the communities scope reads: community rows and the report search index."""
+
+
+class CommunityReads(CommunityStore, GraphReads, Protocol):
+    """What a community page reads: community rows and their member objects."""
+
+
 Vector = npt.NDArray[np.float32]
 
 
 def community_results(
-    store: Store,
+    store: CommunityIndex,
     project: str,
     query: str,
     vector: Vector | None,
@@ -98,7 +110,7 @@ def community_results(
 
 
 def with_communities(
-    store: Store,
+    store: CommunityIndex,
     project: str,
     request: SearchRequest,
     response: SearchResponse,
@@ -187,7 +199,7 @@ def format_reports(
 # lookups ------------------------------------------------------------------------------
 
 
-def community_status(store: Store, project: str) -> CommunityStatus:
+def community_status(store: CommunityStore, project: str) -> CommunityStatus:
     """The project's build, communities per level, reports and whether it is stale."""
     build = store.community_build(project)
     communities = store.communities(project)
@@ -204,7 +216,12 @@ def community_status(store: Store, project: str) -> CommunityStatus:
 
 
 def community_page(
-    store: Store, project: str, *, level: int | None = None, limit: int = 50, offset: int = 0
+    store: CommunityStore,
+    project: str,
+    *,
+    level: int | None = None,
+    limit: int = 50,
+    offset: int = 0,
 ) -> CommunityPage:
     """Communities (of one level) by level, then rank, with their report's title.
 
@@ -234,7 +251,7 @@ def community_page(
 
 
 def community_detail(
-    store: Store, project: str, community_id: str, *, members: int = 100
+    store: CommunityReads, project: str, community_id: str, *, members: int = 100
 ) -> CommunityDetail:
     """One community with its report, children and (up to ``members``) members.
 
@@ -260,7 +277,7 @@ def community_detail(
     )
 
 
-def object_communities(store: Store, project: str, object_id: str) -> CommunityMembership:
+def object_communities(store: CommunityReads, project: str, object_id: str) -> CommunityMembership:
     """The communities an object belongs to, coarsest first, with report titles.
 
     Raises:

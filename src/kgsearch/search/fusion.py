@@ -19,7 +19,6 @@ from kgsearch.errors import InvalidRequest
 from kgsearch.model import LegHit
 
 __all__ = [
-    "DEFAULT_LEG_WEIGHTS",
     "DEFAULT_RRF_K",
     "RELEVANCE_FLOOR",
     "Fused",
@@ -32,14 +31,6 @@ __all__ = [
 
 DEFAULT_RRF_K = 60
 """The constant from Cormack et al. (2009); Graphiti's k=1 over-rewards rank 1."""
-
-DEFAULT_LEG_WEIGHTS: Mapping[str, float] = {"relationships:anchored": 2.0}
-"""Weights of legs a request does not weigh itself (every other leg weighs 1.0).
-
-Calibrated on MetaQA 1-hop dev questions disjoint from the evaluated ones
-(``scripts/bench_quality.py --part metaqa``, docs/benchmarks.md): the anchored leg
-names facts about the very objects the query names, so one of its ranks counts as much
-as a vector and a BM25 rank together."""
 
 RankedLists = Mapping[str, Sequence[tuple[str, float]]]
 """Leg name → ranked ``(key, raw score)`` pairs, best first."""

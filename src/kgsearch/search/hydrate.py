@@ -19,11 +19,12 @@ from typing import Any
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Chunk, GraphObject, Kind, Mention, Relationship
 from kgsearch.search.fusion import Fused
-from kgsearch.search.legs import beside, key, split_key
+from kgsearch.search.legs import beside
+from kgsearch.search.parts import SearchReads, key, split_key
 from kgsearch.search.plan import Plan, QueryVectors
 from kgsearch.search.rerank import Candidate
 from kgsearch.search.rows import Rows
-from kgsearch.store.base import Store, Trace
+from kgsearch.store.base import GraphReads, SearchIndex, Trace
 
 __all__ = ["hydrate"]
 
@@ -32,7 +33,7 @@ _MAX_HOPS = 3
 
 
 def hydrate(
-    store: Store,
+    store: SearchReads,
     plan: Plan,
     fused: Sequence[Fused],
     rows: Rows,
@@ -57,7 +58,7 @@ def hydrate(
     """
     pool = fused[: plan.pool_size]
     ids = _ids_by_kind(pool)
-    center = plan.request.center_id if plan.reranker == "node_distance" else None
+    center = plan.request.center_id if "hops" in plan.rerank_needs else None
     # the relationships are read beside the mentions and objects (a server store answers
     # both at once; Rows keeps each kind's rows apart)
     relationships = (
@@ -73,7 +74,7 @@ def hydrate(
     if relationships is not None:
         relationships()
     chunks: dict[str, Chunk] = {}
-    if Kind.CHUNK in plan.pool_kinds or plan.reranker == "mentions":
+    if Kind.CHUNK in plan.pool_kinds or "sources" in plan.rerank_needs:
         # one read for the pool's chunks and the chunks behind the counted mentions
         wanted = [*ids[Kind.CHUNK], *(m.chunk_id for m in mentions if m.chunk_id)]
         chunks = rows.chunks(wanted, trace)
@@ -94,7 +95,7 @@ def hydrate(
     ]
     if center is not None:
         candidates = _with_hops(store, rows.project, center, candidates, trace)
-    if plan.reranker == "mentions":
+    if "sources" in plan.rerank_needs:
         candidates = _with_sources(store, rows.project, mentions, chunks, candidates, trace)
     return candidates
 
@@ -109,7 +110,7 @@ def _ids_by_kind(pool: Sequence[Fused]) -> dict[Kind, list[str]]:
 
 
 def _mentions(
-    store: Store,
+    store: GraphReads,
     project: str,
     plan: Plan,
     ids: Mapping[Kind, Sequence[str]],
@@ -118,8 +119,8 @@ def _mentions(
     """The one mention read: the pooled chunks' links when node_distance needs the
     objects a chunk touches, and the pooled objects' and relationships' links for the
     mentions reranker. No call when the reranker needs neither."""
-    touches = plan.reranker == "node_distance" and Kind.CHUNK in plan.pool_kinds
-    counted = plan.reranker == "mentions"
+    touches = "hops" in plan.rerank_needs and Kind.CHUNK in plan.pool_kinds
+    counted = "sources" in plan.rerank_needs
     if not (touches or counted):
         return []
     return store.mentions(
@@ -162,7 +163,7 @@ def _object_ids(
 
 
 def _vectors(
-    store: Store,
+    store: SearchIndex,
     project: str,
     plan: Plan,
     query: QueryVectors,
@@ -171,7 +172,7 @@ def _vectors(
 ) -> dict[str, Any]:
     """Stored vectors by key for MMR, one call per pool kind; none without a query
     vector (MMR is then skipped)."""
-    if plan.reranker != "mmr" or query.first is None:
+    if "vectors" not in plan.rerank_needs or query.first is None:
         return {}
     vectors: dict[str, Any] = {}
     for kind in plan.pool_kinds:
@@ -181,7 +182,7 @@ def _vectors(
 
 
 def _with_hops(
-    store: Store,
+    store: GraphReads,
     project: str,
     center: str,
     candidates: Sequence[Candidate],
@@ -199,7 +200,7 @@ def _with_hops(
 
 
 def _with_sources(
-    store: Store,
+    store: GraphReads,
     project: str,
     mentions: Sequence[Mention],
     chunks: Mapping[str, Chunk],

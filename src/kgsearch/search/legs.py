@@ -22,43 +22,20 @@ from functools import partial
 from typing import TypeVar
 
 from kgsearch.model import Filters, Kind
+from kgsearch.search.parts import LEGS, Leg, LegInput, Legs, SearchReads, key, split_key
 from kgsearch.search.paths import walk_paths
 from kgsearch.search.plan import Plan, Vector
 from kgsearch.search.ppr import personalized_pagerank
 from kgsearch.search.request import SearchRequest
 from kgsearch.search.rows import Rows
 from kgsearch.search.statements import Traces, log_of
-from kgsearch.store.base import Store, Trace
+from kgsearch.store.base import GraphReads, Lifecycle, SearchIndex, Trace
 from kgsearch.text.fields import normalize_tag
 
 __all__ = ["Legs", "allowed_objects", "beside", "graph_legs", "key", "scope_legs", "split_key"]
 
 _PPR_MAX_EDGES = 50_000
 _T = TypeVar("_T")
-
-
-def key(kind: Kind, id: str) -> str:
-    """The fusion key of a row."""
-    return f"{kind.value}:{id}"
-
-
-def split_key(value: str) -> tuple[Kind, str]:
-    """Inverse of :func:`key`."""
-    kind, _, id = value.partition(":")
-    return Kind(kind), id
-
-
-@dataclass
-class Legs:
-    """Ranked lists per leg name, with timings for metadata/debug."""
-
-    lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
-    ms: dict[str, float] = field(default_factory=dict)
-
-    def add(self, name: str, ranked: list[tuple[str, float]], started: float) -> None:
-        """Record one leg's ranked list and how long it took."""
-        self.lists[name] = ranked
-        self.ms[name] = (time.perf_counter() - started) * 1000
 
 
 Job = tuple[str, Kind, Callable[[], list[tuple[str, float]]]]
@@ -89,7 +66,7 @@ class _Jobs:
 
 
 def scope_legs(
-    store: Store,
+    store: SearchReads,
     project: str,
     plan: Plan,
     vectors: Mapping[Kind, Vector | None],
@@ -124,7 +101,7 @@ def scope_legs(
 
 
 def _scope_jobs(
-    store: Store,
+    store: SearchIndex,
     project: str,
     plan: Plan,
     kind: Kind,
@@ -168,7 +145,12 @@ def _scope_jobs(
 
 
 def _named(
-    store: Store, project: str, names: Sequence[str], n: int, filters: Filters, trace: Trace | None
+    store: SearchIndex,
+    project: str,
+    names: Sequence[str],
+    n: int,
+    filters: Filters,
+    trace: Trace | None,
 ) -> list[tuple[str, float]]:
     """Objects named by any of ``names`` (each row once, at its best score), at most n."""
     if len(names) == 1:
@@ -190,7 +172,7 @@ def _bm25_query(plan: Plan, kind: Kind, hinted: bool) -> str:
     return plan.text(kind)
 
 
-def beside(store: Store, work: Callable[[], _T]) -> Callable[[], _T]:
+def beside(store: Lifecycle, work: Callable[[], _T]) -> Callable[[], _T]:
     """Start ``work`` in a leg worker, beside the first round's legs, and return what
     waits for its result; inside the caller's own write transaction (whose writes only
     its thread sees), or with parallel legs off, it runs now, in the calling thread."""
@@ -218,7 +200,7 @@ def _run(jobs: Sequence[Job]) -> list[tuple[str, list[tuple[str, float]], float]
 
 
 def _run_jobs(
-    store: Store, jobs: _Jobs, started: Callable[[], None] | None = None
+    store: SearchReads, jobs: _Jobs, started: Callable[[], None] | None = None
 ) -> list[tuple[str, list[tuple[str, float]], float]]:
     """Run the legs, side by side where that helps.
 
@@ -272,7 +254,7 @@ def _nameable(name: str) -> bool:
 
 
 def _hinted_filters(
-    store: Store, project: str, plan: Plan, traces: Traces | None
+    store: SearchIndex, project: str, plan: Plan, traces: Traces | None
 ) -> Filters | None:
     """Filters restricted to the hinted type(s); None without a hint for a searched object
     scope, or when no type matches the hint."""
@@ -315,7 +297,7 @@ def _seeds(
 
 
 def graph_legs(
-    store: Store,
+    store: SearchReads,
     plan: Plan,
     first_round: Sequence[tuple[str, float]],
     legs: Legs,
@@ -359,7 +341,7 @@ def graph_legs(
 
 
 def _bfs(
-    store: Store,
+    store: GraphReads,
     plan: Plan,
     seeds: dict[str, float],
     legs: Legs,
@@ -418,7 +400,7 @@ def _allowed_relationships(
 
 
 def _ppr(
-    store: Store,
+    store: GraphReads,
     plan: Plan,
     seeds: dict[str, float],
     legs: Legs,
@@ -467,7 +449,7 @@ def _ppr(
 
 
 def _paths(
-    store: Store,
+    store: SearchReads,
     plan: Plan,
     embed: Callable[[str], Vector] | None,
     embed_many: Callable[[Sequence[str]], list[Vector]] | None,
@@ -499,3 +481,48 @@ def _paths(
         legs.add("graph:paths", objects, started)
     if plan.graph_relationships:
         legs.add("graph:paths:relationships", rels, started)
+
+
+def _run_scope(given: LegInput) -> None:
+    found = scope_legs(
+        given.store, given.project, given.plan, given.vectors, given.traces, given.under_way
+    )
+    given.legs.lists.update(found.lists)
+    given.legs.ms.update(found.ms)
+
+
+def _run_graph(given: LegInput) -> None:
+    graph_legs(
+        given.store,
+        given.plan,
+        given.first_round,
+        given.legs,
+        given.rows,
+        given.traces,
+        given.embed,
+        given.embed_many,
+    )
+
+
+LEGS.register(
+    "scope",
+    Leg(
+        "scope",
+        "retrieve",
+        (Kind.OBJECT, Kind.RELATIONSHIP, Kind.CHUNK),
+        selected=lambda plan: True,
+        run=_run_scope,
+        needs=frozenset({"query_vector", "names", "index"}),
+    ),
+)
+LEGS.register(
+    "graph",
+    Leg(
+        "graph",
+        "expand",
+        (Kind.OBJECT, Kind.RELATIONSHIP),
+        selected=lambda plan: plan.graph and plan.request.graph in ("bfs", "ppr", "paths"),
+        run=_run_graph,
+        needs=frozenset({"first_round", "graph", "embedder"}),
+    ),
+)

@@ -8,13 +8,13 @@ from typing import Literal
 
 from kgsearch.errors import NotFound
 from kgsearch.model import Mentioned, Neighborhood, NeighborObject, SourceMentions
-from kgsearch.store.base import Store
+from kgsearch.store.base import GraphReads
 
 __all__ = ["mentioned_by", "neighborhood", "sources_mentioning"]
 
 
 def mentioned_by(
-    store: Store,
+    store: GraphReads,
     p: str,
     source_ids: Sequence[str] = (),
     chunk_ids: Sequence[str] = (),
@@ -32,7 +32,7 @@ def mentioned_by(
 
 
 def sources_mentioning(
-    store: Store,
+    store: GraphReads,
     p: str,
     object_ids: Sequence[str] = (),
     relationship_ids: Sequence[str] = (),
@@ -57,7 +57,7 @@ def sources_mentioning(
 
 
 def neighborhood(
-    store: Store,
+    store: GraphReads,
     p: str,
     id: str,
     depth: int = 1,

@@ -27,11 +27,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from kgsearch.model import Kind
-from kgsearch.search.legs import Legs, allowed_objects, key, split_key
+from kgsearch.search.legs import allowed_objects
+from kgsearch.search.parts import LEGS, Leg, LegInput, Legs, key, split_key
 from kgsearch.search.plan import Plan
 from kgsearch.search.rows import Rows
 from kgsearch.search.statements import Traces, log_of
-from kgsearch.store.base import Store, Trace
+from kgsearch.store.base import GraphReads, Trace
 
 __all__ = ["EDGES_PER_OBJECT", "MAX_RANKED", "MODES", "mode_legs"]
 
@@ -62,7 +63,7 @@ def _seeds(plan: Plan, first_round: Sequence[tuple[str, float]]) -> dict[Kind, d
 
 
 def mode_legs(
-    store: Store,
+    store: GraphReads,
     plan: Plan,
     first_round: Sequence[tuple[str, float]],
     legs: Legs,
@@ -89,7 +90,7 @@ def mode_legs(
 
 
 def _local(
-    store: Store,
+    store: GraphReads,
     plan: Plan,
     seeds: dict[str, float],
     legs: Legs,
@@ -121,7 +122,7 @@ def _local(
 
 
 def _global(
-    store: Store,
+    store: GraphReads,
     plan: Plan,
     seeds: dict[str, float],
     legs: Legs,
@@ -152,3 +153,20 @@ def _global(
             for chunk in chunk_ids:
                 chunks[chunk] += seeds[rid]
         legs.add("graph:global:chunks", _ranked(chunks, Kind.CHUNK), started)
+
+
+def _run(given: LegInput) -> None:
+    mode_legs(given.store, given.plan, given.first_round, given.legs, given.rows, given.traces)
+
+
+LEGS.register(
+    "graph:modes",
+    Leg(
+        "graph:modes",
+        "expand",
+        (Kind.OBJECT, Kind.RELATIONSHIP, Kind.CHUNK),
+        selected=lambda plan: plan.graph and plan.request.graph in MODES,
+        run=_run,
+        needs=frozenset({"first_round", "graph"}),
+    ),
+)

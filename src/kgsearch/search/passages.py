@@ -28,13 +28,13 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from kgsearch.model import Kind
-from kgsearch.search.legs import Legs, key, split_key
+from kgsearch.model import Kind, Mention
+from kgsearch.search.parts import LEGS, Leg, LegInput, Legs, key, split_key
 from kgsearch.search.plan import Plan
 from kgsearch.search.ppr import personalized_pagerank
 from kgsearch.search.rows import Rows
 from kgsearch.search.statements import Traces, log_of
-from kgsearch.store.base import Store
+from kgsearch.store.base import GraphReads, Trace
 
 __all__ = ["DAMPING", "MAX_CHUNKS_PER_ENTITY", "PASSAGE_SEED_WEIGHT", "passage_leg"]
 
@@ -85,7 +85,7 @@ def _first_round(
 
 
 def passage_leg(
-    store: Store,
+    store: GraphReads,
     plan: Plan,
     first_round: Sequence[tuple[str, float]],
     legs: Legs,
@@ -96,26 +96,62 @@ def passage_leg(
     (see the module docstring) as the ``graph:passages`` leg."""
     started = time.perf_counter()
     trace = log_of(traces, "graph:passages")
-    project = rows.project
     objects, facts, dense = _first_round(first_round)
+    entity_seeds = _entity_seeds(rows, objects, facts, trace)
+    walk = _subgraph(store, rows.project, entity_seeds, trace) if entity_seeds else None
+    if walk is None:  # no seed, or a structured graph (no chunk mentions one): nothing
+        legs.add("graph:passages", [], started)
+        return
+    seeds, edges = walk
+    _seed_chunks(seeds, dense)
+    scores = personalized_pagerank(edges, seeds, alpha=DAMPING)
+    ranked = sorted(
+        ((node[2:], s) for node, s in scores.items() if node.startswith("c:")),
+        key=lambda x: (-x[1], x[0]),
+    )[:MAX_RANKED]
+    legs.add("graph:passages", [(key(Kind.CHUNK, c), s) for c, s in ranked], started)
+
+
+def _entity_seeds(
+    rows: Rows, objects: dict[str, float], facts: dict[str, float], trace: Trace | None
+) -> dict[str, float]:
+    """Seed entities: the top facts' endpoints (and object hits, with
+    :data:`OBJECT_SEEDS`), each at the summed score of what reached it."""
     entity_seeds: dict[str, float] = defaultdict(float)
     for id, score in objects.items() if OBJECT_SEEDS else ():
         entity_seeds[id] += score
     for id, rel in rows.relationships(list(facts), trace).items():
         for end in (rel.source_id, rel.target_id):
             entity_seeds[end] += facts[id]
-    if not entity_seeds:
-        legs.add("graph:passages", [], started)
-        return
-    # entities → their chunks (specificity from the same read)
-    seed_links = [
-        m
-        for m in store.mentions(project, object_ids=list(entity_seeds), trace=trace)
-        if m.object_id and m.chunk_id
-    ]
-    if not seed_links:  # a structured graph (no chunk mentions anything): nothing to rank
-        legs.add("graph:passages", [], started)
-        return
+    return entity_seeds
+
+
+def _links(
+    store: GraphReads,
+    project: str,
+    trace: Trace | None,
+    *,
+    object_ids: Sequence[str] = (),
+    chunk_ids: Sequence[str] = (),
+) -> list[Mention]:
+    """Entity–chunk mentions of the given objects or chunks (no call for none)."""
+    if not (object_ids or chunk_ids):
+        return []
+    found = store.mentions(
+        project, object_ids=list(object_ids), chunk_ids=list(chunk_ids), trace=trace
+    )
+    return [m for m in found if m.object_id and m.chunk_id]
+
+
+def _subgraph(
+    store: GraphReads, project: str, entity_seeds: dict[str, float], trace: Trace | None
+) -> tuple[dict[str, float], list[tuple[str, str, float]]] | None:
+    """The walk's seeds (entities, by specificity) and edges: seeds → their chunks →
+    the bridge entities those chunks mention → their chunks, and the relationships
+    among those entities; None when no seed entity is mentioned by any chunk."""
+    seed_links = _links(store, project, trace, object_ids=list(entity_seeds))
+    if not seed_links:
+        return None
     chunks_of: dict[str, set[str]] = defaultdict(set)
     for m in seed_links:
         chunks_of[str(m.object_id)].add(str(m.chunk_id))
@@ -123,52 +159,52 @@ def passage_leg(
     first_chunks = {
         c for i, cs in chunks_of.items() if len(cs) <= MAX_CHUNKS_PER_ENTITY for c in cs
     }
-    # those chunks → the (bridge) entities they mention → the chunks mentioning those
-    bridge_links = (
-        [
-            m
-            for m in store.mentions(project, chunk_ids=sorted(first_chunks), trace=trace)
-            if m.object_id and m.chunk_id
-        ]
-        if first_chunks
-        else []
-    )
+    bridge_links = _links(store, project, trace, chunk_ids=sorted(first_chunks))
     reach: Counter[str] = Counter(
         str(m.object_id) for m in bridge_links if m.object_id not in entity_seeds
     )
     bridges = [i for i, _ in reach.most_common(MAX_BRIDGES)]
-    far_links = (
-        [
-            m
-            for m in store.mentions(project, object_ids=bridges, trace=trace)
-            if m.object_id and m.chunk_id
-        ]
-        if bridges
-        else []
-    )
+    far_links = _links(store, project, trace, object_ids=bridges)
     for m in far_links:
         chunks_of[str(m.object_id)].add(str(m.chunk_id))
-    edges: list[tuple[str, str, float]] = []
     entities = set(entity_seeds) | set(bridges)
-    for m in [*seed_links, *bridge_links, *far_links]:
-        entity = str(m.object_id)
-        if entity in entities and len(chunks_of.get(entity, ())) <= MAX_CHUNKS_PER_ENTITY:
-            edges.append((f"o:{entity}", f"c:{m.chunk_id}", 1.0))
+    edges = [
+        (f"o:{m.object_id}", f"c:{m.chunk_id}", 1.0)
+        for m in [*seed_links, *bridge_links, *far_links]
+        if str(m.object_id) in entities
+        and len(chunks_of.get(str(m.object_id), ())) <= MAX_CHUNKS_PER_ENTITY
+    ]
     for _rid, source, target, _type in store.typed_edges(
         project, sorted(entities), limit=EDGES_PER_ENTITY, trace=trace
     ):
         if source in entities and target in entities:
             edges.append((f"o:{source}", f"o:{target}", 1.0))
-    if dense:
-        mass = sum(seeds.values())
-        total = sum(dense.values())
-        for id, score in dense.items():
-            seeds[f"c:{id}"] = (
-                seeds.get(f"c:{id}", 0.0) + PASSAGE_SEED_WEIGHT * mass * score / total
-            )
-    scores = personalized_pagerank(edges, seeds, alpha=DAMPING)
-    ranked = sorted(
-        ((node[2:], s) for node, s in scores.items() if node.startswith("c:")),
-        key=lambda x: (-x[1], x[0]),
-    )[:MAX_RANKED]
-    legs.add("graph:passages", [(key(Kind.CHUNK, c), s) for c, s in ranked], started)
+    return seeds, edges
+
+
+def _seed_chunks(seeds: dict[str, float], dense: dict[str, float]) -> None:
+    """Add the first round's chunks to ``seeds``: :data:`PASSAGE_SEED_WEIGHT` of the
+    entity mass, shared by their fused scores."""
+    if not dense:
+        return
+    mass = sum(seeds.values())
+    total = sum(dense.values())
+    for id, score in dense.items():
+        seeds[f"c:{id}"] = seeds.get(f"c:{id}", 0.0) + PASSAGE_SEED_WEIGHT * mass * score / total
+
+
+def _run(given: LegInput) -> None:
+    passage_leg(given.store, given.plan, given.first_round, given.legs, given.rows, given.traces)
+
+
+LEGS.register(
+    "graph:passages",
+    Leg(
+        "graph:passages",
+        "expand",
+        (Kind.CHUNK,),
+        selected=lambda plan: plan.graph and plan.request.graph == "paths" and plan.graph_chunks,
+        run=_run,
+        needs=frozenset({"first_round", "graph"}),
+    ),
+)

@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kgsearch.search.parts import GraphSearch
 from kgsearch.search.plan import Vector
-from kgsearch.store.base import Store, Trace
+from kgsearch.store.base import GraphReads, SearchIndex, Trace
 from kgsearch.text.stopwords import STOPWORDS
 
 __all__ = [
@@ -88,7 +89,7 @@ def humanise(relationship_type: str) -> str:
 
 
 def link_entities(
-    store: Store, project: str, question: str, trace: Trace | None = None
+    store: SearchIndex, project: str, question: str, trace: Trace | None = None
 ) -> tuple[dict[str, float], str]:
     """Objects named in the question, and the question without their names.
 
@@ -138,7 +139,9 @@ class Links:
         return " ".join(w for k, w in enumerate(self.words) if k not in taken)
 
 
-def link_spans(store: Store, project: str, question: str, trace: Trace | None = None) -> Links:
+def link_spans(
+    store: SearchIndex, project: str, question: str, trace: Trace | None = None
+) -> Links:
     """The longest non-overlapping spans of the question that are object keys (at most
     six objects in all, no span under 0.6 times the longest), in one batched lookup."""
     text = question.replace("[", "").replace("]", "")
@@ -179,7 +182,7 @@ def _variants(span: str) -> list[str]:
 
 
 def walk_paths(
-    store: Store,
+    store: GraphSearch,
     project: str,
     question: str,
     embed: Callable[[str], Vector],
@@ -229,7 +232,10 @@ def walk_paths(
 
 
 def _step(
-    store: Store, project: str, current: Mapping[Signature, dict[str, float]], trace: Trace | None
+    store: GraphReads,
+    project: str,
+    current: Mapping[Signature, dict[str, float]],
+    trace: Trace | None,
 ) -> tuple[dict[Signature, dict[str, float]], dict[Signature, dict[str, str]]]:
     """One hop of every live sequence: one batched read of the frontier's typed edges."""
     nodes = {n for masses in current.values() for n in masses}

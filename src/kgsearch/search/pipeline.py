@@ -19,39 +19,34 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import Protocol
 
-from kgsearch.model import Kind
-from kgsearch.search.anchor import anchored_leg
 from kgsearch.search.communities import with_communities
-from kgsearch.search.fusion import (
-    DEFAULT_LEG_WEIGHTS,
-    Fused,
-    below_floor,
-    relevance_floor,
-    rrf,
-    weighted,
-)
+from kgsearch.search.fusion import Fused, below_floor, relevance_floor, rrf, weighted
 from kgsearch.search.hydrate import hydrate
 from kgsearch.search.keywords import QueryKeywords, skipped
-from kgsearch.search.legs import Legs, graph_legs, scope_legs
-from kgsearch.search.modes import MODES, mode_legs
-from kgsearch.search.passages import passage_leg
+from kgsearch.search.parts import LegInput, Legs, SearchReads, default_weights, run_legs
 from kgsearch.search.plan import Plan, Vector, choose_reranker, embed_query, make_plan
 from kgsearch.search.request import SearchRequest, SearchResponse
 from kgsearch.search.rerank import Candidate, CrossEncoder, Reranker
 from kgsearch.search.response import respond
 from kgsearch.search.rows import Rows
 from kgsearch.search.statements import Traces, log_of
-from kgsearch.store.base import Store
+from kgsearch.store.base import CommunityStore
 
-__all__ = ["SearchContext", "run_search"]
+__all__ = ["SearchContext", "SearchStore", "run_search"]
+
+
+class SearchStore(SearchReads, CommunityStore, Protocol):
+    """What a search uses of a store: its reads (graph, index, transaction state) and
+    the community reports of the ``communities`` scope."""
 
 
 @dataclass
 class SearchContext:
     """What a search needs besides the request: store, project, providers."""
 
-    store: Store
+    store: SearchStore
     project: str
     embed_query: Callable[[str], Vector] | None
     cross_encoder: CrossEncoder | None = None
@@ -65,7 +60,7 @@ def run_search(
     """Run one unified search (see module docstring).
 
     Args:
-        ctx: Store, project and providers.
+        ctx: The store, project and providers.
         request: The validated request.
         traces: Collects each stage's statements (explain); None traces nothing.
 
@@ -78,45 +73,24 @@ def run_search(
     query = embed_query(plan, ctx.embed_query)
     ms["embed"] = query.ms
     rows = Rows(ctx.store, ctx.project)
-    # the anchored leg links names and reads their edges beside the first round, started
-    # once the other legs are (the vector legs, the longest, take connections first)
-    anchored: list[Callable[[Legs], None]] = []
-
-    def start_anchored() -> None:
-        anchored.append(
-            anchored_leg(
-                ctx.store,
-                plan,
-                rows,
-                query.by_kind.get(Kind.RELATIONSHIP),
-                ctx.embed_query,
-                ctx.embed_texts,
-                traces,
-            )
-        )
-
-    legs = scope_legs(
+    given = LegInput(
         ctx.store,
         ctx.project,
         plan,
+        rows,
         query.by_kind,
+        Legs(),
         traces,
-        start_anchored if plan.anchored else None,
+        ctx.embed_query,
+        ctx.embed_texts,
     )
-    for finish in anchored:
-        finish(legs)
-    if plan.graph:
-        with _timed(ms, "fusion"):  # the first round's order picks the graph seeds
-            first = _fuse(plan, legs.lists)
-        first_round = [(f.key, f.score) for f in first]
-        if plan.request.graph in MODES:
-            mode_legs(ctx.store, plan, first_round, legs, rows, traces)
-        else:
-            graph_legs(
-                ctx.store, plan, first_round, legs, rows, traces, ctx.embed_query, ctx.embed_texts
-            )
-        if plan.request.graph == "paths" and plan.graph_chunks:
-            passage_leg(ctx.store, plan, first_round, legs, rows, traces)
+
+    def first_round() -> list[tuple[str, float]]:
+        with _timed(ms, "fusion"):  # the first round's order picks the expansion seeds
+            return [(f.key, f.score) for f in _fuse(plan, given.legs.lists)]
+
+    run_legs(given, first_round)
+    legs = given.legs
     with _timed(ms, "fusion"):
         fused = _fuse(plan, legs.lists)
     reranker = choose_reranker(plan, query, ctx.cross_encoder)
@@ -161,7 +135,7 @@ def _with_keywords(
 def _fuse(plan: Plan, lists: Mapping[str, Sequence[tuple[str, float]]]) -> list[Fused]:
     """All legs fused into one ranking, by the request's strategy."""
     request = plan.request
-    weights = {**DEFAULT_LEG_WEIGHTS, **(request.weights or {})}
+    weights = {**default_weights(), **(request.weights or {})}
     if request.fusion == "rrf":  # weak similarity hits are left out, ranks kept
         return rrf(lists, k=request.rrf_k, weights=weights, left_out=below_floor(lists))
     return weighted(relevance_floor(lists), weights=weights)

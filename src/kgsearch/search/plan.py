@@ -4,8 +4,8 @@
 candidate counts, the graph stage and the size of the pool handed to reranking; the
 later stages read the plan and never the raw request settings. ``embed_query`` embeds
 the query once (twice with a type hint) and degrades to a warning when the embedder
-fails, so a search still runs on its lexical and graph legs. ``choose_reranker`` turns
-the plan's reranker name into a reranker once the query vector is known.
+fails, so a search still runs on its lexical and graph legs. ``choose_reranker`` builds
+the plan's reranker (a part in ``rerankers.RERANKERS``) once the query vector is known.
 """
 
 from __future__ import annotations
@@ -17,18 +17,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from kgsearch.errors import DimensionMismatch, InvalidRequest
+from kgsearch.errors import DimensionMismatch
 from kgsearch.model import Kind
 from kgsearch.search.keywords import QueryKeywords
 from kgsearch.search.request import SearchRequest, apply_recipe
-from kgsearch.search.rerank import (
-    CrossEncoder,
-    CrossEncoderReranker,
-    MentionCountReranker,
-    MMRReranker,
-    NodeDistanceReranker,
-    Reranker,
-)
+from kgsearch.search.rerank import CrossEncoder, Reranker
+from kgsearch.search.rerankers import RERANKERS, Need, RerankInput
 from kgsearch.text import enrich_query
 
 __all__ = ["Plan", "QueryVectors", "Vector", "choose_reranker", "embed_query", "make_plan"]
@@ -61,6 +55,7 @@ class Plan:
         pool_size: How many fused hits are hydrated and handed to reranking.
         pool_kinds: The kinds of row the pool can hold (searched scopes and the kinds
             graph legs rank), in :class:`Kind` order; hydration reads one batch of each.
+        rerank_needs: What hydration reads for the reranker (its part's ``needs``).
         keywords: The query's keywords when the request asked for them
             (``keywords="llm"``, ``search/keywords.py``), set once they are known.
     """
@@ -77,6 +72,7 @@ class Plan:
     seed_top: int
     pool_size: int
     pool_kinds: tuple[Kind, ...]
+    rerank_needs: frozenset[Need] = frozenset()
     keywords: QueryKeywords | None = None
 
     @property
@@ -182,6 +178,7 @@ def make_plan(request: SearchRequest) -> Plan:
         # rerankers get a deeper pool to choose from than plain fused order needs
         pool_size=max(request.limit * 3, 30) if reranked else request.limit * 2,
         pool_kinds=tuple(k for k in Kind if k in ranked),
+        rerank_needs=RERANKERS.get(request.reranker).needs,
     )
 
 
@@ -250,24 +247,12 @@ def embed_query(plan: Plan, embed: Callable[[str], Vector] | None) -> QueryVecto
 def choose_reranker(
     plan: Plan, query: QueryVectors, cross_encoder: CrossEncoder | None
 ) -> Reranker | None:
-    """The reranker the plan asks for, or None (no reranker, or MMR without a query vector).
+    """The reranker the plan names, built by its registered part, or None (``none``, or
+    MMR without a query vector).
 
     Raises:
-        InvalidRequest: ``cross_encoder`` was asked for but the engine has none.
+        InvalidRequest: The reranker is unknown, or ``cross_encoder`` was asked for but
+            the engine has none.
     """
-    name = plan.reranker
-    if name == "mmr":
-        vector = query.first
-        return None if vector is None else MMRReranker(vector, lambda_=plan.request.mmr_lambda)
-    if name == "node_distance":
-        return NodeDistanceReranker()
-    if name == "mentions":
-        return MentionCountReranker()
-    if name == "cross_encoder":
-        if cross_encoder is None:
-            raise InvalidRequest(
-                "reranker cross_encoder needs a cross-encoder: pass "
-                "Engine(cross_encoder=OnnxCrossEncoder(path))"
-            )
-        return CrossEncoderReranker(cross_encoder)
-    return None
+    given = RerankInput(query.first, plan.request.mmr_lambda, cross_encoder)
+    return RERANKERS.get(plan.reranker).build(given)

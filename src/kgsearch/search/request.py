@@ -13,20 +13,25 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     FieldSerializationInfo,
     ValidationError,
+    WithJsonSchema,
     field_serializer,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
+from kgsearch import registry
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Filters, Kind, LegHit
 
 __all__ = [
     "RECIPES",
+    "RECIPE_REGISTRY",
     "CommunityResult",
     "Explain",
     "FusedHit",
@@ -47,6 +52,25 @@ __all__ = [
 MAX_QUERY_CHARS = 10_000
 Method = Literal["vector", "bm25"]
 _ALL_METHODS: tuple[Method, ...] = ("vector", "bm25")
+
+
+def _known_reranker(name: str) -> str:
+    """A reranker the registry knows (built-in or registered by a plugin)."""
+    known = registry.names("reranker")
+    if name not in known:
+        expected = ", ".join(repr(n) for n in known[:-1]) + f" or {known[-1]!r}"
+        raise PydanticCustomError(
+            "literal_error", "Input should be {expected}", {"expected": expected}
+        )
+    return name
+
+
+RerankerName = Annotated[
+    str,
+    AfterValidator(_known_reranker),
+    WithJsonSchema({"type": "string", "enum": list(registry.names("reranker"))}),
+]
+"""A reranker's name: the REST and MCP schemas list the registry's rerankers."""
 
 
 class _Model(BaseModel):
@@ -105,7 +129,7 @@ class SearchRequest(_Input):
     fusion: Literal["rrf", "weighted"] = "rrf"
     rrf_k: int = Field(default=60, ge=1)
     weights: dict[str, float] | None = None
-    reranker: Literal["none", "mmr", "node_distance", "mentions", "cross_encoder"] = "none"
+    reranker: RerankerName = "none"
     mmr_lambda: float = Field(default=0.5, ge=0.0, le=1.0)
     center_id: str | None = Field(default=None, description="Centre object for node_distance")
     min_score: float | None = None
@@ -192,6 +216,12 @@ RECIPES: dict[str, dict[str, Any]] = {
 }
 
 
+RECIPE_REGISTRY: registry.Registry[dict[str, Any]] = registry.Registry("recipe")
+"""The recipes by name, as every seam registers its parts."""
+for _name, _recipe in RECIPES.items():
+    RECIPE_REGISTRY.register(_name, _recipe)
+
+
 def apply_recipe(request: SearchRequest) -> SearchRequest:
     """Fill fields the caller did not set from the named recipe (a fresh copy each time).
 
@@ -200,9 +230,7 @@ def apply_recipe(request: SearchRequest) -> SearchRequest:
     """
     if request.recipe is None:
         return request
-    recipe = RECIPES.get(request.recipe)
-    if recipe is None:
-        raise InvalidRequest(f"unknown recipe {request.recipe!r}; known: {', '.join(RECIPES)}")
+    recipe = RECIPE_REGISTRY.get(request.recipe)
     updates = {k: v for k, v in recipe.items() if k not in request.model_fields_set}
     return validate_request({**request.model_dump(exclude_unset=True), **updates})
 

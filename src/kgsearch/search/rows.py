@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from kgsearch.model import Chunk, GraphObject, Kind, Relationship
-from kgsearch.store.base import Store, Trace
+from kgsearch.store.base import GraphReads, Trace
 
 __all__ = ["Row", "Rows"]
 
@@ -29,7 +29,7 @@ class Rows:
         project: The project searched.
     """
 
-    def __init__(self, store: Store, project: str) -> None:
+    def __init__(self, store: GraphReads, project: str) -> None:
         self.store = store
         self.project = project
         self._objects: dict[str, GraphObject | None] = {}

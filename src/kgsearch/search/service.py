@@ -31,7 +31,7 @@ from kgsearch.search.answer import Answer
 from kgsearch.search.communities import format_reports
 from kgsearch.search.context import format_context, format_sections
 from kgsearch.search.keywords import extract_keywords
-from kgsearch.search.pipeline import SearchContext, run_search
+from kgsearch.search.pipeline import SearchContext, SearchStore, run_search
 from kgsearch.search.query_cache import QueryCache
 from kgsearch.search.request import (
     Explain,
@@ -43,7 +43,7 @@ from kgsearch.search.request import (
 from kgsearch.search.rerank import CrossEncoder
 from kgsearch.search.response import explain as explained
 from kgsearch.search.statements import Traces
-from kgsearch.store.base import Lifecycle, Store, StoreInfo
+from kgsearch.store.base import Lifecycle, StoreInfo
 
 __all__ = [
     "INFO_TTL_SECONDS",
@@ -120,7 +120,7 @@ class SearchSetup:
             chat model, such searches use the query as it is and say so.
     """
 
-    store: Store
+    store: SearchStore
     project: str
     info: StoreInfoCache
     embedder: Callable[[], Embedder]

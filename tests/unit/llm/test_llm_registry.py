@@ -23,10 +23,10 @@ from kgsearch.llm import (
 
 @pytest.fixture
 def restore_registry() -> Iterator[None]:
-    saved = dict(llm_package._FACTORIES)
+    saved = dict(llm_package.LLMS._parts)
     yield
-    llm_package._FACTORIES.clear()
-    llm_package._FACTORIES.update(saved)
+    llm_package.LLMS._parts.clear()
+    llm_package.LLMS._parts.update(saved)
 
 
 def test_builtin_provider_names() -> None:
