@@ -44,6 +44,7 @@ import time
 import traceback
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -56,6 +57,9 @@ WORK = DATA / "peers"
 LIGHTRAG_VERSION = "1.5.7"
 LIMIT = 10
 WARMUP = 20
+UNIFIED = "kgsearch, unified search (default)"
+RELATIONSHIPS = "kgsearch, relationships only"
+PEER = "LightRAG, global mode"
 
 
 class PeerError(Exception):
@@ -99,6 +103,7 @@ def ensure_lightrag(version: str) -> Path:
                 f"pip could not install lightrag-hku=={version} into {VENV}:\n{tail}\n"
                 "Check the version (--lightrag-version) and that PyPI is reachable."
             )
+    print(f"using lightrag-hku {version} from {VENV}", file=sys.stderr)
     return python
 
 
@@ -114,10 +119,11 @@ def _installed_version(python: Path) -> str | None:
 # the graph and the vectors handed to LightRAG --------------------------------------------------
 
 
-def export_graph(store: Any, questions: list[str], query_vectors: np.ndarray) -> str:
+def export_graph(store: Any, questions: list[str], query_vectors: np.ndarray) -> tuple[int, int]:
     """Write WORK/graph.json (names, types, texts), WORK/vectors.npy (each text's stored
-    vector) and WORK/queries.npy (each question's query vector); return the graph's
-    digest, which names the LightRAG working directory."""
+    vector) and WORK/queries.npy (each question's query vector); return the numbers of
+    objects and relationships. The digest of graph and vectors names LightRAG's working
+    directory, so a changed store is inserted anew."""
     from kgsearch import Kind
 
     objects = {o.id: o for o in store.iter_rows("default", "object")}
@@ -155,13 +161,16 @@ def export_graph(store: Any, questions: list[str], query_vectors: np.ndarray) ->
         for r in store.iter_rows("default", "relationship")
     ]
     graph = {"entities": list(entities.values()), "relationships": relationships}
-    digest = hashlib.sha256(json.dumps(graph, sort_keys=True).encode()).hexdigest()[:16]
+    matrix = np.stack(rows).astype(np.float32)
+    digest = hashlib.sha256(json.dumps(graph, sort_keys=True).encode())
+    digest.update(matrix.tobytes())
     WORK.mkdir(parents=True, exist_ok=True)
-    payload = {**graph, "texts": list(texts), "questions": questions, "digest": digest}
+    payload = {**graph, "texts": list(texts), "questions": questions}
+    payload["digest"] = digest.hexdigest()[:16]
     (WORK / "graph.json").write_text(json.dumps(payload), encoding="utf-8")
-    np.save(WORK / "vectors.npy", np.stack(rows).astype(np.float32))
+    np.save(WORK / "vectors.npy", matrix)
     np.save(WORK / "queries.npy", query_vectors.astype(np.float32))
-    return digest
+    return len(objects), len(relationships)
 
 
 # the child: LightRAG in its own virtualenv -------------------------------------------------------
@@ -182,10 +191,10 @@ class _Utf8Tokenizer:
 class _StoredVectors:
     """LightRAG's embedding function: vectors from kgsearch's store, by text."""
 
-    def __init__(self, graph: dict[str, Any]) -> None:
-        matrix = np.load(WORK / "vectors.npy")
+    def __init__(self, work: Path, graph: dict[str, Any]) -> None:
+        matrix = np.load(work / "vectors.npy")
         self.by_text = {t: matrix[i] for i, t in enumerate(graph["texts"])}
-        queries = np.load(WORK / "queries.npy")
+        queries = np.load(work / "queries.npy")
         self.queries = {q: queries[i] for i, q in enumerate(graph["questions"])}
         self.seconds = 0.0
         self.calls = 0
@@ -254,17 +263,17 @@ def _custom_kg(graph: dict[str, Any], normalize: Callable[[str], str]) -> dict[s
     }
 
 
-async def _child(proto: IO[str]) -> None:
+async def _child(work: Path, proto: IO[str]) -> None:
     """Build or reopen LightRAG's store, then answer one question per stdin line."""
     import lightrag.utils  # type: ignore[import-not-found]
 
     normalize_entity_name = lightrag.utils.normalize_entity_name
 
     logging.getLogger("lightrag").setLevel(logging.ERROR)
-    graph = json.loads((WORK / "graph.json").read_text(encoding="utf-8"))
+    graph = json.loads((work / "graph.json").read_text(encoding="utf-8"))
     version = getattr(lightrag, "__version__", "?")
-    folder = WORK / f"lightrag-{version}-{graph['digest']}"
-    embed = _StoredVectors(graph)
+    folder = work / f"lightrag-{version}-{graph['digest']}"
+    embed = _StoredVectors(work, graph)
     rag = lightrag.LightRAG(
         working_dir=str(folder),
         embedding_func=lightrag.utils.EmbeddingFunc(
@@ -327,13 +336,13 @@ def _send(proto: IO[str], message: dict[str, Any]) -> None:
     proto.flush()
 
 
-def child_main() -> None:
+def child_main(work: Path) -> None:
     """Entry point of ``--child``: the protocol runs on the original stdout; anything
     LightRAG prints goes to stderr (the parent's log file)."""
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     try:
-        asyncio.run(_child(proto))
+        asyncio.run(_child(work, proto))
     except Exception as exc:  # reported to the parent, which exits with the message
         traceback.print_exc()  # into the log file only
         _send(proto, {"error": f"{type(exc).__name__}: {exc}"})
@@ -346,7 +355,7 @@ class LightRAGChild:
     def __init__(self, python: Path) -> None:
         self.log = WORK / "child.log"
         self.proc = subprocess.Popen(
-            [str(python), str(Path(__file__).resolve()), "--child"],
+            [str(python), str(Path(__file__).resolve()), "--child", str(WORK)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log.open("w"),
@@ -388,13 +397,49 @@ class LightRAGChild:
 
 # the run ---------------------------------------------------------------------------------------
 
+Search = Callable[[int], tuple[float, set[str]]]
 
-def run(n: int, version: str) -> tuple[str, str]:
-    """Both systems over the same questions; the docs section body and README rows."""
+
+@dataclass
+class Measured:
+    """One run's figures: per system (p50 ms, p95 ms, answer hits@10), and its setting."""
+
+    stats: dict[str, tuple[float, float, float]]
+    questions: int
+    graph: tuple[int, int]
+    lightrag: dict[str, Any]
+    embed_ms: float
+    load: tuple[tuple[float, ...], tuple[float, ...]]
+
+
+def interleave(
+    systems: dict[str, Search], questions: list[tuple[str, set[str]]]
+) -> dict[str, tuple[float, float, float]]:
+    """Each question through every system, the order rotating; after a warm-up."""
+    labels = list(systems)
+    for i in range(min(WARMUP, len(questions))):
+        for label in labels:
+            systems[label](i)
+    times: dict[str, list[float]] = {label: [] for label in labels}
+    hits = dict.fromkeys(labels, 0)
+    for i, (_, answers) in enumerate(questions):
+        for label in labels[i % len(labels) :] + labels[: i % len(labels)]:
+            ms, found = systems[label](i)
+            times[label].append(ms)
+            hits[label] += bool(found & answers)
+        if (i + 1) % 100 == 0:
+            print(f"{i + 1} questions", file=sys.stderr)
+    return {
+        label: (statistics.median(v), percentile(v, 0.95), hits[label] / len(questions))
+        for label, v in times.items()
+    }
+
+
+def run(n: int, version: str) -> Measured:
+    """Both systems over the same questions."""
     # kgsearch and the bench_quality helpers are imported here, not at the top: the
     # child runs this file in LightRAG's virtualenv, which has neither.
     from bench_quality import _answers, ensure_full_db, metaqa_questions
-    from benchdoc import table
 
     from kgsearch import Engine, Kind, SearchRequest
     from kgsearch.store.sqlite import SQLiteStore
@@ -406,80 +451,75 @@ def run(n: int, version: str) -> tuple[str, str]:
     for kind in (Kind.OBJECT, Kind.RELATIONSHIP):
         engine.store.wait_for_index("default", kind, 900)  # type: ignore[attr-defined]
     names = {o.id: o.key for o in engine.store.iter_rows("default", "object")}
-    questions = metaqa_questions(n)
+    questions = [(q, _answers(q, gold)) for q, gold in metaqa_questions(n)]
     texts = [q for q, _ in questions]
+    engine.embedder.embed_query(texts[0])  # loads the model
     started = time.perf_counter()
     query_vectors = np.stack([engine.embedder.embed_query(q) for q in texts])
     embed_ms = (time.perf_counter() - started) * 1000 / len(texts)
     exact = SQLiteStore(path, ann_min_rows=None)
-    export_graph(exact, texts, query_vectors)
+    graph = export_graph(exact, texts, query_vectors)
     exact.close()
+
+    def kgsearch(options: dict[str, Any]) -> Search:
+        def search(i: int) -> tuple[float, set[str]]:
+            started = time.perf_counter()
+            response = engine.search(SearchRequest(query=texts[i], limit=LIMIT, **options))
+            wall = (time.perf_counter() - started) * 1000
+            found: set[str] = set()
+            for r in response.results:
+                if r.type == "graph":
+                    found.add(r.key)
+                elif r.type == "relationship":
+                    found.update((names.get(r.source_id, ""), names.get(r.target_id, "")))
+            return wall - response.metadata["executionTime"]["embedQueryMs"], found
+
+        return search
+
     child = LightRAGChild(python)
+
+    def peer(i: int) -> tuple[float, set[str]]:
+        answer = child.query(i)
+        return answer["ms"], set(answer["names"])
+
     try:
-        info = child.ready
-
-        def kgsearch(options: dict[str, Any]) -> Callable[[int], tuple[float, set[str]]]:
-            def search(i: int) -> tuple[float, set[str]]:
-                started = time.perf_counter()
-                response = engine.search(SearchRequest(query=texts[i], limit=LIMIT, **options))
-                wall = (time.perf_counter() - started) * 1000
-                found: set[str] = set()
-                for r in response.results:
-                    if r.type == "graph":
-                        found.add(r.key)
-                    elif r.type == "relationship":
-                        found.update((names.get(r.source_id, ""), names.get(r.target_id, "")))
-                return wall - response.metadata["executionTime"]["embedQueryMs"], found
-
-            return search
-
-        def peer(i: int) -> tuple[float, set[str]]:
-            answer = child.query(i)
-            return answer["ms"], set(answer["names"])
-
-        systems: dict[str, Callable[[int], tuple[float, set[str]]]] = {
-            "kgsearch, unified search (default)": kgsearch({}),
-            "kgsearch, relationships only": kgsearch({"objects": None, "chunks": None}),
-            "LightRAG, global mode": peer,
-        }
-        labels = list(systems)
-        for i in range(min(WARMUP, len(texts))):
-            for label in labels:
-                systems[label](i)
-        times: dict[str, list[float]] = {label: [] for label in labels}
-        hits = dict.fromkeys(labels, 0)
-        for i, (question, gold) in enumerate(questions):
-            for label in labels[i % 3 :] + labels[: i % 3]:
-                ms, found = systems[label](i)
-                times[label].append(ms)
-                hits[label] += bool(found & _answers(question, gold))
+        stats = interleave(
+            {
+                UNIFIED: kgsearch({}),
+                RELATIONSHIPS: kgsearch({"objects": None, "chunks": None}),
+                PEER: peer,
+            },
+            questions,
+        )
     finally:
         child.close()
         engine.close()
-    load_after = os.getloadavg()
-    stats = {
-        label: (statistics.median(v), percentile(v, 0.95), hits[label] / len(questions))
-        for label, v in times.items()
-    }
-    peer_p50, peer_p95, _ = stats["LightRAG, global mode"]
+    return Measured(
+        stats, len(questions), graph, child.ready, embed_ms, (load_before, os.getloadavg())
+    )
+
+
+def describe(m: Measured) -> str:
+    """The docs/benchmarks.md section body."""
+    from benchdoc import table
+
+    info = m.lightrag
+    peer_p50, peer_p95, _ = m.stats[PEER]
     rows = [
         [label, f"{p50:.1f}", f"{p95:.1f}", f"{hit:.3f}", f"{p50 / peer_p50:.2f}×",
          f"{p95 / peer_p95:.2f}×"]
-        for label, (p50, p95, hit) in stats.items()
+        for label, (p50, p95, hit) in m.stats.items()
     ]  # fmt: skip
-    load = (
-        ", ".join(f"{x:.1f}" for x in load_before)
-        + " → "
-        + ", ".join(f"{x:.1f}" for x in load_after)
-    )
+    load = " → ".join(", ".join(f"{x:.1f}" for x in avg) for avg in m.load)
     insert = (
         f"inserted in {info['insert_s']:.0f} s this run"
         if info["insert_s"] is not None
-        else "reopened from bench-data/peers/ (inserted by an earlier run)"
+        else "reopened from bench-data/peers/, inserted by an earlier run"
     )
-    body = (
-        f"{len(questions)} MetaQA 1-hop dev questions (the seed-42 shuffle of "
-        "bench_quality.py) over the full graph (43k objects, 129k relationships), "
+    return (
+        f"{m.questions} MetaQA 1-hop dev questions (the seed-42 shuffle of "
+        f"bench_quality.py) over the full graph ({m.graph[0]:,} objects, "
+        f"{m.graph[1]:,} relationships, all embedded), "
         f"lightrag-hku {info['version']} in its own virtualenv beside kgsearch at this "
         "commit; the systems take turns question by question (the order rotates), "
         f"after {WARMUP} warm-up questions each. Times are per query, wall clock around "
@@ -487,7 +527,7 @@ def run(n: int, version: str) -> tuple[str, str]:
         "inside its process), less the query embedding: kgsearch's `embedQueryMs`, "
         "LightRAG's time inside its embedding function, which returns the question's "
         "vector computed before the loop by kgsearch's `embed_query` (the same vector "
-        f"kgsearch searches with; embedding a question takes {embed_ms:.1f} ms on "
+        f"kgsearch searches with; embedding a question took {m.embed_ms:.1f} ms on "
         "average here, on top of either system). Answer hits@10 as in bench_quality.py: "
         "an answer entity among the top 10 hits (kgsearch: an object hit or a "
         "relationship hit's endpoints; LightRAG: the endpoints of the first 10 "
@@ -499,40 +539,47 @@ def run(n: int, version: str) -> tuple[str, str]:
         f"`ainsert_custom_kg` of {info['entities']:,} entities and "
         f"{info['relationships']:,} relationships ({insert}), then "
         '`aquery_data(question, QueryParam(mode="global", top_k=10, hl_keywords=[question], '
-        "ll_keywords=[question], enable_rerank=False))`: the relationship vectors scanned "
-        "by brute force, then graph look-ups for the edges and their entities. The keyword "
-        "lists bypass keyword extraction, and the LLM function raises if called (it never "
-        "was). LightRAG keeps one undirected edge per entity pair, so "
-        f"{info['merged']:,} pairs with several MetaQA relations became one relationship "
-        "each (keywords: the relation types; description: their kgsearch texts); "
-        f"{info['dropped']['unnamed endpoint']} relationships whose endpoint LightRAG's "
-        "name normalisation empties (short numbers such as ratings `4`) and "
-        f"{info['dropped']['self-loop']} self-loops (a movie and a person of the same "
-        "name), which `ainsert_custom_kg` rejects, were left out. Its logger is set to "
-        "ERROR; token budgets count UTF-8 bytes (tiktoken would download its encoding).\n\n"
+        "ll_keywords=[question], enable_rerank=False))`: a float32 product with every "
+        "relationship vector and a full argsort (NanoVectorDB), then graph look-ups for "
+        "the edges and their entities. The keyword lists bypass keyword extraction, and "
+        "the LLM function raises if called (it never was). LightRAG keeps one undirected "
+        f"edge per entity pair, so {info['merged']:,} pairs with several MetaQA relations "
+        "became one relationship each (keywords: the relation types; description: their "
+        f"kgsearch texts); {info['dropped']['unnamed endpoint']} relationships with an "
+        "endpoint that LightRAG's name normalisation empties (short numbers, such as the "
+        f"rating `4`) and {info['dropped']['self-loop']} self-loops (a movie and a person "
+        "of the same name), which `ainsert_custom_kg` rejects, were left out. Its logger "
+        "is set to ERROR; token budgets count UTF-8 bytes (tiktoken would download its "
+        "encoding).\n\n"
         "Same vectors: LightRAG's embedding function serves kgsearch's stored vectors "
         "(bundled all-MiniLM-L6-v2 int8) by text: a relationship's vector is its "
         "description line's stored vector (the mean, renormalised, for a merged pair), an "
-        "entity's the same over its objects' texts; no text was embedded anew. So both "
-        "scan the same relationship vectors with the same query vectors, though LightRAG's "
-        "own format would embed `keywords\\tsource\\ntarget\\ndescription`.\n\n"
+        "entity's the same over its objects' texts; no text was embedded anew (one "
+        "without a stored vector would fail the run). So both scan the same relationship "
+        "vectors with the same query vectors, though LightRAG's own format would embed "
+        "`keywords\\tsource\\ntarget\\ndescription`.\n\n"
         f"Load average (1, 5, 15 min), start → end: {load}."
     )
-    unified, rels = stats["kgsearch, unified search (default)"], stats[labels[1]]
-    readme = (
-        f"| kgsearch unified search (default) | {unified[0]:.1f} | {unified[1]:.1f} | "
-        f"{unified[2]:.3f} |\n"
-        f"| kgsearch relationships only | {rels[0]:.1f} | {rels[1]:.1f} | {rels[2]:.3f} |\n"
-        f"| LightRAG {info['version']} global mode | {peer_p50:.1f} | {peer_p95:.1f} | "
-        f"{stats['LightRAG, global mode'][2]:.3f} |"
+
+
+def readme_rows(m: Measured) -> str:
+    """The README comparison table's rows."""
+    version = m.lightrag["version"]
+    labels = {
+        UNIFIED: "kgsearch, unified search (default)",
+        RELATIONSHIPS: "kgsearch, relationship search only",
+        PEER: f"LightRAG {version}, global mode",
+    }
+    return "\n".join(
+        f"| {labels[label]} | {p50:.1f} | {p95:.1f} | {hit:.3f} |"
+        for label, (p50, p95, hit) in m.stats.items()
     )
-    return body, readme
 
 
 def main() -> None:
     """Run the side-by-side benchmark and write its docs/benchmarks.md section."""
-    if "--child" in sys.argv:
-        child_main()
+    if sys.argv[1:2] == ["--child"]:
+        child_main(Path(sys.argv[2]))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=1000)
@@ -540,11 +587,12 @@ def main() -> None:
     parser.add_argument("--lightrag-version", default=LIGHTRAG_VERSION)
     args = parser.parse_args()
     try:
-        body, readme = run(args.questions, args.lightrag_version)
+        measured = run(args.questions, args.lightrag_version)
     except PeerError as exc:
         raise SystemExit(f"bench_peers: {exc}") from None
+    body = describe(measured)
     print(body)
-    print("\nREADME rows (system | p50 ms | p95 ms | answer hits@10):\n" + readme)
+    print("\nREADME rows (system | p50 ms | p95 ms | answer hits@10):\n" + readme_rows(measured))
     if not args.no_write:
         from benchdoc import write_section
 
