@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from kgsearch.document_values import Document
 from kgsearch.errors import NotFound
 from kgsearch.extract.schema import Extractor, TokenEstimator
-from kgsearch.io.documents import Document, DocumentProblem
+from kgsearch.io.documents import DocumentProblem
 from kgsearch.lifecycle.extraction import EXTRACT_JOB, queue_chunks
 from kgsearch.reports import DeleteReport, IngestProblem, IngestReport
 from kgsearch.store.base import Store

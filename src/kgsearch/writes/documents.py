@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from kgsearch.io.documents import Document
+from kgsearch.document_values import Document
 from kgsearch.model import Chunk, ChunkIn, Source, SourceIn
 from kgsearch.text.chunking import content_digest, split_text
 from kgsearch.writes.graph import WriteContext
