@@ -38,7 +38,7 @@ from kgsearch.model import (
     SourceIn,
     display_name,
 )
-from kgsearch.store.base import Endpoint, Store
+from kgsearch.store.base import Endpoint
 from kgsearch.text import TEXT_VERSION
 from kgsearch.writes.rows import (
     TextRules,
@@ -46,6 +46,7 @@ from kgsearch.writes.rows import (
     refresh_relationship_texts,
     resolve_endpoints,
 )
+from kgsearch.writes.stores import GraphStore
 
 __all__ = ["ImportProgress", "import_files"]
 
@@ -154,7 +155,7 @@ class _Run:
 
     def __init__(
         self,
-        store: Store,
+        store: GraphStore,
         rules: TextRules,
         project: str,
         progress: ImportProgress | None,
@@ -417,7 +418,7 @@ def _ref_key(ref: str | ObjectRef) -> str | tuple[str, str]:
 
 
 def import_files(
-    store: Store,
+    store: GraphStore,
     rules: TextRules,
     paths: Sequence[Path],
     *,

@@ -12,19 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Protocol
 
 from kgsearch.document_values import Document
 from kgsearch.errors import NotFound
 from kgsearch.extract.schema import Extractor, TokenEstimator
 from kgsearch.io.documents import DocumentProblem
 from kgsearch.lifecycle.extraction import EXTRACT_JOB, queue_chunks
+from kgsearch.model import Chunk
 from kgsearch.reports import DeleteReport, IngestProblem, IngestReport
-from kgsearch.store.base import Store
+from kgsearch.store.base import GraphReads, TaskQueue
 from kgsearch.writes.documents import chunk_document, store_document
 from kgsearch.writes.forget import forget_chunks
 from kgsearch.writes.graph import WriteContext
 
 __all__ = [
+    "ChunkQueue",
     "delete_chunks",
     "delete_documents",
     "estimate",
@@ -32,6 +35,13 @@ __all__ = [
     "store_documents",
     "with_problems",
 ]
+
+_QUEUE_EVERY = 256
+"""Documents stored between two enqueues of their chunks (one task-queue write each)."""
+
+
+class ChunkQueue(GraphReads, TaskQueue, Protocol):
+    """Reads chunks and queues them for extraction."""
 
 
 def delete_chunks(ctx: WriteContext, chunk_ids: Sequence[str]) -> DeleteReport:
@@ -84,7 +94,8 @@ def store_documents(
     """
     store, project = ctx.store, ctx.project
     stored = unchanged = chunks = queued = removed = 0
-    for document in documents:
+    waiting: list[Chunk] = []
+    for n, document in enumerate(documents, 1):
         result = store_document(ctx, document, max_chars=max_chars)
         stored += 1
         unchanged += result.unchanged
@@ -93,8 +104,13 @@ def store_documents(
             forget_chunks(ctx, result.removed)
             store.delete_tasks(project, EXTRACT_JOB, result.removed)
             removed += len(result.removed)
-        if extractor is not None:
-            queued += queue_chunks(store, project, result.chunks, extractor, domain)
+        waiting.extend(result.chunks)
+        # Queued a few hundred documents at a time: one enqueue (and one look at the
+        # extractor's version) per document was a tenth of the ingest overhead.
+        if extractor is not None and (n % _QUEUE_EVERY == 0 or n == len(documents)):
+            due = list({c.id: c for c in waiting}.values())  # a document given twice
+            queued += queue_chunks(store, project, due, extractor, domain)
+            waiting = []
         if progress is not None:
             progress(document)
     return IngestReport(
@@ -139,7 +155,7 @@ def with_problems(
 
 
 def queue_stored(
-    store: Store, project: str, chunk_ids: Sequence[str], extractor: Extractor, domain: str
+    store: ChunkQueue, project: str, chunk_ids: Sequence[str], extractor: Extractor, domain: str
 ) -> int:
     """Queue stored chunks for extraction; returns how many became pending.
 

@@ -24,7 +24,6 @@ from kgsearch.model import (
     display_name,
 )
 from kgsearch.reads import get_object, get_relationship
-from kgsearch.store.base import Store
 from kgsearch.writes.patch import (
     check_object_changes,
     check_relationship_changes,
@@ -37,6 +36,7 @@ from kgsearch.writes.rows import (
     require_endpoints,
     resolve_endpoints,
 )
+from kgsearch.writes.stores import WriteStore
 
 __all__ = [
     "AfterCommit",
@@ -66,7 +66,7 @@ class WriteContext:
         after_commit: Runs after a write commits, before its rows are read back.
     """
 
-    store: Store
+    store: WriteStore
     project: str
     rules: Rules
     after_commit: AfterCommit = None
