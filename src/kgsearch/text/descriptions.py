@@ -69,7 +69,13 @@ def distinct(texts: Sequence[str]) -> list[str]:
             continue
         seen.add(folded)
         these = _words(text)
+        size = len(these)
         for i, other in enumerate(words):
+            # Jaccard is at most the ratio of the two set sizes, so a pair whose sizes
+            # differ that much cannot be near-duplicates: skipped without the sets.
+            small, large = (size, len(other)) if size <= len(other) else (len(other), size)
+            if not small or small / large < NEAR_DUPLICATE:
+                continue
             if _jaccard(these, other) >= NEAR_DUPLICATE:
                 if len(text) > len(kept[i]):
                     kept[i], words[i] = text, these
@@ -89,12 +95,15 @@ def _vector(text: str) -> Counter[str]:
     return Counter(w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS)
 
 
-def _cosine(a: Counter[str], b: Counter[str]) -> float:
+def _norm(a: Counter[str]) -> float:
+    return math.sqrt(sum(v * v for v in a.values()))
+
+
+def _cosine(a: Counter[str], b: Counter[str], b_norm: float) -> float:
     dot = sum(v * b.get(k, 0) for k, v in a.items())
     if not dot:
         return 0.0
-    norm = math.sqrt(sum(v * v for v in a.values())) * math.sqrt(sum(v * v for v in b.values()))
-    return dot / norm
+    return dot / (_norm(a) * b_norm)
 
 
 def _summary(texts: Sequence[str], budget: int) -> str:
@@ -103,7 +112,9 @@ def _summary(texts: Sequence[str], budget: int) -> str:
     centroid: Counter[str] = Counter()
     for v in vectors:
         centroid.update(v)
-    ranked = sorted(range(len(pieces)), key=lambda i: (-_cosine(vectors[i], centroid), i))
+    # The centroid's norm once, not once per sentence (it was most of the time spent).
+    size = _norm(centroid)
+    ranked = sorted(range(len(pieces)), key=lambda i: (-_cosine(vectors[i], centroid, size), i))
     chosen: list[int] = []
     size = 0
     for i in ranked:
