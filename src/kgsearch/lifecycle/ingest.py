@@ -22,6 +22,7 @@ from kgsearch.lifecycle.extraction import EXTRACT_JOB, queue_chunks
 from kgsearch.model import Chunk
 from kgsearch.reports import DeleteReport, IngestProblem, IngestReport
 from kgsearch.store.base import GraphReads, TaskQueue
+from kgsearch.writes.batch import GraphBatch, write_batch
 from kgsearch.writes.documents import chunk_document, store_document
 from kgsearch.writes.forget import forget_chunks
 from kgsearch.writes.graph import WriteContext
@@ -53,7 +54,7 @@ def delete_chunks(ctx: WriteContext, chunk_ids: Sequence[str]) -> DeleteReport:
     inner = replace(ctx, after_commit=None)
     with store.transaction():
         rebuilt = forget_chunks(inner, live)
-        deleted = store.delete(project, "chunk", live)
+        deleted = write_batch(store, project, GraphBatch(delete_chunks=live)).chunks_deleted
         store.delete_tasks(project, EXTRACT_JOB, live)
     ctx.committed()
     return DeleteReport(sources=0, chunks=deleted, **rebuilt.as_dict())
@@ -68,7 +69,7 @@ def delete_documents(ctx: WriteContext, source_ids: Sequence[str]) -> DeleteRepo
     inner = replace(ctx, after_commit=None)
     with store.transaction():
         report = delete_chunks(inner, store.chunk_ids_of(project, wanted))
-        sources = store.delete(project, "source", wanted)
+        sources = write_batch(store, project, GraphBatch(delete_sources=wanted)).sources_deleted
     ctx.committed()
     return report.model_copy(update={"sources": sources})
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kgsearch.model import Mention, ObjectRef
-from kgsearch.store.base import ObjectRow, RelationshipRow
+from kgsearch.model import Chunk, Mention, ObjectRef, Source
+from kgsearch.store.base import ObjectRow, RelationshipRow, RowKind
 from kgsearch.writes.stores import BatchStore
 
-__all__ = ["GraphBatch", "MentionDrop", "Written", "write_batch", "write_objects"]
+__all__ = ["ChunkRow", "GraphBatch", "MentionDrop", "Written", "write_batch", "write_objects"]
+
+ChunkRow = tuple[Chunk, str, str, int]
+"""A chunk with its embedding text, text hash and text version (what the store takes)."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,11 @@ class GraphBatch:
     Attributes:
         delete_relationships: Relationship ids to soft-delete.
         delete_objects: Object ids to soft-delete (they take their relationships).
+        delete_chunks: Chunk ids to soft-delete.
+        delete_sources: Source ids to soft-delete.
         drop_mentions: Mention links to remove.
+        sources: Source rows to upsert (by id).
+        chunks: Chunk rows with their embedding text, hash and text version.
         objects: Object rows to upsert (by type and key).
         relationships: Relationship rows to upsert (by id).
         mentions: Mention links to add.
@@ -46,7 +53,11 @@ class GraphBatch:
 
     delete_relationships: list[str] = field(default_factory=list)
     delete_objects: list[str] = field(default_factory=list)
+    delete_chunks: list[str] = field(default_factory=list)
+    delete_sources: list[str] = field(default_factory=list)
     drop_mentions: list[MentionDrop] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    chunks: list[ChunkRow] = field(default_factory=list)
     objects: list[ObjectRow] = field(default_factory=list)
     relationships: list[RelationshipRow] = field(default_factory=list)
     mentions: list[Mention] = field(default_factory=list)
@@ -59,6 +70,8 @@ class Written:
 
     relationships_deleted: int = 0
     objects_deleted: int = 0
+    chunks_deleted: int = 0
+    sources_deleted: int = 0
     mentions_deleted: int = 0
 
 
@@ -68,17 +81,27 @@ def write_batch(store: BatchStore, project: str, batch: GraphBatch) -> Written:
     Returns:
         How many rows the deletions removed.
     """
-    rels = objs = links = 0
+    deleted: dict[RowKind, int] = {}
+    links = 0
     with store.transaction():
-        if batch.delete_relationships:
-            rels = store.delete(project, "relationship", batch.delete_relationships)
-        if batch.delete_objects:
-            objs = store.delete(project, "object", batch.delete_objects)
+        deletions: list[tuple[RowKind, list[str]]] = [
+            ("relationship", batch.delete_relationships),
+            ("object", batch.delete_objects),
+            ("chunk", batch.delete_chunks),
+            ("source", batch.delete_sources),
+        ]
+        for kind, ids in deletions:
+            if ids:
+                deleted[kind] = store.delete(project, kind, ids)
         for drop in batch.drop_mentions:
             if drop.chunk_ids:
                 links += store.delete_mentions(
                     project, list(drop.chunk_ids), object_id=drop.object_id
                 )
+        if batch.sources:
+            store.upsert_sources(project, batch.sources)
+        if batch.chunks:
+            store.upsert_chunks(project, batch.chunks)
         if batch.objects:
             store.upsert_objects(project, batch.objects, return_ids=False)
         if batch.relationships:
@@ -87,7 +110,13 @@ def write_batch(store: BatchStore, project: str, batch: GraphBatch) -> Written:
             )
         if batch.mentions:
             store.add_mentions(project, batch.mentions)
-    return Written(rels, objs, links)
+    return Written(
+        relationships_deleted=deleted.get("relationship", 0),
+        objects_deleted=deleted.get("object", 0),
+        chunks_deleted=deleted.get("chunk", 0),
+        sources_deleted=deleted.get("source", 0),
+        mentions_deleted=links,
+    )
 
 
 def write_objects(
