@@ -19,6 +19,8 @@ same text, whichever order the chunks were ingested in (callers pass them sorted
 
 from __future__ import annotations
 
+import bisect
+import functools
 import hashlib
 import math
 import re
@@ -46,11 +48,13 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9À-ÖØ-Þ])")
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.casefold())}
+@functools.lru_cache(maxsize=1 << 16)
+def _words(text: str) -> frozenset[str]:
+    # Cached: a row's descriptions are merged again each time a chunk adds one.
+    return frozenset(_WORD.findall(text.casefold()))
 
 
-def _jaccard(a: set[str], b: set[str]) -> float:
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / len(a | b)
@@ -60,7 +64,8 @@ def distinct(texts: Sequence[str]) -> list[str]:
     """Normalised texts without repeats and near-duplicates (the longer one stays, at
     the position of the first)."""
     kept: list[str] = []
-    words: list[set[str]] = []
+    words: list[frozenset[str]] = []
+    by_size: dict[int, list[int]] = {}  # word-set size → positions in ``kept``, ascending
     seen: set[str] = set()
     for raw in texts:
         text = " ".join(raw.split())
@@ -69,21 +74,37 @@ def distinct(texts: Sequence[str]) -> list[str]:
             continue
         seen.add(folded)
         these = _words(text)
-        size = len(these)
-        for i, other in enumerate(words):
-            # Jaccard is at most the ratio of the two set sizes, so a pair whose sizes
-            # differ that much cannot be near-duplicates: skipped without the sets.
-            small, large = (size, len(other)) if size <= len(other) else (len(other), size)
-            if not small or small / large < NEAR_DUPLICATE:
-                continue
-            if _jaccard(these, other) >= NEAR_DUPLICATE:
-                if len(text) > len(kept[i]):
-                    kept[i], words[i] = text, these
-                break
-        else:
+        i = _first_near(these, words, by_size)
+        if i is None:
+            by_size.setdefault(len(these), []).append(len(kept))
             kept.append(text)
             words.append(these)
+        elif len(text) > len(kept[i]):
+            if len(these) != len(words[i]):
+                by_size[len(words[i])].remove(i)
+                bisect.insort(by_size.setdefault(len(these), []), i)
+            kept[i], words[i] = text, these
     return kept
+
+
+def _first_near(
+    these: frozenset[str], words: Sequence[frozenset[str]], by_size: dict[int, list[int]]
+) -> int | None:
+    """The first kept position whose words are a near-duplicate of ``these``. Jaccard is
+    at most the ratio of the two set sizes, so only sets of a close size are compared."""
+    size = len(these)
+    if not size:
+        return None
+    near = [
+        i
+        for n, ids in by_size.items()
+        if n and min(n, size) / max(n, size) >= NEAR_DUPLICATE
+        for i in ids
+    ]
+    for i in sorted(near):
+        if _jaccard(these, words[i]) >= NEAR_DUPLICATE:
+            return i
+    return None
 
 
 def sentences(text: str) -> list[str]:
