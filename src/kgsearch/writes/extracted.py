@@ -184,24 +184,31 @@ def same_type(a: str, b: str) -> bool:
     return entity_type(a) == entity_type(b)
 
 
-def _stored_match(
-    store: NameLookup, project: str, ref: Ref, implicit: bool, compatible: Compatible
-) -> tuple[Ref, str] | None:
-    """The stored object an entity lands on, with its name: for an endpoint no chunk
-    typed, any object with its key (typed ones first); for a listed entity, one of a
-    compatible type (imported data keyed differently, ``Person/Jesse James``)."""
-    ids = [i for i, _ in store.objects_named(project, ref[1], limit=10)]
-    found = sorted(
-        (
-            o
-            for o in store.get_objects(project, ids)
-            if entity_key(o.key) == ref[1] and (implicit or compatible(ref[0], o.type))
-        ),
-        key=lambda o: (o.type == "entity", o.type != ref[0], o.type, o.key),
-    )
-    if not found or (found[0].type, found[0].key) == ref:
-        return None
-    return (found[0].type, found[0].key), found[0].name
+def _stored_matches(
+    store: NameLookup, project: str, wanted: Sequence[tuple[Ref, bool]], compatible: Compatible
+) -> dict[Ref, tuple[Ref, str]]:
+    """The stored object each (entity, implicit) lands on, with its name, in two reads:
+    for an endpoint no chunk typed, any object with its key (typed ones first); for a
+    listed entity, one of a compatible type (imported data keyed differently,
+    ``Person/Jesse James``). Entities that land nowhere else are left out."""
+    if not wanted:
+        return {}
+    named = store.objects_named_many(project, [ref[1] for ref, _ in wanted], limit=10)
+    ids = list(dict.fromkeys(i for found in named.values() for i in found))
+    rows = {o.id: o for o in store.get_objects(project, ids)}
+    matches: dict[Ref, tuple[Ref, str]] = {}
+    for ref, implicit in wanted:
+        found = sorted(
+            (
+                o
+                for o in (rows[i] for i in named.get(ref[1], []) if i in rows)
+                if entity_key(o.key) == ref[1] and (implicit or compatible(ref[0], o.type))
+            ),
+            key=lambda o: (o.type == "entity", o.type != ref[0], o.type, o.key),
+        )
+        if found and (found[0].type, found[0].key) != ref:
+            matches[ref] = (found[0].type, found[0].key), found[0].name
+    return matches
 
 
 def _link_to_stored(
@@ -221,17 +228,24 @@ def _link_to_stored(
         if not ent.implicit:
             typed.setdefault(ref[1], ref)
     exact = store.resolve(project, [ObjectRef(type=t, key=k) for t, k in entities])
+    landing = [
+        (ref, ent)
+        for ref, ent in entities.items()
+        if ent.implicit or ObjectRef(type=ref[0], key=ref[1]) not in exact
+    ]
+    stored = _stored_matches(
+        store,
+        project,
+        [(ref, ent.implicit) for ref, ent in landing if not ent.implicit or ref[1] not in typed],
+        compatible,
+    )
     remap: dict[Ref, Ref] = {}
-    for ref, ent in list(entities.items()):
-        if not ent.implicit and ObjectRef(type=ref[0], key=ref[1]) in exact:
-            continue
+    for ref, ent in landing:
         target = typed.get(ref[1]) if ent.implicit else None
-        if target is None:
-            match = _stored_match(store, project, ref, ent.implicit, compatible)
-            if match is not None:
-                target, name = match
-                if target not in entities:
-                    entities[target] = _Entity(target[0], target[1], name)
+        if target is None and ref in stored:
+            target, name = stored[ref]
+            if target not in entities:
+                entities[target] = _Entity(target[0], target[1], name)
         if target is None or target == ref:
             continue
         entities[target].entries = _combine(entities[target].entries, ent.entries)
