@@ -19,7 +19,6 @@ same text, whichever order the chunks were ingested in (callers pass them sorted
 
 from __future__ import annotations
 
-import bisect
 import functools
 import hashlib
 import math
@@ -65,46 +64,62 @@ def distinct(texts: Sequence[str]) -> list[str]:
     the position of the first)."""
     kept: list[str] = []
     words: list[frozenset[str]] = []
-    by_size: dict[int, list[int]] = {}  # word-set size → positions in ``kept``, ascending
     seen: set[str] = set()
+    pending: list[tuple[str, frozenset[str]]] = []
     for raw in texts:
         text = " ".join(raw.split())
         folded = text.casefold()
         if not text or folded in seen:
             continue
         seen.add(folded)
-        these = _words(text)
-        i = _first_near(these, words, by_size)
+        pending.append((text, _words(text)))
+    index = _PrefixIndex([w for _, w in pending])
+    for text, these in pending:
+        i = index.first_near(these, words)
         if i is None:
-            by_size.setdefault(len(these), []).append(len(kept))
+            index.add(len(kept), these)
             kept.append(text)
             words.append(these)
         elif len(text) > len(kept[i]):
-            if len(these) != len(words[i]):
-                by_size[len(words[i])].remove(i)
-                bisect.insort(by_size.setdefault(len(these), []), i)
+            index.add(i, these)
             kept[i], words[i] = text, these
     return kept
 
 
-def _first_near(
-    these: frozenset[str], words: Sequence[frozenset[str]], by_size: dict[int, list[int]]
-) -> int | None:
-    """The first kept position whose words are a near-duplicate of ``these``. Jaccard is
-    at most the ratio of the two set sizes, so only sets of a close size are compared."""
-    size = len(these)
-    if not size:
+class _PrefixIndex:
+    """Finds near-duplicate candidates by prefix filtering (the set-similarity-join
+    idea): with every word set sorted by one order (rarest word first), two sets whose
+    Jaccard reaches :data:`NEAR_DUPLICATE` share a word among the first
+    ``n - ceil(t·n) + 1`` of each, so only sets sharing such a word are compared, and
+    those exactly. The first match in kept order wins, as in a plain scan."""
+
+    def __init__(self, sets: Sequence[frozenset[str]]) -> None:
+        counts: Counter[str] = Counter(w for s in sets for w in s)
+        self.rank = {w: (n, w) for w, n in counts.items()}
+        self.postings: dict[str, list[int]] = {}
+
+    def _prefix(self, these: frozenset[str]) -> list[str]:
+        size = len(these)
+        # ceil(t·n), nudged down against rounding: a shorter overlap bound only makes
+        # the prefix longer (more candidates), never misses one
+        overlap = max(1, math.ceil(NEAR_DUPLICATE * size - 1e-9))
+        return sorted(these, key=self.rank.__getitem__)[: size - overlap + 1]
+
+    def add(self, position: int, these: frozenset[str]) -> None:
+        """Index a kept set (again, when a longer text replaced it: stale words only
+        add candidates, which are checked against the current set)."""
+        for w in self._prefix(these):
+            self.postings.setdefault(w, []).append(position)
+
+    def first_near(self, these: frozenset[str], words: Sequence[frozenset[str]]) -> int | None:
+        """The first kept position whose words are a near-duplicate of ``these``."""
+        if not these:
+            return None
+        near = {i for w in self._prefix(these) for i in self.postings.get(w, ())}
+        for i in sorted(near):
+            if _jaccard(these, words[i]) >= NEAR_DUPLICATE:
+                return i
         return None
-    near = [
-        i
-        for n, ids in by_size.items()
-        if n and min(n, size) / max(n, size) >= NEAR_DUPLICATE
-        for i in ids
-    ]
-    for i in sorted(near):
-        if _jaccard(these, words[i]) >= NEAR_DUPLICATE:
-            return i
-    return None
 
 
 def sentences(text: str) -> list[str]:
