@@ -211,6 +211,19 @@ def _stored_matches(
     return matches
 
 
+def _landing(
+    store: NameLookup, project: str, entities: dict[Ref, _Entity]
+) -> list[tuple[Ref, _Entity]]:
+    """The entities that may land elsewhere: endpoints no chunk typed, and listed
+    entities with no stored object of their own type and key."""
+    exact = store.resolve(project, [ObjectRef(type=t, key=k) for t, k in entities])
+    return [
+        (ref, ent)
+        for ref, ent in entities.items()
+        if ent.implicit or ObjectRef(type=ref[0], key=ref[1]) not in exact
+    ]
+
+
 def _link_to_stored(
     store: NameLookup,
     project: str,
@@ -227,12 +240,7 @@ def _link_to_stored(
     for ref, ent in entities.items():
         if not ent.implicit:
             typed.setdefault(ref[1], ref)
-    exact = store.resolve(project, [ObjectRef(type=t, key=k) for t, k in entities])
-    landing = [
-        (ref, ent)
-        for ref, ent in entities.items()
-        if ent.implicit or ObjectRef(type=ref[0], key=ref[1]) not in exact
-    ]
+    landing = _landing(store, project, entities)
     stored = _stored_matches(
         store,
         project,
