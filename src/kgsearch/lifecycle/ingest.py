@@ -10,6 +10,7 @@ documents.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
@@ -37,8 +38,8 @@ __all__ = [
     "with_problems",
 ]
 
-_QUEUE_EVERY = 256
-"""Documents stored between two enqueues of their chunks (one task-queue write each)."""
+_GROUP = 256
+"""Documents stored in one transaction, their chunks queued in one task-queue write."""
 
 
 class ChunkQueue(GraphReads, TaskQueue, Protocol):
@@ -93,34 +94,52 @@ def store_documents(
         max_chars: The largest chunk, in characters.
         progress: Called after each document.
     """
+    counts: Counter[str] = Counter()
+    inner = replace(ctx, after_commit=None)
+    for start in range(0, len(documents), _GROUP):
+        # A few hundred documents per transaction and per enqueue: a commit and an
+        # enqueue per document were a large part of the ingest overhead.
+        with ctx.store.transaction():
+            counts += _store_group(
+                inner, documents[start : start + _GROUP], extractor, domain, max_chars, progress
+            )
+        ctx.committed()
+    return IngestReport(
+        documents=len(documents),
+        unchanged=counts["unchanged"],
+        chunks=counts["chunks"],
+        queued=counts["queued"],
+        removed=counts["removed"],
+    )
+
+
+def _store_group(
+    ctx: WriteContext,
+    documents: Sequence[Document],
+    extractor: Extractor | None,
+    domain: str,
+    max_chars: int,
+    progress: Callable[[Document], None] | None,
+) -> Counter[str]:
     store, project = ctx.store, ctx.project
-    stored = unchanged = chunks = queued = removed = 0
-    waiting: list[Chunk] = []
-    for n, document in enumerate(documents, 1):
+    counts: Counter[str] = Counter()
+    waiting: dict[str, Chunk] = {}  # by id: a document given twice is queued once
+    for document in documents:
         result = store_document(ctx, document, max_chars=max_chars)
-        stored += 1
-        unchanged += result.unchanged
-        chunks += len(result.chunks)
+        counts["unchanged"] += result.unchanged
+        counts["chunks"] += len(result.chunks)
         if result.removed:
             forget_chunks(ctx, result.removed)
             store.delete_tasks(project, EXTRACT_JOB, result.removed)
-            removed += len(result.removed)
-        waiting.extend(result.chunks)
-        # Queued a few hundred documents at a time: one enqueue (and one look at the
-        # extractor's version) per document was a tenth of the ingest overhead.
-        if extractor is not None and (n % _QUEUE_EVERY == 0 or n == len(documents)):
-            due = list({c.id: c for c in waiting}.values())  # a document given twice
-            queued += queue_chunks(store, project, due, extractor, domain)
-            waiting = []
+            counts["removed"] += len(result.removed)
+            for gone in result.removed:  # a document given twice, changed in between
+                waiting.pop(gone, None)
+        waiting.update((c.id, c) for c in result.chunks)
         if progress is not None:
             progress(document)
-    return IngestReport(
-        documents=stored,
-        unchanged=unchanged,
-        chunks=chunks,
-        queued=queued,
-        removed=removed,
-    )
+    if extractor is not None:
+        counts["queued"] += queue_chunks(store, project, list(waiting.values()), extractor, domain)
+    return counts
 
 
 def estimate(
