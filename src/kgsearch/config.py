@@ -19,6 +19,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from kgsearch.urls import redact_url
+
 __all__ = [
     "EmbedSettings",
     "ExtractSettings",
@@ -190,6 +192,7 @@ class Settings(BaseSettings):
     def masked(self) -> dict[str, Any]:
         """Effective settings as a dict with secrets masked."""
         data = self.model_dump(mode="json")
+        data["store"]["url"] = redact_url(self.store.url)
         if self.embed.api_key is not None:
             data["embed"]["api_key"] = "********"
         if self.llm.api_key is not None:

@@ -15,6 +15,7 @@ from typing import Protocol, TypeVar
 from kgsearch.errors import NotFound
 from kgsearch.model import Chunk, GraphObject, ObjectRef, Relationship, Source, Stats
 from kgsearch.store.base import GraphReads, Lifecycle
+from kgsearch.urls import redact_url
 
 __all__ = [
     "get_chunk",
@@ -94,7 +95,7 @@ def stats(store: _Stats, project: str) -> Stats:
     return Stats(
         project=project,
         counts=store.counts(project),
-        store=info.url,
+        store=redact_url(info.url),
         schema_version=info.schema_version,
         embedding_model=info.embedding_model,
         dims=info.dims,

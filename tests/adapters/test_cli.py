@@ -435,6 +435,17 @@ def test_config_show_masks_the_api_key(run: Cli, monkeypatch: pytest.MonkeyPatch
     assert json.loads(result.stdout)["embed"]["api_key"] == "********"
 
 
+def test_config_show_masks_the_store_password(run: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KGSEARCH_STORE__URL", "postgresql://kg:pg-very-secret@db:5432/kg")
+    monkeypatch.chdir(run.directory)
+    from_env = CliRunner().invoke(cli, ["--json", "config", "show"], catch_exceptions=False)
+    assert json.loads(from_env.stdout)["store"]["url"] == "postgresql://kg:********@db:5432/kg"
+    flagged = run("--db", "postgresql://kg:pg-very-secret@db/kg", "config", "show")
+    assert flagged.exit_code == 0
+    assert "pg-very-secret" not in flagged.output
+    assert "kg:********@db/kg" in flagged.output
+
+
 def test_config_show_reflects_flags_and_env(run: Cli) -> None:
     value = run.json("--project", "demo", "config", "show")
     assert (value["store"], value["embed"]["model"]) == (

@@ -335,3 +335,16 @@ def test_the_only_chunk_does_not_rank_first_when_it_is_unrelated(kg: Kg) -> None
     assert results[0]["type"] != "text"
     assert "c1" not in [r["id"] for r in results]
     assert kg.json("search", "Marley was dead")["results"][0]["id"] == "c1"
+
+
+@pytest.mark.parametrize(
+    ("typed", "suggested"),
+    [(["serch", "q"], "'search'"), (["embed", "statsu"], "'status'"), (["stat"], "'stats'")],
+)
+def test_a_mistyped_command_gets_a_suggestion_and_the_usage_exit_code(
+    typed: list[str], suggested: str
+) -> None:
+    result = CliRunner().invoke(cli, typed)
+    assert result.exit_code == 2  # a usage mistake, as for a mistyped option (README)
+    assert "No such command" in result.output
+    assert "Did you mean" in result.output and suggested in result.output

@@ -25,6 +25,19 @@ RECORDS: list[dict[str, Any]] = [
 ]
 
 
+def test_stats_does_not_print_the_store_password(pg_factory: Any) -> None:
+    url = pg_factory.postgres_store_url()
+    scheme, _, rest = url.partition("://")
+    user_part, _, host = rest.partition("@")
+    user = user_part.partition(":")[0]  # the test server's URL has an empty password
+    with_password = f"{scheme}://{user}:pg-very-secret@{host}"  # trust auth ignores it
+    for args in (["--json", "stats"], ["stats"]):
+        result = CliRunner().invoke(cli, ["--db", with_password, *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        assert "pg-very-secret" not in result.output
+        assert f"{user}:********@" in result.output.replace("\n", "")
+
+
 def test_import_embed_search_export_on_postgres(
     tmp_path: Path, pg_factory: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

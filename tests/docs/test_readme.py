@@ -59,6 +59,8 @@ def _checkout(tmp_path: Path) -> dict[str, str]:
     (tmp_path / "data").symlink_to(ROOT / "data")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KGSEARCH_", "OPENAI_"))}
     env["PATH"] = os.pathsep.join([str(venv / "bin"), env.get("PATH", "")])
+    env["HOME"] = str(tmp_path / "home")  # the README's own documents go under ~
+    (tmp_path / "home").mkdir()
     db = ".demo/kgsearch.db"
     (tmp_path / ".demo").mkdir()
     for args in (

@@ -261,3 +261,31 @@ def test_every_raw_line_with_an_id_gets_its_response(
         assert [r["id"] for r in replies] == [id], replies
     for reply in replies:
         assert reply["jsonrpc"] == "2.0" and ("result" in reply or "error" in reply)
+
+
+def test_calls_in_flight_when_stdin_closes_are_still_answered(tmp_path: Path) -> None:
+    db = tmp_path / "g.db"
+    with Engine(connect(str(db)), embedder=FakeEmbedder(16)) as engine:
+        engine.add_objects([ObjectIn(type="Person", key="ada", properties={"name": "Ada"})])
+        engine.embed_pending()
+    raw = RawClient(db)
+    init = raw.request(
+        0,
+        "initialize",
+        {
+            "protocolVersion": mcp_types.LATEST_PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    )
+    assert init["result"]["serverInfo"]["name"] == "kgsearch"
+    raw.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    for id in range(1, 4):  # the last calls, then the client closes its end at once
+        raw.send(call(id, '{"query": "Ada", "limit": 3}'))
+    assert raw.process.stdin is not None
+    raw.process.stdin.close()
+    assert raw.process.wait(timeout=ANSWER_SECONDS) == 0
+    answers = [raw.answer() for _ in range(3)]  # each waits for the reader thread
+    raw.close()
+    assert sorted(a["id"] for a in answers) == [1, 2, 3]
+    assert all("result" in a and not a["result"].get("isError") for a in answers), answers

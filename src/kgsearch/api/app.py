@@ -35,6 +35,7 @@ import kgsearch
 from kgsearch.api import web
 from kgsearch.api.background import BackfillJobs, EmbeddingWorker
 from kgsearch.api.jobs import JobRegistry
+from kgsearch.api.lanes import LLM_THREADS, Lanes
 from kgsearch.api.limits import MAX_BODY_BYTES, MAX_BODY_SECONDS, InputGuard
 from kgsearch.api.routes import (
     communities,
@@ -81,6 +82,7 @@ def create_app(
     worker: bool = False,
     worker_interval: float = 1.0,
     threads: int | None = None,
+    llm_threads: int = LLM_THREADS,
     warm: bool = False,
 ) -> FastAPI:
     """Build the REST app over ``engine`` (the caller keeps owning and closing it).
@@ -101,6 +103,9 @@ def create_app(
             clients 2-3x slower than the default (docs/benchmarks.md, "load").
             Searches run on a second pool of the same size, so writes, lookups and
             ``/health`` never queue behind them.
+        llm_threads: Requests that wait for the chat model (answers, LLM keywords)
+            at once, on a pool of their own, so a slow model never holds a search
+            thread (:mod:`kgsearch.api.lanes`).
         warm: At start, load the embedding model and the search state in a
             background thread (:meth:`Engine.warm`), so the first search does not wait
             for them; ``/health`` answers at once and tells how far it got (``warm``:
@@ -136,7 +141,7 @@ def create_app(
     )
     jobs = BackfillJobs(engine)
     app.state.engine = engine
-    app.state.search_threads = anyio.CapacityLimiter(threads or max(2, os.cpu_count() or 1))
+    app.state.lanes = Lanes(search=threads or max(2, os.cpu_count() or 1), llm=llm_threads)
     app.state.jobs = jobs
     app.state.extraction_jobs = JobRegistry()
     app.state.require_keys = keys

@@ -8,17 +8,14 @@ the engine (:mod:`kgsearch.cli.readonly`); elsewhere the engine counts it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import click
 
-from kgsearch.cli import output
-from kgsearch.cli.output import State, emit, handle_errors, pass_state, table
+from kgsearch.cli.output import State, emit, handle_errors, pass_state
 from kgsearch.cli.readonly import embedding_status_read_only
+from kgsearch.cli.render import render_status
 from kgsearch.cli.root import LazyGroup
 
-__all__ = ["SUBCOMMANDS", "embed", "render_status"]
+__all__ = ["SUBCOMMANDS", "embed"]
 
 SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     # name: (module, attribute, the command's one-line help)
@@ -74,34 +71,3 @@ def status(state: State) -> None:
     from kgsearch.cli.embedding import status_in_process
 
     status_in_process(state)
-
-
-_COUNTS = ("total", "embedded", "pending", "failed", "dead", "stale", "percent_embedded")
-
-
-def render_status(value: Mapping[str, Any]) -> None:
-    """Print an embedding report (``Engine.embedding_status`` as JSON) as a table."""
-    grid = table(
-        "project",
-        "kind",
-        "total",
-        "embedded",
-        "pending",
-        "failed",
-        "dead",
-        "stale",
-        "% embedded",
-        title=f"model {value['model'] or '(none yet)'}",
-    )
-    for r in value["rows"]:
-        grid.add_row(
-            r["project"],
-            r["kind"],
-            *(str(r[k]) for k in _COUNTS),
-        )
-    output.out.print(grid)
-    latency = value["mean_latency_ms_per_text"]
-    output.out.print(
-        f"overall {value['percent_embedded']}% embedded, failure rate {value['failure_rate']}, "
-        + (f"mean latency {latency} ms/text" if latency is not None else "no latency yet")
-    )

@@ -29,7 +29,7 @@ from kgsearch.cli.common import (
     resumable,
     row_id,
 )
-from kgsearch.cli.embed import render_status
+from kgsearch.cli.render import render_status
 from kgsearch.engine import Engine
 from kgsearch.model import EmbedReport, Kind
 

@@ -30,10 +30,11 @@ from kgsearch.cli.common import (
     pass_state,
     row_id,
 )
-from kgsearch.cli.stats import render_stats
+from kgsearch.cli.render import render_stats
 from kgsearch.config import config_path
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Filters
+from kgsearch.urls import redact_url
 
 __all__ = [
     "config",
@@ -219,7 +220,7 @@ def config_show(state: State) -> None:
     """
     data = load_settings().masked()
     if state.db:
-        data["store"]["url"] = state.db
+        data["store"]["url"] = redact_url(state.db)
     if state.project:
         data["store"]["project"] = state.project
     click.echo(json.dumps(data, indent=None if state.as_json else 2))

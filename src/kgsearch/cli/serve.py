@@ -75,6 +75,14 @@ def _check_keyless(no_auth: bool, host: str) -> None:
     help="Requests handled at once (default: CPU count; search is CPU-bound).",
 )
 @click.option(
+    "--llm-threads",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Requests waiting for the chat model at once (answers, --keywords llm), on a "
+    "pool of their own so a slow model never holds a search thread.",
+)
+@click.option(
     "--warm/--no-warm",
     default=True,
     show_default=True,
@@ -91,6 +99,7 @@ def serve(
     max_body: int,
     worker: bool,
     threads: int | None,
+    llm_threads: int,
     warm: bool,
 ) -> None:
     """Run the REST API (OpenAPI docs at /docs); requests need an API key.
@@ -113,6 +122,7 @@ def serve(
             max_body_bytes=max_body,
             worker=worker,
             threads=threads,
+            llm_threads=llm_threads,
             warm=warm,
         )
         shown = f"[{host}]" if ":" in host else host

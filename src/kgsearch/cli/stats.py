@@ -10,17 +10,14 @@ engine built (:mod:`kgsearch.cli.graph`, imported only then).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import click
 
-from kgsearch.cli import output
-from kgsearch.cli.output import State, emit, handle_errors, pass_state, table
+from kgsearch.cli.output import State, emit, handle_errors, pass_state
 from kgsearch.cli.readonly import stats_read_only
 from kgsearch.cli.remote import SERVER_ENV, stats_via_server
+from kgsearch.cli.render import render_stats
 
-__all__ = ["render_stats", "stats"]
+__all__ = ["stats"]
 
 
 @click.command()
@@ -58,15 +55,3 @@ def stats(state: State, server: str | None, in_process: bool) -> None:
     from kgsearch.cli.graph import stats_in_process
 
     stats_in_process(state)
-
-
-def render_stats(value: Mapping[str, Any]) -> None:
-    """Print a project's stats (``Engine.stats`` as JSON) as a table."""
-    grid = table(
-        "what", "count", title=f"project {value['project']} — {value['store']}", show_header=False
-    )
-    for k, n in value["counts"].items():
-        grid.add_row(k, str(n))
-    grid.add_row("embedding model", str(value["embedding_model"] or "(none yet)"))
-    grid.add_row("projects", ", ".join(value["projects"]) or "(none)")
-    output.out.print(grid)

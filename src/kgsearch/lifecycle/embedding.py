@@ -16,7 +16,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -37,10 +37,28 @@ from kgsearch.model import (
     Kind,
     Preview,
 )
-from kgsearch.store.base import Claim, EmbeddingResult, Store, TextUpdate
+from kgsearch.store.base import (
+    Claim,
+    EmbeddingQueue,
+    EmbeddingResult,
+    GraphReads,
+    Lifecycle,
+    SearchIndex,
+    Store,
+    TextUpdate,
+)
 from kgsearch.store.counts import status_figures
 from kgsearch.text import TEXT_VERSION, EnrichmentConfig, config_fingerprint, text_hash
 from kgsearch.writes.rows import Rules, TextRules, refresh_relationship_texts
+
+
+class VectorStore(Lifecycle, EmbeddingQueue, SearchIndex, Protocol):
+    """What an embedding run uses: the queue, the recorded model, the vector indexes."""
+
+
+class StatusStore(Lifecycle, EmbeddingQueue, Protocol):
+    """What the embedding status report counts."""
+
 
 __all__ = [
     "EmbeddingContext",
@@ -78,17 +96,17 @@ def texts_fingerprint(enrichment: EnrichmentConfig, graph_aware: bool) -> dict[s
     }
 
 
-def _recorded(store: Store) -> dict[str, Any]:
+def _recorded(store: Lifecycle) -> dict[str, Any]:
     raw = store.get_meta(_TEXTS_META)
     return dict(json.loads(raw)) if raw else {}
 
 
-def recorded_graph_aware(store: Store) -> bool:
+def recorded_graph_aware(store: Lifecycle) -> bool:
     """Whether the store's texts were last built graph-aware (True for a new store)."""
     return bool(_recorded(store).get("graph_aware", True))
 
 
-def record_texts_of_new_store(store: Store, wanted: dict[str, Any]) -> None:
+def record_texts_of_new_store(store: Lifecycle, wanted: dict[str, Any]) -> None:
     """Record ``wanted`` as the store's text rules if the store holds nothing yet.
 
     Its rows will all be written with these rules, so no later ``embed generate``
@@ -129,7 +147,7 @@ def refresh_texts(store: Store, rules: Rules, wanted: dict[str, Any], *, force: 
     return changed
 
 
-def preview(store: Store, rules: Rules, project: str, id: str) -> Preview:
+def preview(store: GraphReads, rules: Rules, project: str, id: str) -> Preview:
     """Return the text that is (or would be) embedded for a row, and its status.
 
     Raises:
@@ -174,7 +192,7 @@ class EmbeddingKindQueue:
         dims: Its dimensions.
     """
 
-    store: Store
+    store: EmbeddingQueue
     kind: Kind
     project: str | None
     model: str
@@ -268,7 +286,7 @@ def check_batch_size(batch_size: int) -> None:
 
 
 def run_embedding(
-    store: Store,
+    store: VectorStore,
     embedder: Embedder,
     *,
     kinds: Sequence[Kind] = tuple(Kind),
@@ -321,7 +339,7 @@ def run_embedding(
 
 def _embed_into(
     report: Report,
-    store: Store,
+    store: VectorStore,
     embedder: Embedder,
     *,
     kinds: Sequence[Kind],
@@ -407,7 +425,7 @@ class EmbeddingContext:
         policy: Lease, backoff and attempt limit.
     """
 
-    store: Store
+    store: VectorStore
     embedder: Embedder
     policy: RetryPolicy
 
@@ -539,14 +557,16 @@ def run_embedding_worker(
     )
 
 
-def retry_failed(store: Store, project: str | None, *, dead: bool) -> int:
+def retry_failed(store: EmbeddingQueue, project: str | None, *, dead: bool) -> int:
     """Re-queue failed rows now (and dead ones with ``dead``); returns how many."""
     statuses = ["failed", "dead"] if dead else ["failed"]
     return sum(store.requeue(k, project=project, statuses=statuses) for k in Kind)
 
 
 # status ------------------------------------------------------------------------------
-def embedding_todo(store: Store, project: str | None, kinds: Sequence[Kind]) -> EmbeddingTodo:
+def embedding_todo(
+    store: EmbeddingQueue, project: str | None, kinds: Sequence[Kind]
+) -> EmbeddingTodo:
     """Rows due for embedding (pending or failed) per kind, of one project or all."""
     todo = {k.value: 0 for k in kinds}
     for c in store.embedding_counts(project):
@@ -555,7 +575,7 @@ def embedding_todo(store: Store, project: str | None, kinds: Sequence[Kind]) -> 
     return EmbeddingTodo(by_kind=todo, total=sum(todo.values()))
 
 
-def status_report(store: Store, project: str | None) -> EmbeddingStatusReport:
+def status_report(store: StatusStore, project: str | None) -> EmbeddingStatusReport:
     """Counts by status per project and kind, percent embedded, stale, failure rate."""
     info = store.info()
     counts = [

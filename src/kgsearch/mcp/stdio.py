@@ -11,6 +11,11 @@ JSON and ``-32600`` (invalid request) when it is JSON but not a valid message, u
 the request's ``id`` when one can be read (``null`` otherwise), and never reaches
 the server. As the SDK does, the process's own stdin and stdout are pointed away
 from the wire while serving, so stray reads and prints cannot corrupt it.
+
+When stdin closes, the requests already read are still answered: the lines end for
+the server only once every request id read has had its response written (or after
+:data:`DRAIN_SECONDS`), so a client that writes its last call and closes its end
+still gets the answer.
 """
 
 from __future__ import annotations
@@ -30,8 +35,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from pydantic import ValidationError
 
-__all__ = ["CheckedLines", "LineWriter", "error_for", "run_stdio"]
+__all__ = ["DRAIN_SECONDS", "CheckedLines", "LineWriter", "error_for", "run_stdio"]
 
+DRAIN_SECONDS = 120.0  # how long requests read before stdin closed may still take
 _MAX_REASON = 200
 _TOP_ID = re.compile(r'\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 
@@ -45,7 +51,7 @@ def run_stdio(server: MCPServer[Any]) -> None:
 async def _serve(server: MCPServer[Any], wire_in: BinaryIO, wire_out: BinaryIO) -> None:
     out = LineWriter(anyio.wrap_file(TextIOWrapper(wire_out, encoding="utf-8")))
     source = anyio.wrap_file(TextIOWrapper(wire_in, encoding="utf-8", errors="replace"))
-    lines = CheckedLines(source, out)
+    lines = CheckedLines(source, out, drain_seconds=DRAIN_SECONDS)
     low = server._lowlevel_server  # the SDK's own run_stdio_async does the same
     async with stdio_server(stdin=cast(Any, lines), stdout=cast(Any, out)) as (read, write):
         await low.run(read, write, low.create_initialization_options())
@@ -76,16 +82,33 @@ def _wire() -> Iterator[tuple[BinaryIO, BinaryIO]]:
 
 class LineWriter:
     """The wire's writer: whole lines, one at a time (the server's replies and the
-    errors :class:`CheckedLines` sends share it)."""
+    errors :class:`CheckedLines` sends share it). It keeps the ids of the requests
+    read and not yet answered, so the end of input can wait for their answers."""
 
     def __init__(self, file: anyio.AsyncFile[str]) -> None:
         self._file = file
         self._lock = anyio.Lock()
+        self._open: set[int | str] = set()
+        self._answered = anyio.Event()
+
+    def expect(self, request_id: int | str) -> None:
+        """Note a request read whose response has yet to be written."""
+        self._open.add(request_id)
+
+    async def all_answered(self) -> None:
+        """Return once every expected request has had its response written."""
+        while self._open:
+            await self._answered.wait()
+            self._answered = anyio.Event()
 
     async def write(self, text: str) -> None:
         """Write ``text`` (one or more whole lines)."""
         async with self._lock:
             await self._file.write(text)
+        if self._open:
+            for line in text.splitlines():
+                self._open.discard(_response_id(line))
+            self._answered.set()
 
     async def flush(self) -> None:
         """Flush the wire."""
@@ -97,9 +120,12 @@ class CheckedLines:
     """The wire's lines, minus those the JSON-RPC message model refuses: each of
     those is answered on ``out`` with its error instead. Blank lines are skipped."""
 
-    def __init__(self, source: anyio.AsyncFile[str], out: LineWriter) -> None:
+    def __init__(
+        self, source: anyio.AsyncFile[str], out: LineWriter, *, drain_seconds: float = 0.0
+    ) -> None:
         self._source = source
         self._out = out
+        self._drain_seconds = drain_seconds
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
@@ -109,13 +135,29 @@ class CheckedLines:
             if not line.strip():
                 continue
             try:
-                types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
             except ValidationError as exc:
                 reply = error_for(line, exc).model_dump_json(by_alias=True, exclude_unset=True)
                 await self._out.write(reply + "\n")
                 await self._out.flush()
                 continue
+            if isinstance(message, types.JSONRPCRequest):
+                self._out.expect(message.id)
             yield line
+        with anyio.move_on_after(self._drain_seconds):
+            await self._out.all_answered()
+
+
+def _response_id(line: str) -> int | str | None:
+    """The id a written line answers (None for a notification or a request)."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or ("result" not in value and "error" not in value):
+        return None
+    found = value.get("id")
+    return found if isinstance(found, int | str) and not isinstance(found, bool) else None
 
 
 def error_for(line: str, exc: ValidationError) -> types.JSONRPCError:

@@ -1,28 +1,22 @@
 """Search routes: seed 000's unified search, RAG context, explain, and answers (ask).
 
-Searches and non-streamed answers run on the app's search threads
-(``app.state.search_threads``), a pool of their own: under search load, writes,
-lookups and ``/health`` never queue behind them on the request threads. A streamed
-answer is made on a thread of its own.
+Searches run on the app's search lane and whatever waits for the chat model (answers,
+``keywords: "llm"``) on its LLM lane (:mod:`kgsearch.api.lanes`): under search load,
+writes, lookups and ``/health`` never queue behind them on the request threads, and a
+slow model never holds a search thread.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import queue
-import threading
-from collections.abc import Callable, Iterator
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-import anyio
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
 from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.lanes import on_lane, stream_events
 from kgsearch.api.schemas import AskRequest, ContextRequest, UnifiedSearch, plain
 from kgsearch.engine import Engine
-from kgsearch.errors import KgsearchError
 from kgsearch.search.answer import Answer
 from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchResponse
 
@@ -30,17 +24,10 @@ __all__ = ["ask_router", "router"]
 
 router = APIRouter(prefix="/api/search", tags=["search"])
 ask_router = APIRouter(prefix="/api", tags=["search"])
-log = logging.getLogger(__name__)
 
 EngineDep = Annotated[Engine, Depends(get_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
 Debugger = Annotated[Principal, Depends(require("debug"))]
-T = TypeVar("T")
-
-
-async def _searching(request: Request, work: Callable[[], T]) -> T:
-    limiter: anyio.CapacityLimiter = request.app.state.search_threads
-    return await anyio.to_thread.run_sync(work, limiter=limiter)
 
 
 @router.post("/unified")
@@ -56,7 +43,7 @@ async def unified(
     if body.include_debug:
         who.need("debug")
     wanted = plain(body, SearchRequest)
-    return await _searching(request, lambda: engine.search(wanted, project=who.project))
+    return await on_lane(request, body, lambda: engine.search(wanted, project=who.project))
 
 
 @router.post("/context")
@@ -68,8 +55,9 @@ async def context(
     if body.include_debug:
         who.need("debug")
     wanted = plain(body, SearchRequest)
-    return await _searching(
+    return await on_lane(
         request,
+        body,
         lambda: engine.context(
             wanted, max_tokens=body.max_tokens, project=who.project, style=body.style
         ),
@@ -84,7 +72,7 @@ async def explain(
     SQL each stage ran."""
     who.check_body(body.project)
     wanted = plain(body, SearchRequest)
-    return await _searching(request, lambda: engine.explain(wanted, project=who.project))
+    return await on_lane(request, body, lambda: engine.explain(wanted, project=who.project))
 
 
 @ask_router.post("/ask", response_model=Answer)
@@ -113,28 +101,5 @@ async def ask(body: AskRequest, who: Reader, engine: EngineDep, request: Request
         )
 
     if not body.stream:
-        return await _searching(request, run)
-    return StreamingResponse(_events(run), media_type="text/event-stream")
-
-
-def _events(run: Any) -> Iterator[str]:
-    """Server-sent events of an answer made in a worker thread."""
-    pieces: queue.Queue[tuple[str, Any]] = queue.Queue()
-
-    def work() -> None:
-        try:
-            answer = run(lambda piece: pieces.put(("text", piece)))
-            pieces.put(("answer", answer.model_dump(mode="json")))
-        except KgsearchError as exc:
-            pieces.put(("error", exc.to_dict()))
-        except Exception:  # a bug: reported without internals, like a 500
-            log.exception("ask failed unexpectedly")
-            body = {"error": {"code": "error", "message": "internal error", "details": {}}}
-            pieces.put(("error", body))
-
-    threading.Thread(target=work, daemon=True, name="kgsearch-ask").start()
-    while True:
-        event, data = pieces.get()
-        yield f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
-        if event != "text":
-            return
+        return await on_lane(request, body, run)
+    return StreamingResponse(stream_events(request, run), media_type="text/event-stream")

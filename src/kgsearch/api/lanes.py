@@ -1,0 +1,105 @@
+"""Separate work, separate lanes: searches and chat-model calls on pools of their own.
+
+A request that waits for the chat model (``ask`` with the model, a search with
+``keywords: "llm"``) runs on the LLM lane, a bounded pool of its own; a plain search
+runs on the search lane. A slow or stalled model then fills only the LLM lane: plain
+searches keep their threads, and writes, lookups and ``/health`` keep the request
+threads. A streamed answer holds one LLM-lane token while its model call runs and no
+request thread at all (the events are relayed to the event loop as they come).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
+
+import anyio
+from fastapi import Request
+
+from kgsearch.errors import KgsearchError
+
+__all__ = ["LLM_THREADS", "Lanes", "on_lane", "stream_events", "wants_llm"]
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+LLM_THREADS = 4
+"""Requests waiting for the chat model at once, by default (across all projects)."""
+
+
+class Lanes:
+    """The app's bounded pools.
+
+    Args:
+        search: Threads for searches, context and explain without the model.
+        llm: Threads for requests that wait for the chat model.
+    """
+
+    def __init__(self, search: int, llm: int) -> None:
+        self.search = anyio.CapacityLimiter(search)
+        self.llm = anyio.CapacityLimiter(llm)
+
+
+def wants_llm(body: Any) -> bool:
+    """Whether serving ``body`` calls the chat model (an answer, or LLM keywords)."""
+    return bool(getattr(body, "llm", False)) or getattr(body, "keywords", "off") == "llm"
+
+
+async def on_lane(request: Request, body: Any, work: Callable[[], T]) -> T:
+    """Run ``work`` on the lane ``body`` needs (:func:`wants_llm`)."""
+    lanes: Lanes = request.app.state.lanes
+    limiter = lanes.llm if wants_llm(body) else lanes.search
+    return await anyio.to_thread.run_sync(work, limiter=limiter)
+
+
+def stream_events(
+    request: Request, run: Callable[[Callable[[str], None]], Any]
+) -> AsyncIterator[str]:
+    """Server-sent events of an answer made on the LLM lane: ``text`` events as the
+    model writes, then one ``answer`` (or ``error``) event.
+
+    ``run(on_text)`` makes the answer in a thread of its own; the lane's token is taken
+    before it starts and given back when it ends, so streamed answers are bounded like
+    the others, and no request thread waits on the stream.
+    """
+    lanes: Lanes = request.app.state.lanes
+    return _events(lanes.llm, run)
+
+
+async def _events(
+    limiter: anyio.CapacityLimiter, run: Callable[[Callable[[str], None]], Any]
+) -> AsyncIterator[str]:
+    loop = asyncio.get_running_loop()
+    pieces: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+    token = object()
+    await limiter.acquire_on_behalf_of(token)
+
+    def put(item: tuple[str, Any]) -> None:
+        loop.call_soon_threadsafe(pieces.put_nowait, item)
+
+    def work() -> None:
+        try:
+            answer = run(lambda piece: put(("text", piece)))
+            put(("answer", answer.model_dump(mode="json")))
+        except KgsearchError as exc:
+            put(("error", exc.to_dict()))
+        except Exception:  # a bug: reported without internals, like a 500
+            log.exception("ask failed unexpectedly")
+            put(("error", {"error": {"code": "error", "message": "internal error", "details": {}}}))
+        finally:
+            loop.call_soon_threadsafe(limiter.release_on_behalf_of, token)
+
+    try:
+        threading.Thread(target=work, daemon=True, name="kgsearch-ask").start()
+    except BaseException:
+        limiter.release_on_behalf_of(token)
+        raise
+    while True:
+        event, data = await pieces.get()
+        yield f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+        if event != "text":
+            return
