@@ -131,7 +131,11 @@ class ExtractSettings(BaseModel):
     )
     min_description_length: int = Field(default=50, ge=0)
     check_names_in_text: bool = Field(
-        default=True, description="Reject entities whose name is not in the chunk"
+        default=True, description="Look for each entity's name in its chunk (grounding)"
+    )
+    strict_grounding: bool = Field(
+        default=False,
+        description="Reject entities the chunk does not spell (default: keep, as a signal)",
     )
     entity_types: list[str] | None = Field(default=None, description="Override the domain's")
     instructions: str | None = Field(default=None, description="Extra prompt instructions")
@@ -152,6 +156,11 @@ class ExtractSettings(BaseModel):
         default=600.0,
         gt=0,
         description="A claimed chunk is taken over by another worker after this long",
+    )
+    max_reply_chars: int = Field(
+        default=1_000_000,
+        ge=1000,
+        description="A longer LLM reply fails its chunk unread (and leaves the cache)",
     )
 
 

@@ -44,6 +44,9 @@ class ExtractionReport(_Frozen):
         cost_usd: Estimated cost (None when the model has no known price).
         seconds: Wall-clock duration.
         errors: The first distinct error messages.
+        left: Chunks of the run's scope still not extracted when it ended (claimed
+            by another run or one that died, waiting for a retry, or stopped by an
+            open breaker); dead chunks are not counted.
     """
 
     processed: int = 0
@@ -59,6 +62,7 @@ class ExtractionReport(_Frozen):
     cost_usd: float | None = None
     seconds: float = 0.0
     errors: list[str] = Field(default_factory=list)
+    left: int = 0
 
 
 class IngestProblem(_Frozen):
@@ -160,9 +164,10 @@ class IngestReport(_Frozen):
 
     @property
     def ok(self) -> bool:
-        """True when every file given was ingested (skipped ones aside) and no chunk
-        failed extraction."""
-        failed = self.extraction is not None and (self.extraction.dead or self.extraction.failed)
+        """True when every file given was ingested (skipped ones aside), no chunk
+        failed extraction and none was left undone."""
+        run = self.extraction
+        failed = run is not None and bool(run.dead or run.failed or run.left)
         return not self.problems and not failed
 
 

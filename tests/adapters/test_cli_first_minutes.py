@@ -348,3 +348,13 @@ def test_a_mistyped_command_gets_a_suggestion_and_the_usage_exit_code(
     assert result.exit_code == 2  # a usage mistake, as for a mistyped option (README)
     assert "No such command" in result.output
     assert "Did you mean" in result.output and suggested in result.output
+
+
+def test_names_and_reasons_in_square_brackets_are_printed_as_written(kg: Kg) -> None:
+    docs = kg.directory / "docs"
+    docs.mkdir()
+    (docs / "notes[draft].md").write_text("Ada Lovelace met Charles Babbage in London.\n")
+    (docs / "blob[1].txt").write_bytes(b"binary\0stuff")
+    result = kg("ingest", str(docs))
+    # rich markup would eat "[draft]" and "[1]" (as it ate the "[documents]" of an install hint)
+    assert "blob[1].txt: binary file" in result.output

@@ -13,6 +13,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
+from kgsearch.http import ProviderSkipped
+from kgsearch.lifecycle.extraction import EXTRACT_JOB, retry
 from kgsearch.lifecycle.runner import Outcome, RetryPolicy
 from kgsearch.lifecycle.tasks import TaskDone, run_tasks
 from kgsearch.store.base import Store, Task, TaskIn
@@ -124,3 +128,67 @@ def test_the_runner_takes_only_its_own_job_and_project(store: Store) -> None:
     assert run_tasks(store, JOB, shout, project="p", policy=NO_WAIT).processed == 1
     assert store.task_counts(JOB, project="q")["pending"] == 1
     assert store.task_counts("other", project="p")["pending"] == 1
+
+
+def states(store: Store) -> dict[str, tuple[str, int]]:
+    return {
+        s.row_id: (s.status, s.attempts) for s in store.list_tasks(JOB, project="p", limit=1000)
+    }
+
+
+def test_an_interrupted_batch_gives_its_claims_back(store: Store) -> None:
+    enqueue(store, "ada", "bob", "cy")
+
+    def interrupted(tasks: Sequence[Task]) -> Outcome[Task, TaskDone]:
+        if len(tasks) == 1:
+            raise KeyboardInterrupt
+        return shout(tasks)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_tasks(store, JOB, interrupted, project="p", policy=NO_WAIT, batch_size=2)
+    assert states(store) == {"ada": ("done", 0), "bob": ("done", 0), "cy": ("pending", 0)}
+    assert run_tasks(store, JOB, shout, project="p", policy=NO_WAIT).done == 1
+
+
+def test_an_open_breaker_gives_the_claims_back_without_an_attempt(store: Store) -> None:
+    enqueue(store, "ada", "r2d2")
+    run_tasks(store, JOB, shout, project="p", policy=NO_WAIT)
+    past_backoff()
+
+    def skipped(tasks: Sequence[Task]) -> Outcome[Task, TaskDone]:
+        raise ProviderSkipped("breaker open")
+
+    report = run_tasks(store, JOB, skipped, project="p", policy=NO_WAIT)
+    assert report.failed == 0 and "breaker open" in report.errors[0]
+    assert states(store) == {"ada": ("done", 0), "r2d2": ("failed", 1)}
+
+
+def test_release_takes_only_claims_still_held(store: Store) -> None:
+    enqueue(store, "ada", "bob")
+    claimed = store.claim_tasks(JOB, project="p", limit=2, now=time.time(), lease_seconds=600)
+    store.complete_tasks(JOB, claimed[:1])
+    assert store.release_tasks(JOB, claimed) == 1
+    assert states(store) == {"ada": ("done", 0), "bob": ("pending", 0)}
+
+
+def test_an_error_no_store_could_keep_is_recorded_escaped(store: Store) -> None:
+    enqueue(store, "ada")
+
+    def broken(tasks: Sequence[Task]) -> Outcome[Task, TaskDone]:
+        return Outcome((), {"reply \ud83d with \x00 in it": list(tasks)})
+
+    run_tasks(store, JOB, broken, project="p", policy=NO_WAIT)
+    (state,) = store.list_tasks(JOB, project="p")
+    assert (state.status, state.attempts) == ("failed", 1)
+    assert state.last_error == "reply \\ud83d with \\x00 in it"
+
+
+def test_retry_takes_back_expired_claims_and_with_claimed_every_claim(store: Store) -> None:
+    store.enqueue_tasks("p", EXTRACT_JOB, [TaskIn(row_id=w, input_hash="v1") for w in "abc"])
+    now = time.time()
+    store.claim_tasks(EXTRACT_JOB, project="p", limit=1, now=now, lease_seconds=600)
+    store.claim_tasks(EXTRACT_JOB, project="p", limit=1, now=now - 700, lease_seconds=600)
+    assert retry(store, "p") == 1  # the expired claim only: the other may be a live run's
+    assert store.task_counts(EXTRACT_JOB, project="p")["running"] == 1
+    assert retry(store, "p", claimed=True) == 1
+    assert store.task_counts(EXTRACT_JOB, project="p")["pending"] == 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -194,11 +195,14 @@ def _render_detail(detail: CommunityDetail) -> None:
     out.print(f"{c.id}: level {c.level}, {c.size} members, rank {c.rank:g}{parent}")
     report: Any = detail.report
     if report is not None:
-        out.print(f"[bold]{report.title}[/bold] (rating {report.rating:g}, {report.method})")
-        out.print(report.summary)
+        title = escape(report.title)
+        out.print(f"[bold]{title}[/bold] (rating {report.rating:g}, {report.method})")
+        out.print(report.summary, markup=False)
         for f in report.findings:
-            out.print(f"  - {f.summary}" + (f": {f.explanation}" if f.explanation else ""))
+            line = f"  - {f.summary}" + (f": {f.explanation}" if f.explanation else "")
+            out.print(line, markup=False)
     if detail.children:
-        out.print("children: " + ", ".join(detail.children))
+        out.print("children: " + ", ".join(detail.children), markup=False)
     if detail.members:
-        out.print("members: " + ", ".join(f"{m['name']} ({m['type']})" for m in detail.members))
+        names = ", ".join(f"{m['name']} ({m['type']})" for m in detail.members)
+        out.print("members: " + names, markup=False)

@@ -8,6 +8,7 @@ import signal
 import threading
 
 import click
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -106,7 +107,7 @@ def _report(report: EmbedReport) -> None:
         f"failed {report.failed}  (dead {report.dead})  in {round(report.seconds, 3)} s"
     )
     for error in report.errors:
-        out.print(f"[red]error:[/] {error}")
+        out.print(f"[red]error:[/] {escape(str(error))}")
 
 
 _kind_option = click.option(

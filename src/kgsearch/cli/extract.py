@@ -4,12 +4,15 @@ preview``."""
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -90,7 +93,7 @@ def _run_with_progress(engine: Engine, state: State, fn: Any, total: int | None)
             if kind == "document":
                 if not docs:
                     docs.append(bar.add_task("storing documents", total=None, detail=""))
-                bar.update(docs[0], advance=1, detail=str(getattr(value, "title", "")))
+                bar.update(docs[0], advance=1, detail=escape(str(getattr(value, "title", ""))))
             elif isinstance(value, Totals):
                 if not chunks:
                     chunks.append(bar.add_task("extracting chunks", total=total, detail=""))
@@ -102,6 +105,25 @@ def _run_with_progress(engine: Engine, state: State, fn: Any, total: int | None)
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     yield
+
+
+@contextlib.contextmanager
+def _terminable() -> Iterator[None]:
+    """SIGTERM ends the run as Ctrl-C does: the batch's claims are given back and the
+    work done so far stays saved (the default SIGTERM ends the process with its claims
+    held until their lease ends)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _render_extraction(report: ExtractionReport) -> None:
@@ -117,7 +139,7 @@ def _render_extraction(report: ExtractionReport) -> None:
             "rejected: " + ", ".join(f"{reason} {n}" for reason, n in report.rejected.items())
         )
     for error in report.errors:
-        out.print(f"[red]error:[/] {error.splitlines()[0] if error else error}")
+        out.print(f"[red]error:[/] {escape(error.splitlines()[0] if error else str(error))}")
 
 
 def _render_ingest(report: IngestReport) -> None:
@@ -138,9 +160,9 @@ def _render_ingest(report: IngestReport) -> None:
     if report.extraction is not None:
         _render_extraction(report.extraction)
     for problem in report.skipped:
-        out.print(f"[dim]skipped {problem.path}: {problem.reason}[/]")
+        out.print(f"[dim]skipped {escape(str(problem.path))}: {escape(problem.reason)}[/]")
     for problem in report.problems:
-        out.print(f"[red]failed[/] {problem.path}: {problem.reason}")
+        out.print(f"[red]failed[/] {escape(str(problem.path))}: {escape(problem.reason)}")
 
 
 @click.command()
@@ -237,7 +259,7 @@ def ingest(
                 progress=progress,
             )
 
-        with resumable("ingest", "kgsearch ingest " + " ".join(map(str, paths))):
+        with resumable("ingest", "kgsearch ingest " + " ".join(map(str, paths))), _terminable():
             report: IngestReport = _run_with_progress(engine, state, run, None)
             if not (dry_run or no_embed):
                 with (
@@ -274,14 +296,15 @@ def run(state: State, limit: int | None, record: Path | None, replay: Path | Non
     with engine_from(state, settings=settings) as engine:
         status = engine.extraction_status(project=state.project)
         due = status.counts.get("pending", 0) + status.counts.get("failed", 0)
-        report: ExtractionReport = _run_with_progress(
-            engine,
-            state,
-            lambda progress: engine.extract(limit=limit, progress=progress),
-            due or None,
-        )
+        with resumable("extraction", "kgsearch extract run"), _terminable():
+            report: ExtractionReport = _run_with_progress(
+                engine,
+                state,
+                lambda progress: engine.extract(limit=limit, progress=progress),
+                due or None,
+            )
     emit(state, report, _render_extraction)
-    if report.dead:
+    if report.dead or report.left:
         raise click.exceptions.Exit(1)
 
 
@@ -302,7 +325,7 @@ def _render_status(status: ExtractionStatus) -> None:
     for label, n in status.extractors.items():
         out.print(f"  {n} chunks by {label}")
     for chunk, error in status.failures.items():
-        out.print(f"[red]{chunk}[/]: {error.splitlines()[0] if error else ''}")
+        out.print(f"[red]{escape(chunk)}[/]: {escape(error.splitlines()[0] if error else '')}")
 
 
 @extract.command("status")
@@ -334,15 +357,22 @@ def show(state: State, chunk_id: str) -> None:
 
 @extract.command("retry")
 @click.option("--dead", is_flag=True, help="Also re-queue chunks that gave up.")
+@click.option(
+    "--claimed",
+    is_flag=True,
+    help="Also take back chunks still claimed by a run (one killed with kill -9); "
+    "only when no other extraction runs.",
+)
 @pass_state
 @handle_errors
-def retry(state: State, dead: bool) -> None:
-    """Re-queue failed chunks now (and dead ones with --dead); then `extract run`.
+def retry(state: State, dead: bool, claimed: bool) -> None:
+    """Re-queue failed chunks now (and dead ones with --dead), take back claims whose
+    lease ended (all claims with --claimed); then `extract run`.
 
     Example: kgsearch extract retry --dead && kgsearch extract run
     """
     with engine_from(state) as engine:
-        n = engine.retry_extraction(dead=dead, project=state.project)
+        n = engine.retry_extraction(dead=dead, project=state.project, claimed=claimed)
     emit(state, {"requeued": n}, lambda v: out.print(f"re-queued {v['requeued']} chunks"))
 
 
@@ -408,4 +438,4 @@ def _render_summaries(report: SummaryReport) -> None:
         f"({report.calls} model calls, {report.cached} from the cache); {report.failed} failed"
     )
     for row, error in report.errors.items():
-        out.print(f"[red]{row}[/]: {error}")
+        out.print(f"[red]{escape(str(row))}[/]: {escape(str(error))}")

@@ -12,6 +12,7 @@ from kgsearch.errors import InvalidRequest
 from kgsearch.extract.imported import ImportedExtractor
 from kgsearch.extract.openie import load_openie
 from kgsearch.extract.quality import QualityFiltered
+from kgsearch.extract.run import LLMExtractor
 from kgsearch.extract.schema import ChunkText, ExtractionResult, Extractor
 from kgsearch.io.documents import DEFAULT_MAX_BYTES, Document, document_from_text, read_documents
 from kgsearch.lifecycle import extraction, ingest, summaries
@@ -287,9 +288,14 @@ class ExtractionMethods(EngineCore):
         """
         return extraction.extraction_record(self.store, self._p(project), chunk_id)
 
-    def retry_extraction(self, *, dead: bool = False, project: str | None = None) -> int:
-        """Re-queue failed chunks now (and dead ones with ``dead=True``)."""
-        return extraction.retry(self.store, project, dead=dead)
+    def retry_extraction(
+        self, *, dead: bool = False, project: str | None = None, claimed: bool = False
+    ) -> int:
+        """Re-queue failed chunks now (and dead ones with ``dead=True``) and take back
+        claims whose lease ended (every claim with ``claimed=True``: a run killed with
+        ``kill -9`` holds its chunks until the lease ends; use it only when no other
+        extraction runs)."""
+        return extraction.retry(self.store, project, dead=dead, claimed=claimed)
 
     def preview_extraction(
         self, text: str, *, extractor: str | None = None, domain: str | None = None
@@ -303,5 +309,9 @@ class ExtractionMethods(EngineCore):
         if not text.strip():
             raise InvalidRequest("text must not be blank")
         chosen: Extractor = self.extractor(extractor, domain)
-        (result,) = chosen.extract([ChunkText("preview", text)])
+        chunk = ChunkText("preview", text)
+        if isinstance(chosen, LLMExtractor):  # a failed call is the answer's error
+            (result,) = chosen.extract([chunk], raise_errors=True)
+        else:
+            (result,) = chosen.extract([chunk])
         return result

@@ -91,6 +91,7 @@ def quality_rules(settings: ExtractSettings, *, extractive: bool) -> QualityRule
     return QualityRules(
         min_description_length=0 if extractive else settings.min_description_length,
         check_in_text=settings.check_names_in_text,
+        strict_in_text=settings.strict_grounding,
         max_relationships=settings.max_relationships,
     )
 
@@ -134,6 +135,7 @@ def extractor_factory(
                 gleanings=settings.gleanings,
                 pack_chars=settings.pack_chars,
                 max_workers=llm.max_concurrency,
+                max_reply_chars=settings.max_reply_chars,
             )
         if name == "openie":
             raise InvalidRequest(

@@ -20,6 +20,13 @@ chosen per reply:
 Prose around the records (notes, echoed sentences, headers) is ignored; only a piece
 that looks like a record and cannot be read is rejected. Only schema fields are copied
 out of a reply, so extra keys a model (or an injected document) adds never survive.
+
+Parsing takes time linear in the reply's length whatever it holds (a hostile reply of
+1 MB of ``{``, ``a(`` or spaces parses in well under a second): every regular
+expression is anchored or cannot backtrack over the same text twice, parentheses are
+matched in one pass, and JSON decoding stops after :data:`MAX_DECODE_FAILURES` failed
+attempts (each failure costs the decoder a scan back to the start of the text to count
+lines). The caller caps the reply's size before parsing (``extract.max_reply_chars``).
 """
 
 from __future__ import annotations
@@ -27,10 +34,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kgsearch.errors import ExtractionFailed
+from kgsearch.extract.lines import parse_lines
+from kgsearch.extract.parsed import MAX_MALFORMED, PIECE_KEPT, QUOTES, Parsed, unquote
 from kgsearch.extract.schema import (
     ExtractedEntity,
     ExtractedGraph,
@@ -38,7 +47,21 @@ from kgsearch.extract.schema import (
     Rejection,
 )
 
-__all__ = ["Parsed", "is_empty_reply", "parse_reply", "parse_reply_lenient"]
+__all__ = [
+    "MAX_DECODE_FAILURES",
+    "MAX_MALFORMED",
+    "Parsed",
+    "is_empty_reply",
+    "parse_reply",
+    "parse_reply_lenient",
+]
+
+MAX_DECODE_FAILURES = 32
+"""Failed JSON decoding attempts per reading of a reply; past it the rest is not read
+as JSON. A real reply's object starts at one of its first braces; a hostile one with a
+brace at every character would otherwise cost a scan of the text per brace."""
+_MAX_DEPTH = 8
+"""How deep a reply's JSON is searched for the entity and relationship lists."""
 
 _ENTITY_LISTS = ("entities", "entity", "nodes", "node_list")
 _RELATION_LISTS = ("relationships", "relationship", "relations", "edges", "triples", "links")
@@ -62,57 +85,7 @@ _CHUNK_KEYS = ("chunk", "chunk_number", "section", "chunk_index")
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _COMPLETE = re.compile(r"<\|\s*complete\s*\|>", re.IGNORECASE)
 _TUPLE_DELIMS = ("<|#|>", "<|>")
-_QUOTES = "\"'“”‘’`"
-_TAG = re.compile(r"[(\[]?\s*[\"“”']?\s*(entity|relationship|relation|content_keywords)\b", re.I)
-_LIST_PREFIX = re.compile(r"^\s*(?:[-*•]+|\d+[.)]|[a-z][.)]|#+)\s+", re.I)
-_BRACKET_LINE = re.compile(
-    r"^(?P<src>[^\[\]:]+?)\s*\[(?P<rel>[^\[\]]+)\]\s*(?P<tgt>[^\[\]:]+?)\s*:\s*(?P<desc>.*)$"
-)
-_TRIPLE_HEAD = re.compile(r"([A-Za-z][A-Za-z0-9_\\]*)\(")
-
-
-@dataclass
-class Parsed:
-    """One reply, parsed.
-
-    Attributes:
-        graph: Every entity and relationship that could be read.
-        rejected: The pieces that looked like records but could not be read.
-        format: ``json``, ``tuples``, ``brackets``, ``triples`` or ``none``.
-        entity_tags: For packed calls, the chunk number each entity was tagged with
-            (parallel to ``graph.entities``; None when untagged).
-        relation_tags: The same for ``graph.relationships``.
-    """
-
-    graph: ExtractedGraph = field(default_factory=ExtractedGraph)
-    rejected: list[Rejection] = field(default_factory=list)
-    format: str = "none"
-    entity_tags: list[int | None] = field(default_factory=list)
-    relation_tags: list[int | None] = field(default_factory=list)
-
-    @property
-    def items(self) -> int:
-        """Entities plus relationships read."""
-        return len(self.graph.entities) + len(self.graph.relationships)
-
-    @property
-    def records(self) -> int:
-        """Items read plus pieces rejected: every record the reply seemed to hold."""
-        return len(self.graph.entities) + len(self.graph.relationships) + len(self.rejected)
-
-    def add_entity(self, entity: ExtractedEntity, tag: int | None = None) -> None:
-        """Keep ``entity`` (with its chunk tag, if any)."""
-        self.graph.entities.append(entity)
-        self.entity_tags.append(tag)
-
-    def add_relation(self, relation: ExtractedRelation, tag: int | None = None) -> None:
-        """Keep ``relation`` (with its chunk tag, if any)."""
-        self.graph.relationships.append(relation)
-        self.relation_tags.append(tag)
-
-    def malformed(self, item: dict[str, Any] | str) -> None:
-        """Record a piece that looked like a record but could not be read."""
-        self.rejected.append(Rejection(kind="record", reason="malformed", item=item))
+_TAG = re.compile(r"(entity|relationship|relation|content_keywords)\b", re.I)
 
 
 def parse_reply(text: str) -> tuple[ExtractedGraph, list[Rejection]]:
@@ -144,7 +117,7 @@ def is_empty_reply(text: str) -> bool:
     stripped = _COMPLETE.sub("", text).strip().strip("`").strip()
     if not stripped:
         return True
-    found = _json_object(stripped)
+    found = _json_object(stripped, _Decoding())
     return isinstance(found, Mapping) and not any(isinstance(v, list) and v for v in found.values())
 
 
@@ -164,44 +137,62 @@ def parse_reply_lenient(text: str) -> Parsed:
         return _parse_tuples(text)
     if from_json is not None and from_json.records:
         return from_json
-    return _parse_lines(text)
+    return parse_lines(text)
 
 
 # --- JSON ---------------------------------------------------------------------------
+
+_DECODER = json.JSONDecoder()
+
+
+@dataclass
+class _Decoding:
+    """JSON decoding with a budget of failures (see :data:`MAX_DECODE_FAILURES`)."""
+
+    left: int = MAX_DECODE_FAILURES
+
+    def at(self, text: str, pos: int) -> tuple[Any, int] | None:
+        """The value starting at ``pos`` and the position after it, or None."""
+        if self.left <= 0:
+            return None
+        try:
+            return _DECODER.raw_decode(text, pos)
+        except (json.JSONDecodeError, RecursionError):  # too deep is unreadable too
+            self.left -= 1
+            return None
 
 
 def _parse_json(text: str) -> Parsed:
     """The best reading of ``text`` as JSON: the first complete object, or the complete
     items of a truncated one (whichever reads more), in a fence or in the whole text."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoding = _Decoding()
     best = Parsed(format="json")
     for candidate in candidates:
         for reader in (_read_first_object, _salvage):
             parsed = Parsed(format="json")
-            reader(candidate, parsed)
+            reader(candidate, parsed, decoding)
             if (parsed.items, parsed.records) > (best.items, best.records):
                 best = parsed
-        if best.items:
+        if best.items or decoding.left <= 0:
             return best
     return best
 
 
-def _read_first_object(text: str, parsed: Parsed) -> None:
-    found = _json_object(text)
+def _read_first_object(text: str, parsed: Parsed, decoding: _Decoding) -> None:
+    found = _json_object(text, decoding)
     if found is not None:
-        _read_container(found, parsed)
+        _read_container(found, parsed, 0)
 
 
-def _json_object(text: str) -> Any:
+def _json_object(text: str, decoding: _Decoding) -> Any:
     """The first complete JSON object or array in ``text``, or None."""
-    decoder = json.JSONDecoder()
     for match in re.finditer(r"[{\[]", text):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict | list):
-            return value
+        if decoding.left <= 0:
+            return None
+        decoded = decoding.at(text, match.start())
+        if decoded is not None and isinstance(decoded[0], dict | list):
+            return decoded[0]
     return None
 
 
@@ -213,18 +204,18 @@ def _normalized(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {_norm_key(str(k)): v for k, v in obj.items()}
 
 
-def _read_container(found: Any, parsed: Parsed) -> None:
+def _read_container(found: Any, parsed: Parsed, depth: int) -> None:
     if isinstance(found, list):
         for item in found:
             _read_item(item, parsed, None)
         return
-    if not isinstance(found, Mapping):
+    if not isinstance(found, Mapping) or depth > _MAX_DEPTH:
         return
     data = _normalized(found)
     if not any(k in data for k in _ENTITY_LISTS + _RELATION_LISTS):
         for value in data.values():  # {"graph": {"entities": …}} or {"result": …}
             if isinstance(value, Mapping):
-                _read_container(value, parsed)
+                _read_container(value, parsed, depth + 1)
                 if parsed.items:
                     return
         if _first(data, _NAME_KEYS + _SOURCE_KEYS) is not None:
@@ -244,11 +235,12 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _salvage(text: str, parsed: Parsed) -> None:
+def _salvage(text: str, parsed: Parsed, decoding: _Decoding) -> None:
     """Read every complete item of a truncated reply's entity and relationship lists."""
-    decoder = json.JSONDecoder()
     lists = "|".join(_ENTITY_LISTS + _RELATION_LISTS)
     for match in re.finditer(rf"[\"']?({lists})[\"']?\s*:\s*\[", text, re.IGNORECASE):
+        if decoding.left <= 0:
+            return
         kind = "entity" if _norm_key(match.group(1)) in _ENTITY_LISTS else "relationship"
         pos = match.end()
         while True:
@@ -256,13 +248,13 @@ def _salvage(text: str, parsed: Parsed) -> None:
                 pos += 1
             if pos >= len(text) or text[pos] == "]":
                 break
-            try:
-                item, pos = decoder.raw_decode(text, pos)
-            except json.JSONDecodeError:
-                rest = text[pos:].strip()
+            decoded = decoding.at(text, pos)
+            if decoded is None:
+                rest = text[pos : pos + PIECE_KEPT].strip()
                 if rest:
-                    parsed.malformed(rest[:2000])
+                    parsed.malformed(rest)
                 break
+            item, pos = decoded
             _read_item(item, parsed, kind)
 
 
@@ -294,7 +286,7 @@ def _tag(data: Mapping[str, Any]) -> int | None:
 
 def _read_item(item: Any, parsed: Parsed, kind: str | None) -> None:
     if not isinstance(item, Mapping):
-        parsed.malformed(json.dumps(item, ensure_ascii=False, default=str)[:2000])
+        parsed.malformed(_dump(item))
         return
     data = _normalized(item)
     is_relation = kind == "relationship" or (
@@ -307,6 +299,14 @@ def _read_item(item: Any, parsed: Parsed, kind: str | None) -> None:
         parsed.add_relation(made, _tag(data))
     else:
         parsed.add_entity(made, _tag(data))
+
+
+def _dump(item: Any) -> str:
+    """The start of ``item`` as JSON (or as text, when too deep to encode)."""
+    try:
+        return json.dumps(item, ensure_ascii=False, default=str)[:PIECE_KEPT]
+    except (RecursionError, ValueError):
+        return str(type(item).__name__)
 
 
 def _entity_from(data: Mapping[str, Any]) -> ExtractedEntity | None:
@@ -392,13 +392,6 @@ def _is_noise(line: str) -> bool:
     )
 
 
-def _unquote(value: str) -> str:
-    value = value.strip()
-    if len(value) >= 2 and value[0] in _QUOTES and value[-1] in _QUOTES:
-        return value[1:-1].strip()
-    return value.strip(_QUOTES).strip()
-
-
 def _repair_delimiters(piece: str) -> str:
     """Delimiters as models mistype them: ``</|>``, ``"|>`` (lost ``<``)."""
     piece = re.sub(r"<\s*/\s*\|\s*>", "<|>", piece)
@@ -410,14 +403,17 @@ def _read_tuple(piece: str, parsed: Parsed, *, keywords_first: bool) -> None:
     piece = _repair_delimiters(raw)
     tag_match = _TAG.search(piece.split("<|>", 1)[0])
     if tag_match is None:
-        parsed.malformed(raw)
+        parsed.malformed(raw[:PIECE_KEPT])
         return
-    inner = piece[tag_match.start() :].lstrip("([ \t")
+    start = tag_match.start()
+    if start and piece[start - 1] in QUOTES:
+        start -= 1  # the opening quote of '"entity"', which _unquote removes
+    inner = piece[start:]
     end = max(inner.rfind(")"), inner.rfind("]"))
     if end > inner.rfind("<|>"):
         inner = inner[:end]
-    fields = [_unquote(f) for f in inner.split("<|>")]
-    kind = fields[0].casefold().strip(_QUOTES)
+    fields = [unquote(f) for f in inner.split("<|>")]
+    kind = fields[0].casefold().strip(QUOTES)
     if kind == "content_keywords":
         return
     values = fields[1:]
@@ -432,7 +428,7 @@ def _read_tuple(piece: str, parsed: Parsed, *, keywords_first: bool) -> None:
             values = [values[0], values[1], values[3], values[2]]
         parsed.add_relation(_tuple_relation(values))
         return
-    parsed.malformed(raw)
+    parsed.malformed(raw[:PIECE_KEPT])
 
 
 def _tuple_relation(values: list[str]) -> ExtractedRelation:
@@ -460,100 +456,3 @@ def _tuple_relation(values: list[str]) -> ExtractedRelation:
 
 def _is_number(value: str) -> bool:
     return bool(re.fullmatch(r"-?\d+(?:\.\d+)?", value.strip()))
-
-
-# --- line formats: "A [rel] B: desc" and "rel(s, o)" ---------------------------------
-
-
-def _parse_lines(text: str) -> Parsed:
-    parsed = Parsed(format="none")
-    last: ExtractedRelation | None = None
-    formats: set[str] = set()
-    for raw_line in text.replace("\\_", "_").replace("\\*", "*").split("\n"):
-        line = _strip_list_prefix(raw_line.strip().strip("`").strip())
-        if not line:
-            last = None
-            continue
-        bracket = _BRACKET_LINE.match(line.strip(_QUOTES + " "))
-        if bracket:
-            last = _bracket_relation(bracket)
-            parsed.add_relation(last)
-            formats.add("brackets")
-            continue
-        if _read_triples(line, parsed):
-            formats.add("triples")
-            last = None
-            continue
-        if last is not None:  # a wrapped description
-            last.description = f"{last.description} {line.strip(_QUOTES)}".strip()
-    if formats:
-        parsed.format = "+".join(sorted(formats))
-    return parsed
-
-
-def _strip_list_prefix(line: str) -> str:
-    return _LIST_PREFIX.sub("", line, count=1).strip()
-
-
-def _bracket_relation(match: re.Match[str]) -> ExtractedRelation:
-    return ExtractedRelation(
-        source=_unquote(match.group("src")),
-        target=_unquote(match.group("tgt")),
-        relation=match.group("rel").strip(),
-        description=match.group("desc").strip().strip(_QUOTES).strip(),
-    )
-
-
-def _read_triples(line: str, parsed: Parsed) -> bool:
-    """Read every ``rel(s, o)`` in ``line``; True when the line held at least one.
-
-    A triple nested in another's argument (``rank(a, next_rank(b, c))``) is read on
-    its own and the outer one, which has no plain endpoint, is rejected.
-    """
-    seen = False
-    pos = 0
-    while (match := _TRIPLE_HEAD.search(line, pos)) is not None:
-        pos = match.end()
-        if match.start() > 0 and line[match.start() - 1].isalnum():
-            continue
-        args = _balanced(line, match.end())
-        if args is None:
-            continue
-        seen = True
-        pos = match.end() + len(args) + 1
-        relation = match.group(1).replace("\\", "")
-        subject, obj = _split_args(args)
-        plain = not _TRIPLE_HEAD.search(f"{subject} {obj}")
-        if plain and re.search(r"\w", subject) and re.search(r"\w", obj):
-            parsed.add_relation(ExtractedRelation(source=subject, target=obj, relation=relation))
-        else:
-            parsed.malformed(f"{match.group(1)}({args})")
-            _read_triples(args, parsed)
-    return seen
-
-
-def _balanced(line: str, start: int) -> str | None:
-    """The text up to the parenthesis closing the one before ``start``, or None."""
-    depth = 1
-    for pos in range(start, len(line)):
-        if line[pos] == "(":
-            depth += 1
-        elif line[pos] == ")":
-            depth -= 1
-            if depth == 0:
-                return line[start:pos]
-    return None
-
-
-def _split_args(args: str) -> tuple[str, str]:
-    """Subject and object: split at the first comma outside quotes."""
-    quote: str | None = None
-    for pos, char in enumerate(args):
-        if quote:
-            if char == quote:
-                quote = None
-        elif char in '"“':
-            quote = "”" if char == "“" else '"'
-        elif char == ",":
-            return _unquote(args[:pos]), _unquote(args[pos + 1 :])
-    return _unquote(args), ""

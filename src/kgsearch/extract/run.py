@@ -6,9 +6,13 @@ are synchronous and the time is spent waiting on the server). Consecutive short 
 can share one call (``pack_chars``): the model tags each item with its chunk number
 and the results are split back per chunk before the quality filter.
 
-A reply that cannot be parsed gives that chunk a result with ``error`` set and the raw
-reply in ``raw``; a :class:`ProviderError` propagates so the job runner retries the
-whole batch.
+A reply that cannot be used (nothing readable, too long, cut off; see
+:func:`~kgsearch.extract.glean.glean`) gives that chunk a result with ``error`` set
+and the raw reply in ``raw`` (escaped so any store keeps it). A call that fails (a
+:class:`ProviderError`) fails the chunks of that call only, so one bad chunk never
+fails its batch; only :class:`~kgsearch.http.ProviderSkipped` (the breaker is open:
+nothing was attempted) propagates, so the runner stops without costing any chunk an
+attempt.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 
-from kgsearch.extract.glean import Gleaned, glean
+from kgsearch.errors import ProviderError
+from kgsearch.extract.glean import MAX_REPLY_CHARS, Gleaned, glean, storable
 from kgsearch.extract.parse import Parsed
 from kgsearch.extract.prompts import (
     DomainPrompt,
@@ -34,7 +39,8 @@ from kgsearch.extract.schema import (
     ExtractedGraph,
     ExtractionResult,
 )
-from kgsearch.llm.base import LLM, Forgetting, Message, Usage
+from kgsearch.http import ProviderSkipped
+from kgsearch.llm.base import LLM, Message, Usage
 
 __all__ = [
     "FIRST_REPLY_RATIO",
@@ -67,6 +73,7 @@ class LLMExtractor:
             most this many characters (0: one call per chunk).
         max_workers: Calls in flight at once.
         max_tokens: Cap on each reply's tokens (None: the server's default).
+        max_reply_chars: Longer replies fail their chunk unread.
     """
 
     def __init__(
@@ -80,10 +87,14 @@ class LLMExtractor:
         pack_chars: int = 0,
         max_workers: int = 4,
         max_tokens: int | None = None,
+        max_reply_chars: int = MAX_REPLY_CHARS,
     ) -> None:
         rules = rules or QualityRules()
         if max_relationships is not None:
             rules = replace(rules, max_relationships=max_relationships)
+        if rules.check_in_text and not rules.example_names:
+            names = {e.name for x in prompt.examples for e in x.graph.entities}
+            rules = replace(rules, example_names=tuple(sorted(names)))
         self.llm = llm
         self.prompt = prompt
         self.rules = rules
@@ -91,6 +102,7 @@ class LLMExtractor:
         self.pack_chars = max(0, pack_chars)
         self.max_workers = max(1, max_workers)
         self.max_tokens = max_tokens
+        self.max_reply_chars = max_reply_chars
 
     @property
     def name(self) -> str:
@@ -106,19 +118,57 @@ class LLMExtractor:
             f"|glean{self.gleanings}|pack{self.pack_chars}|quality:{rules[:8]}"
         )
 
-    def extract(self, chunks: Sequence[ChunkText]) -> list[ExtractionResult]:
-        """Extract every chunk; one result per chunk, in input order.
+    def extract(
+        self, chunks: Sequence[ChunkText], *, raise_errors: bool = False
+    ) -> list[ExtractionResult]:
+        """Extract every chunk; one result per chunk, in input order. A chunk whose
+        call failed or whose reply cannot be used gets a result with ``error`` set.
+
+        Args:
+            chunks: The chunks.
+            raise_errors: Raise a failed call's :class:`ProviderError` instead (a
+                preview of one text, where there is no other chunk to go on with).
 
         Raises:
-            ProviderError: A model call failed (the whole batch should be retried).
+            ProviderSkipped: The model was not called (its breaker is open): the run
+                should stop and leave the chunks' attempts alone.
+            ProviderError: Only with ``raise_errors``.
         """
         packs = pack_chunks(chunks, self.pack_chars)
+        one = self._extract_pack if raise_errors else self._extract_isolated
         if self.max_workers == 1 or len(packs) <= 1:
-            done = [self._extract_pack(pack) for pack in packs]
+            done = [one(pack) for pack in packs]
         else:
-            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(packs))) as pool:
-                done = list(pool.map(self._extract_pack, packs))
+            pool = ThreadPoolExecutor(max_workers=min(self.max_workers, len(packs)))
+            try:
+                done = list(pool.map(one, packs))
+            finally:
+                # On Ctrl-C, do not wait for calls in flight (up to the deadline): the
+                # runner releases the claims and the replies land in the cache.
+                pool.shutdown(wait=False, cancel_futures=True)
         return [result for results in done for result in results]
+
+    def _extract_isolated(self, pack: Sequence[ChunkText]) -> list[ExtractionResult]:
+        """:meth:`_extract_pack`, with a failed call failing this pack's chunks only."""
+        try:
+            return self._extract_pack(pack)
+        except ProviderSkipped:
+            raise
+        except ProviderError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a bug on one reply must not fail the other chunks
+            error = f"internal_error: {type(exc).__name__}: {exc}"
+        return [
+            ExtractionResult(
+                chunk_id=c.id,
+                extractor=self.name,
+                model=self.llm.model_id,
+                prompt_id=self.prompt.id,
+                prompt_version=self.prompt.version,
+                error=storable(error),
+            )
+            for c in pack
+        ]
 
     def estimate(self, texts: Sequence[str]) -> tuple[int, int, float | None]:
         """Forecast (prompt tokens, completion tokens, US dollars or None) for a dry
@@ -146,12 +196,8 @@ class LLMExtractor:
             rounds=self.gleanings,
             json_schema=output_schema(packed=packed),
             max_tokens=self.max_tokens,
+            max_reply_chars=self.max_reply_chars,
         )
-        if gleaned.failed and isinstance(self.llm, Forgetting):
-            # a retry of this chunk must ask the model again, not replay this reply
-            self.llm.forget(
-                messages, json_schema=output_schema(packed=packed), max_tokens=self.max_tokens
-            )
         parts = _split(gleaned.parsed, pack) if packed else [gleaned.parsed]
         seconds = (time.perf_counter() - started) / len(pack)
         results = []
@@ -179,9 +225,7 @@ class LLMExtractor:
         costs = [self.llm.estimate_cost(u) for u in spent]
         cost = None if None in costs else sum(c for c in costs if c is not None)
         first = index == 0
-        error = None
-        if gleaned.failed:
-            error = "the model's reply holds no entity or relationship in any known format"
+        error = gleaned.error
         return ExtractionResult(
             chunk_id=chunk.id,
             graph=part.graph if error is None else ExtractedGraph(),
@@ -196,8 +240,18 @@ class LLMExtractor:
             cost_usd=(cost if first else 0.0) if cost is not None else None,
             seconds=seconds,
             error=error,
-            raw=[c.text for c in completions] if error is not None else [],
+            raw=[_raw(c.text) for c in completions] if error is not None else [],
         )
+
+
+_RAW_KEPT = 20_000
+
+
+def _raw(text: str) -> str:
+    """A reply as kept with a failed chunk: its start, escaped so any store keeps it."""
+    if len(text) > _RAW_KEPT:
+        text = text[:_RAW_KEPT] + f"… [{len(text) - _RAW_KEPT:,} more characters]"
+    return storable(text)
 
 
 def _share(total: int, index: int, size: int) -> int:

@@ -96,6 +96,9 @@ class ExtractionResult(BaseModel):
         seconds: Wall time of this chunk's extraction.
         error: Why the chunk failed (the raw reply is in ``raw``); None on success.
         raw: The model's raw replies, kept when parsing failed or recording is on.
+        signals: Kept items the quality filter doubts, each with its reason (an
+            entity the chunk does not spell: ``not_in_text``) and a ``confidence``
+            in its item; rejected only under strict grounding.
     """
 
     chunk_id: str
@@ -112,6 +115,7 @@ class ExtractionResult(BaseModel):
     seconds: float = 0.0
     error: str | None = None
     raw: list[str] = Field(default_factory=list)
+    signals: list[Rejection] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)

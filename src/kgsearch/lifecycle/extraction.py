@@ -6,19 +6,27 @@ extracted twice and a changed one (or a new model or prompt) is. :func:`run_extr
 claims chunks, runs the extractor with no transaction open, writes what it kept into
 the graph (:func:`kgsearch.writes.extracted.add_extractions`) and records the whole
 extraction (entities, relationships, rejections with reasons, tokens, model, prompt)
-as the task's result. A reply that cannot be parsed fails the chunk with the raw reply
+as the task's result. A reply that cannot be used fails the chunk with the raw reply
 in its error; after the policy's attempts it is ``dead`` until retried.
+
+No chunk fails another: the extractor fails chunks one by one, and a batch whose graph
+write fails (a store refusing a value) is written again chunk by chunk, so only the
+chunk that cannot be written fails, with the store's reason.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
+import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kgsearch.errors import NotFound
+from kgsearch.extract.glean import storable
 from kgsearch.extract.schema import ChunkText, ExtractionResult, Extractor
 from kgsearch.lifecycle.runner import Outcome, Report, RetryPolicy
 from kgsearch.lifecycle.tasks import TaskDone, run_tasks
@@ -47,6 +55,7 @@ EXTRACT_JOB = "extract"
 _RULES = MatchRules()
 """Entity resolution's type table: which extracted types may land on a stored type."""
 _RAW_KEPT = 4000
+_UNDONE = ("pending", "running", "failed")
 
 
 def input_hash(text: str, extractor_version: str) -> str:
@@ -111,8 +120,8 @@ class Totals:
         has no known price."""
         return 0.0 if self.cost_usd is None and self.calls == 0 else self.cost_usd
 
-    def report(self, run: Report) -> ExtractionReport:
-        """The public report of a run with these totals."""
+    def report(self, run: Report, left: int = 0) -> ExtractionReport:
+        """The public report of a run with these totals (``left``: chunks undone)."""
         return ExtractionReport(
             processed=run.processed,
             extracted=self.chunks,
@@ -127,6 +136,7 @@ class Totals:
             cost_usd=self.cost,
             seconds=round(run.seconds, 3),
             errors=list(run.errors),
+            left=left,
         )
 
 
@@ -153,7 +163,7 @@ def _failure(result: ExtractionResult) -> str:
     raw = "\n---\n".join(result.raw)
     if len(raw) > _RAW_KEPT:
         raw = raw[:_RAW_KEPT] + f"… [{len(raw) - _RAW_KEPT} more characters]"
-    return f"{result.error}\nraw reply:\n{raw}" if raw else str(result.error)
+    return storable(f"{result.error}\nraw reply:\n{raw}" if raw else str(result.error))
 
 
 def _record(result: ExtractionResult, built: dict[str, int]) -> dict[str, Any]:
@@ -161,7 +171,23 @@ def _record(result: ExtractionResult, built: dict[str, int]) -> dict[str, Any]:
     if not result.error:
         record["raw"] = []  # kept only when parsing failed (it is in the error then)
     record["built"] = built
-    return record
+    return _storable_record(record)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def _storable_record(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with lone surrogates and NUL (a malformed piece of a reply keeps them)
+    written as visible escapes, which every store keeps."""
+    text = json.dumps(record, ensure_ascii=False)
+    if not _SURROGATE.search(text) and "\\u0000" not in text:
+        return record
+    text = _SURROGATE.sub(lambda m: f"\\\\u{ord(m.group()):04x}", text)
+    text = _NUL_ESCAPE.sub(lambda m: m.group(1) + "\\\\u0000", text)
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
 
 
 def _work(ctx: ExtractionContext, tasks: Sequence[Task]) -> Outcome[Task, TaskDone]:
@@ -186,24 +212,42 @@ def _work(ctx: ExtractionContext, tasks: Sequence[Task]) -> Outcome[Task, TaskDo
                 failures[_failure(result)].append(task)
             else:
                 kept.append((task, result))
-        # One transaction for the batch's graph. (Writing it in a background thread
-        # while the next batch is extracted was tried: the GIL made spaCy slower by
-        # more than the writes took, 79 s against 67 s for MuSiQue.)
         writes = ctx.writes(project)
-        # A chunk extracted before (a new model or prompt) first loses what its last
-        # extraction contributed, so nothing it no longer says stays in the graph.
-        forget_chunks(writes, [t.row_id for t, _ in kept])
-        built = add_extractions(
-            writes,
-            [ChunkExtraction(t.row_id, chunks[t.row_id].source_id, r) for t, r in kept],
-            compatible=_RULES.types_compatible,
-        )
+        try:
+            written = [(kept, _write(writes, chunks, kept))]
+        except Exception:
+            written = []
+            for one in kept:  # only the chunk the store refuses fails
+                try:
+                    written.append(([one], _write(writes, chunks, [one])))
+                except Exception as exc:
+                    message = f"write_failed: {type(exc).__name__}: {exc}"
+                    failures[storable(message)].append(one[0])
         empty = BuiltGraph()
-        for task, result in kept:
-            ctx.totals.add(result)
-            counts = built.per_chunk.get(task.row_id, empty).as_dict()
-            done.append(TaskDone(task, _record(result, counts)))
+        for group, built in written:
+            for task, result in group:
+                ctx.totals.add(result)
+                counts = built.per_chunk.get(task.row_id, empty).as_dict()
+                done.append(TaskDone(task, _record(result, counts)))
     return Outcome(results=done, failures=failures)
+
+
+def _write(
+    writes: WriteContext,
+    chunks: Mapping[str, Chunk],
+    kept: Sequence[tuple[Task, ExtractionResult]],
+) -> BuiltGraph:
+    """Write extractions' graph in one transaction. (Writing it in a background thread
+    while the next batch is extracted was tried: the GIL made spaCy slower by more
+    than the writes took, 79 s against 67 s for MuSiQue.)"""
+    # A chunk extracted before (a new model or prompt) first loses what its last
+    # extraction contributed, so nothing it no longer says stays in the graph.
+    forget_chunks(writes, [t.row_id for t, _ in kept])
+    return add_extractions(
+        writes,
+        [ChunkExtraction(t.row_id, chunks[t.row_id].source_id, r) for t, r in kept],
+        compatible=_RULES.types_compatible,
+    )
 
 
 def run_extraction(
@@ -240,7 +284,38 @@ def run_extraction(
         progress=None if progress is None else lambda _n: progress(ctx.totals),
         row_ids=chunk_ids,
     )
-    return ctx.totals.report(run)
+    left = _left(ctx.store, project, chunk_ids)
+    if left:
+        run.note(_left_message(left))
+    return ctx.totals.report(run, sum(left.values()))
+
+
+def _left(store: Store, project: str | None, chunk_ids: Sequence[str] | None) -> Counter[str]:
+    """Chunks of a run's scope still open (pending, running, failed), by status."""
+    if chunk_ids is not None and project is not None:
+        states = store.get_tasks(project, EXTRACT_JOB, chunk_ids)
+        return Counter(s.status for s in states if s.status in _UNDONE)
+    counts = store.task_counts(EXTRACT_JOB, project=project)
+    return Counter({s: counts[s] for s in _UNDONE if counts.get(s)})
+
+
+def _left_message(left: Counter[str]) -> str:
+    parts = []
+    if left["running"]:
+        parts.append(
+            f"{left['running']} claimed by another run, or by one that was killed "
+            "(`kgsearch extract retry --claimed` takes them back once no run is active)"
+        )
+    if left["failed"]:
+        parts.append(f"{left['failed']} failed, waiting for their retry")
+    if left["pending"]:
+        parts.append(f"{left['pending']} not started (the run stopped early)")
+    total = sum(left.values())
+    return (
+        f"left_undone: {total} chunks not extracted: "
+        + "; ".join(parts)
+        + ("; run `kgsearch extract run` again")
+    )
 
 
 _ALL = 1_000_000_000
@@ -303,7 +378,24 @@ def extraction_record(store: Store, project: str, chunk_id: str) -> ExtractionRe
     )
 
 
-def retry(store: Store, project: str | None, *, dead: bool = False) -> int:
-    """Make failed chunks (and dead ones with ``dead``) pending now; returns how many."""
+def retry(store: Store, project: str | None, *, dead: bool = False, claimed: bool = False) -> int:
+    """Make failed chunks (and dead ones with ``dead``) pending now, and take back
+    claims whose lease has ended (and every claim with ``claimed``: only when no other
+    run is active, since a live run's claims are taken too); returns how many.
+
+    Args:
+        store: The task queue.
+        project: One project, or None for all.
+        dead: Also re-queue chunks that gave up.
+        claimed: Also take back claims still under their lease (a run killed with
+            ``kill -9`` or lost with its machine holds them until the lease ends).
+    """
     statuses = ["failed", "dead"] if dead else ["failed"]
-    return store.requeue_tasks(EXTRACT_JOB, project=project, statuses=statuses)
+    requeued = store.requeue_tasks(EXTRACT_JOB, project=project, statuses=statuses)
+    now = time.time()
+    held = [
+        Task(s.project, s.row_id, s.input_hash, s.attempts, s.payload)
+        for s in store.list_tasks(EXTRACT_JOB, project=project, statuses=["running"], limit=_ALL)
+        if claimed or s.claimed_until <= now
+    ]
+    return requeued + (store.release_tasks(EXTRACT_JOB, held) if held else 0)

@@ -7,6 +7,12 @@ failure. A failed row is retried after an exponential backoff and becomes ``dead
 after :attr:`RetryPolicy.max_attempts`, so every run terminates; a row whose runner
 died is claimable again once its lease ends, so nothing stays stuck.
 
+Claims are never left to their lease when the runner knows it is giving them up: an
+interruption (Ctrl-C, SIGTERM turned into one by the CLI) or a provider's open
+breaker releases the batch's claims (no attempt counted) before the run ends, when
+the queue can release (:class:`Releasing`). Error messages are stored as any store
+keeps them (lone surrogates and NUL escaped), so recording a failure cannot fail.
+
 The runner knows nothing about what it claims. A :class:`JobQueue` binds it to one
 queue of the store (a row kind of the embedding queue, or one job of a task queue)
 and a work function turns a batch of claims into an :class:`Outcome`.
@@ -17,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from kgsearch.errors import StoreError
 from kgsearch.http import ProviderSkipped
@@ -27,6 +33,7 @@ __all__ = [
     "Claimed",
     "JobQueue",
     "Outcome",
+    "Releasing",
     "Report",
     "RetryPolicy",
     "run_batches",
@@ -94,6 +101,16 @@ class JobQueue(Protocol[ClaimT, ResultT_contra]):
 
     def next_retry_at(self) -> float | None:
         """When the next failed or leased row becomes due (epoch seconds), or None."""
+        ...
+
+
+@runtime_checkable
+class Releasing(Protocol):
+    """A queue that can give claims back without counting an attempt."""
+
+    def release(self, claims: Sequence[Claimed]) -> int:
+        """Make ``claims`` claimable at once, their attempts unchanged; returns how
+        many were still held."""
         ...
 
 
@@ -214,13 +231,32 @@ def _run_batch(
     report: Report,
     fatal: tuple[type[Exception], ...],
 ) -> bool:
-    """Work one batch and record it; False when the provider was skipped (stop)."""
+    """Work one batch and record it; False when the provider was skipped (stop).
+
+    Whatever ends it early (Ctrl-C, SIGTERM turned into one, a fatal error) gives
+    back the claims not yet recorded."""
+    try:
+        return _work_and_record(queue, work, claims, policy, report, fatal)
+    except BaseException:
+        _release(queue, claims)  # only claims still held: recorded ones are untouched
+        raise
+
+
+def _work_and_record(
+    queue: JobQueue[ClaimT, ResultT],
+    work: Callable[[Sequence[ClaimT]], Outcome[ClaimT, ResultT]],
+    claims: Sequence[ClaimT],
+    policy: RetryPolicy,
+    report: Report,
+    fatal: tuple[type[Exception], ...],
+) -> bool:
     started = time.perf_counter()
     try:
         outcome = work(claims)
     except fatal:
         raise
     except ProviderSkipped as exc:  # nothing attempted: stop, and cost no row an attempt
+        _release(queue, claims)
         report.note(f"{type(exc).__name__}: {exc}; the rest stays queued")
         return False
     except Exception as exc:  # any provider failure is recorded on the rows, never raised
@@ -230,7 +266,11 @@ def _run_batch(
     for message, failed in outcome.failures.items():
         _fail(queue, failed, message, policy, report)
     if outcome.results:
-        done = queue.complete(outcome.results, seconds=seconds)
+        try:
+            done = queue.complete(outcome.results, seconds=seconds)
+        except Exception as exc:  # a result the store refuses: an attempt, not a stuck claim
+            _fail(queue, claims, f"{type(exc).__name__}: {exc}", policy, report)
+            return True
         report.done += done
         report.skipped += len(outcome.results) - done
     return True
@@ -244,10 +284,17 @@ def _fail(
     report: Report,
 ) -> None:
     """Record a failed attempt on ``claims`` and count it in ``report``."""
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
     queue.fail(claims, message, time.time(), policy)
     report.failed += len(claims)
     report.dead += sum(1 for c in claims if c.attempts + 1 >= policy.max_attempts)
     report.note(message)
+
+
+def _release(queue: JobQueue[ClaimT, ResultT], claims: Sequence[ClaimT]) -> None:
+    """Give ``claims`` back if the queue can (else they wait for their lease)."""
+    if isinstance(queue, Releasing):
+        queue.release(claims)
 
 
 def _wait_for_retry(queue: JobQueue[ClaimT, ResultT], policy: RetryPolicy) -> bool:

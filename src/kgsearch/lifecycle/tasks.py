@@ -80,6 +80,11 @@ class TaskJobQueue:
             backoff_seconds=policy.backoff_seconds,
         )
 
+    def release(self, claims: Sequence[Task]) -> int:
+        """Give claims back unfinished (an interrupted run): claimable at once, their
+        attempts unchanged."""
+        return self.store.release_tasks(self.job, claims)
+
     def next_retry_at(self) -> float | None:
         """When the next failed or leased task of this job (of ``row_ids``) is due."""
         if self.row_ids is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -99,7 +100,8 @@ def request_key(
         ensure_ascii=False,
         default=_plain,
     )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate (a reply in a gleaning history) still has a key
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _plain(value: object) -> object:
@@ -107,6 +109,16 @@ def _plain(value: object) -> object:
     if isinstance(value, Mapping):
         return dict(value)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json_text(value: object) -> str:
+    """``value`` as JSON that any store or UTF-8 file takes: a lone surrogate (half an
+    escaped emoji, which models emit) is written as its ``\\uXXXX`` escape."""
+    text = json.dumps(value, ensure_ascii=False, default=_plain)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _reply_record(completion: Completion) -> dict[str, Any]:
@@ -180,7 +192,7 @@ class CachedLLM:
         completion = self._llm.complete(
             messages, json_schema=json_schema, temperature=temperature, max_tokens=max_tokens
         )
-        value = json.dumps(_reply_record(completion), ensure_ascii=False)
+        value = _json_text(_reply_record(completion))
         self._cache.cache_put(self._namespace, key, value)
         return completion
 
@@ -202,7 +214,7 @@ class CachedLLM:
         completion = complete_streaming(
             self._llm, messages, on_text=on_text, temperature=temperature, max_tokens=max_tokens
         )
-        value = json.dumps(_reply_record(completion), ensure_ascii=False)
+        value = _json_text(_reply_record(completion))
         self._cache.cache_put(self._namespace, key, value)
         return completion
 
@@ -320,7 +332,7 @@ class RecordingLLM:
             },
             **reply,
         }
-        encoded = json.dumps(line, ensure_ascii=False, default=_plain) + "\n"
+        encoded = _json_text(line) + "\n"
         with self._lock, self._path.open("a", encoding="utf-8") as out:
             out.write(encoded)
 

@@ -528,6 +528,12 @@ class TaskQueue(Protocol):
         """Make tasks in ``statuses`` pending with attempts reset; return count."""
         ...
 
+    def release_tasks(self, job: str, tasks: Sequence[Task]) -> int:
+        """Give claims back unfinished: tasks still ``running`` with the claimed input
+        become claimable at once (``failed`` if they had failed before, else
+        ``pending``), attempts unchanged; return how many."""
+        ...
+
     def list_tasks(
         self, job: str, *, project: str | None, statuses: Sequence[str] = (), limit: int = 100
     ) -> list[TaskState]:

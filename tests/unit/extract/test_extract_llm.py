@@ -15,7 +15,10 @@ from kgsearch.extract.prompts import load_prompt, render
 from kgsearch.extract.quality import QualityRules
 from kgsearch.extract.run import LLMExtractor, estimate_tokens, pack_chunks
 from kgsearch.extract.schema import ChunkText, Extractor
+from kgsearch.http import ProviderSkipped
 from kgsearch.llm.base import Completion, Message, Usage
+from kgsearch.llm.cache import CachedLLM as CachedLLM_
+from kgsearch.llm.cache import DictCache
 from kgsearch.llm.fake import FakeLLM
 
 PROMPT = load_prompt("software")
@@ -74,9 +77,19 @@ def test_extract_one_chunk() -> None:
 
 def test_quality_filter_is_applied() -> None:
     reply = _reply([("Kafka", "software"), ("Washington", "geo")], [("Kafka", "Kafka")])
-    [result] = LLMExtractor(FakeLLM([reply]), PROMPT).extract([ChunkText("c", TEXT)])
+    strict = QualityRules(strict_in_text=True)
+    [result] = LLMExtractor(FakeLLM([reply]), PROMPT, rules=strict).extract([ChunkText("c", TEXT)])
     assert [e.name for e in result.graph.entities] == ["Kafka"]
     assert sorted(r.reason for r in result.rejected) == ["not_in_text", "self_loop"]
+    [soft] = LLMExtractor(FakeLLM([reply]), PROMPT).extract([ChunkText("c", TEXT)])
+    assert [e.name for e in soft.graph.entities] == ["Kafka", "Washington"]
+    assert [(r.reason, r.item) for r in soft.signals] == [
+        (
+            "not_in_text",
+            {"name": "Washington", "type": "geo", "description": "Washington is here."}
+            | {"confidence": 0.5},
+        )
+    ]
 
 
 def test_results_keep_input_order_across_threads() -> None:
@@ -141,10 +154,53 @@ def test_empty_graph_is_not_an_error() -> None:
     assert result.error is None and result.raw == []
 
 
-def test_provider_errors_propagate() -> None:
-    extractor = LLMExtractor(FakeLLM([FIRST, ProviderError("timeout")]), PROMPT, max_workers=2)
-    with pytest.raises(ProviderError, match="timeout"):
+def test_a_failed_call_fails_its_chunk_only() -> None:
+    extractor = LLMExtractor(FakeLLM([FIRST, ProviderError("timeout")]), PROMPT, max_workers=1)
+    first, second = extractor.extract([ChunkText("a", TEXT), ChunkText("b", TEXT)])
+    assert first.error is None and len(first.graph.relationships) == 1
+    assert second.error == "ProviderError: timeout"
+
+
+def test_a_skipped_call_stops_the_batch() -> None:
+    extractor = LLMExtractor(FakeLLM([FIRST, ProviderSkipped("breaker open")]), PROMPT)
+    with pytest.raises(ProviderSkipped, match="breaker open"):
         extractor.extract([ChunkText("a", TEXT), ChunkText("b", TEXT)])
+
+
+def test_an_overlong_or_cut_off_reply_fails_its_chunk_and_leaves_the_cache() -> None:
+    cache = DictCache()
+    llm = CachedLLM_(FakeLLM([FIRST + " " * 200, FIRST]), cache)
+    extractor = LLMExtractor(llm, PROMPT, max_reply_chars=len(FIRST) + 100)
+    (result,) = extractor.extract([ChunkText("a", TEXT)])
+    assert result.error is not None and result.error.startswith("reply_too_long:")
+    assert result.raw == [FIRST + " " * 200]
+    (again,) = extractor.extract([ChunkText("a", TEXT)])  # asks the model again
+    assert again.error is None and len(again.graph.relationships) == 1
+    assert len(cache) == 1  # the second, usable reply
+
+
+class CutOff(FakeLLM):
+    """Every reply stops at the token limit."""
+
+    def complete(self, messages: Sequence[Message], **options: Any) -> Completion:
+        return replace(super().complete(messages, **options), finish_reason="length")
+
+
+def test_a_reply_cut_at_the_token_limit_fails_its_chunk() -> None:
+    (result,) = LLMExtractor(CutOff([FIRST]), PROMPT).extract([ChunkText("a", TEXT)])
+    assert result.error is not None and result.error.startswith("truncated_reply:")
+    assert result.graph.entities == []
+
+
+def test_a_lone_surrogate_and_nul_are_cleaned_and_noted() -> None:
+    reply = FIRST.replace("Kafka is here.", "Kafka \ud83d is\u0000 here.")
+    (result,) = LLMExtractor(FakeLLM([reply]), PROMPT).extract([ChunkText("a", TEXT)])
+    kafka = next(e for e in result.graph.entities if e.name == "Kafka")
+    assert kafka.description == "Kafka \ufffd is here."
+    assert [(r.reason, r.item) for r in result.rejected] == [
+        ("cleaned", "1 lone surrogate(s) replaced by U+FFFD"),
+        ("cleaned", "1 control character(s) (NUL…) removed"),
+    ]
 
 
 class CachedLLM:
@@ -310,3 +366,15 @@ def test_rules_are_used() -> None:
     )
     [result] = extractor.extract([ChunkText("c", TEXT)])
     assert [r.reason for r in result.rejected] == ["short_description"]
+
+
+def test_triples_without_descriptions_are_kept_with_a_template() -> None:
+    text = "Ada Lovelace worked with Charles Babbage on the Analytical Engine."
+    reply = "workedWith(Ada Lovelace, Charles Babbage)\n"
+    reply += "designed(Charles Babbage, Analytical Engine)"
+    (result,) = LLMExtractor(FakeLLM([reply]), PROMPT).extract([ChunkText("c", text)])
+    assert [r.description for r in result.graph.relationships] == [
+        "Ada Lovelace worked with Charles Babbage",
+        "Charles Babbage designed Analytical Engine",
+    ]
+    assert result.rejected == []

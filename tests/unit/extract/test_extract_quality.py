@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kgsearch.extract.quality import QualityRules, apply_quality, normalize_name
 from kgsearch.extract.schema import (
     ExtractedEntity,
@@ -129,10 +131,48 @@ def test_hallucination_check_is_case_whitespace_and_nfkc_insensitive() -> None:
         ExtractedEntity(name="first program"),  # the text has the "ﬁ" ligature
         ExtractedEntity(name="Washington", type="geo"),
     ]
-    result = apply_quality(_result(entities), TEXT, QualityRules())
+    result = apply_quality(_result(entities), TEXT, QualityRules(strict_in_text=True))
     assert [e.name for e in result.graph.entities] == ["ADA LOVELACE", "first program"]
     assert _reasons(result) == [("entity", "not_in_text")]
-    assert apply_quality(_result(entities), TEXT, QualityRules(check_in_text=False)).rejected == []
+    unchecked = apply_quality(_result(entities), TEXT, QualityRules(check_in_text=False))
+    assert (unchecked.rejected, unchecked.signals) == ([], [])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ada lovelace",  # case
+        "Ada  Lovelace",  # spacing
+        "Babbage's Analytical Engine",  # possessive
+        "Charles Babbage’s",  # curly possessive
+        "Ménabréa",  # diacritics the text does not have
+        "Lovelace",  # in part
+        "Countess Ada Byron",  # in part: a distinctive word of it
+        "A.E.",  # a dotted abbreviation of "Analytical Engine"
+        "AE",  # abbreviation of "Analytical Engine"
+    ],
+)
+def test_a_name_the_text_spells_another_way_is_grounded(name: str) -> None:
+    result = apply_quality(
+        _result([ExtractedEntity(name=name)]), TEXT, QualityRules(strict_in_text=True)
+    )
+    assert [e.name for e in result.graph.entities] == [" ".join(name.split())]
+    assert (result.rejected, result.signals) == ([], [])
+
+
+def test_a_name_the_text_does_not_spell_is_kept_as_a_soft_signal() -> None:
+    result = apply_quality(
+        _result([ExtractedEntity(name="Washington", type="geo")]), TEXT, QualityRules()
+    )
+    assert [e.name for e in result.graph.entities] == ["Washington"]
+    assert result.rejected == []
+    assert [s.model_dump() for s in result.signals] == [
+        {
+            "kind": "entity",
+            "reason": "not_in_text",
+            "item": {"name": "Washington", "type": "geo", "description": "", "confidence": 0.5},
+        }
+    ]
 
 
 def test_endpoint_in_text_is_added_and_unknown_endpoint_rejected() -> None:
@@ -156,7 +196,7 @@ def test_endpoint_of_a_rejected_entity_is_unknown() -> None:
     result = apply_quality(
         _result([ExtractedEntity(name="Sam Rivera")], [_rel("Ada Lovelace", "Sam Rivera")]),
         TEXT,
-        QualityRules(),
+        QualityRules(strict_in_text=True),
     )
     assert _reasons(result) == [("entity", "not_in_text"), ("relationship", "unknown_entity")]
 
@@ -212,3 +252,90 @@ def test_earlier_rejections_are_kept() -> None:
 
 def test_normalize_name() -> None:
     assert normalize_name("  ＡＤＡ\u00a0 Lovelace ") == "ada lovelace"
+
+
+def test_a_relationship_without_a_description_is_described_by_its_label() -> None:
+    result = apply_quality(
+        _result(relations=[_rel("Ada Lovelace", "Charles Babbage", "", relation="workedWith")]),
+        TEXT,
+        QualityRules(),
+    )
+    assert [r.description for r in result.graph.relationships] == [
+        "Ada Lovelace worked with Charles Babbage"
+    ]
+    assert result.rejected == []
+
+
+def test_a_relationship_with_neither_description_nor_meaningful_label_is_trivial() -> None:
+    result = apply_quality(
+        _result(
+            relations=[
+                _rel("Ada Lovelace", "Charles Babbage", ""),
+                _rel("Ada Lovelace", "Analytical Engine", "", relation="related_to"),
+            ]
+        ),
+        TEXT,
+        QualityRules(),
+    )
+    assert _reasons(result) == [("relationship", "trivial_description")] * 2
+
+
+def test_oversized_and_punctuation_only_items_are_rejected() -> None:
+    rules = QualityRules(max_description_length=100)
+    result = apply_quality(
+        _result(
+            entities=[
+                ExtractedEntity(name="...", type="x"),
+                ExtractedEntity(name="Ada Lovelace", type="t" * 200),
+                ExtractedEntity(name="Charles Babbage", description="d" * 101),
+            ],
+            relations=[_rel("Ada Lovelace", "Analytical Engine", LONG + "x" * 100)],
+        ),
+        TEXT,
+        rules,
+    )
+    assert _reasons(result) == [
+        ("entity", "empty_name"),
+        ("entity", "long_name"),
+        ("entity", "long_description"),
+        ("relationship", "long_description"),
+    ]
+
+
+def test_a_name_copied_from_the_prompt_examples_is_rejected_even_when_soft() -> None:
+    rules = QualityRules(example_names=("Sam Rivera", "Ada Lovelace"))
+    result = apply_quality(
+        _result([ExtractedEntity(name="Sam Rivera"), ExtractedEntity(name="Ada Lovelace")]),
+        TEXT,
+        rules,
+    )
+    assert [e.name for e in result.graph.entities] == ["Ada Lovelace"]  # the text spells it
+    assert _reasons(result) == [("entity", "copied_from_examples")]
+    assert result.signals == []
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("IBM", "She joined International Business Machines in 1950."),
+        ("Bank of England", "The BOE raised its rate."),
+        ("Alan Turing", "Turing wrote the paper."),
+    ],
+)
+def test_abbreviations_and_parts_are_grounded_either_way(name: str, text: str) -> None:
+    result = apply_quality(_result([ExtractedEntity(name=name)]), text, QualityRules())
+    assert (result.rejected, result.signals) == ([], [])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Alex",  # initials of four ordinary words are not an abbreviation
+        "Alex's team",  # an ordinary word of the name is not enough
+        "B.N.",  # "Bernoulli numbers": the second word is not capitalised
+    ],
+)
+def test_ordinary_words_do_not_ground_a_name(name: str) -> None:
+    text = "A little extra x-ray made the team work. Bernoulli numbers came next."
+    result = apply_quality(_result([ExtractedEntity(name=name)]), text, QualityRules())
+    assert [s.reason for s in result.signals] == ["not_in_text"]

@@ -194,6 +194,26 @@ class PostgresTaskQueue:
             ),
         )
 
+    def release_tasks(self, job: str, tasks: Sequence[Task]) -> int:
+        """Give claims back unfinished: still-``running`` tasks with the claimed input
+        are claimable at once (``failed`` if they failed before, else ``pending``),
+        attempts unchanged. Returns how many."""
+        if not tasks:
+            return 0
+        return self.db.execute(
+            "UPDATE tasks t SET status = CASE WHEN t.attempts > 0 THEN 'failed' "
+            "ELSE 'pending' END, claimed_until = 0, updated_at = now() "
+            "FROM unnest(%s::text[], %s::text[], %s::text[]) AS u(project, row_id, input_hash) "
+            "WHERE t.project = u.project AND t.job = %s AND t.row_id = u.row_id "
+            "AND t.input_hash = u.input_hash AND t.status = 'running'",
+            (
+                [t.project for t in tasks],
+                [t.row_id for t in tasks],
+                [t.input_hash for t in tasks],
+                job,
+            ),
+        )
+
     def requeue_tasks(self, job: str, *, project: str | None, statuses: Sequence[str]) -> int:
         """Make tasks in ``statuses`` pending with attempts reset; return how many."""
         if not statuses:

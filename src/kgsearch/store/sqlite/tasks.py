@@ -170,6 +170,24 @@ class SQLiteTaskQueue:
             (task.project, job, task.row_id, task.input_hash),
         )
 
+    def release_tasks(self, job: str, tasks: Sequence[Task]) -> int:
+        """Give claims back unfinished: still-``running`` tasks with the claimed input
+        are claimable at once (``failed`` if they failed before, else ``pending``),
+        attempts unchanged. Returns how many."""
+        released = 0
+        stamp = now_iso()
+        with self.db.transaction():
+            for task in tasks:
+                cur = self.db.execute(
+                    "UPDATE tasks SET status = CASE WHEN attempts > 0 THEN 'failed' "
+                    "ELSE 'pending' END, claimed_until = 0, updated_at = ? "
+                    "WHERE project = ? AND job = ? AND row_id = ? AND input_hash = ? "
+                    "AND status = 'running'",
+                    (stamp, task.project, job, task.row_id, task.input_hash),
+                )
+                released += cur.rowcount
+        return released
+
     def requeue_tasks(self, job: str, *, project: str | None, statuses: Sequence[str]) -> int:
         """Make tasks in ``statuses`` pending with attempts reset; return how many."""
         if not statuses:
