@@ -9,14 +9,20 @@ relationships are counted in full but listed up to a cap, a neighbourhood stops 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from kgsearch.errors import InvalidRequest, NotFound
 from kgsearch.model import Chunk, EmbeddingStatus, GraphObject, Kind, Relationship
 from kgsearch.reads import stats
-from kgsearch.store.base import Store
+from kgsearch.store.base import (
+    CommunityStore,
+    EmbeddingQueue,
+    GraphReads,
+    Lifecycle,
+    SearchIndex,
+)
 
 __all__ = [
     "EmbeddingFailure",
@@ -126,6 +132,18 @@ class EmbeddingFailure(_View):
     last_error: str | None
 
 
+class _Subgraphs(GraphReads, CommunityStore, Protocol):
+    """Graph walks and community membership (a subgraph with its communities)."""
+
+
+class _Failures(GraphReads, EmbeddingQueue, Protocol):
+    """Row pages and embedding counts (the rows whose embedding failed)."""
+
+
+class _Overview(GraphReads, Lifecycle, SearchIndex, Protocol):
+    """Counts, the store's metadata and the object types."""
+
+
 def _name(o: GraphObject) -> str:
     return o.name
 
@@ -135,7 +153,7 @@ def _ref(o: GraphObject) -> NodeRef:
 
 
 def _take(
-    store: Store,
+    store: GraphReads,
     project: str,
     reached: list[str],
     wanted: set[str],
@@ -161,7 +179,7 @@ def _take(
 
 
 def subgraph(
-    store: Store,
+    store: _Subgraphs,
     project: str,
     ids: Sequence[str],
     *,
@@ -239,7 +257,7 @@ def subgraph(
 
 
 def _communities(
-    store: Store, project: str, nodes: Sequence[SubgraphNode]
+    store: CommunityStore, project: str, nodes: Sequence[SubgraphNode]
 ) -> tuple[list[str], list[int]]:
     """The nodes' coarsest communities (one bulk membership read), as distinct ids and
     one index per node (-1: none); two empty lists when the project has no build."""
@@ -260,7 +278,7 @@ def _chunk_ids(obj: GraphObject, mentioned: Sequence[str]) -> list[str]:
     return list(dict.fromkeys([*from_props, *mentioned]))
 
 
-def object_view(store: Store, project: str, id: str, *, limit: int = 100) -> ObjectView:
+def object_view(store: GraphReads, project: str, id: str, *, limit: int = 100) -> ObjectView:
     """One object with up to ``limit`` relationships (and their other ends) and up to
     ``limit`` chunks that mention it or that it was extracted from.
 
@@ -306,7 +324,9 @@ _ROW_KINDS: tuple[tuple[Kind, Literal["object", "relationship", "chunk"]], ...] 
 )
 
 
-def embedding_failures(store: Store, project: str, *, limit: int = 20) -> list[EmbeddingFailure]:
+def embedding_failures(
+    store: _Failures, project: str, *, limit: int = 20
+) -> list[EmbeddingFailure]:
     """Up to ``limit`` rows whose embedding is failed or dead, with their last error.
 
     Kinds with no such row (by the store's counts) are not read, and reading a kind
@@ -354,7 +374,7 @@ class Overview(_View):
     object_types: list[str]
 
 
-def overview(store: Store, project: str) -> Overview:
+def overview(store: _Overview, project: str) -> Overview:
     """The project's row counts, embedding model and object types."""
     found = stats(store, project)
     return Overview(

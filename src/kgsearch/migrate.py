@@ -15,14 +15,33 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kgsearch.errors import Conflict, NotFound, StoreError
 from kgsearch.model import Chunk, GraphObject, Kind, Relationship
-from kgsearch.store.base import EmbeddingResult, ObjectRow, RelationshipRow, Store
+from kgsearch.store.base import (
+    EmbeddingQueue,
+    EmbeddingResult,
+    GraphReads,
+    GraphWrites,
+    KeyStore,
+    Lifecycle,
+    ObjectRow,
+    RelationshipRow,
+    SearchIndex,
+)
 from kgsearch.store.common import batched
 
-__all__ = ["MigrationReport", "migrate_store"]
+__all__ = ["CopyStore", "MigrationReport", "migrate_store"]
+
+
+class CopyStore(
+    Lifecycle, GraphReads, GraphWrites, EmbeddingQueue, SearchIndex, KeyStore, Protocol
+):
+    """What a copy reads from the source and writes to the target: metadata, rows,
+    vectors, embedding states and API keys (tasks, the cache and communities are not
+    copied)."""
+
 
 _META_KEYS = ("texts",)
 
@@ -96,8 +115,8 @@ def _relationship_row(r: Relationship) -> RelationshipRow:
 
 
 def _copy_vectors(
-    source: Store,
-    target: Store,
+    source: SearchIndex,
+    target: EmbeddingQueue,
     project: str,
     kind: Kind,
     rows: Sequence[GraphObject | Relationship | Chunk],
@@ -131,7 +150,7 @@ def _copy_vectors(
 
 
 def _copy_project(
-    source: Store, target: Store, project: str, progress: Progress | None
+    source: CopyStore, target: CopyStore, project: str, progress: Progress | None
 ) -> dict[str, int]:
     info = source.info()
     model, dims = info.embedding_model, info.dims
@@ -187,8 +206,8 @@ def _copy_project(
 
 
 def migrate_store(
-    source: Store,
-    target: Store,
+    source: CopyStore,
+    target: CopyStore,
     *,
     projects: Sequence[str] | None = None,
     progress: Progress | None = None,
@@ -246,12 +265,14 @@ def migrate_store(
     return report
 
 
-def _verify(source: Store, target: Store, projects: list[str], report: MigrationReport) -> None:
+def _verify(
+    source: CopyStore, target: CopyStore, projects: list[str], report: MigrationReport
+) -> None:
     """Live rows per kind, embedded rows per kind and API keys must be equal on both
     sides (a row is only ever ``embedded`` from its current text, so every one was
     copied)."""
 
-    def embedded(store: Store, project: str) -> dict[str, int]:
+    def embedded(store: EmbeddingQueue, project: str) -> dict[str, int]:
         return {
             c.kind.value: c.by_status.get("embedded", 0) for c in store.embedding_counts(project)
         }

@@ -10,11 +10,11 @@ walks and search live elsewhere (the store's ``list_rows``/``neighbors``,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from kgsearch.errors import NotFound
 from kgsearch.model import Chunk, GraphObject, ObjectRef, Relationship, Source, Stats
-from kgsearch.store.base import Store
+from kgsearch.store.base import GraphReads, Lifecycle
 from kgsearch.urls import redact_url
 
 __all__ = [
@@ -26,6 +26,11 @@ __all__ = [
     "stats",
 ]
 
+
+class _Stats(GraphReads, Lifecycle, Protocol):
+    """Row counts and the store's metadata."""
+
+
 _Row = TypeVar("_Row", GraphObject, Relationship, Chunk, Source)
 
 
@@ -35,7 +40,7 @@ def _one(found: Sequence[_Row], what: str, id: str, project: str) -> _Row:
     return found[0]
 
 
-def get_object(store: Store, project: str, id: str) -> GraphObject:
+def get_object(store: GraphReads, project: str, id: str) -> GraphObject:
     """Return one live object by id.
 
     Raises:
@@ -44,7 +49,7 @@ def get_object(store: Store, project: str, id: str) -> GraphObject:
     return _one(store.get_objects(project, [id]), "object", id, project)
 
 
-def get_object_by_key(store: Store, project: str, type_: str, key: str) -> GraphObject:
+def get_object_by_key(store: GraphReads, project: str, type_: str, key: str) -> GraphObject:
     """Return one live object by type and key.
 
     Raises:
@@ -57,7 +62,7 @@ def get_object_by_key(store: Store, project: str, type_: str, key: str) -> Graph
     return get_object(store, project, endpoint.id)
 
 
-def get_relationship(store: Store, project: str, id: str) -> Relationship:
+def get_relationship(store: GraphReads, project: str, id: str) -> Relationship:
     """Return one live relationship by id.
 
     Raises:
@@ -66,7 +71,7 @@ def get_relationship(store: Store, project: str, id: str) -> Relationship:
     return _one(store.get_relationships(project, [id]), "relationship", id, project)
 
 
-def get_chunk(store: Store, project: str, id: str) -> Chunk:
+def get_chunk(store: GraphReads, project: str, id: str) -> Chunk:
     """Return one live chunk by id.
 
     Raises:
@@ -75,7 +80,7 @@ def get_chunk(store: Store, project: str, id: str) -> Chunk:
     return _one(store.get_chunks(project, [id]), "chunk", id, project)
 
 
-def get_source(store: Store, project: str, id: str) -> Source:
+def get_source(store: GraphReads, project: str, id: str) -> Source:
     """Return one live source by id.
 
     Raises:
@@ -84,7 +89,7 @@ def get_source(store: Store, project: str, id: str) -> Source:
     return _one(store.get_sources(project, [id]), "source", id, project)
 
 
-def stats(store: Store, project: str) -> Stats:
+def stats(store: _Stats, project: str) -> Stats:
     """Return the row counts of ``project`` and the store's metadata."""
     info = store.info()
     return Stats(

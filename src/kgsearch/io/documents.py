@@ -13,10 +13,10 @@ import hashlib
 import io
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from kgsearch.document_values import Document
 from kgsearch.errors import MissingDependency
 
 __all__ = [
@@ -33,27 +33,6 @@ DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".rst", ".text"})
 _EXTRA_SUFFIXES = frozenset({".html", ".htm", ".pdf", ".docx"})
 _SNIFF = 8192
-
-
-@dataclass(frozen=True)
-class Document:
-    """A document's text and where it came from.
-
-    Attributes:
-        source_id: The source row it becomes (``doc:<path>``, or ``text-<digest>``).
-        title: A display title (the file name).
-        text: The document's text.
-        uri: ``file://`` URI of the file, if any.
-        sha256: Digest of the text, to tell an unchanged document on re-ingest.
-        metadata: Extra facts kept on the source (path, format, bytes).
-    """
-
-    source_id: str
-    title: str
-    text: str
-    uri: str | None = None
-    sha256: str = ""
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

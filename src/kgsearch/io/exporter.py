@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Chunk, GraphObject, Mention, Relationship, Source
-from kgsearch.store.base import Store
+from kgsearch.store.base import GraphReads
 
 __all__ = ["export", "records"]
 
@@ -82,7 +82,7 @@ def _mention(m: Mention) -> dict[str, Any]:
     return record
 
 
-def records(store: Store, project: str) -> Iterator[dict[str, Any]]:
+def records(store: GraphReads, project: str) -> Iterator[dict[str, Any]]:
     """Every live row of a project as import records, objects first."""
     yield from (_object(o) for o in store.iter_rows(project, "object"))
     yield from (_source(s) for s in store.iter_rows(project, "source"))
@@ -92,7 +92,7 @@ def records(store: Store, project: str) -> Iterator[dict[str, Any]]:
 
 
 def export(
-    store: Store, path: Path, *, project: str, fmt: Literal["jsonl", "json"] = "jsonl"
+    store: GraphReads, path: Path, *, project: str, fmt: Literal["jsonl", "json"] = "jsonl"
 ) -> dict[str, int]:
     """Write ``project`` to ``path``; return rows written per kind.
 

@@ -38,14 +38,16 @@ from kgsearch.model import (
     SourceIn,
     display_name,
 )
-from kgsearch.store.base import Endpoint, Store
+from kgsearch.store.base import Endpoint
 from kgsearch.text import TEXT_VERSION
+from kgsearch.writes.batch import ChunkRow, GraphBatch, write_batch
 from kgsearch.writes.rows import (
     TextRules,
     describe_ref,
     refresh_relationship_texts,
     resolve_endpoints,
 )
+from kgsearch.writes.stores import GraphStore
 
 __all__ = ["ImportProgress", "import_files"]
 
@@ -154,7 +156,7 @@ class _Run:
 
     def __init__(
         self,
-        store: Store,
+        store: GraphStore,
         rules: TextRules,
         project: str,
         progress: ImportProgress | None,
@@ -239,7 +241,7 @@ class _Run:
         before = {} if self.fresh else self.store.resolve(self.project, refs)
         rows = [self.rules.object_row(self.project, o) for o in objects]
         if not validating:
-            self.store.upsert_objects(self.project, rows, return_ids=False)
+            write_batch(self.store, self.project, GraphBatch(objects=rows))
             self.counts["objects"] += len(objects)
         for ref, o, row in zip(refs, objects, rows, strict=True):
             stored = before.get(ref)
@@ -262,20 +264,18 @@ class _Run:
         now = datetime.now(UTC)
         if self.error_count:
             return
-        self.store.upsert_sources(
-            self.project,
-            [
-                Source(
-                    id=s.id,
-                    project=self.project,
-                    title=s.title,
-                    uri=s.uri,
-                    metadata=s.metadata,
-                    created_at=now,
-                )
-                for _, s in items
-            ],
-        )
+        sources = [
+            Source(
+                id=s.id,
+                project=self.project,
+                title=s.title,
+                uri=s.uri,
+                metadata=s.metadata,
+                created_at=now,
+            )
+            for _, s in items
+        ]
+        write_batch(self.store, self.project, GraphBatch(sources=sources))
         self.counts["sources"] += len(items)
 
     def _lookup(
@@ -308,7 +308,8 @@ class _Run:
             rows.append(self.rules.relationship_row(self.project, r, source, target))
         if not self.error_count:
             # Endpoints were resolved above against this transaction's objects.
-            self.store.upsert_relationships(self.project, rows, endpoints_checked=True)
+            batch = GraphBatch(relationships=rows, endpoints_checked=True)
+            write_batch(self.store, self.project, batch)
             self.counts["relationships"] += len(rows)
 
     def _chunks(self, items: Sequence[tuple[str, Any]]) -> None:
@@ -326,7 +327,7 @@ class _Run:
         if dangling:
             return
         now = datetime.now(UTC)
-        rows = []
+        rows: list[ChunkRow] = []
         for _, c in items:
             text, digest = TextRules.chunk_text(c, titles.get(c.source_id or ""))
             rows.append(
@@ -346,7 +347,7 @@ class _Run:
                     TEXT_VERSION,
                 )
             )
-        self.store.upsert_chunks(self.project, rows)
+        write_batch(self.store, self.project, GraphBatch(chunks=rows))
         self.counts["chunks"] += len(rows)
 
     def _mentions(self, items: Sequence[tuple[str, Any]]) -> None:
@@ -382,7 +383,7 @@ class _Run:
                     )
                 )
         if not self.error_count:
-            self.store.add_mentions(self.project, rows)
+            write_batch(self.store, self.project, GraphBatch(mentions=rows))
             self.counts["mentions"] += len(rows)
 
     def _absent_targets(self, mentions: Sequence[MentionIn]) -> set[tuple[str, str]]:
@@ -417,7 +418,7 @@ def _ref_key(ref: str | ObjectRef) -> str | tuple[str, str]:
 
 
 def import_files(
-    store: Store,
+    store: GraphStore,
     rules: TextRules,
     paths: Sequence[Path],
     *,

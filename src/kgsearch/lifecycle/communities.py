@@ -22,6 +22,7 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kgsearch.communities.detect import Community, Detection, detect_communities
 from kgsearch.communities.incremental import compare_communities
@@ -45,11 +46,11 @@ from kgsearch.errors import InvalidRequest
 from kgsearch.lifecycle.runner import Outcome, RetryPolicy
 from kgsearch.lifecycle.tasks import TaskDone, run_tasks
 from kgsearch.llm.base import LLM
-from kgsearch.store.base import Store
+from kgsearch.store.base import CommunityStore, GraphReads, TaskQueue
 from kgsearch.store.records import Task, TaskIn
 from kgsearch.text.enrich import text_hash
 
-__all__ = ["JOB", "REPORT_TEXT_VERSION", "BuildOptions", "build_communities"]
+__all__ = ["JOB", "REPORT_TEXT_VERSION", "BuildOptions", "CommunityBuildStore", "build_communities"]
 
 JOB = "community_report"
 """The task queue's job name for community reports."""
@@ -61,6 +62,14 @@ _ERRORS_KEPT = 10
 
 Progress = Callable[[str, int, int], None]
 """Called with (stage, done, total): ``detect`` once, then ``reports`` per batch."""
+
+
+class _ReportStore(CommunityStore, TaskQueue, Protocol):
+    """Community reports written through the task queue."""
+
+
+class CommunityBuildStore(GraphReads, CommunityStore, TaskQueue, Protocol):
+    """What a build needs: the graph's rows, the community set and the report tasks."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +110,7 @@ class _Graph:
                 self.touching.setdefault(e.target, []).append(e)
 
 
-def _read_graph(store: Store, project: str) -> _Graph:
+def _read_graph(store: GraphReads, project: str) -> _Graph:
     members = {
         o.id: Member(
             id=o.id,
@@ -137,7 +146,7 @@ def _version(method: ReportMethod) -> str:
 
 
 def build_communities(
-    store: Store,
+    store: CommunityBuildStore,
     project: str,
     options: BuildOptions,
     *,
@@ -233,7 +242,7 @@ def build_communities(
 
 
 def _due(
-    store: Store,
+    store: CommunityStore,
     project: str,
     records: Sequence[CommunityRecord],
     options: BuildOptions,
@@ -265,7 +274,7 @@ class _ReportWriter:
 
     def __init__(
         self,
-        store: Store,
+        store: _ReportStore,
         project: str,
         graph: _Graph,
         records: Sequence[CommunityRecord],

@@ -33,7 +33,7 @@ from kgsearch.lifecycle.tasks import TaskDone, run_tasks
 from kgsearch.model import Chunk
 from kgsearch.reports import ExtractionRecord, ExtractionReport, ExtractionStatus
 from kgsearch.resolve.match import MatchRules
-from kgsearch.store.base import Store
+from kgsearch.store.base import Store, TaskQueue
 from kgsearch.store.records import Task, TaskIn
 from kgsearch.writes.extracted import BuiltGraph, ChunkExtraction, add_extractions
 from kgsearch.writes.forget import forget_chunks
@@ -69,7 +69,7 @@ def input_hash(text: str, extractor_version: str) -> str:
 
 
 def queue_chunks(
-    store: Store, project: str, chunks: Sequence[Chunk], extractor: Extractor, domain: str = ""
+    store: TaskQueue, project: str, chunks: Sequence[Chunk], extractor: Extractor, domain: str = ""
 ) -> int:
     """Queue chunks for extraction; returns how many became pending (unchanged ones
     already extracted with this extractor version stay done). The payload names the

@@ -10,20 +10,26 @@ documents.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Protocol
 
+from kgsearch.document_values import Document
 from kgsearch.errors import NotFound
 from kgsearch.extract.schema import Extractor, TokenEstimator
-from kgsearch.io.documents import Document, DocumentProblem
+from kgsearch.io.documents import DocumentProblem
 from kgsearch.lifecycle.extraction import EXTRACT_JOB, queue_chunks
+from kgsearch.model import Chunk
 from kgsearch.reports import DeleteReport, IngestProblem, IngestReport
-from kgsearch.store.base import Store
+from kgsearch.store.base import GraphReads, TaskQueue
+from kgsearch.writes.batch import GraphBatch, write_batch
 from kgsearch.writes.documents import chunk_document, store_document
 from kgsearch.writes.forget import forget_chunks
 from kgsearch.writes.graph import WriteContext
 
 __all__ = [
+    "ChunkQueue",
     "delete_chunks",
     "delete_documents",
     "estimate",
@@ -31,6 +37,13 @@ __all__ = [
     "store_documents",
     "with_problems",
 ]
+
+_GROUP = 256
+"""Documents stored in one transaction, their chunks queued in one task-queue write."""
+
+
+class ChunkQueue(GraphReads, TaskQueue, Protocol):
+    """Reads chunks and queues them for extraction."""
 
 
 def delete_chunks(ctx: WriteContext, chunk_ids: Sequence[str]) -> DeleteReport:
@@ -42,7 +55,7 @@ def delete_chunks(ctx: WriteContext, chunk_ids: Sequence[str]) -> DeleteReport:
     inner = replace(ctx, after_commit=None)
     with store.transaction():
         rebuilt = forget_chunks(inner, live)
-        deleted = store.delete(project, "chunk", live)
+        deleted = write_batch(store, project, GraphBatch(delete_chunks=live)).chunks_deleted
         store.delete_tasks(project, EXTRACT_JOB, live)
     ctx.committed()
     return DeleteReport(sources=0, chunks=deleted, **rebuilt.as_dict())
@@ -57,7 +70,7 @@ def delete_documents(ctx: WriteContext, source_ids: Sequence[str]) -> DeleteRepo
     inner = replace(ctx, after_commit=None)
     with store.transaction():
         report = delete_chunks(inner, store.chunk_ids_of(project, wanted))
-        sources = store.delete(project, "source", wanted)
+        sources = write_batch(store, project, GraphBatch(delete_sources=wanted)).sources_deleted
     ctx.committed()
     return report.model_copy(update={"sources": sources})
 
@@ -81,28 +94,52 @@ def store_documents(
         max_chars: The largest chunk, in characters.
         progress: Called after each document.
     """
+    counts: Counter[str] = Counter()
+    inner = replace(ctx, after_commit=None)
+    for start in range(0, len(documents), _GROUP):
+        # A few hundred documents per transaction and per enqueue: a commit and an
+        # enqueue per document were a large part of the ingest overhead.
+        with ctx.store.transaction():
+            counts += _store_group(
+                inner, documents[start : start + _GROUP], extractor, domain, max_chars, progress
+            )
+        ctx.committed()
+    return IngestReport(
+        documents=len(documents),
+        unchanged=counts["unchanged"],
+        chunks=counts["chunks"],
+        queued=counts["queued"],
+        removed=counts["removed"],
+    )
+
+
+def _store_group(
+    ctx: WriteContext,
+    documents: Sequence[Document],
+    extractor: Extractor | None,
+    domain: str,
+    max_chars: int,
+    progress: Callable[[Document], None] | None,
+) -> Counter[str]:
     store, project = ctx.store, ctx.project
-    stored = unchanged = chunks = queued = removed = 0
+    counts: Counter[str] = Counter()
+    waiting: dict[str, Chunk] = {}  # by id: a document given twice is queued once
     for document in documents:
         result = store_document(ctx, document, max_chars=max_chars)
-        stored += 1
-        unchanged += result.unchanged
-        chunks += len(result.chunks)
+        counts["unchanged"] += result.unchanged
+        counts["chunks"] += len(result.chunks)
         if result.removed:
             forget_chunks(ctx, result.removed)
             store.delete_tasks(project, EXTRACT_JOB, result.removed)
-            removed += len(result.removed)
-        if extractor is not None:
-            queued += queue_chunks(store, project, result.chunks, extractor, domain)
+            counts["removed"] += len(result.removed)
+            for gone in result.removed:  # a document given twice, changed in between
+                waiting.pop(gone, None)
+        waiting.update((c.id, c) for c in result.chunks)
         if progress is not None:
             progress(document)
-    return IngestReport(
-        documents=stored,
-        unchanged=unchanged,
-        chunks=chunks,
-        queued=queued,
-        removed=removed,
-    )
+    if extractor is not None:
+        counts["queued"] += queue_chunks(store, project, list(waiting.values()), extractor, domain)
+    return counts
 
 
 def estimate(
@@ -138,7 +175,7 @@ def with_problems(
 
 
 def queue_stored(
-    store: Store, project: str, chunk_ids: Sequence[str], extractor: Extractor, domain: str
+    store: ChunkQueue, project: str, chunk_ids: Sequence[str], extractor: Extractor, domain: str
 ) -> int:
     """Queue stored chunks for extraction; returns how many became pending.
 

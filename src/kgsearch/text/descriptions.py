@@ -19,6 +19,7 @@ same text, whichever order the chunks were ingested in (callers pass them sorted
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -46,11 +47,13 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9À-ÖØ-Þ])")
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.casefold())}
+@functools.lru_cache(maxsize=1 << 16)
+def _words(text: str) -> frozenset[str]:
+    # Cached: a row's descriptions are merged again each time a chunk adds one.
+    return frozenset(_WORD.findall(text.casefold()))
 
 
-def _jaccard(a: set[str], b: set[str]) -> float:
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / len(a | b)
@@ -60,24 +63,63 @@ def distinct(texts: Sequence[str]) -> list[str]:
     """Normalised texts without repeats and near-duplicates (the longer one stays, at
     the position of the first)."""
     kept: list[str] = []
-    words: list[set[str]] = []
+    words: list[frozenset[str]] = []
     seen: set[str] = set()
+    pending: list[tuple[str, frozenset[str]]] = []
     for raw in texts:
         text = " ".join(raw.split())
         folded = text.casefold()
         if not text or folded in seen:
             continue
         seen.add(folded)
-        these = _words(text)
-        for i, other in enumerate(words):
-            if _jaccard(these, other) >= NEAR_DUPLICATE:
-                if len(text) > len(kept[i]):
-                    kept[i], words[i] = text, these
-                break
-        else:
+        pending.append((text, _words(text)))
+    index = _PrefixIndex([w for _, w in pending])
+    for text, these in pending:
+        i = index.first_near(these, words)
+        if i is None:
+            index.add(len(kept), these)
             kept.append(text)
             words.append(these)
+        elif len(text) > len(kept[i]):
+            index.add(i, these)
+            kept[i], words[i] = text, these
     return kept
+
+
+class _PrefixIndex:
+    """Finds near-duplicate candidates by prefix filtering (the set-similarity-join
+    idea): with every word set sorted by one order (rarest word first), two sets whose
+    Jaccard reaches :data:`NEAR_DUPLICATE` share a word among the first
+    ``n - ceil(t·n) + 1`` of each, so only sets sharing such a word are compared, and
+    those exactly. The first match in kept order wins, as in a plain scan."""
+
+    def __init__(self, sets: Sequence[frozenset[str]]) -> None:
+        counts: Counter[str] = Counter(w for s in sets for w in s)
+        self.rank = {w: (n, w) for w, n in counts.items()}
+        self.postings: dict[str, list[int]] = {}
+
+    def _prefix(self, these: frozenset[str]) -> list[str]:
+        size = len(these)
+        # ceil(t·n), nudged down against rounding: a shorter overlap bound only makes
+        # the prefix longer (more candidates), never misses one
+        overlap = max(1, math.ceil(NEAR_DUPLICATE * size - 1e-9))
+        return sorted(these, key=self.rank.__getitem__)[: size - overlap + 1]
+
+    def add(self, position: int, these: frozenset[str]) -> None:
+        """Index a kept set (again, when a longer text replaced it: stale words only
+        add candidates, which are checked against the current set)."""
+        for w in self._prefix(these):
+            self.postings.setdefault(w, []).append(position)
+
+    def first_near(self, these: frozenset[str], words: Sequence[frozenset[str]]) -> int | None:
+        """The first kept position whose words are a near-duplicate of ``these``."""
+        if not these:
+            return None
+        near = {i for w in self._prefix(these) for i in self.postings.get(w, ())}
+        for i in sorted(near):
+            if _jaccard(these, words[i]) >= NEAR_DUPLICATE:
+                return i
+        return None
 
 
 def sentences(text: str) -> list[str]:
@@ -89,12 +131,15 @@ def _vector(text: str) -> Counter[str]:
     return Counter(w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS)
 
 
-def _cosine(a: Counter[str], b: Counter[str]) -> float:
+def _norm(a: Counter[str]) -> float:
+    return math.sqrt(sum(v * v for v in a.values()))
+
+
+def _cosine(a: Counter[str], b: Counter[str], b_norm: float) -> float:
     dot = sum(v * b.get(k, 0) for k, v in a.items())
     if not dot:
         return 0.0
-    norm = math.sqrt(sum(v * v for v in a.values())) * math.sqrt(sum(v * v for v in b.values()))
-    return dot / norm
+    return dot / (_norm(a) * b_norm)
 
 
 def _summary(texts: Sequence[str], budget: int) -> str:
@@ -103,7 +148,9 @@ def _summary(texts: Sequence[str], budget: int) -> str:
     centroid: Counter[str] = Counter()
     for v in vectors:
         centroid.update(v)
-    ranked = sorted(range(len(pieces)), key=lambda i: (-_cosine(vectors[i], centroid), i))
+    # The centroid's norm once, not once per sentence (it was most of the time spent).
+    size = _norm(centroid)
+    ranked = sorted(range(len(pieces)), key=lambda i: (-_cosine(vectors[i], centroid, size), i))
     chosen: list[int] = []
     size = 0
     for i in ranked:

@@ -12,9 +12,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from kgsearch.io.documents import Document
+from kgsearch.document_values import Document
 from kgsearch.model import Chunk, ChunkIn, Source, SourceIn
 from kgsearch.text.chunking import content_digest, split_text
+from kgsearch.writes.batch import GraphBatch, write_batch
 from kgsearch.writes.graph import WriteContext
 from kgsearch.writes.text import add_chunks, add_sources
 
@@ -82,7 +83,6 @@ def store_document(ctx: WriteContext, document: Document, *, max_chars: int) -> 
     with store.transaction():
         (source,) = add_sources(inner, [row])
         chunks = add_chunks(inner, pieces)
-        if removed:
-            store.delete(project, "chunk", removed)
+        write_batch(store, project, GraphBatch(delete_chunks=removed))
     ctx.committed()
     return StoredDocument(source, chunks, unchanged=False, removed=removed)

@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kgsearch.extract.schema import ExtractionResult
-from kgsearch.model import Mention, ObjectIn, ObjectRef, RelationshipIn
-from kgsearch.store.base import Store
+from kgsearch.model import Mention, ObjectIn, ObjectRef, Relationship, RelationshipIn
 from kgsearch.store.records import Endpoint
 from kgsearch.text.names import entity_key, entity_type, relation_type
+from kgsearch.writes.batch import GraphBatch, write_batch, write_objects
 from kgsearch.writes.contributions import (
     EXTRACTED,
     PROVENANCE,
@@ -32,6 +32,7 @@ from kgsearch.writes.contributions import (
 )
 from kgsearch.writes.graph import WriteContext
 from kgsearch.writes.rows import relationship_id
+from kgsearch.writes.stores import NameLookup
 
 __all__ = [
     "BuiltGraph",
@@ -183,28 +184,48 @@ def same_type(a: str, b: str) -> bool:
     return entity_type(a) == entity_type(b)
 
 
-def _stored_match(
-    store: Store, project: str, ref: Ref, implicit: bool, compatible: Compatible
-) -> tuple[Ref, str] | None:
-    """The stored object an entity lands on, with its name: for an endpoint no chunk
-    typed, any object with its key (typed ones first); for a listed entity, one of a
-    compatible type (imported data keyed differently, ``Person/Jesse James``)."""
-    ids = [i for i, _ in store.objects_named(project, ref[1], limit=10)]
-    found = sorted(
-        (
-            o
-            for o in store.get_objects(project, ids)
-            if entity_key(o.key) == ref[1] and (implicit or compatible(ref[0], o.type))
-        ),
-        key=lambda o: (o.type == "entity", o.type != ref[0], o.type, o.key),
-    )
-    if not found or (found[0].type, found[0].key) == ref:
-        return None
-    return (found[0].type, found[0].key), found[0].name
+def _stored_matches(
+    store: NameLookup, project: str, wanted: Sequence[tuple[Ref, bool]], compatible: Compatible
+) -> dict[Ref, tuple[Ref, str]]:
+    """The stored object each (entity, implicit) lands on, with its name, in two reads:
+    for an endpoint no chunk typed, any object with its key (typed ones first); for a
+    listed entity, one of a compatible type (imported data keyed differently,
+    ``Person/Jesse James``). Entities that land nowhere else are left out."""
+    if not wanted:
+        return {}
+    named = store.objects_named_many(project, [ref[1] for ref, _ in wanted], limit=10)
+    ids = list(dict.fromkeys(i for found in named.values() for i in found))
+    rows = {o.id: o for o in store.get_objects(project, ids)}
+    matches: dict[Ref, tuple[Ref, str]] = {}
+    for ref, implicit in wanted:
+        found = sorted(
+            (
+                o
+                for o in (rows[i] for i in named.get(ref[1], []) if i in rows)
+                if entity_key(o.key) == ref[1] and (implicit or compatible(ref[0], o.type))
+            ),
+            key=lambda o: (o.type == "entity", o.type != ref[0], o.type, o.key),
+        )
+        if found and (found[0].type, found[0].key) != ref:
+            matches[ref] = (found[0].type, found[0].key), found[0].name
+    return matches
+
+
+def _landing(
+    store: NameLookup, project: str, entities: dict[Ref, _Entity]
+) -> list[tuple[Ref, _Entity]]:
+    """The entities that may land elsewhere: endpoints no chunk typed, and listed
+    entities with no stored object of their own type and key."""
+    exact = store.resolve(project, [ObjectRef(type=t, key=k) for t, k in entities])
+    return [
+        (ref, ent)
+        for ref, ent in entities.items()
+        if ent.implicit or ObjectRef(type=ref[0], key=ref[1]) not in exact
+    ]
 
 
 def _link_to_stored(
-    store: Store,
+    store: NameLookup,
     project: str,
     entities: dict[Ref, _Entity],
     edges: list[_Edge],
@@ -219,18 +240,20 @@ def _link_to_stored(
     for ref, ent in entities.items():
         if not ent.implicit:
             typed.setdefault(ref[1], ref)
-    exact = store.resolve(project, [ObjectRef(type=t, key=k) for t, k in entities])
+    landing = _landing(store, project, entities)
+    stored = _stored_matches(
+        store,
+        project,
+        [(ref, ent.implicit) for ref, ent in landing if not ent.implicit or ref[1] not in typed],
+        compatible,
+    )
     remap: dict[Ref, Ref] = {}
-    for ref, ent in list(entities.items()):
-        if not ent.implicit and ObjectRef(type=ref[0], key=ref[1]) in exact:
-            continue
+    for ref, ent in landing:
         target = typed.get(ref[1]) if ent.implicit else None
-        if target is None:
-            match = _stored_match(store, project, ref, ent.implicit, compatible)
-            if match is not None:
-                target, name = match
-                if target not in entities:
-                    entities[target] = _Entity(target[0], target[1], name)
+        if target is None and ref in stored:
+            target, name = stored[ref]
+            if target not in entities:
+                entities[target] = _Entity(target[0], target[1], name)
         if target is None or target == ref:
             continue
         entities[target].entries = _combine(entities[target].entries, ent.entries)
@@ -273,93 +296,122 @@ def add_extractions(
     store, project = ctx.store, ctx.project
     _link_to_stored(store, project, entities, edges, compatible)
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    chunk_sources = {i.chunk_id: i.source_id for i in items}
-    text_rules = ctx.rules()
+    sources = {i.chunk_id: i.source_id for i in items}
+    rules = ctx.rules()
     with store.transaction():
-        refs = {ref: ObjectRef(type=ref[0], key=ref[1]) for ref in entities}
-        stored = store.resolve(project, list(refs.values()))
-        objects = []
-        for ref, ent in entities.items():
-            old = stored.get(refs[ref])
-            props: dict[str, Any] = (
-                dict(old.properties) if old is not None else {"name": ent.name, EXTRACTED: True}
-            )
-            entries = merged_entries(contributions(props), ent.entries)
-            seen = props.get(PROVENANCE)
-            first = seen.get("extracted_at") if isinstance(seen, dict) else None
-            props[PROVENANCE] = {
-                **{k: v for k, v in ent.provenance.items() if v},
-                "extracted_at": first or stamp,
-            }
-            objects.append(
-                ObjectIn(type=ent.type, key=ent.key, properties=object_fields(props, entries))
-            )
+        stored = store.resolve(project, [ObjectRef(type=t, key=k) for t, k in entities])
+        objects = [
+            object_in(ent, stored.get(ObjectRef(type=ref[0], key=ref[1])), stamp)
+            for ref, ent in entities.items()
+        ]
         # The display name stays while a chunk still uses it, so relationship texts
         # do not go stale: the rows are written directly.
-        object_ids = store.upsert_objects(
-            project, [text_rules.object_row(project, o) for o in objects]
-        )
+        rows = [rules.object_row(project, o) for o in objects]
+        known = {ref: e.id for ref, e in stored.items()}
+        ids = write_objects(store, project, rows, known)
         ends = {
             (o.type, o.key): Endpoint(id=i, type=o.type, key=o.key, properties=o.properties)
-            for o, i in zip(objects, object_ids, strict=True)
+            for o, i in zip(objects, ids, strict=True)
         }
-        rel_ids = {
-            id(e): relationship_id(project, e.type, ends[e.source].id, ends[e.target].id)
-            for e in edges
-        }
-        existing = {r.id: r for r in store.get_relationships(project, list(rel_ids.values()))}
-        rows = []
-        for e in edges:
-            old_rel = existing.get(rel_ids[id(e)])
-            rel_props: dict[str, Any] = (
-                dict(old_rel.properties) if old_rel is not None else {EXTRACTED: True}
-            )
-            entries = merged_entries(contributions(rel_props), e.entries)
-            rel_props, fields, source_chunks = relationship_fields(
-                rel_props, entries, old_rel.source_chunks if old_rel is not None else ()
-            )
-            rel_props.update({k: v for k, v in e.provenance.items() if v})
-            rel_props["extracted_at"] = rel_props.get("extracted_at", stamp)
-            item = RelationshipIn(
-                id=rel_ids[id(e)],
-                type=e.type,
-                source=ends[e.source].id,
-                target=ends[e.target].id,
-                label=(old_rel.label if old_rel is not None else None) or e.label or None,
-                description=fields.description
-                if fields is not None
-                else (old_rel.description if old_rel is not None else None),
-                source_chunks=source_chunks,
-                weight=fields.weight
-                if fields is not None
-                else (old_rel.weight if old_rel is not None else 1.0),
-                properties=rel_props,
-                valid_from=old_rel.valid_from if old_rel is not None else None,
-                valid_to=old_rel.valid_to if old_rel is not None else None,
-            )
-            rows.append(text_rules.relationship_row(project, item, ends[e.source], ends[e.target]))
-        store.upsert_relationships(project, rows, endpoints_checked=True)
-        mentions = [
-            Mention(
-                project=project,
-                chunk_id=c,
-                source_id=chunk_sources.get(c),
-                object_id=ends[ref].id,
-            )
-            for ref, ent in entities.items()
-            for c in ent.entries
-        ] + [
-            Mention(
-                project=project,
-                chunk_id=c,
-                source_id=chunk_sources.get(c),
-                relationship_id=rel_ids[id(e)],
-            )
-            for e in edges
-            for c in e.entries
+        rel_ids = [
+            relationship_id(project, e.type, ends[e.source].id, ends[e.target].id) for e in edges
         ]
-        store.add_mentions(project, mentions)
+        existing = {r.id: r for r in store.get_relationships(project, rel_ids)}
+        batch = GraphBatch(
+            relationships=[
+                rules.relationship_row(
+                    project,
+                    relationship_in(e, i, ends, existing.get(i), stamp),
+                    ends[e.source],
+                    ends[e.target],
+                )
+                for e, i in zip(edges, rel_ids, strict=True)
+            ],
+            mentions=mention_rows(project, sources, entities, ends, edges, rel_ids),
+            endpoints_checked=True,
+        )
+        write_batch(store, project, batch)
     ctx.committed()
+    return _built(items, entities, edges, len(batch.mentions))
+
+
+def object_in(ent: _Entity, old: Endpoint | None, stamp: str) -> ObjectIn:
+    """The object an extracted entity becomes: the stored one's properties (or a new
+    extracted object's) with these chunks' contributions merged in and the fields
+    derived again; the first extraction time stays."""
+    props: dict[str, Any] = (
+        dict(old.properties) if old is not None else {"name": ent.name, EXTRACTED: True}
+    )
+    entries = merged_entries(contributions(props), ent.entries)
+    seen = props.get(PROVENANCE)
+    first = seen.get("extracted_at") if isinstance(seen, dict) else None
+    props[PROVENANCE] = {
+        **{k: v for k, v in ent.provenance.items() if v},
+        "extracted_at": first or stamp,
+    }
+    return ObjectIn(type=ent.type, key=ent.key, properties=object_fields(props, entries))
+
+
+def relationship_in(
+    e: _Edge, id: str, ends: dict[Ref, Endpoint], old: Relationship | None, stamp: str
+) -> RelationshipIn:
+    """The relationship an extracted edge becomes: merged into the stored one ``old``
+    (its label, validity and, for one extraction did not create, description and
+    weight stay) or new."""
+    props: dict[str, Any] = dict(old.properties) if old is not None else {EXTRACTED: True}
+    entries = merged_entries(contributions(props), e.entries)
+    props, fields, source_chunks = relationship_fields(
+        props, entries, old.source_chunks if old is not None else ()
+    )
+    props.update({k: v for k, v in e.provenance.items() if v})
+    props["extracted_at"] = props.get("extracted_at", stamp)
+    if fields is not None:
+        description, weight = fields.description, fields.weight
+    elif old is not None:
+        description, weight = old.description, old.weight
+    else:
+        description, weight = None, 1.0
+    return RelationshipIn(
+        id=id,
+        type=e.type,
+        source=ends[e.source].id,
+        target=ends[e.target].id,
+        label=(old.label if old is not None else None) or e.label or None,
+        description=description,
+        source_chunks=source_chunks,
+        weight=weight,
+        properties=props,
+        valid_from=old.valid_from if old is not None else None,
+        valid_to=old.valid_to if old is not None else None,
+    )
+
+
+def mention_rows(
+    project: str,
+    sources: dict[str, str | None],
+    entities: dict[Ref, _Entity],
+    ends: dict[Ref, Endpoint],
+    edges: Sequence[_Edge],
+    rel_ids: Sequence[str],
+) -> list[Mention]:
+    """Each chunk's mention of every object and relationship extracted from it."""
+    return [
+        Mention(project=project, chunk_id=c, source_id=sources.get(c), object_id=ends[ref].id)
+        for ref, ent in entities.items()
+        for c in ent.entries
+    ] + [
+        Mention(project=project, chunk_id=c, source_id=sources.get(c), relationship_id=i)
+        for e, i in zip(edges, rel_ids, strict=True)
+        for c in e.entries
+    ]
+
+
+def _built(
+    items: Sequence[ChunkExtraction],
+    entities: dict[Ref, _Entity],
+    edges: Sequence[_Edge],
+    mentions: int,
+) -> BuiltGraph:
     per_chunk: dict[str, BuiltGraph] = {i.chunk_id: BuiltGraph() for i in items}
     for ent in entities.values():
         for c in ent.entries:
@@ -369,4 +421,4 @@ def add_extractions(
         for c in e.entries:
             per_chunk[c].relationships += 1
             per_chunk[c].mentions += 1
-    return BuiltGraph(len(objects), len(rows), len(mentions), per_chunk)
+    return BuiltGraph(len(entities), len(edges), mentions, per_chunk)

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kgsearch.model import ObjectIn, RelationshipIn
+from kgsearch.model import GraphObject, ObjectIn, Relationship, RelationshipIn
+from kgsearch.writes.batch import GraphBatch, MentionDrop, write_batch
 from kgsearch.writes.contributions import (
     contributions,
     object_fields,
@@ -23,9 +24,9 @@ from kgsearch.writes.contributions import (
     relationship_fields,
     without_chunks,
 )
-from kgsearch.writes.graph import WriteContext, add_objects, add_relationships
+from kgsearch.writes.graph import WriteContext, add_objects, relationship_rows
 
-__all__ = ["Rebuilt", "forget_chunks", "rebuild"]
+__all__ = ["Rebuilt", "forget_chunks", "object_changes", "rebuild", "relationship_changes"]
 
 
 @dataclass
@@ -72,13 +73,38 @@ def rebuild(
     extra = extra or {}
     store, project = ctx.store, ctx.project
     gone = set(drop)
+    rels = store.get_relationships(project, list(dict.fromkeys(relationship_ids)))
+    rel_updates, rel_deletes = relationship_changes(rels, gone, extra)
+    objs = store.get_objects(project, list(dict.fromkeys(object_ids)))
+    obj_updates, obj_deletes = object_changes(objs, gone, extra)
+    inner = replace(ctx, after_commit=None)
     done = Rebuilt()
-    rel_updates: list[RelationshipIn] = []
-    rel_deletes: list[str] = []
-    for r in store.get_relationships(project, list(dict.fromkeys(relationship_ids))):
+    with store.transaction():
+        deletes = GraphBatch(delete_relationships=rel_deletes, delete_objects=obj_deletes)
+        written = write_batch(store, project, deletes)
+        done.relationships_deleted = written.relationships_deleted
+        done.objects_deleted = written.objects_deleted
+        done.objects_updated = len(add_objects(inner, obj_updates))
+        deleted = set(obj_deletes)
+        live = [r for r in rel_updates if r.source not in deleted and r.target not in deleted]
+        rows = relationship_rows(inner, live)
+        write_batch(store, project, GraphBatch(relationships=rows, endpoints_checked=True))
+        done.relationships_updated = len(rows)
+    return done
+
+
+def relationship_changes(
+    rels: Sequence[Relationship], gone: set[str], extra: Mapping[str, Mapping[str, Any]]
+) -> tuple[list[RelationshipIn], list[str]]:
+    """(updates, ids to delete): each relationship with ``gone``'s contributions taken
+    out and its fields derived again (only those that changed), and the extracted ones
+    left with no contribution."""
+    updates: list[RelationshipIn] = []
+    deletes: list[str] = []
+    for r in rels:
         entries = without_chunks(contributions(r.properties), gone)
         if owned(r.properties) and not entries:
-            rel_deletes.append(r.id)
+            deletes.append(r.id)
             continue
         props, fields, chunks = relationship_fields(
             {**r.properties, **extra.get(r.id, {})},
@@ -104,17 +130,24 @@ def rebuild(
             r.description,
             r.source_chunks,
         ):
-            rel_updates.append(updated)
-    obj_updates: list[ObjectIn] = []
-    obj_deletes: list[str] = []
-    for o in store.get_objects(project, list(dict.fromkeys(object_ids))):
+            updates.append(updated)
+    return updates, deletes
+
+
+def object_changes(
+    objs: Sequence[GraphObject], gone: set[str], extra: Mapping[str, Mapping[str, Any]]
+) -> tuple[list[ObjectIn], list[str]]:
+    """(updates, ids to delete) of objects, as :func:`relationship_changes`."""
+    updates: list[ObjectIn] = []
+    deletes: list[str] = []
+    for o in objs:
         entries = without_chunks(contributions(o.properties), gone)
         if owned(o.properties) and not entries:
-            obj_deletes.append(o.id)
+            deletes.append(o.id)
             continue
         props = object_fields({**o.properties, **extra.get(o.id, {})}, entries)
         if props != o.properties:
-            obj_updates.append(
+            updates.append(
                 ObjectIn(
                     id=o.id,
                     type=o.type,
@@ -124,15 +157,7 @@ def rebuild(
                     labels=o.labels,
                 )
             )
-    inner = replace(ctx, after_commit=None)
-    with store.transaction():
-        done.relationships_deleted = store.delete(project, "relationship", rel_deletes)
-        done.objects_deleted = store.delete(project, "object", obj_deletes)
-        done.objects_updated = len(add_objects(inner, obj_updates))
-        deleted = set(obj_deletes)
-        live = [r for r in rel_updates if r.source not in deleted and r.target not in deleted]
-        done.relationships_updated = len(add_relationships(inner, live))
-    return done
+    return updates, deletes
 
 
 def forget_chunks(ctx: WriteContext, chunk_ids: Sequence[str]) -> Rebuilt:
@@ -149,6 +174,7 @@ def forget_chunks(ctx: WriteContext, chunk_ids: Sequence[str]) -> Rebuilt:
     relationships = [m.relationship_id for m in links if m.relationship_id]
     with store.transaction():
         done = rebuild(ctx, objects, relationships, drop=chunk_ids)
-        done.mentions_deleted = store.delete_mentions(project, chunk_ids)
+        unlinked = GraphBatch(drop_mentions=[MentionDrop(chunk_ids)])
+        done.mentions_deleted = write_batch(store, project, unlinked).mentions_deleted
     ctx.committed()
     return done

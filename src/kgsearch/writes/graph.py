@@ -24,7 +24,8 @@ from kgsearch.model import (
     display_name,
 )
 from kgsearch.reads import get_object, get_relationship
-from kgsearch.store.base import Store
+from kgsearch.store.base import RelationshipRow
+from kgsearch.writes.batch import GraphBatch, write_batch, write_objects
 from kgsearch.writes.patch import (
     check_object_changes,
     check_relationship_changes,
@@ -37,6 +38,7 @@ from kgsearch.writes.rows import (
     require_endpoints,
     resolve_endpoints,
 )
+from kgsearch.writes.stores import WriteStore
 
 __all__ = [
     "AfterCommit",
@@ -66,7 +68,7 @@ class WriteContext:
         after_commit: Runs after a write commits, before its rows are read back.
     """
 
-    store: Store
+    store: WriteStore
     project: str
     rules: Rules
     after_commit: AfterCommit = None
@@ -96,7 +98,7 @@ def add_objects(ctx: WriteContext, objects: Sequence[ObjectIn]) -> list[GraphObj
     rows = [text_rules.object_row(project, o) for o in objects]
     with store.transaction():
         before = store.resolve(project, [ObjectRef(type=o.type, key=o.key) for o in objects])
-        ids = store.upsert_objects(project, rows)
+        ids = write_objects(store, project, rows, {ref: e.id for ref, e in before.items()})
         renamed = [
             e.id
             for ref, e in before.items()
@@ -126,15 +128,29 @@ def add_relationships(
         return []  # nothing to write, and no reason to load the embedder for its rules
     store, project = ctx.store, ctx.project
     with store.transaction():
-        found = require_endpoints(store, project, relationships)
-        text_rules = ctx.rules()
-        rows = [
-            text_rules.relationship_row(project, r, found[r.source], found[r.target])
-            for r in relationships
-        ]
-        ids = store.upsert_relationships(project, rows)
+        rows = relationship_rows(ctx, relationships)
+        write_batch(store, project, GraphBatch(relationships=rows, endpoints_checked=True))
     ctx.committed()
-    return store.get_relationships(project, ids)
+    return store.get_relationships(project, [r.id for r in rows])
+
+
+def relationship_rows(
+    ctx: WriteContext, relationships: Sequence[RelationshipIn]
+) -> list[RelationshipRow]:
+    """Write-ready rows of ``relationships``, their endpoints resolved to live objects
+    (call it in the transaction that writes them).
+
+    Raises:
+        NotFound: An endpoint is not a live object of the project.
+    """
+    if not relationships:
+        return []
+    found = require_endpoints(ctx.store, ctx.project, relationships)
+    rules = ctx.rules()
+    return [
+        rules.relationship_row(ctx.project, r, found[r.source], found[r.target])
+        for r in relationships
+    ]
 
 
 def add_mentions(ctx: WriteContext, mentions: Sequence[MentionIn]) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kgsearch.errors import NotFound
 from kgsearch.model import ChunkIn, Kind, ObjectIn, ObjectRef, Relationship, RelationshipIn
-from kgsearch.store.base import Endpoint, ObjectRow, RelationshipRow, Store, TextUpdate
+from kgsearch.store.base import Endpoint, GraphReads, ObjectRow, RelationshipRow, TextUpdate
 from kgsearch.text import (
     TEXT_VERSION,
     EnrichmentConfig,
@@ -23,6 +23,7 @@ from kgsearch.text import (
     triplet_text,
 )
 from kgsearch.text.enrich import utf8
+from kgsearch.writes.stores import TextStore
 
 __all__ = [
     "Rules",
@@ -142,7 +143,7 @@ validation never makes the engine load its embedder (the rules need its tokenize
 
 
 def resolve_endpoints(
-    store: Store, project: str, refs: Sequence[str | ObjectRef]
+    store: GraphReads, project: str, refs: Sequence[str | ObjectRef]
 ) -> tuple[dict[str | ObjectRef, Endpoint], list[str | ObjectRef]]:
     """Resolve ids and ``{type, key}`` refs to live objects; return (found, missing)."""
     ids = [r for r in refs if isinstance(r, str)]
@@ -162,7 +163,7 @@ def describe_ref(ref: str | ObjectRef) -> str:
 
 
 def require_endpoints(
-    store: Store, project: str, items: Sequence[RelationshipIn]
+    store: GraphReads, project: str, items: Sequence[RelationshipIn]
 ) -> dict[str | ObjectRef, Endpoint]:
     """Resolve every endpoint of ``items`` or raise naming the missing ones.
 
@@ -182,7 +183,7 @@ def require_endpoints(
     return found
 
 
-def refresh_relationship_texts(store: Store, project: str, rels: Sequence[Relationship]) -> int:
+def refresh_relationship_texts(store: TextStore, project: str, rels: Sequence[Relationship]) -> int:
     """Rebuild the triplet texts of ``rels`` from their endpoints' current names.
 
     Returns the number of relationships whose text changed (they become pending).
