@@ -44,12 +44,15 @@ from kgsearch.store.base import (
     GraphReads,
     Lifecycle,
     SearchIndex,
-    Store,
     TextUpdate,
 )
 from kgsearch.store.counts import status_figures
 from kgsearch.text import TEXT_VERSION, EnrichmentConfig, config_fingerprint, text_hash
 from kgsearch.writes.rows import Rules, TextRules, refresh_relationship_texts
+
+
+class TextRefresh(Lifecycle, EmbeddingQueue, GraphReads, Protocol):
+    """What rebuilding stored texts reads and writes: meta, rows, endpoints, texts."""
 
 
 class VectorStore(Lifecycle, EmbeddingQueue, SearchIndex, Protocol):
@@ -116,7 +119,7 @@ def record_texts_of_new_store(store: Lifecycle, wanted: dict[str, Any]) -> None:
         store.set_meta(_TEXTS_META, json.dumps(wanted, sort_keys=True))
 
 
-def refresh_texts(store: Store, rules: Rules, wanted: dict[str, Any], *, force: bool) -> int:
+def refresh_texts(store: TextRefresh, rules: Rules, wanted: dict[str, Any], *, force: bool) -> int:
     """Rebuild stored texts when the rules changed (config, mode, template version).
 
     Rows whose text changes become pending; unchanged rows are untouched.

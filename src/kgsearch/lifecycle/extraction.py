@@ -23,7 +23,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kgsearch.errors import NotFound
 from kgsearch.extract.glean import storable
@@ -33,7 +33,7 @@ from kgsearch.lifecycle.tasks import TaskDone, run_tasks
 from kgsearch.model import Chunk
 from kgsearch.reports import ExtractionRecord, ExtractionReport, ExtractionStatus
 from kgsearch.resolve.match import MatchRules
-from kgsearch.store.base import Store, TaskQueue
+from kgsearch.store.base import GraphReads, TaskQueue
 from kgsearch.store.records import Task, TaskIn
 from kgsearch.writes.extracted import BuiltGraph, ChunkExtraction, add_extractions
 from kgsearch.writes.forget import forget_chunks
@@ -87,6 +87,10 @@ def queue_chunks(
             for c in chunks
         ],
     )
+
+
+class ExtractionStore(GraphReads, TaskQueue, Protocol):
+    """What an extraction run reads beside its writes: the chunks and the task queue."""
 
 
 @dataclass
@@ -152,7 +156,7 @@ class ExtractionContext:
         retry: Lease, backoff and attempt limit.
     """
 
-    store: Store
+    store: ExtractionStore
     extractor: Callable[[str, str], Extractor]
     writes: Callable[[str], WriteContext]
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -290,7 +294,7 @@ def run_extraction(
     return ctx.totals.report(run, sum(left.values()))
 
 
-def _left(store: Store, project: str | None, chunk_ids: Sequence[str] | None) -> Counter[str]:
+def _left(store: TaskQueue, project: str | None, chunk_ids: Sequence[str] | None) -> Counter[str]:
     """Chunks of a run's scope still open (pending, running, failed), by status."""
     if chunk_ids is not None and project is not None:
         states = store.get_tasks(project, EXTRACT_JOB, chunk_ids)
@@ -321,7 +325,7 @@ def _left_message(left: Counter[str]) -> str:
 _ALL = 1_000_000_000
 
 
-def status_report(store: Store, project: str | None) -> ExtractionStatus:
+def status_report(store: TaskQueue, project: str | None) -> ExtractionStatus:
     """Chunks per status and, over every recorded extraction, what was kept, what was
     rejected by reason, tokens and cost; the last errors of failed and dead chunks."""
     counts = store.task_counts(EXTRACT_JOB, project=project)
@@ -359,7 +363,7 @@ def status_report(store: Store, project: str | None) -> ExtractionStatus:
     )
 
 
-def extraction_record(store: Store, project: str, chunk_id: str) -> ExtractionRecord:
+def extraction_record(store: TaskQueue, project: str, chunk_id: str) -> ExtractionRecord:
     """One chunk's extraction task and recorded result.
 
     Raises:
@@ -378,7 +382,9 @@ def extraction_record(store: Store, project: str, chunk_id: str) -> ExtractionRe
     )
 
 
-def retry(store: Store, project: str | None, *, dead: bool = False, claimed: bool = False) -> int:
+def retry(
+    store: TaskQueue, project: str | None, *, dead: bool = False, claimed: bool = False
+) -> int:
     """Make failed chunks (and dead ones with ``dead``) pending now, and take back
     claims whose lease has ended (and every claim with ``claimed``: only when no other
     run is active, since a live run's claims are taken too); returns how many.
