@@ -172,7 +172,7 @@ class PostgresSearch:
             self._indexed.pop(kind, None)
         return built
 
-    def _drop_vector_indexes(self) -> None:
+    def _vectors_forgotten(self) -> None:
         """Drop every kind's vector index (the vectors they index are forgotten)."""
         for kind in Kind:
             self.db.execute(f"DROP INDEX IF EXISTS {kind.table}_vector")

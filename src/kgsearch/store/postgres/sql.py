@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Filters, Kind
+from kgsearch.store.dialect import Dialect
 from kgsearch.store.values import dumps
 
-__all__ = ["clean", "filter_sql", "json_text", "tsquery", "utc"]
+__all__ = ["POSTGRES", "clean", "filter_sql", "json_text", "tsquery", "utc"]
 
 # \u0000 in JSON text, not preceded by an escaped backslash
 _JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
@@ -46,6 +48,22 @@ def clean(value: Any) -> Any:
     if isinstance(value, str) and "\x00" in value:
         raise InvalidRequest("text must not contain NUL (\\x00) characters")
     return value
+
+
+def _listed(column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    return f"{column} = ANY(?)", [list(values)]
+
+
+POSTGRES = Dialect(
+    name="postgres",
+    position="seq",
+    greatest="greatest",
+    listed=_listed,
+    stamp=lambda: datetime.now(UTC),
+    text=clean,
+    lock=" FOR UPDATE",
+)
+"""The PostgreSQL words of the shared capability SQL: a list is one array parameter."""
 
 
 def filter_sql(

@@ -6,9 +6,10 @@ module opens the pool, applies the migrations under an advisory lock, runs
 transactions and bulk loads, and keeps the store's metadata; :class:`PostgresStore`
 composes one slice per capability, each bound to the same pooled
 :class:`~kgsearch.store.postgres.connection.Connection`: graph writes (``writes.py``)
-and reads (``reads.py``), the embedding queue (``queue.py``), search (``search.py``),
-API keys (``keys.py``), the task queue (``tasks.py``), the value cache (``cache.py``) and
-communities (``communities.py``).
+and reads (``reads.py``), the embedding and task queues (``queue.py``), search
+(``search.py``), API keys (``keys.py``), the value cache (``cache.py``) and communities
+(``communities.py``). What the two stores do alike is written once outside this
+package, parameterised by :data:`~kgsearch.store.postgres.sql.POSTGRES`.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ from kgsearch.store.postgres.communities import PostgresCommunities
 from kgsearch.store.postgres.connection import EF_SEARCH, Connection, parse_url
 from kgsearch.store.postgres.keys import PostgresKeys
 from kgsearch.store.postgres.lexical import LexicalStats
-from kgsearch.store.postgres.queue import PostgresEmbeddingQueue
+from kgsearch.store.postgres.queue import PostgresQueues
 from kgsearch.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from kgsearch.store.postgres.search import EXACT_MAX_ROWS, INDEX_MIN_ROWS, PostgresSearch
-from kgsearch.store.postgres.tasks import PostgresTaskQueue
+from kgsearch.store.postgres.sql import POSTGRES
 from kgsearch.store.postgres.writes import PostgresWrites
 from kgsearch.store.records import StoreInfo
 
@@ -38,10 +39,9 @@ __all__ = ["PostgresStore"]
 
 class PostgresStore(
     PostgresWrites,
-    PostgresEmbeddingQueue,
+    PostgresQueues,
     PostgresSearch,
     PostgresKeys,
-    PostgresTaskQueue,
     PostgresCache,
     PostgresCommunities,
 ):
@@ -55,6 +55,8 @@ class PostgresStore(
         exact_max_rows: A vector leg whose conditions leave at most this many rows (the
             planner's estimate) scans them exactly instead of walking the index.
     """
+
+    dialect = POSTGRES
 
     def __init__(
         self,
@@ -209,7 +211,6 @@ class PostgresStore(
             self.db.set_meta("dims", str(dims))
             if replace and current_model and current_model != model:
                 self._forget_vectors()
-                self._drop_vector_indexes()
 
     def schema_version(self) -> int:
         """Number of migrations this code knows."""

@@ -8,10 +8,12 @@ from typing import Any
 
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Filters, Kind
+from kgsearch.store.dialect import Dialect
 from kgsearch.store.rowsql import labels_sql, placeholders, type_in_sql
 from kgsearch.store.values import dumps, iso, now_iso, parse_dt, query_terms
 
 __all__ = [
+    "SQLITE",
     "chunked",
     "dumps",
     "filter_sql",
@@ -22,6 +24,21 @@ __all__ = [
     "placeholders",
     "query_terms",
 ]
+
+
+def _listed(column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    return f"{column} IN (SELECT value FROM json_each(?))", [dumps(list(values))]
+
+
+SQLITE = Dialect(
+    name="sqlite",
+    position="rowid",
+    greatest="max",
+    listed=_listed,
+    stamp=now_iso,
+    text=lambda value: value,
+)
+"""The SQLite words of the shared capability SQL: a list is one JSON parameter."""
 
 # SQLite's default limit on bound parameters is 32766; stay far below it per statement.
 MAX_PARAMS = 500

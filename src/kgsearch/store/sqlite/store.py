@@ -3,9 +3,11 @@
 This module opens the file, applies the migrations, runs transactions and bulk loads,
 and keeps the store's metadata; :class:`SQLiteStore` composes one slice per capability,
 each bound to the same :class:`~kgsearch.store.sqlite.connection.Connection`: graph
-writes (``writes.py``) and reads (``reads.py``), the embedding queue (``queue.py``),
-search (``search.py``), API keys (``keys.py``), the task queue (``tasks.py``), the
-value cache (``cache.py``) and communities (``communities.py``).
+writes (``writes.py``) and reads (``reads.py``), the embedding and task queues
+(``queue.py``), search (``search.py``), API keys (``keys.py``), the value cache
+(``cache.py``) and communities (``communities.py``). What the two stores do alike is
+written once outside this package, parameterised by
+:data:`~kgsearch.store.sqlite.sql.SQLITE`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from kgsearch.store.sqlite.communities import SQLiteCommunities
 from kgsearch.store.sqlite.connection import CACHE_PAGES_KIB, Connection
 from kgsearch.store.sqlite.keys import SQLiteKeys
 from kgsearch.store.sqlite.lexical import LexicalStats
-from kgsearch.store.sqlite.queue import SQLiteEmbeddingQueue
+from kgsearch.store.sqlite.queue import SQLiteQueues
 from kgsearch.store.sqlite.schema import (
     LIVE_INDEXES,
     MIGRATIONS,
@@ -34,8 +36,7 @@ from kgsearch.store.sqlite.schema import (
     fts_triggers,
 )
 from kgsearch.store.sqlite.search import SQLiteSearch, VectorCache
-from kgsearch.store.sqlite.sql import now_iso
-from kgsearch.store.sqlite.tasks import SQLiteTaskQueue
+from kgsearch.store.sqlite.sql import SQLITE, now_iso
 from kgsearch.store.sqlite.writes import SQLiteWrites
 
 __all__ = ["SQLiteStore"]
@@ -43,10 +44,9 @@ __all__ = ["SQLiteStore"]
 
 class SQLiteStore(
     SQLiteWrites,
-    SQLiteEmbeddingQueue,
+    SQLiteQueues,
     SQLiteSearch,
     SQLiteKeys,
-    SQLiteTaskQueue,
     SQLiteCache,
     SQLiteCommunities,
 ):
@@ -59,6 +59,8 @@ class SQLiteStore(
             it is saved in the folder ``<path>.ann`` and reused while the vectors
             are unchanged.
     """
+
+    dialect = SQLITE
 
     def __init__(
         self, path: str, *, migrate: bool = True, ann_min_rows: int | None = ANN_MIN_ROWS

@@ -1,0 +1,79 @@
+"""What the SQL of the shared capability code needs to know about its backend.
+
+The capability slices written once for both stores (:mod:`kgsearch.store.queues`,
+:mod:`kgsearch.store.communities`, :mod:`kgsearch.store.shared_reads`) write their
+statements with ``?`` placeholders and ask a :class:`Dialect` for the few things that
+differ: the placeholder itself, how a list of values is bound (SQLite: one JSON
+parameter; PostgreSQL: one array), the insertion-order column, a function name, the
+timestamp value and the check a text passes before it is bound. They run their
+statements on any :class:`Database`, the small surface both connections offer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["Database", "Dialect"]
+
+
+class Database(Protocol):
+    """The statements both stores' connections run (``store/*/connection.py``)."""
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Every row of a query (each indexable by column name)."""
+        ...
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of a query, or None."""
+        ...
+
+    def write(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; return how many rows it changed."""
+        ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for many parameter rows."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """A write transaction; nested calls join the outer one."""
+        ...
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The differences the shared SQL is parameterised by.
+
+    Args:
+        name: ``sqlite`` or ``postgres``.
+        position: The column that orders rows by insertion (``rowid``, ``seq``).
+        greatest: The two-argument maximum function (``max``, ``greatest``).
+        listed: ``(column, values)`` → a condition that ``column`` is one of the values,
+            with its parameters (one parameter, however many values).
+        stamp: The current time as the store keeps timestamps.
+        text: A text value made fit to bind (PostgreSQL refuses NUL characters).
+        lock: Appended to a query (after its ``ORDER BY``) that reads rows about to be
+            written, so that two writers of the same rows wait for each other in order
+            ('' where writers are serial anyway).
+    """
+
+    name: str
+    position: str
+    greatest: str
+    listed: Callable[[str, Sequence[Any]], tuple[str, list[Any]]]
+    stamp: Callable[[], Any]
+    text: Callable[[Any], Any]
+    lock: str = ""
+
+    def sql(self, statement: str) -> str:
+        """A statement written with ``?`` placeholders, in this dialect's."""
+        if self.name == "postgres":
+            return statement.replace("%", "%%").replace("?", "%s")
+        return statement
+
+    def scope(self, project: str | None) -> tuple[str, list[Any]]:
+        """`` AND project = ?`` and its parameter for one project; nothing for all."""
+        return ("AND project = ?", [project]) if project is not None else ("", [])
