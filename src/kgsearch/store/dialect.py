@@ -14,9 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["Database", "Dialect"]
+from kgsearch.model import Kind
+
+__all__ = ["Database", "Dialect", "Slice"]
 
 
 class Database(Protocol):
@@ -54,7 +57,15 @@ class Dialect:
         listed: ``(column, values)`` → a condition that ``column`` is one of the values,
             with its parameters (one parameter, however many values).
         stamp: The current time as the store keeps timestamps.
+        time: A datetime (or None) as the store keeps timestamps.
         text: A text value made fit to bind (PostgreSQL refuses NUL characters).
+        json: A value as stored JSON text (PostgreSQL refuses NUL characters).
+        json_mark: The placeholder of a JSON value where the column type is not implied
+            (``INSERT … SELECT``).
+        words: Whether embeddable rows carry a ``words`` column that the lexical index
+            is built from (PostgreSQL); SQLite's FTS5 triggers read ``text`` instead.
+        serialise: A statement that makes transactions passing the same text key run
+            one after another ('' where writers are serial anyway).
         lock: Appended to a query (after its ``ORDER BY``) that reads rows about to be
             written, so that two writers of the same rows wait for each other in order
             ('' where writers are serial anyway).
@@ -65,7 +76,12 @@ class Dialect:
     greatest: str
     listed: Callable[[str, Sequence[Any]], tuple[str, list[Any]]]
     stamp: Callable[[], Any]
+    time: Callable[[datetime | None], Any]
     text: Callable[[Any], Any]
+    json: Callable[[Any], str]
+    json_mark: str = "?"
+    words: bool = False
+    serialise: str = ""
     lock: str = ""
 
     def sql(self, statement: str) -> str:
@@ -77,3 +93,20 @@ class Dialect:
     def scope(self, project: str | None) -> tuple[str, list[Any]]:
         """`` AND project = ?`` and its parameter for one project; nothing for all."""
         return ("AND project = ?", [project]) if project is not None else ("", [])
+
+
+class Slice:
+    """A capability written once: its store supplies ``db``, ``dialect`` and
+    ``_changed`` (declared for the type checker only, so that nothing here shadows a
+    backend's own methods whatever the order of the store's bases)."""
+
+    dialect: Dialect
+
+    if TYPE_CHECKING:
+
+        @property
+        def db(self) -> Database: ...
+
+        def _changed(self, kind: Kind, *, texts: bool) -> None:
+            """Refresh what the store keeps of a kind's texts or vectors (inside the
+            writing transaction)."""

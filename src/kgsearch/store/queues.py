@@ -31,7 +31,7 @@ from kgsearch.store.common import (
     to_task_state,
 )
 from kgsearch.store.counts import LATENCY_SQL, embedding_counts_sql
-from kgsearch.store.dialect import Database, Dialect
+from kgsearch.store.dialect import Slice
 from kgsearch.store.records import (
     TASK_STATUSES,
     Claim,
@@ -64,22 +64,12 @@ class ClaimSql(NamedTuple):
     lease_params: Sequence[Any]
 
 
-class _Backend:
-    """What the queues ask of a store's slice, implemented per backend (declared for
-    the type checker only, so that a backend's reads come first in any order)."""
-
-    dialect: Dialect
+class _Backend(Slice):
+    """What the queues ask of a store besides :class:`~kgsearch.store.dialect.Slice`'s."""
 
     if TYPE_CHECKING:
 
-        @property
-        def db(self) -> Database: ...
-
         def _claim_rows(self, claim: ClaimSql) -> list[Any]: ...
-
-        def _changed(self, kind: Kind, *, texts: bool) -> None:
-            """Refresh what depends on a kind's texts or vectors (inside the writing
-            transaction)."""
 
         def iter_rows(self, project: str, kind: Any) -> Iterator[Any]: ...
 

@@ -60,7 +60,12 @@ POSTGRES = Dialect(
     greatest="greatest",
     listed=_listed,
     stamp=lambda: datetime.now(UTC),
+    time=utc,
     text=clean,
+    json=json_text,
+    json_mark="?::json",
+    words=True,
+    serialise="SELECT pg_advisory_xact_lock(hashtext(?))",
     lock=" FOR UPDATE",
 )
 """The PostgreSQL words of the shared capability SQL: a list is one array parameter."""

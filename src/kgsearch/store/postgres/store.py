@@ -3,13 +3,14 @@
 ``postgresql://user:pass@host:5432/db?schema=kgsearch&vector_index=hnsw&pool_size=4``.
 The same Store protocol and the same conformance suite as the SQLite store. This
 module opens the pool, applies the migrations under an advisory lock, runs
-transactions and bulk loads, and keeps the store's metadata; :class:`PostgresStore`
-composes one slice per capability, each bound to the same pooled
-:class:`~kgsearch.store.postgres.connection.Connection`: graph writes (``writes.py``)
-and reads (``reads.py``), the embedding and task queues (``queue.py``), search
-(``search.py``), API keys (``keys.py``), the value cache (``cache.py``) and communities
-(``communities.py``). What the two stores do alike is written once outside this
-package, parameterised by :data:`~kgsearch.store.postgres.sql.POSTGRES`.
+transactions and bulk loads, and keeps the store's metadata. :class:`PostgresStore`
+composes the capability slices over one pooled
+:class:`~kgsearch.store.postgres.connection.Connection`: those written once for both
+stores (communities, API keys, the value cache, and the queues' and reads' shared
+logic) speak PostgreSQL through :data:`~kgsearch.store.postgres.sql.POSTGRES`; this
+package holds what is PostgreSQL's own: graph writes (``writes.py``) and reads
+(``reads.py``), claims and array writes of the queues (``queue.py``) and search
+(``search.py``).
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from typing import Any
 
 from kgsearch.errors import MigrationError
 from kgsearch.model import Kind
+from kgsearch.store.cache import ValueCache
 from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
+from kgsearch.store.communities import Communities
+from kgsearch.store.keys import ApiKeys
 from kgsearch.store.migrations import pending
-from kgsearch.store.postgres.cache import PostgresCache
-from kgsearch.store.postgres.communities import PostgresCommunities
 from kgsearch.store.postgres.connection import EF_SEARCH, Connection, parse_url
-from kgsearch.store.postgres.keys import PostgresKeys
 from kgsearch.store.postgres.lexical import LexicalStats
 from kgsearch.store.postgres.queue import PostgresQueues
 from kgsearch.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
@@ -41,9 +42,9 @@ class PostgresStore(
     PostgresWrites,
     PostgresQueues,
     PostgresSearch,
-    PostgresKeys,
-    PostgresCache,
-    PostgresCommunities,
+    ApiKeys,
+    ValueCache,
+    Communities,
 ):
     """The PostgreSQL + pgvector store.
 

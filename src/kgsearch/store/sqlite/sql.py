@@ -36,7 +36,9 @@ SQLITE = Dialect(
     greatest="max",
     listed=_listed,
     stamp=now_iso,
+    time=iso,
     text=lambda value: value,
+    json=dumps,
 )
 """The SQLite words of the shared capability SQL: a list is one JSON parameter."""
 

@@ -1,13 +1,12 @@
 """The embedded default store: one SQLite file (WAL), FTS5 lexical index, vectors as blobs.
 
 This module opens the file, applies the migrations, runs transactions and bulk loads,
-and keeps the store's metadata; :class:`SQLiteStore` composes one slice per capability,
-each bound to the same :class:`~kgsearch.store.sqlite.connection.Connection`: graph
-writes (``writes.py``) and reads (``reads.py``), the embedding and task queues
-(``queue.py``), search (``search.py``), API keys (``keys.py``), the value cache
-(``cache.py``) and communities (``communities.py``). What the two stores do alike is
-written once outside this package, parameterised by
-:data:`~kgsearch.store.sqlite.sql.SQLITE`.
+and keeps the store's metadata. :class:`SQLiteStore` composes the capability slices
+over one :class:`~kgsearch.store.sqlite.connection.Connection`: those written once for
+both stores (communities, API keys, the value cache, and the queues' and reads' shared
+logic) speak SQLite through :data:`~kgsearch.store.sqlite.sql.SQLITE`; this package
+holds what is SQLite's own: graph writes (``writes.py``) and reads (``reads.py``),
+claims and row writes of the queues (``queue.py``) and search (``search.py``).
 """
 
 from __future__ import annotations
@@ -18,14 +17,14 @@ from pathlib import Path
 
 from kgsearch.errors import MigrationError
 from kgsearch.store.ann import ANN_MIN_ROWS
+from kgsearch.store.cache import ValueCache
 from kgsearch.store.common import check_embedding_model
+from kgsearch.store.communities import Communities
 from kgsearch.store.counts import META_SQL, MIGRATIONS_SQL, PROJECTS_SQL
+from kgsearch.store.keys import ApiKeys
 from kgsearch.store.migrations import pending
 from kgsearch.store.records import StoreInfo
-from kgsearch.store.sqlite.cache import SQLiteCache
-from kgsearch.store.sqlite.communities import SQLiteCommunities
 from kgsearch.store.sqlite.connection import CACHE_PAGES_KIB, Connection
-from kgsearch.store.sqlite.keys import SQLiteKeys
 from kgsearch.store.sqlite.lexical import LexicalStats
 from kgsearch.store.sqlite.queue import SQLiteQueues
 from kgsearch.store.sqlite.schema import (
@@ -46,9 +45,9 @@ class SQLiteStore(
     SQLiteWrites,
     SQLiteQueues,
     SQLiteSearch,
-    SQLiteKeys,
-    SQLiteCache,
-    SQLiteCommunities,
+    ApiKeys,
+    ValueCache,
+    Communities,
 ):
     """The embedded store. ``path`` is a file path or ``:memory:``.
 
