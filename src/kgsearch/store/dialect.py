@@ -56,6 +56,9 @@ class Dialect:
         greatest: The two-argument maximum function (``max``, ``greatest``).
         listed: ``(column, values)`` → a condition that ``column`` is one of the values,
             with its parameters (one parameter, however many values).
+        conditions: The backend's ``filter_sql``: ``(kind, filters, alias="t", *,
+            current_only=True)`` → conditions, each starting with `` AND``, in the
+            backend's own placeholders (spliced in after :meth:`sql`), and parameters.
         stamp: The current time as the store keeps timestamps.
         time: A datetime (or None) as the store keeps timestamps.
         text: A text value made fit to bind (PostgreSQL refuses NUL characters).
@@ -75,6 +78,7 @@ class Dialect:
     position: str
     greatest: str
     listed: Callable[[str, Sequence[Any]], tuple[str, list[Any]]]
+    conditions: Callable[..., tuple[str, list[Any]]]
     stamp: Callable[[], Any]
     time: Callable[[datetime | None], Any]
     text: Callable[[Any], Any]
@@ -83,6 +87,11 @@ class Dialect:
     words: bool = False
     serialise: str = ""
     lock: str = ""
+
+    @property
+    def mark(self) -> str:
+        """The placeholder (``?``, ``%s``)."""
+        return "%s" if self.name == "postgres" else "?"
 
     def sql(self, statement: str) -> str:
         """A statement written with ``?`` placeholders, in this dialect's."""

@@ -50,27 +50,6 @@ def clean(value: Any) -> Any:
     return value
 
 
-def _listed(column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
-    return f"{column} = ANY(?)", [list(values)]
-
-
-POSTGRES = Dialect(
-    name="postgres",
-    position="seq",
-    greatest="greatest",
-    listed=_listed,
-    stamp=lambda: datetime.now(UTC),
-    time=utc,
-    text=clean,
-    json=json_text,
-    json_mark="?::json",
-    words=True,
-    serialise="SELECT pg_advisory_xact_lock(hashtext(?))",
-    lock=" FOR UPDATE",
-)
-"""The PostgreSQL words of the shared capability SQL: a list is one array parameter."""
-
-
 def filter_sql(
     kind: Kind, filters: Filters | None, alias: str = "t", *, current_only: bool = True
 ) -> tuple[str, list[Any]]:
@@ -124,3 +103,25 @@ def tsquery(
     prefix = prefix or set()
     operands = [_quote(x) + (":*" if x in prefix else "") for x in lexemes]
     return (" & " if conjunction else " | ").join(operands)
+
+
+def _listed(column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    return f"{column} = ANY(?)", [list(values)]
+
+
+POSTGRES = Dialect(
+    name="postgres",
+    position="seq",
+    greatest="greatest",
+    listed=_listed,
+    conditions=filter_sql,
+    stamp=lambda: datetime.now(UTC),
+    time=utc,
+    text=clean,
+    json=json_text,
+    json_mark="?::json",
+    words=True,
+    serialise="SELECT pg_advisory_xact_lock(hashtext(?))",
+    lock=" FOR UPDATE",
+)
+"""The PostgreSQL words of the shared capability SQL: a list is one array parameter."""

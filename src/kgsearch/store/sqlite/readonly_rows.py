@@ -158,7 +158,7 @@ class ReadOnlyRows:
             page_sql(table, columns, where), (project, after, *params, limit + 1)
         ).fetchall()
         items = [decode(r) for r in rows[:limit]]
-        next_cursor = str(rows[limit - 1]["_rowid"]) if len(rows) > limit else None
+        next_cursor = str(rows[limit - 1]["_pos"]) if len(rows) > limit else None
         return {"items": items, "next_cursor": next_cursor}
 
 

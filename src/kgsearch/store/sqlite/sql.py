@@ -26,22 +26,6 @@ __all__ = [
 ]
 
 
-def _listed(column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
-    return f"{column} IN (SELECT value FROM json_each(?))", [dumps(list(values))]
-
-
-SQLITE = Dialect(
-    name="sqlite",
-    position="rowid",
-    greatest="max",
-    listed=_listed,
-    stamp=now_iso,
-    time=iso,
-    text=lambda value: value,
-    json=dumps,
-)
-"""The SQLite words of the shared capability SQL: a list is one JSON parameter."""
-
 # SQLite's default limit on bound parameters is 32766; stay far below it per statement.
 MAX_PARAMS = 500
 
@@ -124,3 +108,21 @@ def filter_sql(
         parts.append(f"{alias}.status = 'embedded'")
     sql = "".join(f" AND {p}" for p in parts)
     return sql, params
+
+
+def _listed(column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    return f"{column} IN (SELECT value FROM json_each(?))", [dumps(list(values))]
+
+
+SQLITE = Dialect(
+    name="sqlite",
+    position="rowid",
+    greatest="max",
+    listed=_listed,
+    conditions=filter_sql,
+    stamp=now_iso,
+    time=iso,
+    text=lambda value: value,
+    json=dumps,
+)
+"""The SQLite words of the shared capability SQL: a list is one JSON parameter."""
