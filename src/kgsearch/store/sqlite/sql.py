@@ -110,6 +110,14 @@ def filter_sql(
     return sql, params
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def nocase(key: str) -> str:
+    """A key as NOCASE compares it: ASCII letters lowered, every other character kept."""
+    return key.translate(_ASCII_LOWER)
+
+
 def _listed(column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
     return f"{column} IN (SELECT value FROM json_each(?))", [dumps(list(values))]
 
@@ -120,6 +128,7 @@ SQLITE = Dialect(
     greatest="max",
     listed=_listed,
     conditions=filter_sql,
+    fold=nocase,
     stamp=now_iso,
     time=iso,
     text=lambda value: value,
