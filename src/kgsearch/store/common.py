@@ -186,17 +186,14 @@ def to_task(row: Any) -> Task:
 
 def to_task_state(row: Any) -> TaskState:
     """A stored task from a row holding :data:`TASK_COLUMNS`."""
+    result = row["result"]
     return TaskState(
-        project=row["project"],
-        row_id=row["row_id"],
-        input_hash=row["input_hash"],
-        status=row["status"],
-        attempts=row["attempts"],
+        **{c: row[c] for c in ("project", "row_id", "input_hash", "status", "attempts")},
         last_error=row["last_error"],
         next_attempt_at=float(row["next_attempt_at"]),
         claimed_until=float(row["claimed_until"]),
         payload=json.loads(row["payload"]),
-        result=None if row["result"] is None else json.loads(row["result"]),
+        result=None if result is None else json.loads(result),
     )
 
 

@@ -87,7 +87,23 @@ class _Backend(Slice):
             """Drop what was built from the forgotten vectors."""
 
 
-class EmbeddingQueueCore(_Backend):
+class _Queue(_Backend):
+    def _next_due(
+        self, table: str, waiting: str, project: str | None, params: Sequence[Any]
+    ) -> float | None:
+        """When the next row meeting ``waiting`` becomes claimable (None: none left)."""
+        scope, scope_params = self.dialect.scope(project)
+        row = self.db.one(
+            self.dialect.sql(
+                f"SELECT min({self.dialect.greatest}(claimed_until, next_attempt_at)) AS at "
+                f"FROM {table} WHERE {waiting} {scope}"
+            ),
+            (*params, *scope_params),
+        )
+        return None if row is None or row["at"] is None else float(row["at"])
+
+
+class EmbeddingQueueCore(_Queue):
     """``EmbeddingQueue`` over a backend's claims and bulk writes."""
 
     def set_texts(self, project: str, kind: Kind, updates: Sequence[TextUpdate]) -> int:
@@ -212,15 +228,7 @@ class EmbeddingQueueCore(_Backend):
     def next_retry_at(self, kind: Kind, *, project: str | None) -> float | None:
         # a failed row's backoff ends or another runner's lease expires (a runner killed
         # mid-batch leaves such leases)
-        scope, params = self.dialect.scope(project)
-        row = self.db.one(
-            self.dialect.sql(
-                f"SELECT min({self.dialect.greatest}(claimed_until, next_attempt_at)) AS at "
-                f"FROM {kind.table} WHERE {_WAITING} {scope}"
-            ),
-            params,
-        )
-        return None if row is None or row["at"] is None else float(row["at"])
+        return self._next_due(kind.table, _WAITING, project, ())
 
     def embedding_counts(self, project: str | None) -> list[EmbeddingCounts]:
         scope, params = self.dialect.scope(project)
@@ -248,7 +256,7 @@ class EmbeddingQueueCore(_Backend):
         self._vectors_forgotten()
 
 
-class TaskQueueCore(_Backend):
+class TaskQueueCore(_Queue):
     """``TaskQueue`` over a backend's claims: the statements are the same on both."""
 
     def enqueue_tasks(self, project: str, job: str, items: Sequence[TaskIn]) -> int:
@@ -461,15 +469,7 @@ class TaskQueueCore(_Backend):
 
     def next_task_retry_at(self, job: str, *, project: str | None) -> float | None:
         # its backoff ends or its lease expires
-        scope, params = self.dialect.scope(project)
-        row = self.db.one(
-            self.dialect.sql(
-                f"SELECT min({self.dialect.greatest}(claimed_until, next_attempt_at)) AS at "
-                f"FROM tasks WHERE job = ? AND {TASK_OPEN} {scope}"
-            ),
-            (job, *params),
-        )
-        return None if row is None or row["at"] is None else float(row["at"])
+        return self._next_due("tasks", f"job = ? AND {TASK_OPEN}", project, (job,))
 
     def delete_tasks(self, project: str, job: str, row_ids: Sequence[str]) -> int:
         listed, params = self.dialect.listed("row_id", list(row_ids))
