@@ -88,6 +88,31 @@ class _Backend(Slice):
 
 
 class _Queue(_Backend):
+    def _requeue(
+        self,
+        table: str,
+        where: str,
+        params: Sequence[Any],
+        project: str | None,
+        statuses: Sequence[str],
+        stamp: Any = None,
+    ) -> int:
+        """Make the rows meeting ``where`` in ``statuses`` pending with attempts reset
+        (``updated_at`` set to ``stamp`` when given); return how many."""
+        if not statuses:
+            return 0
+        scope, scope_params = self.dialect.scope(project)
+        listed, listed_params = self.dialect.listed("status", list(statuses))
+        touched = ", updated_at = ?" if stamp is not None else ""
+        return self.db.write(
+            self.dialect.sql(
+                f"UPDATE {table} SET status = 'pending', attempts = 0, last_error = NULL, "
+                f"next_attempt_at = 0, claimed_until = 0{touched} "
+                f"WHERE {where} AND {listed} {scope}"
+            ),
+            (*([stamp] if stamp is not None else []), *params, *listed_params, *scope_params),
+        )
+
     def _next_due(
         self, table: str, waiting: str, project: str | None, params: Sequence[Any]
     ) -> float | None:
@@ -209,20 +234,10 @@ class EmbeddingQueueCore(_Queue):
             )
 
     def requeue(self, kind: Kind, *, project: str | None, statuses: Sequence[str]) -> int:
-        if not statuses:
-            return 0
-        scope, params = self.dialect.scope(project)
-        listed, listed_params = self.dialect.listed("status", list(statuses))
         with self.db.transaction():
-            count = self.db.write(
-                self.dialect.sql(
-                    f"UPDATE {kind.table} SET status = 'pending', attempts = 0, "
-                    "last_error = NULL, next_attempt_at = 0, claimed_until = 0 "
-                    f"WHERE {listed} AND deleted_at IS NULL {scope}"
-                ),
-                (*listed_params, *params),
-            )
-            self._changed(kind, texts=False)
+            count = self._requeue(kind.table, "deleted_at IS NULL", (), project, statuses)
+            if count:
+                self._changed(kind, texts=False)
         return count
 
     def next_retry_at(self, kind: Kind, *, project: str | None) -> float | None:
@@ -411,19 +426,9 @@ class TaskQueueCore(_Queue):
         )
 
     def requeue_tasks(self, job: str, *, project: str | None, statuses: Sequence[str]) -> int:
-        if not statuses:
-            return 0
-        scope, params = self.dialect.scope(project)
-        listed, listed_params = self.dialect.listed("status", list(statuses))
+        stamp = self.dialect.stamp()
         with self.db.transaction():
-            return self.db.write(
-                self.dialect.sql(
-                    "UPDATE tasks SET status = 'pending', attempts = 0, last_error = NULL, "
-                    "next_attempt_at = 0, claimed_until = 0, updated_at = ? "
-                    f"WHERE job = ? AND {listed} {scope}"
-                ),
-                (self.dialect.stamp(), job, *listed_params, *params),
-            )
+            return self._requeue("tasks", "job = ?", (job,), project, statuses, stamp)
 
     def list_tasks(
         self, job: str, *, project: str | None, statuses: Sequence[str] = (), limit: int = 100
