@@ -299,7 +299,6 @@ class PostgresSearch(SearchCore):
 
     @traced
     def object_types(self, project: str, *, trace: Trace | None = None) -> list[str]:
-        """Distinct types of the project's live objects."""
         return [
             r["type"]
             for r in self.db.all(

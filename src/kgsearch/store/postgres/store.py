@@ -135,7 +135,6 @@ class PostgresStore(
         self.db.close()
 
     def transaction(self) -> Any:
-        """A write transaction; nested calls join the outer one."""
         return self.db.transaction()
 
     @property
@@ -177,15 +176,10 @@ class PostgresStore(
         return self.db.meta(key)
 
     def set_meta(self, key: str, value: str) -> None:
-        """Set a metadata value.
-
-        Raises:
-            InvalidRequest: The value holds a NUL character.
-        """
+        # a NUL character raises InvalidRequest: PostgreSQL text cannot hold it
         self.db.set_meta(key, value)
 
     def info(self) -> StoreInfo:
-        """Schema version, migrations, embedding model and dims."""
         names = tuple(r["name"] for r in self.db.all("SELECT name FROM migrations ORDER BY name"))
         return StoreInfo(
             url=self.url,
@@ -218,5 +212,4 @@ class PostgresStore(
         return SCHEMA_VERSION
 
     def projects(self) -> list[str]:
-        """Projects that hold any live row."""
         return [r["project"] for r in self.db.all(PROJECTS_SQL)]

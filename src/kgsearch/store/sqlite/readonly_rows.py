@@ -86,14 +86,7 @@ class ReadOnlyRows(ReadOnlyConnection):
             InvalidRequest: The limit or the cursor is out of range (as the store).
             Unreadable: A row holds a value the model would convert or refuse.
         """
-        where = ""
-        params: list[str] = []
-        if types:
-            where += " AND " + type_in_sql("t", len(types))
-            params.extend(types)
-        if labels:
-            where += " AND " + labels_sql("t", len(labels))
-            params.extend(labels)
+        where, params = _conditions(types, labels)
         return self._page("objects", OBJECT_COLUMNS, _object, project, limit, cursor, where, params)
 
     def list_relationships(
@@ -106,11 +99,7 @@ class ReadOnlyRows(ReadOnlyConnection):
             InvalidRequest: The limit or the cursor is out of range (as the store).
             Unreadable: A row holds a value the model would convert or refuse.
         """
-        where = ""
-        params: list[str] = []
-        if types:
-            where = " AND " + type_in_sql("t", len(types))
-            params.extend(types)
+        where, params = _conditions(types, ())
         return self._page(
             "relationships",
             RELATIONSHIP_COLUMNS,
@@ -250,6 +239,16 @@ def _state(row: sqlite3.Row) -> dict[str, Any]:
         "text_version": _opt_int(row["text_version"]) if embedded_text is not None else None,
         "embedded_at": _time(row["embedded_at"]),
     }
+
+
+def _conditions(types: Sequence[str], labels: Sequence[str]) -> tuple[str, list[str]]:
+    """The listing's conditions on its rows' types and labels, as the store writes them."""
+    parts: list[str] = []
+    if types:
+        parts.append(type_in_sql("t", len(types)))
+    if labels:
+        parts.append(labels_sql("t", len(labels)))
+    return "".join(f" AND {p}" for p in parts), [*types, *labels]
 
 
 def _dict(value: Any) -> Any:

@@ -117,7 +117,6 @@ class SQLiteStore(
         self.db.close()
 
     def transaction(self) -> AbstractContextManager[None]:
-        """A write transaction; nested calls join the outer one."""
         return self.db.transaction()
 
     @property
@@ -168,12 +167,10 @@ class SQLiteStore(
 
     # metadata ------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        """A value from the store's metadata table."""
         row = self.db.one(META_SQL, (key,))
         return None if row is None else str(row["value"])
 
     def set_meta(self, key: str, value: str) -> None:
-        """Set a metadata value."""
         self.db.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?) "
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -181,7 +178,6 @@ class SQLiteStore(
         )
 
     def info(self) -> StoreInfo:
-        """Schema version, migrations, embedding model and dims."""
         names = tuple(r["name"] for r in self.db.all(MIGRATIONS_SQL))
         dims = self.get_meta("dims")
         return StoreInfo(
@@ -215,5 +211,4 @@ class SQLiteStore(
         return SCHEMA_VERSION
 
     def projects(self) -> list[str]:
-        """Projects that hold any live row."""
         return [r[0] for r in self.db.all(PROJECTS_SQL)]
