@@ -11,22 +11,15 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime
-from typing import Any, Literal, NamedTuple, Protocol, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from kgsearch.errors import ConfigError, Conflict, DimensionMismatch, InvalidRequest, StoreError
 from kgsearch.model import (
-    Chunk,
-    Filters,
-    GraphObject,
     Kind,
     Mention,
-    Page,
-    Relationship,
-    Source,
 )
 from kgsearch.store.counts import PROJECTS_SQL, group_counts
-from kgsearch.store.records import EmbeddingCounts, RowKind, Task, TaskState
+from kgsearch.store.records import EmbeddingCounts, Task, TaskState
 from kgsearch.store.rows import (
     CHUNK_COLUMNS,
     OBJECT_COLUMNS,
@@ -37,44 +30,28 @@ from kgsearch.store.rows import (
     to_relationship,
     to_source,
 )
-from kgsearch.store.rowsql import MAX_PAGE, page_start
-from kgsearch.store.tracing import Trace, traced
 
 __all__ = [
-    "MAX_DEPTH",
-    "MAX_PAGE",
     "PROJECTS_SQL",
     "PURGED_TABLES",
     "TASK_COLUMNS",
     "TASK_ON_CONFLICT",
     "TASK_OPEN",
     "TEXT_ROW_KINDS",
-    "RowGetters",
     "RowTable",
     "batched",
     "check_embedding_model",
-    "edge_filters",
     "embedding_counts",
     "error_text",
-    "every_page",
     "mention_rows",
     "on_conflict",
-    "page_of",
-    "page_start",
-    "project_scope",
     "retry_state",
     "row_table",
     "to_task",
     "to_task_state",
-    "traversal_filters",
 ]
 
 T = TypeVar("T")
-
-# Deepest traversal a caller may ask for (each hop is one query over the frontier).
-MAX_DEPTH = 5
-
-# Every project that holds a live row (the same SQL on both stores).
 
 # The row kind of each embeddable kind whose texts the text rules build (community
 # reports get theirs from their build).
@@ -171,58 +148,6 @@ def row_table(kind: str) -> RowTable:
         ) from None
 
 
-class _GetsRows(Protocol):
-    def _get(self, project: str, kind: RowKind, ids: Sequence[str]) -> list[Any]: ...
-
-
-class RowGetters:
-    """The typed ``get_*`` reads of ``GraphReads`` over a backend's ``_get(project,
-    kind, ids)``, which returns live rows of a kind by id, decoded, in the order asked
-    (missing ids skipped). A mixin of both stores' reads slices."""
-
-    @traced
-    def get_objects(
-        self: _GetsRows, project: str, ids: Sequence[str], *, trace: Trace | None = None
-    ) -> list[GraphObject]:
-        """Live objects by id, in the order asked (missing ids skipped)."""
-        return self._get(project, "object", ids)
-
-    @traced
-    def get_relationships(
-        self: _GetsRows, project: str, ids: Sequence[str], *, trace: Trace | None = None
-    ) -> list[Relationship]:
-        """Live relationships by id, in the order asked."""
-        return self._get(project, "relationship", ids)
-
-    @traced
-    def get_chunks(
-        self: _GetsRows, project: str, ids: Sequence[str], *, trace: Trace | None = None
-    ) -> list[Chunk]:
-        """Live chunks by id, in the order asked."""
-        return self._get(project, "chunk", ids)
-
-    @traced
-    def get_sources(
-        self: _GetsRows, project: str, ids: Sequence[str], *, trace: Trace | None = None
-    ) -> list[Source]:
-        """Live sources by id, in the order asked."""
-        return self._get(project, "source", ids)
-
-
-def project_scope(project: str | None, mark: str) -> tuple[str, list[Any]]:
-    """A condition (`` AND project = ?``, with ``mark`` as the placeholder) limiting a
-    queue's rows to one project, and its parameters; nothing for all projects (None)."""
-    return (f"AND project = {mark}", [project]) if project is not None else ("", [])
-
-
-def page_of(rows: Sequence[Any], limit: int, decode: Callable[[Any], Any], position: str) -> Page:
-    """A page from up to ``limit + 1`` rows in listing order (the extra one only tells
-    that more follow); the cursor is the last row's ``position`` column."""
-    items = [decode(r) for r in rows[:limit]]
-    next_cursor = str(rows[limit - 1][position]) if len(rows) > limit else None
-    return Page(items=items, next_cursor=next_cursor)
-
-
 def mention_rows(project: str, mentions: Sequence[Mention]) -> list[tuple[str, ...]]:
     """Parameter rows (project, source, chunk, object, relationship) of mention links;
     an absent end is stored as ``''`` so that the unique key ignores duplicates."""
@@ -261,42 +186,15 @@ def to_task(row: Any) -> Task:
 
 def to_task_state(row: Any) -> TaskState:
     """A stored task from a row holding :data:`TASK_COLUMNS`."""
+    result = row["result"]
     return TaskState(
-        project=row["project"],
-        row_id=row["row_id"],
-        input_hash=row["input_hash"],
-        status=row["status"],
-        attempts=row["attempts"],
+        **{c: row[c] for c in ("project", "row_id", "input_hash", "status", "attempts")},
         last_error=row["last_error"],
         next_attempt_at=float(row["next_attempt_at"]),
         claimed_until=float(row["claimed_until"]),
         payload=json.loads(row["payload"]),
-        result=None if row["result"] is None else json.loads(row["result"]),
+        result=None if result is None else json.loads(result),
     )
-
-
-def traversal_filters(
-    depth: int,
-    direction: str,
-    relationship_types: Sequence[str] | None,
-    as_of: datetime | None,
-) -> Filters:
-    """The relationship filters of a ``neighbors`` call, its arguments checked.
-
-    Raises:
-        InvalidRequest: ``depth`` is outside 1 to :data:`MAX_DEPTH` or ``direction``
-            is not ``out``, ``in`` or ``both``.
-    """
-    if not 1 <= depth <= MAX_DEPTH:
-        raise InvalidRequest(f"depth must be between 1 and {MAX_DEPTH}")
-    if direction not in ("out", "in", "both"):
-        raise InvalidRequest("direction must be 'out', 'in' or 'both'")
-    return edge_filters(relationship_types, as_of)
-
-
-def edge_filters(relationship_types: Sequence[str] | None, as_of: datetime | None) -> Filters:
-    """Filters for relationships of the given types (all when empty) valid at ``as_of``."""
-    return Filters(relationship_types=list(relationship_types or []) or None, as_of=as_of)
 
 
 def retry_state(
@@ -341,20 +239,6 @@ def check_embedding_model(
             "which re-embeds every row.",
             details={"store_model": current_model, "embedder_model": model},
         )
-
-
-def every_page(
-    list_rows: Callable[..., Page], project: str, kind: str, size: int = 1000
-) -> Iterator[Any]:
-    """Every live row of a kind through a store's ``list_rows``, page by page (validity
-    not applied: expired relationships are rows too)."""
-    cursor: str | None = None
-    while True:
-        page = list_rows(project, kind, limit=size, cursor=cursor, filters=Filters(as_of=None))
-        yield from page.items
-        if page.next_cursor is None:
-            return
-        cursor = page.next_cursor
 
 
 def batched(items: Iterable[T], size: int = 1000) -> Iterator[list[T]]:

@@ -9,7 +9,8 @@ these statements, and so does the CLI's read-only path
 
 Standard library only on purpose (no pydantic, no numpy): importing this module is
 part of a light command's start-up. Placeholders are SQLite's (``?``); PostgreSQL
-shares :data:`PROJECTS_SQL` only.
+shares :data:`PROJECTS_SQL`, :data:`LATENCY_SQL` and :func:`embedding_counts_sql`
+(through :meth:`~kgsearch.store.dialect.Dialect.sql`).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ EMBEDDED_TABLES: tuple[tuple[str, str], ...] = (
 MENTIONS_SQL = "SELECT count(*) FROM mentions WHERE project = ?"
 MIGRATIONS_SQL = "SELECT name FROM migrations ORDER BY name"
 META_SQL = "SELECT value FROM meta WHERE key = ?"
-LATENCY_SQL = "SELECT coalesce(sum(texts), 0), coalesce(sum(ms), 0) FROM embed_stats"
+LATENCY_SQL = "SELECT coalesce(sum(texts), 0) AS n, coalesce(sum(ms), 0) AS ms FROM embed_stats"
 
 
 def live_count_sql(table: str) -> str:

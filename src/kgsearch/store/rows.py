@@ -39,16 +39,22 @@ __all__ = [
 ]
 
 
+# Columns of the embedding state read as they are stored.
+_STATE_COLUMNS = (
+    "status",
+    "text",
+    "text_hash",
+    "embedded_text",
+    "attempts",
+    "last_error",
+    "model",
+    "dims",
+)
+
+
 def _state(row: Any) -> EmbeddingState:
     return EmbeddingState(
-        status=row["status"],
-        text=row["text"],
-        text_hash=row["text_hash"],
-        embedded_text=row["embedded_text"],
-        attempts=row["attempts"],
-        last_error=row["last_error"],
-        model=row["model"],
-        dims=row["dims"],
+        **{c: row[c] for c in _STATE_COLUMNS},
         text_version=row["text_version"] if row["embedded_text"] is not None else None,
         embedded_at=parse_dt(row["embedded_at"]),
     )
@@ -58,68 +64,48 @@ def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
 
 
+def _fields(row: Any, plain: tuple[str, ...], json_columns: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``id``, ``project`` and ``created_at`` of any row, then ``plain`` columns as stored
+    and ``json_columns`` decoded."""
+    fields = {c: row[c] for c in ("id", "project", *plain)}
+    fields.update((c, _json(row[c])) for c in json_columns)
+    fields["created_at"] = parse_dt(row["created_at"])
+    return fields
+
+
+def _embeddable(row: Any, plain: tuple[str, ...], json_columns: tuple[str, ...]) -> dict[str, Any]:
+    """:func:`_fields` plus what every embeddable row has: ``updated_at`` and its state."""
+    fields = _fields(row, plain, json_columns)
+    fields.update(updated_at=parse_dt(row["updated_at"]), embedding=_state(row))
+    return fields
+
+
 def to_object(row: Any) -> GraphObject:
     """Decode an ``objects`` row."""
-    return GraphObject(
-        id=row["id"],
-        project=row["project"],
-        type=row["type"],
-        key=row["key"],
-        tags=_json(row["tags"]),
-        properties=_json(row["properties"]),
-        labels=_json(row["labels"]),
-        created_at=parse_dt(row["created_at"]),
-        updated_at=parse_dt(row["updated_at"]),
-        embedding=_state(row),
-    )
+    return GraphObject(**_embeddable(row, ("type", "key"), ("tags", "properties", "labels")))
 
 
 def to_relationship(row: Any) -> Relationship:
     """Decode a ``relationships`` row."""
     return Relationship(
-        id=row["id"],
-        project=row["project"],
-        type=row["type"],
-        source_id=row["source_id"],
-        target_id=row["target_id"],
-        label=row["label"],
-        properties=_json(row["properties"]),
-        weight=row["weight"],
+        **_embeddable(
+            row,
+            ("type", "source_id", "target_id", "label", "weight", "description"),
+            ("properties", "source_chunks"),
+        ),
         valid_from=parse_dt(row["valid_from"]),
         valid_to=parse_dt(row["valid_to"]),
-        description=row["description"],
-        source_chunks=_json(row["source_chunks"]),
-        created_at=parse_dt(row["created_at"]),
-        updated_at=parse_dt(row["updated_at"]),
-        embedding=_state(row),
     )
 
 
 def to_chunk(row: Any) -> Chunk:
-    """Decode a ``chunks`` row."""
-    return Chunk(
-        id=row["id"],
-        project=row["project"],
-        text=row["body"],
-        source_id=row["source_id"],
-        position=row["position"],
-        metadata=_json(row["metadata"]),
-        created_at=parse_dt(row["created_at"]),
-        updated_at=parse_dt(row["updated_at"]),
-        embedding=_state(row),
-    )
+    """Decode a ``chunks`` row (its text is the ``body`` column)."""
+    return Chunk(**_embeddable(row, ("source_id", "position"), ("metadata",)), text=row["body"])
 
 
 def to_source(row: Any) -> Source:
     """Decode a ``sources`` row."""
-    return Source(
-        id=row["id"],
-        project=row["project"],
-        title=row["title"],
-        uri=row["uri"],
-        metadata=_json(row["metadata"]),
-        created_at=parse_dt(row["created_at"]),
-    )
+    return Source(**_fields(row, ("title", "uri"), ("metadata",)))
 
 
 def to_mention(row: Any) -> Mention:

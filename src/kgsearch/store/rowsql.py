@@ -63,14 +63,15 @@ def by_id_sql(table: str, columns: str, n: int) -> str:
     )
 
 
-def page_sql(table: str, columns: str, where: str) -> str:
-    """One page of live rows of ``table`` in insertion order, each with its position
-    ``_rowid`` (bound as project, the position to continue after, the parameters of
+def page_sql(table: str, columns: str, where: str, position: str = "rowid", mark: str = "?") -> str:
+    """One page of live rows of ``table`` in insertion order, each with its ``position``
+    as ``_pos`` (bound as project, the position to continue after, the parameters of
     ``where`` — conditions on alias ``t``, each starting with `` AND`` — and the
-    number of rows)."""
+    number of rows; ``mark`` is the placeholder)."""
     return (
-        f"SELECT rowid AS _rowid, {columns} FROM {table} t WHERE project = ? "
-        f"AND deleted_at IS NULL AND rowid > ?{where} ORDER BY rowid LIMIT ?"
+        f"SELECT {position} AS _pos, {columns} FROM {table} t WHERE project = {mark} "
+        f"AND deleted_at IS NULL AND {position} > {mark}{where} ORDER BY {position} "
+        f"LIMIT {mark}"
     )
 
 

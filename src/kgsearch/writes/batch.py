@@ -48,7 +48,10 @@ class GraphBatch:
         relationships: Relationship rows to upsert (by id).
         mentions: Mention links to add.
         endpoints_checked: The builder resolved every relationship endpoint in this
-            transaction, so the store need not check them again.
+            transaction and no other writer can delete one before it commits (the
+            importer's bulk load, extraction's own objects), so the store need not
+            check them again. Off, the store checks and locks them (PostgreSQL:
+            ``FOR SHARE``), so a delete racing the write waits for it.
     """
 
     delete_relationships: list[str] = field(default_factory=list)

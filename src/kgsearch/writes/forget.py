@@ -88,7 +88,7 @@ def rebuild(
         deleted = set(obj_deletes)
         live = [r for r in rel_updates if r.source not in deleted and r.target not in deleted]
         rows = relationship_rows(inner, live)
-        write_batch(store, project, GraphBatch(relationships=rows, endpoints_checked=True))
+        write_batch(store, project, GraphBatch(relationships=rows))
         done.relationships_updated = len(rows)
     return done
 

@@ -129,7 +129,7 @@ def add_relationships(
     store, project = ctx.store, ctx.project
     with store.transaction():
         rows = relationship_rows(ctx, relationships)
-        write_batch(store, project, GraphBatch(relationships=rows, endpoints_checked=True))
+        write_batch(store, project, GraphBatch(relationships=rows))
     ctx.committed()
     return store.get_relationships(project, [r.id for r in rows])
 

@@ -117,7 +117,6 @@ def merge_objects(
                 )
                 for m in links
             ],
-            endpoints_checked=True,
         )
         write_batch(store, project, batch)
         rebuild(inner, [keep_id], list(moves.moved))
@@ -313,7 +312,7 @@ def split_object(ctx: WriteContext, keep_id: str, merged_id: str) -> MergeReport
         write_batch(
             store,
             project,
-            GraphBatch(relationships=relationship_rows(inner, unjoined), endpoints_checked=True),
+            GraphBatch(relationships=relationship_rows(inner, unjoined)),
         )
         kept = _object_in(keep, _split_properties(keep, records, snapshot))
         add_objects(inner, [kept, _restored(snapshot)])
@@ -322,7 +321,6 @@ def split_object(ctx: WriteContext, keep_id: str, merged_id: str) -> MergeReport
                 inner, [_repointed(r, r.id, r.source_id, r.target_id) for r in rels]
             ),
             mentions=[Mention.model_validate(m) for m in record["mentions"]],
-            endpoints_checked=True,
         )
         write_batch(store, project, batch)
         rebuild(inner, [keep_id], [r.id or "" for r in unjoined])

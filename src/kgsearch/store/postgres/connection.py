@@ -357,6 +357,10 @@ class Connection:
             except (psycopg.Error, UnicodeEncodeError, OverflowError, ValueError) as exc:
                 raise wrap_error(exc) from exc
 
+    def write(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; return how many rows it changed."""
+        return self.execute(sql, params)
+
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run one statement for many parameter rows (pipelined by psycopg)."""
         if not rows:

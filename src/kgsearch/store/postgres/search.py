@@ -25,14 +25,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kgsearch.errors import DimensionMismatch, InvalidRequest
 from kgsearch.model import Filters, Kind
 from kgsearch.store.postgres.connection import Connection, StoreOptions
 from kgsearch.store.postgres.lexical import LexicalStats, bm25
 from kgsearch.store.postgres.schema import HNSW_SQL, INDEXED_DISTANCE, IVFFLAT_SQL
 from kgsearch.store.postgres.sql import filter_sql, tsquery
+from kgsearch.store.search_index import MAX_LIMIT, SearchCore, TextLeg, VectorLeg, check_dims
 from kgsearch.store.tracing import Trace, note, traced
-from kgsearch.store.values import query_terms
 
 __all__ = [
     "EXACT_MAX_ROWS",
@@ -42,7 +41,6 @@ __all__ = [
     "vector_index_exists",
 ]
 
-_MAX_LIMIT = 1000
 # A lexeme is "frequent" above this share of the rows (and this absolute floor).
 _FREQUENT_SHARE = 0.01
 _FREQUENT_FLOOR = 1000
@@ -106,7 +104,7 @@ def build_vector_index(
     return True
 
 
-class PostgresSearch:
+class PostgresSearch(SearchCore):
     """The ``SearchIndex`` capability over PostgreSQL, and the vector indexes' upkeep."""
 
     # each vector leg is a query on a pooled connection: see SearchIndex.parallel_vector_legs
@@ -172,42 +170,20 @@ class PostgresSearch:
             self._indexed.pop(kind, None)
         return built
 
-    def _drop_vector_indexes(self) -> None:
+    def _vectors_forgotten(self) -> None:
         """Drop every kind's vector index (the vectors they index are forgotten)."""
         for kind in Kind:
             self.db.execute(f"DROP INDEX IF EXISTS {kind.table}_vector")
         self._indexed.clear()
 
-    @traced
-    def vector_search(
-        self,
-        project: str,
-        kind: Kind,
-        vector: npt.NDArray[np.float32],
-        *,
-        limit: int,
-        filters: Filters | None = None,
-        ids: Sequence[str] | None = None,
-        trace: Trace | None = None,
-    ) -> list[tuple[str, float]]:
-        """Top-``limit`` embedded rows by cosine similarity (1 − cosine distance); the HNSW
-        beam is the connection's ``ef_search``, widened to the limit when that is larger.
-
-        Raises:
-            InvalidRequest: The limit is outside 1 to 1000.
-            DimensionMismatch: The query vector's dims differ from the stored vectors'.
-        """
-        if not 1 <= limit <= _MAX_LIMIT:
-            raise InvalidRequest(f"limit must be between 1 and {_MAX_LIMIT}")
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+    def _nearest(self, leg: VectorLeg) -> list[tuple[str, float]]:
+        # 1 − cosine distance; the HNSW beam is the connection's ``ef_search``, widened
+        # to the limit when that is larger
+        project, kind, query, limit, filters, ids = leg
         dims = self._dims()
         if dims is None:
             return []
-        if query.shape[0] != dims:
-            raise DimensionMismatch(
-                f"query vector has {query.shape[0]} dims; the store's vectors have {dims}",
-                details={"query_dims": int(query.shape[0]), "store_dims": dims},
-            )
+        check_dims(query, dims)
         if self.lexical.table(self.db, project, kind)[0] == 0:
             return []  # an empty kind (a graph without chunks): no query at all
         where, params = filter_sql(kind, filters)
@@ -221,7 +197,7 @@ class PostgresSearch:
         d = int(dims)
         # a filtered leg asks the index for more rows and keeps the nearest: the first
         # rows an iterative scan finds to pass a filter are not always the nearest ones
-        fetch = min(_MAX_LIMIT, _FILTERED_FETCH * limit) if _narrowed(kind, filters) else limit
+        fetch = min(MAX_LIMIT, _FILTERED_FETCH * limit) if _narrowed(kind, filters) else limit
         indexed = ids is None and self._has_index(kind)
         iterative = False
         if indexed:
@@ -275,29 +251,9 @@ class PostgresSearch:
         )
         return [(r["id"], float(r["score"])) for r in rows]
 
-    @traced
-    def text_search(
-        self,
-        project: str,
-        kind: Kind,
-        query: str,
-        *,
-        limit: int,
-        filters: Filters | None = None,
-        prefix: bool = False,
-        trace: Trace | None = None,
-    ) -> list[tuple[str, float]]:
-        """BM25 over the rows' text; any query string is safe (its words are only ever
-        passed as quoted lexemes).
-
-        Raises:
-            InvalidRequest: The limit is outside 1 to 1000.
-        """
-        if not 1 <= limit <= _MAX_LIMIT:
-            raise InvalidRequest(f"limit must be between 1 and {_MAX_LIMIT}")
-        terms = query_terms(query)
-        if not terms:
-            return []
+    def _matching(self, leg: TextLeg) -> list[tuple[str, float]]:
+        # any query string is safe: its words are only ever passed as quoted lexemes
+        project, kind, terms, limit, filters, prefix = leg
         n, avgdl = self.lexical.table(self.db, project, kind)
         if n == 0:
             return []
@@ -333,58 +289,16 @@ class PostgresSearch:
             )
         return hits
 
-    @traced
-    def objects_named(
-        self,
-        project: str,
-        name: str,
-        *,
-        limit: int,
-        filters: Filters | None = None,
-        trace: Trace | None = None,
-    ) -> list[tuple[str, float]]:
-        """Live objects whose key equals ``name`` ignoring case."""
-        if "\x00" in name:
-            return []  # no stored key holds NUL
+    def _named(self, project: str, keys: list[str], filters: Filters | None) -> list[Any]:
         where, params = filter_sql(Kind.OBJECT, filters)
-        # sorted here, so that no plan walks an index in (type, id) order instead of
-        # looking the key up
-        rows = self.db.all(
-            "SELECT t.type, t.id FROM objects t WHERE t.project = %s "
-            f"AND lower(t.key) = lower(%s) AND t.deleted_at IS NULL{where}",
-            (project, name, *params),
+        return self.db.all(
+            "SELECT lower(t.key) AS key, t.type, t.id FROM objects t WHERE t.project = %s "
+            f"AND lower(t.key) = ANY(%s) AND t.deleted_at IS NULL{where}",
+            (project, keys, *params),
         )
-        return [(i, 1.0) for _, i in sorted((r["type"], r["id"]) for r in rows)[:limit]]
-
-    @traced
-    def objects_named_many(
-        self,
-        project: str,
-        names: Sequence[str],
-        *,
-        limit: int,
-        trace: Trace | None = None,
-    ) -> dict[str, list[str]]:
-        """Live objects whose key equals one of ``names`` ignoring case."""
-        wanted: dict[str, list[str]] = {}
-        for name in dict.fromkeys(names):
-            if name and "\x00" not in name:
-                wanted.setdefault(name.lower(), []).append(name)
-        if not wanted:
-            return {}
-        found: dict[str, list[tuple[str, str]]] = {}
-        for row in self.db.all(
-            "SELECT lower(t.key) AS k, t.type, t.id FROM objects t WHERE t.project = %s "
-            "AND lower(t.key) = ANY(%s) AND t.deleted_at IS NULL",
-            (project, list(wanted)),
-        ):
-            for name in wanted.get(row["k"], []):
-                found.setdefault(name, []).append((row["type"], row["id"]))
-        return {n: [i for _, i in sorted(set(rows))[:limit]] for n, rows in found.items()}
 
     @traced
     def object_types(self, project: str, *, trace: Trace | None = None) -> list[str]:
-        """Distinct types of the project's live objects."""
         return [
             r["type"]
             for r in self.db.all(

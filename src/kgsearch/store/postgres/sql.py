@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from kgsearch.errors import InvalidRequest
-from kgsearch.model import Filters, Kind
+from kgsearch.store.dialect import Dialect
+from kgsearch.store.filters import Condition, FilterWords
 from kgsearch.store.values import dumps
 
-__all__ = ["clean", "filter_sql", "json_text", "tsquery", "utc"]
+__all__ = ["POSTGRES", "clean", "filter_sql", "json_text", "tsquery", "utc"]
 
 # \u0000 in JSON text, not preceded by an escaped backslash
 _JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
@@ -48,45 +50,26 @@ def clean(value: Any) -> Any:
     return value
 
 
-def filter_sql(
-    kind: Kind, filters: Filters | None, alias: str = "t", *, current_only: bool = True
-) -> tuple[str, list[Any]]:
-    """Conditions (each starting with `` AND``) for a kind's filters, with parameters.
+def _valid(alias: str, as_of: datetime) -> Condition:
+    return (
+        f"({alias}.valid_from IS NULL OR {alias}.valid_from <= %s) "
+        f"AND ({alias}.valid_to IS NULL OR {alias}.valid_to > %s)",
+        [as_of, as_of],
+    )
 
-    The same semantics as the SQLite store's: filters that do not apply to a kind are
-    ignored for it; relationships default to those valid now.
-    """
-    if filters is None:
-        filters = Filters()
-    parts: list[str] = []
-    params: list[Any] = []
-    if kind is Kind.OBJECT:
-        if filters.object_types:
-            parts.append(f"{alias}.type = ANY(%s)")
-            params.append(list(filters.object_types))
-        if filters.labels:
-            parts.append(f"{alias}.labels::jsonb ?| %s")
-            params.append(list(filters.labels))
-    if kind is Kind.RELATIONSHIP:
-        if filters.relationship_types:
-            parts.append(f"{alias}.type = ANY(%s)")
-            params.append(list(filters.relationship_types))
-        as_of = filters.as_of or (datetime.now(UTC) if current_only else None)
-        if as_of is not None:
-            if as_of.tzinfo is None:
-                as_of = as_of.replace(tzinfo=UTC)
-            parts.append(
-                f"({alias}.valid_from IS NULL OR {alias}.valid_from <= %s) "
-                f"AND ({alias}.valid_to IS NULL OR {alias}.valid_to > %s)"
-            )
-            params.extend([as_of, as_of])
-    if filters.properties and kind is not Kind.CHUNK:
-        for name, value in sorted(filters.properties.items()):
-            parts.append(f"({alias}.properties::jsonb -> %s) = %s::jsonb")
-            params.extend([name, json.dumps(value)])
-    if filters.embedded_only:
-        parts.append(f"{alias}.status = 'embedded'")
-    return "".join(f" AND {p}" for p in parts), params
+
+_WORDS = FilterWords(
+    types=lambda alias, types: (f"{alias}.type = ANY(%s)", [list(types)]),
+    labels=lambda alias, labels: (f"{alias}.labels::jsonb ?| %s", [list(labels)]),
+    valid=_valid,
+    property=lambda alias, name, value: (
+        f"({alias}.properties::jsonb -> %s) = %s::jsonb",
+        [name, json.dumps(value)],
+    ),
+)
+
+
+filter_sql = _WORDS.conditions
 
 
 def _quote(lexeme: str) -> str:
@@ -101,3 +84,26 @@ def tsquery(
     prefix = prefix or set()
     operands = [_quote(x) + (":*" if x in prefix else "") for x in lexemes]
     return (" & " if conjunction else " | ").join(operands)
+
+
+def _listed(column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    return f"{column} = ANY(?)", [list(values)]
+
+
+POSTGRES = Dialect(
+    name="postgres",
+    position="seq",
+    greatest="greatest",
+    listed=_listed,
+    conditions=filter_sql,
+    fold=str.lower,
+    stamp=lambda: datetime.now(UTC),
+    time=utc,
+    text=clean,
+    json=json_text,
+    json_mark="?::json",
+    words=True,
+    serialise="SELECT pg_advisory_xact_lock(hashtext(?))",
+    lock=" FOR UPDATE",
+)
+"""The PostgreSQL words of the shared capability SQL: a list is one array parameter."""

@@ -3,12 +3,14 @@
 ``postgresql://user:pass@host:5432/db?schema=kgsearch&vector_index=hnsw&pool_size=4``.
 The same Store protocol and the same conformance suite as the SQLite store. This
 module opens the pool, applies the migrations under an advisory lock, runs
-transactions and bulk loads, and keeps the store's metadata; :class:`PostgresStore`
-composes one slice per capability, each bound to the same pooled
-:class:`~kgsearch.store.postgres.connection.Connection`: graph writes (``writes.py``)
-and reads (``reads.py``), the embedding queue (``queue.py``), search (``search.py``),
-API keys (``keys.py``), the task queue (``tasks.py``), the value cache (``cache.py``) and
-communities (``communities.py``).
+transactions and bulk loads, and keeps the store's metadata. :class:`PostgresStore`
+composes the capability slices over one pooled
+:class:`~kgsearch.store.postgres.connection.Connection`: those written once for both
+stores (communities, API keys, the value cache, and the queues' and reads' shared
+logic) speak PostgreSQL through :data:`~kgsearch.store.postgres.sql.POSTGRES`; this
+package holds what is PostgreSQL's own: graph writes (``writes.py``) and reads
+(``reads.py``), claims and array writes of the queues (``queue.py``) and search
+(``search.py``).
 """
 
 from __future__ import annotations
@@ -19,17 +21,17 @@ from typing import Any
 
 from kgsearch.errors import MigrationError
 from kgsearch.model import Kind
+from kgsearch.store.cache import ValueCache
 from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
+from kgsearch.store.communities import Communities
+from kgsearch.store.keys import ApiKeys
 from kgsearch.store.migrations import pending
-from kgsearch.store.postgres.cache import PostgresCache
-from kgsearch.store.postgres.communities import PostgresCommunities
 from kgsearch.store.postgres.connection import EF_SEARCH, Connection, parse_url
-from kgsearch.store.postgres.keys import PostgresKeys
 from kgsearch.store.postgres.lexical import LexicalStats
-from kgsearch.store.postgres.queue import PostgresEmbeddingQueue
+from kgsearch.store.postgres.queue import PostgresQueues
 from kgsearch.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from kgsearch.store.postgres.search import EXACT_MAX_ROWS, INDEX_MIN_ROWS, PostgresSearch
-from kgsearch.store.postgres.tasks import PostgresTaskQueue
+from kgsearch.store.postgres.sql import POSTGRES
 from kgsearch.store.postgres.writes import PostgresWrites
 from kgsearch.store.records import StoreInfo
 
@@ -38,12 +40,11 @@ __all__ = ["PostgresStore"]
 
 class PostgresStore(
     PostgresWrites,
-    PostgresEmbeddingQueue,
+    PostgresQueues,
     PostgresSearch,
-    PostgresKeys,
-    PostgresTaskQueue,
-    PostgresCache,
-    PostgresCommunities,
+    ApiKeys,
+    ValueCache,
+    Communities,
 ):
     """The PostgreSQL + pgvector store.
 
@@ -55,6 +56,8 @@ class PostgresStore(
         exact_max_rows: A vector leg whose conditions leave at most this many rows (the
             planner's estimate) scans them exactly instead of walking the index.
     """
+
+    dialect = POSTGRES
 
     def __init__(
         self,
@@ -132,7 +135,6 @@ class PostgresStore(
         self.db.close()
 
     def transaction(self) -> Any:
-        """A write transaction; nested calls join the outer one."""
         return self.db.transaction()
 
     @property
@@ -174,15 +176,10 @@ class PostgresStore(
         return self.db.meta(key)
 
     def set_meta(self, key: str, value: str) -> None:
-        """Set a metadata value.
-
-        Raises:
-            InvalidRequest: The value holds a NUL character.
-        """
+        # a NUL character raises InvalidRequest: PostgreSQL text cannot hold it
         self.db.set_meta(key, value)
 
     def info(self) -> StoreInfo:
-        """Schema version, migrations, embedding model and dims."""
         names = tuple(r["name"] for r in self.db.all("SELECT name FROM migrations ORDER BY name"))
         return StoreInfo(
             url=self.url,
@@ -209,12 +206,10 @@ class PostgresStore(
             self.db.set_meta("dims", str(dims))
             if replace and current_model and current_model != model:
                 self._forget_vectors()
-                self._drop_vector_indexes()
 
     def schema_version(self) -> int:
         """Number of migrations this code knows."""
         return SCHEMA_VERSION
 
     def projects(self) -> list[str]:
-        """Projects that hold any live row."""
         return [r["project"] for r in self.db.all(PROJECTS_SQL)]

@@ -73,7 +73,6 @@ class PostgresWrites(PostgresReads):
     def upsert_objects(
         self, project: str, rows: Sequence[ObjectRow], *, return_ids: bool = True
     ) -> list[str]:
-        """Insert or update by (project, type, key); return the stored ids in order."""
         if not rows:
             return []
         now = datetime.now(UTC)
@@ -185,7 +184,6 @@ class PostgresWrites(PostgresReads):
         return [r.id for r in rows]
 
     def upsert_sources(self, project: str, sources: Sequence[Source]) -> None:
-        """Insert or update sources by id."""
         self.db.executemany(
             "INSERT INTO sources (id, project, title, uri, metadata, created_at) "
             "VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (project, id) DO UPDATE SET "
@@ -205,7 +203,6 @@ class PostgresWrites(PostgresReads):
         )
 
     def upsert_chunks(self, project: str, rows: Sequence[tuple[Chunk, str, str, int]]) -> None:
-        """Insert or update chunks by id with (chunk, text, text_hash, text_version)."""
         now = datetime.now(UTC)
         with self.db.transaction():
             self.db.executemany(
@@ -236,7 +233,6 @@ class PostgresWrites(PostgresReads):
             self.lexical.clear()
 
     def add_mentions(self, project: str, mentions: Sequence[Mention]) -> None:
-        """Add mention links (duplicates ignored)."""
         self.db.executemany(
             "INSERT INTO mentions (project, source_id, chunk_id, object_id, relationship_id) "
             "VALUES (%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
@@ -246,8 +242,6 @@ class PostgresWrites(PostgresReads):
     def delete_mentions(
         self, project: str, chunk_ids: Sequence[str], *, object_id: str | None = None
     ) -> int:
-        """Remove the mention links of these chunks (only those naming ``object_id``
-        when given) for good; return how many."""
         if object_id is None:
             return self.db.execute(
                 "DELETE FROM mentions WHERE project = %s AND chunk_id = ANY(%s)",
@@ -283,7 +277,6 @@ class PostgresWrites(PostgresReads):
         return count
 
     def purge(self, project: str) -> int:
-        """Remove soft-deleted rows for good, with their mentions and dangling edges."""
         removed = 0
         with self.db.transaction():
             self.db.execute(

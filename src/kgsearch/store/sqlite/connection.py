@@ -147,6 +147,10 @@ class Connection:
         with self._lock:
             return self._run(sql, params)
 
+    def write(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; return how many rows it changed."""
+        return self.execute(sql, params).rowcount
+
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run one statement for many parameter rows."""
         with self._lock:

@@ -16,7 +16,7 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import quote
 
 from kgsearch.store.counts import (
@@ -79,15 +79,16 @@ def connect_read_only(path: str) -> sqlite3.Connection | None:
     return db
 
 
-class ReadOnlyCounts:
-    """Counts of a current SQLite store, read through a read-only connection."""
+class ReadOnlyConnection:
+    """A read-only connection to a current SQLite store (closed by ``close`` or ``with``),
+    the base of the light commands' readers."""
 
     def __init__(self, db: sqlite3.Connection, path: str) -> None:
         self.db = db
         self.url = "sqlite:///" + path  # as SQLiteStore spells it
 
     @classmethod
-    def open(cls, path: str) -> ReadOnlyCounts | None:
+    def open(cls, path: str) -> Self | None:
         """Open ``path`` read-only, or None when it is not a current kgsearch store (or
         cannot be read here); nothing is ever created or written."""
         db = connect_read_only(path)
@@ -97,11 +98,15 @@ class ReadOnlyCounts:
         """Close the connection."""
         self.db.close()
 
-    def __enter__(self) -> ReadOnlyCounts:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class ReadOnlyCounts(ReadOnlyConnection):
+    """Counts of a current SQLite store, read through a read-only connection."""
 
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return self.db.execute(sql, params).fetchall()

@@ -32,7 +32,7 @@ from kgsearch.store.rowsql import (
     resolve_sql,
     type_in_sql,
 )
-from kgsearch.store.sqlite.readonly import connect_read_only
+from kgsearch.store.sqlite.readonly import ReadOnlyConnection
 
 __all__ = ["ReadOnlyRows", "Unreadable"]
 
@@ -44,28 +44,8 @@ class Unreadable(Exception):
     """A row the read-only path does not decode exactly as the model would."""
 
 
-class ReadOnlyRows:
+class ReadOnlyRows(ReadOnlyConnection):
     """Objects and relationships of a current SQLite store, as JSON values."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    @classmethod
-    def open(cls, path: str) -> ReadOnlyRows | None:
-        """Open ``path`` read-only, or None when it is not a current kgsearch store (or
-        cannot be read here); nothing is ever created or written."""
-        db = connect_read_only(path)
-        return None if db is None else cls(db)
-
-    def close(self) -> None:
-        """Close the connection."""
-        self.db.close()
-
-    def __enter__(self) -> ReadOnlyRows:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def object_id(self, project: str, type_: str, key: str) -> str | None:
         """The id of the live object ``type_/key`` (as the store's ``resolve``)."""
@@ -106,14 +86,7 @@ class ReadOnlyRows:
             InvalidRequest: The limit or the cursor is out of range (as the store).
             Unreadable: A row holds a value the model would convert or refuse.
         """
-        where = ""
-        params: list[str] = []
-        if types:
-            where += " AND " + type_in_sql("t", len(types))
-            params.extend(types)
-        if labels:
-            where += " AND " + labels_sql("t", len(labels))
-            params.extend(labels)
+        where, params = _conditions(types, labels)
         return self._page("objects", OBJECT_COLUMNS, _object, project, limit, cursor, where, params)
 
     def list_relationships(
@@ -126,11 +99,7 @@ class ReadOnlyRows:
             InvalidRequest: The limit or the cursor is out of range (as the store).
             Unreadable: A row holds a value the model would convert or refuse.
         """
-        where = ""
-        params: list[str] = []
-        if types:
-            where = " AND " + type_in_sql("t", len(types))
-            params.extend(types)
+        where, params = _conditions(types, ())
         return self._page(
             "relationships",
             RELATIONSHIP_COLUMNS,
@@ -158,7 +127,7 @@ class ReadOnlyRows:
             page_sql(table, columns, where), (project, after, *params, limit + 1)
         ).fetchall()
         items = [decode(r) for r in rows[:limit]]
-        next_cursor = str(rows[limit - 1]["_rowid"]) if len(rows) > limit else None
+        next_cursor = str(rows[limit - 1]["_pos"]) if len(rows) > limit else None
         return {"items": items, "next_cursor": next_cursor}
 
 
@@ -272,38 +241,61 @@ def _state(row: sqlite3.Row) -> dict[str, Any]:
     }
 
 
+def _conditions(types: Sequence[str], labels: Sequence[str]) -> tuple[str, list[str]]:
+    """The listing's conditions on its rows' types and labels, as the store writes them."""
+    parts: list[str] = []
+    if types:
+        parts.append(type_in_sql("t", len(types)))
+    if labels:
+        parts.append(labels_sql("t", len(labels)))
+    return "".join(f" AND {p}" for p in parts), [*types, *labels]
+
+
+def _dict(value: Any) -> Any:
+    return _json(value, dict)
+
+
+# Each model's fields in its dump order, and how each column is read (``embedding``,
+# the state, comes last).
+_OBJECT_FIELDS: dict[str, Callable[[Any], Any]] = {
+    "id": _str,
+    "project": _str,
+    "type": _str,
+    "key": _str,
+    "tags": _strings,
+    "properties": _dict,
+    "labels": _strings,
+    "created_at": _required_time,
+    "updated_at": _required_time,
+}
+_RELATIONSHIP_FIELDS: dict[str, Callable[[Any], Any]] = {
+    "id": _str,
+    "project": _str,
+    "type": _str,
+    "source_id": _str,
+    "target_id": _str,
+    "label": _opt_str,
+    "properties": _dict,
+    "weight": _float,
+    "valid_from": _time,
+    "valid_to": _time,
+    "description": _opt_str,
+    "source_chunks": _strings,
+    "created_at": _required_time,
+    "updated_at": _required_time,
+}
+
+
+def _dumped(row: sqlite3.Row, fields: dict[str, Callable[[Any], Any]]) -> dict[str, Any]:
+    """A row as its model dumps it: ``fields`` read in order, then the state."""
+    return {**{name: read(row[name]) for name, read in fields.items()}, "embedding": _state(row)}
+
+
 def _object(row: sqlite3.Row) -> dict[str, Any]:
     """An ``objects`` row as ``GraphObject`` dumps it."""
-    return {
-        "id": _str(row["id"]),
-        "project": _str(row["project"]),
-        "type": _str(row["type"]),
-        "key": _str(row["key"]),
-        "tags": _strings(row["tags"]),
-        "properties": _json(row["properties"], dict),
-        "labels": _strings(row["labels"]),
-        "created_at": _required_time(row["created_at"]),
-        "updated_at": _required_time(row["updated_at"]),
-        "embedding": _state(row),
-    }
+    return _dumped(row, _OBJECT_FIELDS)
 
 
 def _relationship(row: sqlite3.Row) -> dict[str, Any]:
     """A ``relationships`` row as ``Relationship`` dumps it."""
-    return {
-        "id": _str(row["id"]),
-        "project": _str(row["project"]),
-        "type": _str(row["type"]),
-        "source_id": _str(row["source_id"]),
-        "target_id": _str(row["target_id"]),
-        "label": _opt_str(row["label"]),
-        "properties": _json(row["properties"], dict),
-        "weight": _float(row["weight"]),
-        "valid_from": _time(row["valid_from"]),
-        "valid_to": _time(row["valid_to"]),
-        "description": _opt_str(row["description"]),
-        "source_chunks": _strings(row["source_chunks"]),
-        "created_at": _required_time(row["created_at"]),
-        "updated_at": _required_time(row["updated_at"]),
-        "embedding": _state(row),
-    }
+    return _dumped(row, _RELATIONSHIP_FIELDS)

@@ -11,32 +11,24 @@ queries run on the calling thread's reader connection (see ``connection.py``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from kgsearch.errors import DimensionMismatch, InvalidRequest
 from kgsearch.model import Filters, Kind
+from kgsearch.store.search_index import MAX_LIMIT, SearchCore, TextLeg, VectorLeg, check_dims
 from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.sqlite.lexical import LexicalStats, Plan
-from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, placeholders, query_terms
+from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, placeholders
 from kgsearch.store.sqlite.vectors import Entry, VectorCache
 from kgsearch.store.tracing import Trace, active, note, traced
 
 __all__ = ["SQLiteSearch", "VectorCache"]
 
-_MAX_LIMIT = 1000
 # Candidates ranked before frequent words are added to their scores (at least).
 _RESCORE_POOL = 90
 _RESCORE_FACTOR = 3
-
-
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
-def _fold(key: str) -> str:
-    """A key as NOCASE compares it: ASCII letters lowered, every other character kept."""
-    return key.translate(_ASCII_LOWER)
 
 
 def _with_tail(
@@ -131,7 +123,7 @@ def _ranked(
     return [(int(r[0]), str(r[1]), float(r[2])) for r in rows]
 
 
-class SQLiteSearch:
+class SQLiteSearch(SearchCore):
     """The ``SearchIndex`` capability over SQLite: vector legs scan a cached matrix (or
     its ANN index), text legs rank with FTS5."""
 
@@ -144,42 +136,16 @@ class SQLiteSearch:
     # object types per project, with the object epoch they were read at
     _types: dict[str, tuple[str, list[str]]]
 
-    @traced
-    def vector_search(
-        self,
-        project: str,
-        kind: Kind,
-        vector: npt.NDArray[np.float32],
-        *,
-        limit: int,
-        filters: Filters | None = None,
-        ids: Sequence[str] | None = None,
-        trace: Trace | None = None,
-    ) -> list[tuple[str, float]]:
-        """Exact cosine top-k over embedded rows (vectors are unit length), or the ANN
-        index's when nothing restricts the rows. The scan runs in memory: a tracer hears
-        the SQL that read the epoch (and loaded or filtered the rows), and a note on it.
-
-        Raises:
-            InvalidRequest: The limit is outside 1 to 1000.
-            DimensionMismatch: The query vector's dims differ from the stored vectors'.
-        """
-        if not 1 <= limit <= _MAX_LIMIT:
-            raise InvalidRequest(f"limit must be between 1 and {_MAX_LIMIT}")
+    def _nearest(self, leg: VectorLeg) -> list[tuple[str, float]]:
+        # exact cosine top-k (vectors are unit length), or the ANN index's when nothing
+        # restricts the rows; the scan runs in memory: a tracer hears the SQL that read
+        # the epoch (and loaded or filtered the rows), and a note on it
+        project, kind, query, limit, filters, ids = leg
         db = self.db.reader()
         entry = self.vectors_cache.entry(db, project, kind)
         if not entry.ids:
             return []
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != entry.matrix.shape[1]:
-            raise DimensionMismatch(
-                f"query vector has {query.shape[0]} dims; the store's vectors have "
-                f"{entry.matrix.shape[1]}",
-                details={
-                    "query_dims": int(query.shape[0]),
-                    "store_dims": int(entry.matrix.shape[1]),
-                },
-            )
+        check_dims(query, entry.matrix.shape[1])
         mask = _allowed_rows(db, project, kind, entry, filters, ids)
         rows = f"{len(entry.ids)} {kind.value} vectors of {entry.matrix.shape[1]} dims in memory"
         size = len(entry.ids)
@@ -213,31 +179,13 @@ class SQLiteSearch:
         top = top[np.lexsort((positions[top], -scores[top]))]
         return [(entry.ids[int(positions[i])], float(scores[i])) for i in top]
 
-    @traced
-    def text_search(
-        self,
-        project: str,
-        kind: Kind,
-        query: str,
-        *,
-        limit: int,
-        filters: Filters | None = None,
-        prefix: bool = False,
-        trace: Trace | None = None,
-    ) -> list[tuple[str, float]]:
-        """BM25 over the rows' text via FTS5; the score is ``-bm25`` (higher is better).
-
-        A query of several words matches only rows holding its selective words and
-        scores the best of them with every word (see ``lexical.py``).
-
-        Raises:
-            InvalidRequest: The limit is outside 1 to 1000.
-        """
-        if not 1 <= limit <= _MAX_LIMIT:
-            raise InvalidRequest(f"limit must be between 1 and {_MAX_LIMIT}")
+    def _matching(self, leg: TextLeg) -> list[tuple[str, float]]:
+        # BM25 via FTS5, scored ``-bm25``: a query of several words matches only rows
+        # holding its selective words and scores the best of them with every word (see
+        # ``lexical.py``)
+        project, kind, terms, limit, filters, prefix = leg
         db = self.db.reader()
-        terms = query_terms(query)
-        if not terms or db.one(f"SELECT 1 FROM {kind.table}_fts_docsize LIMIT 1") is None:
+        if db.one(f"SELECT 1 FROM {kind.table}_fts_docsize LIMIT 1") is None:
             return []  # nothing to match, or nothing indexed (a project without chunks)
         if len(terms) == 1 or prefix:
             plan = Plan(fts_query(terms, prefix=prefix) or "")
@@ -245,7 +193,7 @@ class SQLiteSearch:
             plan = self.lexical.plan(db, kind, terms)
         # Scores recomputed afterwards can reorder candidates: rank a wider pool first.
         wanted = (
-            min(_MAX_LIMIT, max(_RESCORE_FACTOR * limit, _RESCORE_POOL)) if plan.rescore else limit
+            min(MAX_LIMIT, max(_RESCORE_FACTOR * limit, _RESCORE_POOL)) if plan.rescore else limit
         )
         ranked = _ranked(db, project, kind, plan.match, wanted, filters)
         if len(ranked) < limit and plan.fallback is not None:
@@ -256,51 +204,19 @@ class SQLiteSearch:
             ranked = self.lexical.rescore(db, kind, ranked, plan)
         return [(id, score) for _, id, score in ranked[:limit]]
 
-    @traced
-    def objects_named(
-        self,
-        project: str,
-        name: str,
-        *,
-        limit: int,
-        filters: Filters | None = None,
-        trace: Trace | None = None,
-    ) -> list[tuple[str, float]]:
-        """Live objects whose key equals ``name`` ignoring (ASCII) case."""
+    def _named(self, project: str, keys: list[str], filters: Filters | None) -> list[Any]:
         where, params = filter_sql(Kind.OBJECT, filters)
-        # sorted here: an ORDER BY type makes SQLite walk the (project, type, key) index
-        # over the whole project instead of looking the key up
-        rows = self.db.reader().all(
-            "SELECT t.type, t.id FROM objects t WHERE t.project = ? "
-            f"AND t.key = ? COLLATE NOCASE AND t.deleted_at IS NULL{where}",
-            (project, name, *params),
-        )
-        return [(r[1], 1.0) for r in sorted((r[0], r[1]) for r in rows)[:limit]]
-
-    @traced
-    def objects_named_many(
-        self,
-        project: str,
-        names: Sequence[str],
-        *,
-        limit: int,
-        trace: Trace | None = None,
-    ) -> dict[str, list[str]]:
-        """Live objects whose key equals one of ``names`` ignoring (ASCII) case."""
-        wanted: dict[str, list[str]] = {}
-        for name in dict.fromkeys(names):
-            if name and "\x00" not in name:
-                wanted.setdefault(_fold(name), []).append(name)
-        found: dict[str, list[tuple[str, str]]] = {}
-        for part in chunked(list({n for ns in wanted.values() for n in ns})):
-            for row in self.db.reader().all(
-                "SELECT t.key, t.type, t.id FROM objects t WHERE t.project = ? AND t.key "
-                f"COLLATE NOCASE IN ({placeholders(len(part))}) AND t.deleted_at IS NULL",
-                (project, *part),
-            ):
-                for name in wanted.get(_fold(row[0]), []):
-                    found.setdefault(name, []).append((row[1], row[2]))
-        return {n: [i for _, i in sorted(set(rows))[:limit]] for n, rows in found.items()}
+        rows: list[Any] = []
+        for part in chunked(keys):
+            rows.extend(
+                self.db.reader().all(
+                    "SELECT t.key, t.type, t.id FROM objects t WHERE t.project = ? AND t.key "
+                    f"COLLATE NOCASE IN ({placeholders(len(part))}) AND t.deleted_at IS NULL"
+                    f"{where}",
+                    (project, *part, *params),
+                )
+            )
+        return rows
 
     @traced
     def object_types(self, project: str, *, trace: Trace | None = None) -> list[str]:

@@ -4,14 +4,17 @@ with the other stores lives in :mod:`kgsearch.store.values` and is re-exported h
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 from kgsearch.errors import InvalidRequest
-from kgsearch.model import Filters, Kind
+from kgsearch.store.dialect import Dialect
+from kgsearch.store.filters import Condition, FilterWords
 from kgsearch.store.rowsql import labels_sql, placeholders, type_in_sql
 from kgsearch.store.values import dumps, iso, now_iso, parse_dt, query_terms
 
 __all__ = [
+    "SQLITE",
     "chunked",
     "dumps",
     "filter_sql",
@@ -22,6 +25,7 @@ __all__ = [
     "placeholders",
     "query_terms",
 ]
+
 
 # SQLite's default limit on bound parameters is 32766; stay far below it per statement.
 MAX_PARAMS = 500
@@ -67,41 +71,51 @@ def _json_path(name: str) -> str:
     return f'$."{name}"'
 
 
-def filter_sql(
-    kind: Kind, filters: Filters | None, alias: str = "t", *, current_only: bool = True
-) -> tuple[str, list[Any]]:
-    """SQL conditions (joined with AND, starting with `` AND``) for a kind's filters.
+def _valid(alias: str, as_of: datetime) -> Condition:
+    when = iso(as_of)
+    return (
+        f"({alias}.valid_from IS NULL OR {alias}.valid_from <= ?) "
+        f"AND ({alias}.valid_to IS NULL OR {alias}.valid_to > ?)",
+        [when, when],
+    )
 
-    Filters that do not apply to a kind are ignored for it (object types do not
-    restrict chunks), so one request can carry filters for every leg.
-    """
-    if filters is None:
-        filters = Filters()
-    parts: list[str] = []
-    params: list[Any] = []
-    if kind is Kind.OBJECT:
-        if filters.object_types:
-            parts.append(type_in_sql(alias, len(filters.object_types)))
-            params.extend(filters.object_types)
-        if filters.labels:
-            parts.append(labels_sql(alias, len(filters.labels)))
-            params.extend(filters.labels)
-    if kind is Kind.RELATIONSHIP:
-        if filters.relationship_types:
-            parts.append(type_in_sql(alias, len(filters.relationship_types)))
-            params.extend(filters.relationship_types)
-        as_of = iso(filters.as_of) or (now_iso() if current_only else None)
-        if as_of is not None:
-            parts.append(
-                f"({alias}.valid_from IS NULL OR {alias}.valid_from <= ?) "
-                f"AND ({alias}.valid_to IS NULL OR {alias}.valid_to > ?)"
-            )
-            params.extend([as_of, as_of])
-    if filters.properties and kind is not Kind.CHUNK:
-        for name, value in sorted(filters.properties.items()):
-            parts.append(f"json_extract({alias}.properties, ?) = ?")
-            params.extend([_json_path(name), value])
-    if filters.embedded_only:
-        parts.append(f"{alias}.status = 'embedded'")
-    sql = "".join(f" AND {p}" for p in parts)
-    return sql, params
+
+_WORDS = FilterWords(
+    types=lambda alias, types: (type_in_sql(alias, len(types)), list(types)),
+    labels=lambda alias, labels: (labels_sql(alias, len(labels)), list(labels)),
+    valid=_valid,
+    property=lambda alias, name, value: (
+        f"json_extract({alias}.properties, ?) = ?",
+        [_json_path(name), value],
+    ),
+)
+
+
+filter_sql = _WORDS.conditions
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def nocase(key: str) -> str:
+    """A key as NOCASE compares it: ASCII letters lowered, every other character kept."""
+    return key.translate(_ASCII_LOWER)
+
+
+def _listed(column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    return f"{column} IN (SELECT value FROM json_each(?))", [dumps(list(values))]
+
+
+SQLITE = Dialect(
+    name="sqlite",
+    position="rowid",
+    greatest="max",
+    listed=_listed,
+    conditions=filter_sql,
+    fold=nocase,
+    stamp=now_iso,
+    time=iso,
+    text=lambda value: value,
+    json=dumps,
+)
+"""The SQLite words of the shared capability SQL: a list is one JSON parameter."""

@@ -1,11 +1,12 @@
 """The embedded default store: one SQLite file (WAL), FTS5 lexical index, vectors as blobs.
 
 This module opens the file, applies the migrations, runs transactions and bulk loads,
-and keeps the store's metadata; :class:`SQLiteStore` composes one slice per capability,
-each bound to the same :class:`~kgsearch.store.sqlite.connection.Connection`: graph
-writes (``writes.py``) and reads (``reads.py``), the embedding queue (``queue.py``),
-search (``search.py``), API keys (``keys.py``), the task queue (``tasks.py``), the
-value cache (``cache.py``) and communities (``communities.py``).
+and keeps the store's metadata. :class:`SQLiteStore` composes the capability slices
+over one :class:`~kgsearch.store.sqlite.connection.Connection`: those written once for
+both stores (communities, API keys, the value cache, and the queues' and reads' shared
+logic) speak SQLite through :data:`~kgsearch.store.sqlite.sql.SQLITE`; this package
+holds what is SQLite's own: graph writes (``writes.py``) and reads (``reads.py``),
+claims and row writes of the queues (``queue.py``) and search (``search.py``).
 """
 
 from __future__ import annotations
@@ -16,16 +17,16 @@ from pathlib import Path
 
 from kgsearch.errors import MigrationError
 from kgsearch.store.ann import ANN_MIN_ROWS
+from kgsearch.store.cache import ValueCache
 from kgsearch.store.common import check_embedding_model
+from kgsearch.store.communities import Communities
 from kgsearch.store.counts import META_SQL, MIGRATIONS_SQL, PROJECTS_SQL
+from kgsearch.store.keys import ApiKeys
 from kgsearch.store.migrations import pending
 from kgsearch.store.records import StoreInfo
-from kgsearch.store.sqlite.cache import SQLiteCache
-from kgsearch.store.sqlite.communities import SQLiteCommunities
 from kgsearch.store.sqlite.connection import CACHE_PAGES_KIB, Connection
-from kgsearch.store.sqlite.keys import SQLiteKeys
 from kgsearch.store.sqlite.lexical import LexicalStats
-from kgsearch.store.sqlite.queue import SQLiteEmbeddingQueue
+from kgsearch.store.sqlite.queue import SQLiteQueues
 from kgsearch.store.sqlite.schema import (
     LIVE_INDEXES,
     MIGRATIONS,
@@ -34,8 +35,7 @@ from kgsearch.store.sqlite.schema import (
     fts_triggers,
 )
 from kgsearch.store.sqlite.search import SQLiteSearch, VectorCache
-from kgsearch.store.sqlite.sql import now_iso
-from kgsearch.store.sqlite.tasks import SQLiteTaskQueue
+from kgsearch.store.sqlite.sql import SQLITE, now_iso
 from kgsearch.store.sqlite.writes import SQLiteWrites
 
 __all__ = ["SQLiteStore"]
@@ -43,12 +43,11 @@ __all__ = ["SQLiteStore"]
 
 class SQLiteStore(
     SQLiteWrites,
-    SQLiteEmbeddingQueue,
+    SQLiteQueues,
     SQLiteSearch,
-    SQLiteKeys,
-    SQLiteTaskQueue,
-    SQLiteCache,
-    SQLiteCommunities,
+    ApiKeys,
+    ValueCache,
+    Communities,
 ):
     """The embedded store. ``path`` is a file path or ``:memory:``.
 
@@ -59,6 +58,8 @@ class SQLiteStore(
             it is saved in the folder ``<path>.ann`` and reused while the vectors
             are unchanged.
     """
+
+    dialect = SQLITE
 
     def __init__(
         self, path: str, *, migrate: bool = True, ann_min_rows: int | None = ANN_MIN_ROWS
@@ -116,7 +117,6 @@ class SQLiteStore(
         self.db.close()
 
     def transaction(self) -> AbstractContextManager[None]:
-        """A write transaction; nested calls join the outer one."""
         return self.db.transaction()
 
     @property
@@ -167,12 +167,10 @@ class SQLiteStore(
 
     # metadata ------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        """A value from the store's metadata table."""
         row = self.db.one(META_SQL, (key,))
         return None if row is None else str(row["value"])
 
     def set_meta(self, key: str, value: str) -> None:
-        """Set a metadata value."""
         self.db.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?) "
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -180,7 +178,6 @@ class SQLiteStore(
         )
 
     def info(self) -> StoreInfo:
-        """Schema version, migrations, embedding model and dims."""
         names = tuple(r["name"] for r in self.db.all(MIGRATIONS_SQL))
         dims = self.get_meta("dims")
         return StoreInfo(
@@ -214,5 +211,4 @@ class SQLiteStore(
         return SCHEMA_VERSION
 
     def projects(self) -> list[str]:
-        """Projects that hold any live row."""
         return [r[0] for r in self.db.all(PROJECTS_SQL)]

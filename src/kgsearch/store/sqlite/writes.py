@@ -131,7 +131,6 @@ class SQLiteWrites(SQLiteReads):
         return [r.id for r in rows]
 
     def upsert_sources(self, project: str, sources: Sequence[Source]) -> None:
-        """Insert or update sources by id."""
         self.db.executemany(
             "INSERT INTO sources (id, project, title, uri, metadata, created_at) "
             "VALUES (?,?,?,?,?,?) ON CONFLICT(project, id) DO UPDATE SET "
@@ -144,7 +143,6 @@ class SQLiteWrites(SQLiteReads):
         )
 
     def upsert_chunks(self, project: str, rows: Sequence[tuple[Chunk, str, str, int]]) -> None:
-        """Insert or update chunks by id with (chunk, text, text_hash, text_version)."""
         now = now_iso()
         with self.db.transaction():
             self.db.executemany(
@@ -174,7 +172,6 @@ class SQLiteWrites(SQLiteReads):
             self.vectors_cache.touch(self.db, Kind.CHUNK)
 
     def add_mentions(self, project: str, mentions: Sequence[Mention]) -> None:
-        """Add mention links (duplicates ignored)."""
         self.db.executemany(
             "INSERT OR IGNORE INTO mentions (project, source_id, chunk_id, object_id, "
             "relationship_id) VALUES (?,?,?,?,?)",
@@ -184,8 +181,6 @@ class SQLiteWrites(SQLiteReads):
     def delete_mentions(
         self, project: str, chunk_ids: Sequence[str], *, object_id: str | None = None
     ) -> int:
-        """Remove the mention links of these chunks (only those naming ``object_id``
-        when given) for good; return how many."""
         count = 0
         only = " AND object_id = ?" if object_id is not None else ""
         extra = (object_id,) if object_id is not None else ()
@@ -229,7 +224,6 @@ class SQLiteWrites(SQLiteReads):
         return count
 
     def purge(self, project: str) -> int:
-        """Remove soft-deleted rows for good, with their mentions and dangling edges."""
         removed = 0
         with self.db.transaction():
             self.db.execute(
