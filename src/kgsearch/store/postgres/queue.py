@@ -26,6 +26,7 @@ from kgsearch.store.common import (
     project_scope,
     retry_state,
 )
+from kgsearch.store.postgres.citus import claim_each_project
 from kgsearch.store.postgres.lexical import LexicalStats
 from kgsearch.store.postgres.reads import PostgresReads
 from kgsearch.store.postgres.sql import clean
@@ -41,6 +42,7 @@ class PostgresEmbeddingQueue(PostgresReads):
     """The ``EmbeddingQueue`` capability over PostgreSQL."""
 
     lexical: LexicalStats
+    citus: bool = False  # the store is laid out on Citus (store/postgres/citus.py)
 
     def set_texts(self, project: str, kind: Kind, updates: Sequence[TextUpdate]) -> int:
         """Store recomputed texts; a changed hash makes the row pending (or embedded again
@@ -92,6 +94,16 @@ class PostgresEmbeddingQueue(PostgresReads):
     ) -> list[Claim]:
         """Claim up to ``limit`` due rows (pending, or failed past their backoff, and not
         leased) under a lease; concurrent claimers never get the same row."""
+        if project is None and self.citus:
+            return claim_each_project(
+                self.db,
+                kind.table,
+                now,
+                limit,
+                lambda p, n: self.claim(
+                    kind, project=p, limit=n, now=now, lease_seconds=lease_seconds
+                ),
+            )
         scope, params = project_scope(project, "%s")
         with self.db.transaction():
             rows = self.db.all(

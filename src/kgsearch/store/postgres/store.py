@@ -22,6 +22,7 @@ from kgsearch.model import Kind
 from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
 from kgsearch.store.migrations import pending
 from kgsearch.store.postgres.cache import PostgresCache
+from kgsearch.store.postgres.citus import distributed
 from kgsearch.store.postgres.communities import PostgresCommunities
 from kgsearch.store.postgres.connection import EF_SEARCH, Connection, parse_url
 from kgsearch.store.postgres.keys import PostgresKeys
@@ -79,6 +80,9 @@ class PostgresStore(
         self._bulk = False
         if migrate:
             self.migrate()
+        # on Citus a few statements take a form it accepts (store/postgres/citus.py)
+        self.citus = distributed(self.db)
+        self.lexical.column_stats = not self.citus
 
     # lifecycle -----------------------------------------------------------
     def migrate(self) -> list[str]:

@@ -23,6 +23,7 @@ from kgsearch.store.common import (
     to_task,
     to_task_state,
 )
+from kgsearch.store.postgres.citus import claim_each_project
 from kgsearch.store.postgres.connection import Connection
 from kgsearch.store.postgres.sql import clean
 from kgsearch.store.records import TASK_STATUSES, Task, TaskIn, TaskState
@@ -35,6 +36,7 @@ class PostgresTaskQueue:
     """The ``TaskQueue`` capability over PostgreSQL."""
 
     db: Connection
+    citus: bool = False  # the store is laid out on Citus (store/postgres/citus.py)
 
     def enqueue_tasks(self, project: str, job: str, items: Sequence[TaskIn]) -> int:
         """Queue tasks; an unchanged ``input_hash`` keeps a task as it is (a done task
@@ -79,6 +81,16 @@ class PostgresTaskQueue:
         backoff, or running under an expired lease (its runner died), only those of
         ``row_ids`` when given. They become ``running`` under a lease of
         ``lease_seconds``; concurrent claimers skip rows another one holds."""
+        if project is None and self.citus:
+            return claim_each_project(
+                self.db,
+                "tasks",
+                now,
+                limit,
+                lambda p, n: self.claim_tasks(
+                    job, project=p, limit=n, now=now, lease_seconds=lease_seconds, row_ids=row_ids
+                ),
+            )
         scope, params = project_scope(project, "%s")
         if row_ids is not None:
             scope += " AND row_id = ANY(%s)"

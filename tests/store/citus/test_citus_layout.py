@@ -1,0 +1,85 @@
+"""The store's Citus layout, read from a real cluster's catalog: the schema invariants
+of tests/store/postgres/test_schema_invariants.py carried out. Every table of a
+migrated store (communities included) is distributed by the column
+``schema.DISTRIBUTED_TABLES`` names, the per-project ones co-located with ``objects``,
+or is a reference table; an existing store's rows move to the shards whole."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kgsearch.engine import Engine
+from kgsearch.errors import ConfigError
+from kgsearch.model import ObjectIn
+from kgsearch.store.postgres import PostgresStore
+from kgsearch.store.postgres.citus import Placement, distribute, distributed
+from kgsearch.store.postgres.schema import DISTRIBUTED_TABLES, REFERENCE_TABLES
+from kgsearch.testing import FakeEmbedder
+
+
+def layout(store: PostgresStore) -> dict[str, tuple[str, str | None, int]]:
+    """Table → (Citus partition method, distribution column, co-location group)."""
+    rows = store.db.all(
+        "SELECT c.relname AS t, p.partmethod AS m, "
+        "column_to_column_name(p.logicalrelid, p.partkey) AS col, p.colocationid AS g "
+        "FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s",
+        (store.db.schema,),
+    )
+    return {r["t"]: (r["m"], r["col"], r["g"]) for r in rows}
+
+
+def test_every_table_is_laid_out_as_the_schema_classes_it(store: PostgresStore) -> None:
+    found = layout(store)
+    assert set(found) == set(DISTRIBUTED_TABLES) | set(REFERENCE_TABLES)
+    for table, column in DISTRIBUTED_TABLES.items():
+        assert found[table][:2] == ("h", column), table
+    for table in REFERENCE_TABLES:
+        assert found[table][:2] == ("n", None), table
+    group = found["objects"][2]
+    per_project = sorted(t for t, c in DISTRIBUTED_TABLES.items() if c == "project")
+    assert [t for t in per_project if found[t][2] != group] == []
+    assert found["cache"][2] != group
+    assert {"community_builds", "communities", "community_members"} <= set(per_project)
+    assert distributed(store.db)
+
+
+def test_distribute_again_changes_nothing(store: PostgresStore) -> None:
+    again = distribute(store.db)
+    assert [p for p in again if p.changed] == []
+    assert {p.table for p in again} == set(DISTRIBUTED_TABLES) | set(REFERENCE_TABLES)
+
+
+def test_an_existing_store_keeps_its_rows_on_the_shards(citus_url: str, store_factory: Any) -> None:
+    url = store_factory.new_url()
+    plain = store_factory.track(PostgresStore(url))
+    assert not distributed(plain.db)
+    engine = Engine(plain, embedder=FakeEmbedder(16))
+    engine.add_objects([ObjectIn(type="T", key=f"k{i}") for i in range(20)], project="p")
+    engine.embed_pending()
+    placed = distribute(plain.db, shard_count=4)
+    assert Placement("objects", "distributed", "project", True) in placed
+    assert Placement("meta", "reference", None, True) in placed
+    count = plain.db.one("SELECT count(*) AS n FROM objects WHERE project = 'p'")
+    assert count == {"n": 20}
+    # the coordinator's own copy was emptied: the rows live on the workers' shards
+    local = plain.db.one("SELECT pg_relation_size('objects') AS n")
+    assert local == {"n": 0}
+    shards = plain.db.one(
+        "SELECT count(*) AS n FROM pg_dist_shard WHERE logicalrelid = 'objects'::regclass"
+    )
+    assert shards == {"n": 4}
+    # a process opened after the layout searches it
+    hits = Engine(store_factory.track(PostgresStore(url)), embedder=FakeEmbedder(16)).search(
+        "k3", project="p", limit=1
+    )
+    assert [getattr(h, "key", None) for h in hits.results] == ["k3"]
+
+
+def test_distribute_refuses_a_server_without_citus(pg_factory: Any) -> None:
+    store = PostgresStore(pg_factory.postgres_store_url())
+    pg_factory.track(store)
+    with pytest.raises(ConfigError, match="CREATE EXTENSION citus"):
+        distribute(store.db)
