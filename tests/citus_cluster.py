@@ -30,6 +30,7 @@ import psycopg
 from kgsearch.store.base import Store
 from kgsearch.store.postgres import PostgresStore
 from kgsearch.store.postgres.citus import distribute
+from kgsearch.store.postgres.schema import DISTRIBUTED_TABLES, REFERENCE_TABLES
 from kgsearch.testing import URLStoreFactory
 
 __all__ = [
@@ -179,9 +180,47 @@ def open_distributed(url: str) -> Store:
     return PostgresStore(url)
 
 
+class _Fresh:
+    """What a freshly distributed schema holds, to tell whether a used one can be
+    emptied back to it: its indexes, and the rows of its small tables."""
+
+    def __init__(self, conn: psycopg.Connection[Any], schema: str) -> None:
+        self.indexes = _indexes(conn, schema)
+        self.rows = {
+            t: conn.execute(f'SELECT * FROM "{schema}".{t}').fetchall()
+            for t in REFERENCE_TABLES
+            if t != "migrations"
+        }
+
+    def restore(self, conn: psycopg.Connection[Any], schema: str) -> None:
+        """Empty every table but ``migrations`` and put the first rows back."""
+        tables = [t for t in (*DISTRIBUTED_TABLES, *REFERENCE_TABLES) if t != "migrations"]
+        conn.execute(f"TRUNCATE {', '.join(f'{schema}.{t}' for t in tables)}")
+        for table, rows in self.rows.items():
+            if rows:
+                marks = ", ".join(["%s"] * len(rows[0]))
+                with conn.cursor() as cur:
+                    cur.executemany(f"INSERT INTO {schema}.{table} VALUES ({marks})", rows)
+
+
+def _indexes(conn: psycopg.Connection[Any], schema: str) -> set[str]:
+    rows = conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s", (schema,))
+    return {r[0] for r in rows}
+
+
+# Emptied distributed schemas per coordinator URL, for the next store: laying out a
+# schema takes seconds on the cluster (a table per shard per node, two-phase commits),
+# emptying it a fraction of that.
+_POOL: dict[str, list[tuple[str, _Fresh]]] = {}
+
+
 class CitusStoreFactory(URLStoreFactory):
-    """Fresh stores on the Citus coordinator, each in its own schema, distributed;
-    :meth:`close_all` drops the schemas.
+    """Fresh stores on the Citus coordinator, each in its own distributed schema.
+
+    A schema is laid out once and, after its test, emptied (every table but
+    ``migrations``, ``meta`` back to its first rows) for a later store, unless the test
+    built indexes (a vector index has its dims) or the factory opens plain stores:
+    then it is dropped.
 
     Args:
         url: The coordinator's libpq URL.
@@ -192,19 +231,38 @@ class CitusStoreFactory(URLStoreFactory):
     backend = "citus"
 
     def __init__(self, url: str, open_store: Callable[[str], Store] | None = None) -> None:
-        super().__init__(self._new_url, open_store=open_store or open_distributed)
+        super().__init__(self._new_url, open_store=open_store or self._open)
         self.url = url
-        self.schemas: list[str] = []
+        self.recycle = open_store is None
+        self.schemas: dict[str, _Fresh | None] = {}
 
     def _new_url(self) -> str:
-        schema = f"t_{uuid.uuid4().hex[:12]}"
-        self.schemas.append(schema)
+        pool = _POOL.get(self.url) if self.recycle else None
+        if pool:
+            schema, fresh = pool.pop()
+            self.schemas[schema] = fresh
+        else:
+            schema = f"t_{uuid.uuid4().hex[:12]}"
+            self.schemas[schema] = None
         return f"{self.url}{'&' if '?' in self.url else '?'}schema={schema}"
 
+    def _open(self, url: str) -> Store:
+        schema = url.rsplit("schema=", 1)[1]
+        if self.schemas.get(schema) is None:
+            store = open_distributed(url)
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                self.schemas[schema] = _Fresh(conn, schema)
+            return store
+        return PostgresStore(url)
+
     def close_all(self) -> None:
-        """Close every store this factory opened, then drop the schemas it made."""
+        """Close every store this factory opened, then empty or drop its schemas."""
         super().close_all()
         with psycopg.connect(self.url, autocommit=True) as conn:
-            for schema in self.schemas:
-                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            for schema, fresh in self.schemas.items():
+                if fresh is not None and self.recycle and _indexes(conn, schema) == fresh.indexes:
+                    fresh.restore(conn, schema)
+                    _POOL.setdefault(self.url, []).append((schema, fresh))
+                else:
+                    conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         self.schemas.clear()

@@ -5,13 +5,16 @@ project), search and ask-free reads by the CLI, as one would on a real cluster."
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from citus_cluster import CitusStoreFactory
 from click.testing import CliRunner, Result
 
 from kgsearch.cli import cli
+from kgsearch.store.postgres import PostgresStore
 from kgsearch.store.postgres.schema import DISTRIBUTED_TABLES, REFERENCE_TABLES
 
 MOVIES = [("Jesse James", "Henry King"), ("The Grapes of Wrath", "John Ford")]
@@ -34,14 +37,17 @@ def records() -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def run(store_factory: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+def run(citus_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """``kgsearch --db <a new schema on the coordinator> …``, in process."""
     monkeypatch.setenv("KGSEARCH_EMBED__MODEL", "fake:32")
-    url = store_factory.new_url()
+    factory = CitusStoreFactory(citus_url, PostgresStore)  # a schema never laid out
+    url = factory.new_url()
 
     def invoke(*args: str) -> Result:
         return CliRunner().invoke(cli, ["--db", url, *args], catch_exceptions=False)
 
-    return invoke
+    yield invoke
+    factory.close_all()
 
 
 def test_distribute_lays_out_a_fresh_store_and_says_so_per_table(run: Any) -> None:

@@ -6,9 +6,11 @@ or is a reference table; an existing store's rows move to the shards whole."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from citus_cluster import CitusStoreFactory
 
 from kgsearch.engine import Engine
 from kgsearch.errors import ConfigError
@@ -52,9 +54,17 @@ def test_distribute_again_changes_nothing(store: PostgresStore) -> None:
     assert {p.table for p in again} == set(DISTRIBUTED_TABLES) | set(REFERENCE_TABLES)
 
 
-def test_an_existing_store_keeps_its_rows_on_the_shards(citus_url: str, store_factory: Any) -> None:
-    url = store_factory.new_url()
-    plain = store_factory.track(PostgresStore(url))
+@pytest.fixture
+def plain_factory(citus_url: str) -> Iterator[CitusStoreFactory]:
+    """Stores on the coordinator that are not laid out on Citus."""
+    factory = CitusStoreFactory(citus_url, PostgresStore)
+    yield factory
+    factory.close_all()
+
+
+def test_an_existing_store_keeps_its_rows_on_the_shards(plain_factory: Any) -> None:
+    plain = plain_factory()
+    url = plain.url
     assert not distributed(plain.db)
     engine = Engine(plain, embedder=FakeEmbedder(16))
     engine.add_objects([ObjectIn(type="T", key=f"k{i}") for i in range(20)], project="p")
@@ -72,7 +82,7 @@ def test_an_existing_store_keeps_its_rows_on_the_shards(citus_url: str, store_fa
     )
     assert shards == {"n": 4}
     # a process opened after the layout searches it
-    hits = Engine(store_factory.track(PostgresStore(url)), embedder=FakeEmbedder(16)).search(
+    hits = Engine(plain_factory.track(PostgresStore(url)), embedder=FakeEmbedder(16)).search(
         "k3", project="p", limit=1
     )
     assert [getattr(h, "key", None) for h in hits.results] == ["k3"]

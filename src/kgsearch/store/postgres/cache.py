@@ -33,9 +33,11 @@ class PostgresCache:
         Raises:
             InvalidRequest: A NUL character, which PostgreSQL text cannot hold.
         """
+        # excluded.created_at is the insert's default, now(): Citus accepts no function
+        # but an immutable one in DO UPDATE SET
         self.db.execute(
             "INSERT INTO cache (namespace, key, value) VALUES (%s, %s, %s) "
             "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, "
-            "created_at = now()",
+            "created_at = excluded.created_at",
             (clean(namespace), clean(key), clean(value)),
         )
