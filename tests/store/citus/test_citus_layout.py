@@ -93,3 +93,35 @@ def test_distribute_refuses_a_server_without_citus(pg_factory: Any) -> None:
     pg_factory.track(store)
     with pytest.raises(ConfigError, match="CREATE EXTENSION citus"):
         distribute(store.db)
+
+
+def test_vector_indexes_are_built_through_the_coordinator_on_every_shard(
+    store_factory: Any,
+) -> None:
+    first = store_factory()
+    url = first.url
+    store = store_factory.track(PostgresStore(url, index_min_rows=20))
+    engine = Engine(store, embedder=FakeEmbedder(16))
+    engine.add_objects([ObjectIn(type="T", key=f"thing {i}") for i in range(30)], project="p")
+    engine.embed_pending()
+    store.build_indexes()  # embed_pending builds them at its end; again is a no-op
+    coordinator = store.db.one(
+        "SELECT count(*) AS n FROM pg_indexes WHERE schemaname = %s "
+        "AND indexname = 'objects_vector'",
+        (store.db.schema,),
+    )
+    assert coordinator == {"n": 1}
+    # one index per shard, on the workers (each also has the table's shell, with metadata)
+    per_worker = store.db.all(
+        "SELECT result FROM run_command_on_workers($$SELECT string_agg(tablename, ',') "
+        f"FROM pg_indexes WHERE schemaname = '{store.db.schema}' "
+        "AND indexname LIKE 'objects_vector%%' AND tablename <> 'objects'$$)"
+    )
+    shards = store.db.all(
+        "SELECT 'objects_' || shardid AS t FROM pg_dist_shard "
+        "WHERE logicalrelid = 'objects'::regclass"
+    )
+    indexed = sorted(t for r in per_worker for t in (r["result"] or "").split(",") if t)
+    assert indexed == sorted(r["t"] for r in shards)
+    hits = engine.search("thing 7", project="p", limit=1, recipe="objects_typed")
+    assert [getattr(h, "key", None) for h in hits.results] == ["thing 7"]

@@ -108,3 +108,21 @@ def test_citus_refuses_the_single_server_statistics_statement(both: Any) -> None
         on_citus.store.db, "films", Kind.OBJECT, ["wrath"], False
     )
     assert words == (["wrath"], set(), {"wrath": 1})
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 33, left: Citus sends no session settings (hnsw.ef_search, set_config's "
+    "per-statement hnsw.iterative_scan) to the workers, whose vector legs walk pgvector's "
+    "defaults (ef_search 40, no iterative scan); needs SET LOCAL with "
+    "citus.propagate_set_commands = 'local', or per-worker defaults",
+)
+def test_the_hnsw_settings_reach_the_worker_holding_the_project(both: Any) -> None:
+    on_citus, _ = both
+    rows = on_citus.store.db.all_with(
+        {"hnsw.iterative_scan": "relaxed_order"},
+        "SELECT current_setting('hnsw.ef_search', true) AS ef, "
+        "current_setting('hnsw.iterative_scan', true) AS it FROM objects "
+        "WHERE project = 'films' LIMIT 1",
+    )
+    assert rows == [{"ef": "200", "it": "relaxed_order"}]
