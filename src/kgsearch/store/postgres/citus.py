@@ -137,25 +137,29 @@ def _drop_local_rows(db: Connection, name: str) -> None:
 
 
 def claim_each_project(
-    db: Connection, table: str, now: float, limit: int, claim: Callable[[str, int], list[T]]
+    db: Connection,
+    table: str,
+    due: tuple[str, tuple[object, ...]],
+    limit: int,
+    claim: Callable[[str, int], list[T]],
 ) -> list[T]:
     """Claim up to ``limit`` rows of every project, one project's claim at a time.
 
     Citus refuses ``FOR UPDATE`` on a statement spanning shards, which the queues'
     claim for all projects is; a claim naming one project is a router query to the
-    worker holding it. The projects with unleased rows come from one read across the
-    shards (Citus runs it on every worker at once).
+    worker holding it. The projects with due rows come from one read across the shards
+    (run on every worker at once, over the queue's partial index of due rows).
 
     Args:
         db: The store's connection.
         table: The queue's table (``objects``, ``tasks``, …).
-        now: The claim's clock (rows leased past it are skipped).
+        due: The claim's condition on a due row, and its parameters.
         limit: Most rows to claim in all.
         claim: Claims up to the given number of rows of one project.
     """
+    condition, params = due
     rows = db.all(
-        f"SELECT DISTINCT project FROM {table} WHERE claimed_until <= %s ORDER BY project",
-        (now,),
+        f"SELECT DISTINCT project FROM {table} WHERE {condition} ORDER BY project", params
     )
     out: list[T] = []
     for row in rows:

@@ -98,7 +98,7 @@ class PostgresEmbeddingQueue(PostgresReads):
             return claim_each_project(
                 self.db,
                 kind.table,
-                now,
+                (f"{_DUE} AND next_attempt_at <= %s AND claimed_until <= %s", (now, now)),
                 limit,
                 lambda p, n: self.claim(
                     kind, project=p, limit=n, now=now, lease_seconds=lease_seconds

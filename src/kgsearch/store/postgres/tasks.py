@@ -85,7 +85,10 @@ class PostgresTaskQueue:
             return claim_each_project(
                 self.db,
                 "tasks",
-                now,
+                (
+                    f"job = %s AND {TASK_OPEN} AND next_attempt_at <= %s AND claimed_until <= %s",
+                    (job, now, now),
+                ),
                 limit,
                 lambda p, n: self.claim_tasks(
                     job, project=p, limit=n, now=now, lease_seconds=lease_seconds, row_ids=row_ids
