@@ -9,20 +9,21 @@ holding rows has them moved to its shards. :func:`distributed` tells a store whe
 is on Citus, so the few statements Citus refuses take a form it accepts there and only
 there: BM25 reads no column statistics (see :mod:`kgsearch.store.postgres.lexical`), and
 a queue claim for every project runs as one claim per project
-(:func:`claim_each_project`).
+(:func:`claim_each_project`), and a row estimate is read from the worker's plan
+(:func:`plan_rows`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kgsearch.errors import ConfigError
 from kgsearch.store.postgres.connection import Connection
 from kgsearch.store.postgres.schema import DISTRIBUTED_TABLES, REFERENCE_TABLES
 
-__all__ = ["Placement", "claim_each_project", "distribute", "distributed"]
+__all__ = ["Placement", "claim_each_project", "distribute", "distributed", "plan_rows"]
 
 T = TypeVar("T")
 
@@ -167,3 +168,16 @@ def claim_each_project(
             break
         out += claim(row["project"], limit - len(out))
     return out
+
+
+def plan_rows(plan: dict[str, Any]) -> float:
+    """The rows the top node of an ``EXPLAIN (FORMAT JSON)`` plan estimates.
+
+    For a Citus router query that is the plan of the one worker running it: Citus's
+    own node estimates 0 rows, which would make every vector leg scan its rows exactly
+    and never use the HNSW index. A plan without Citus is read as it is.
+    """
+    tasks = plan.get("Distributed Query", {}).get("Job", {}).get("Tasks") or []
+    if len(tasks) == 1 and tasks[0].get("Remote Plan"):
+        return float(tasks[0]["Remote Plan"][0][0]["Plan"]["Plan Rows"])
+    return float(plan["Plan Rows"])
