@@ -32,6 +32,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Answer a question from the graph, citing the objects, relationships and passages "
         "the answer rests on ([E1], [R1], [S1]; the references are listed after it).",
     ),
+    "citus": (
+        "kgsearch.cli.citus",
+        "citus",
+        "Run a PostgreSQL store on a Citus cluster (docs/scaling.md).",
+    ),
     "communities": (
         "kgsearch.cli.communities",
         "communities",

@@ -44,10 +44,10 @@ from kgsearch.store.records import (
 )
 from kgsearch.store.values import dumps
 
-__all__ = ["ClaimSql", "EmbeddingQueueCore", "TaskQueueCore"]
+__all__ = ["WAITING", "ClaimSql", "EmbeddingQueueCore", "TaskQueueCore"]
 
 # Rows of the embedding queue that still wait for a vector.
-_WAITING = "status IN ('pending', 'failed') AND deleted_at IS NULL"
+WAITING = "status IN ('pending', 'failed') AND deleted_at IS NULL"
 
 
 class ClaimSql(NamedTuple):
@@ -160,7 +160,7 @@ class EmbeddingQueueCore(_Queue):
             ClaimSql(
                 kind.table,
                 "project, id, text, text_hash, attempts",
-                f"{_WAITING} AND next_attempt_at <= ? AND claimed_until <= ? {scope}",
+                f"{WAITING} AND next_attempt_at <= ? AND claimed_until <= ? {scope}",
                 (now, now, *params),
                 limit,
                 "claimed_until = ?",
@@ -243,7 +243,7 @@ class EmbeddingQueueCore(_Queue):
     def next_retry_at(self, kind: Kind, *, project: str | None) -> float | None:
         # a failed row's backoff ends or another runner's lease expires (a runner killed
         # mid-batch leaves such leases)
-        return self._next_due(kind.table, _WAITING, project, ())
+        return self._next_due(kind.table, WAITING, project, ())
 
     def embedding_counts(self, project: str | None) -> list[EmbeddingCounts]:
         scope, params = self.dialect.scope(project)

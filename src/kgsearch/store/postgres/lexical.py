@@ -43,6 +43,20 @@ _SYNC_ROWS = 10_000
 _DF_CAP = 5_000
 
 
+# The tsv column's common lexemes and their shares, from its statistics (parameters:
+# whether wanted, schema, table). On Citus the statistics are the shards', on the
+# workers, and a statement joining the coordinator's catalog to a distributed table is
+# refused (its catalog rows hold ``aclitem``s, which Citus cannot ship): there the
+# same parameters select nothing, and every lexeme is counted.
+_COMMON_ELEMS = (
+    "SELECT most_common_elems::text::text[] AS e, most_common_elem_freqs AS f "
+    "FROM pg_stats WHERE %s AND schemaname = %s AND tablename = %s AND attname = 'tsv'"
+)
+_NO_COMMON_ELEMS = (
+    "SELECT NULL::text[] AS e, NULL::real[] AS f "
+    "FROM (VALUES (%s::bool, %s::text, %s::text)) AS v(w, s, t) WHERE false"
+)
+
 # A lexeme (``\\w`` characters only, as the stored words are) as a ``tsquery``.
 _LEXEME = "quote_literal(x)::tsquery"
 
@@ -77,7 +91,9 @@ class LexicalStats:
     always found; an empty kind is remembered for ``_EMPTY_TTL_SECONDS`` (vector legs
     skip it too, see ``search.py``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, column_stats: bool = True) -> None:
+        # False on Citus: no column statistics (see _NO_COMMON_ELEMS)
+        self.column_stats = column_stats
         self._lock = threading.Lock()
         self.lock = self._lock
         # values are (when read, figure); a stale figure has its time set to -inf
@@ -160,9 +176,8 @@ class LexicalStats:
         if cached is not None and now - cached[0] < _STATS_TTL_SECONDS:
             return cached[1]
         row = db.one(
-            "SELECT most_common_elems::text::text[] AS e, most_common_elem_freqs AS f "
-            "FROM pg_stats WHERE schemaname = %s AND tablename = %s AND attname = 'tsv'",
-            (db.schema, kind.table),
+            _COMMON_ELEMS if self.column_stats else _NO_COMMON_ELEMS,
+            (True, db.schema, kind.table),
         )
         shares: dict[str, float] = {}
         if row is not None and row["e"] and row["f"]:
@@ -265,9 +280,7 @@ class LexicalStats:
             # comes from the column statistics, read by the same statement (a thousand
             # lexemes sent as a parameter cost more than the lookup)
             rows = db.all(
-                "WITH s AS (SELECT most_common_elems::text::text[] AS e, "
-                "most_common_elem_freqs AS f FROM pg_stats WHERE %s AND schemaname = %s "
-                "AND tablename = %s AND attname = 'tsv'), "
+                f"WITH s AS ({_COMMON_ELEMS if self.column_stats else _NO_COMMON_ELEMS}), "
                 "w AS (SELECT w.term, array(SELECT lexeme FROM "
                 "unnest(to_tsvector('kgsearch', w.term)) ORDER BY positions[1]) AS lexemes "
                 "FROM unnest(%s::text[]) AS w(term)), "

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kgsearch.model import Filters, Kind
+from kgsearch.store.postgres.citus import plan_rows
 from kgsearch.store.postgres.connection import Connection, StoreOptions
 from kgsearch.store.postgres.lexical import LexicalStats, bm25
 from kgsearch.store.postgres.schema import HNSW_SQL, INDEXED_DISTANCE, IVFFLAT_SQL
@@ -149,7 +150,7 @@ class PostgresSearch(SearchCore):
         if cached is None or now - cached[0] > _ESTIMATE_TTL_SECONDS:
             row = self.db.one(f"EXPLAIN (FORMAT JSON) SELECT 1 {base}", params)
             plan = row["QUERY PLAN"] if row else None
-            rows = float(plan[0]["Plan"]["Plan Rows"]) if plan else math.inf
+            rows = plan_rows(plan[0]["Plan"]) if plan else math.inf  # Citus: the worker's
             if len(self._estimates) > 1000:
                 self._estimates.clear()
             cached = self._estimates[key] = (now, rows)

@@ -26,6 +26,7 @@ from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
 from kgsearch.store.communities import Communities
 from kgsearch.store.keys import ApiKeys
 from kgsearch.store.migrations import pending
+from kgsearch.store.postgres.citus import distributed
 from kgsearch.store.postgres.connection import EF_SEARCH, Connection, parse_url
 from kgsearch.store.postgres.lexical import LexicalStats
 from kgsearch.store.postgres.queue import PostgresQueues
@@ -82,6 +83,9 @@ class PostgresStore(
         self._bulk = False
         if migrate:
             self.migrate()
+        # on Citus a few statements take a form it accepts (store/postgres/citus.py)
+        self.citus = distributed(self.db)
+        self.lexical.column_stats = not self.citus
 
     # lifecycle -----------------------------------------------------------
     def migrate(self) -> list[str]:
