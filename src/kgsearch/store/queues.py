@@ -14,8 +14,8 @@ or arrays), and what it refreshes when vectors or texts change (``_changed``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from kgsearch.model import Kind
 from kgsearch.store.common import (
@@ -44,10 +44,12 @@ from kgsearch.store.records import (
 )
 from kgsearch.store.values import dumps
 
-__all__ = ["WAITING", "ClaimSql", "EmbeddingQueueCore", "TaskQueueCore"]
+__all__ = ["ClaimSql", "EmbeddingQueueCore", "TaskQueueCore"]
+
+T = TypeVar("T")
 
 # Rows of the embedding queue that still wait for a vector.
-WAITING = "status IN ('pending', 'failed') AND deleted_at IS NULL"
+_WAITING = "status IN ('pending', 'failed') AND deleted_at IS NULL"
 
 
 class ClaimSql(NamedTuple):
@@ -88,6 +90,31 @@ class _Backend(Slice):
 
 
 class _Queue(_Backend):
+    claims_by_project = False
+    """Claim for all projects one project at a time (a Citus store: it refuses ``FOR
+    UPDATE`` across shards, while a claim naming one project is a router query)."""
+
+    def _each_project(
+        self,
+        table: str,
+        due: str,
+        params: Sequence[Any],
+        limit: int,
+        claim: Callable[[str, int], list[T]],
+    ) -> list[T]:
+        """Claim up to ``limit`` rows, ``claim(project, n)`` for each project with a
+        due row in turn (the projects from one read across the shards)."""
+        rows = self.db.all(
+            self.dialect.sql(f"SELECT DISTINCT project FROM {table} WHERE {due} ORDER BY project"),
+            params,
+        )
+        out: list[T] = []
+        for row in rows:
+            if len(out) >= limit:
+                break
+            out += claim(row["project"], limit - len(out))
+        return out
+
     def _requeue(
         self,
         table: str,
@@ -155,12 +182,22 @@ class EmbeddingQueueCore(_Queue):
         now: float,
         lease_seconds: float = 300.0,
     ) -> list[Claim]:
+        if project is None and self.claims_by_project:
+            return self._each_project(
+                kind.table,
+                f"{_WAITING} AND next_attempt_at <= ? AND claimed_until <= ?",
+                (now, now),
+                limit,
+                lambda p, n: self.claim(
+                    kind, project=p, limit=n, now=now, lease_seconds=lease_seconds
+                ),
+            )
         scope, params = self.dialect.scope(project)
         rows = self._claim_rows(
             ClaimSql(
                 kind.table,
                 "project, id, text, text_hash, attempts",
-                f"{WAITING} AND next_attempt_at <= ? AND claimed_until <= ? {scope}",
+                f"{_WAITING} AND next_attempt_at <= ? AND claimed_until <= ? {scope}",
                 (now, now, *params),
                 limit,
                 "claimed_until = ?",
@@ -243,7 +280,7 @@ class EmbeddingQueueCore(_Queue):
     def next_retry_at(self, kind: Kind, *, project: str | None) -> float | None:
         # a failed row's backoff ends or another runner's lease expires (a runner killed
         # mid-batch leaves such leases)
-        return self._next_due(kind.table, WAITING, project, ())
+        return self._next_due(kind.table, _WAITING, project, ())
 
     def embedding_counts(self, project: str | None) -> list[EmbeddingCounts]:
         scope, params = self.dialect.scope(project)
@@ -322,6 +359,16 @@ class TaskQueueCore(_Queue):
         lease_seconds: float = 300.0,
         row_ids: Sequence[str] | None = None,
     ) -> list[Task]:
+        if project is None and self.claims_by_project:
+            return self._each_project(
+                "tasks",
+                f"job = ? AND {TASK_OPEN} AND next_attempt_at <= ? AND claimed_until <= ?",
+                (job, now, now),
+                limit,
+                lambda p, n: self.claim_tasks(
+                    job, project=p, limit=n, now=now, lease_seconds=lease_seconds, row_ids=row_ids
+                ),
+            )
         scope, params = self.dialect.scope(project)
         if row_ids is not None:
             listed, listed_params = self.dialect.listed("row_id", list(row_ids))

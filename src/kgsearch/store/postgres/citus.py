@@ -7,15 +7,14 @@ small tables (:data:`~kgsearch.store.postgres.schema.REFERENCE_TABLES`) copied t
 node. It runs again harmlessly: a table already laid out is left as it is, and a table
 holding rows has them moved to its shards. :func:`distributed` tells a store whether it
 is on Citus, so the few statements Citus refuses take a form it accepts there and only
-there: BM25 reads no column statistics (see :mod:`kgsearch.store.postgres.lexical`), and
-a queue claim for every project runs as one claim per project
-(:func:`claim_each_project`), and a row estimate is read from the worker's plan
+there: BM25 reads no column statistics (see :mod:`kgsearch.store.postgres.lexical`), a
+queue claim for every project runs as one claim per project (``claims_by_project`` of
+:mod:`kgsearch.store.queues`), and a row estimate is read from the worker's plan
 (:func:`plan_rows`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -23,7 +22,7 @@ from kgsearch.errors import ConfigError
 from kgsearch.store.postgres.connection import Connection
 from kgsearch.store.postgres.schema import DISTRIBUTED_TABLES, REFERENCE_TABLES
 
-__all__ = ["Placement", "claim_each_project", "distribute", "distributed", "plan_rows"]
+__all__ = ["Placement", "distribute", "distributed", "plan_rows"]
 
 T = TypeVar("T")
 
@@ -135,39 +134,6 @@ def distribute(db: Connection, *, shard_count: int | None = None) -> list[Placem
 def _drop_local_rows(db: Connection, name: str) -> None:
     """Free the coordinator's copy of rows Citus has moved to the shards."""
     db.execute("SELECT truncate_local_data_after_distributing_table(%s::regclass)", (name,))
-
-
-def claim_each_project(
-    db: Connection,
-    table: str,
-    due: tuple[str, tuple[object, ...]],
-    limit: int,
-    claim: Callable[[str, int], list[T]],
-) -> list[T]:
-    """Claim up to ``limit`` rows of every project, one project's claim at a time.
-
-    Citus refuses ``FOR UPDATE`` on a statement spanning shards, which the queues'
-    claim for all projects is; a claim naming one project is a router query to the
-    worker holding it. The projects with due rows come from one read across the shards
-    (run on every worker at once, over the queue's partial index of due rows).
-
-    Args:
-        db: The store's connection.
-        table: The queue's table (``objects``, ``tasks``, …).
-        due: The claim's condition on a due row, and its parameters.
-        limit: Most rows to claim in all.
-        claim: Claims up to the given number of rows of one project.
-    """
-    condition, params = due
-    rows = db.all(
-        f"SELECT DISTINCT project FROM {table} WHERE {condition} ORDER BY project", params
-    )
-    out: list[T] = []
-    for row in rows:
-        if len(out) >= limit:
-            break
-        out += claim(row["project"], limit - len(out))
-    return out
 
 
 def plan_rows(plan: dict[str, Any]) -> float:

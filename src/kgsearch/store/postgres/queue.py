@@ -17,13 +17,11 @@ from typing import Any
 import numpy as np
 
 from kgsearch.model import Kind
-from kgsearch.store.common import TASK_OPEN
-from kgsearch.store.postgres.citus import claim_each_project
 from kgsearch.store.postgres.lexical import LexicalStats
 from kgsearch.store.postgres.reads import PostgresReads
 from kgsearch.store.postgres.sql import clean
-from kgsearch.store.queues import WAITING, ClaimSql, EmbeddingQueueCore, TaskQueueCore
-from kgsearch.store.records import Claim, EmbeddingResult, Task, TextUpdate
+from kgsearch.store.queues import ClaimSql, EmbeddingQueueCore, TaskQueueCore
+from kgsearch.store.records import EmbeddingResult, TextUpdate
 from kgsearch.store.values import words
 
 __all__ = ["PostgresQueues"]
@@ -33,63 +31,6 @@ class PostgresQueues(PostgresReads, EmbeddingQueueCore, TaskQueueCore):
     """The ``EmbeddingQueue`` and ``TaskQueue`` capabilities over PostgreSQL."""
 
     lexical: LexicalStats
-    citus: bool = False  # the store is laid out on Citus (store/postgres/citus.py)
-
-    def claim(
-        self,
-        kind: Kind,
-        *,
-        project: str | None,
-        limit: int,
-        now: float,
-        lease_seconds: float = 300.0,
-    ) -> list[Claim]:
-        if project is not None or not self.citus:
-            return super().claim(
-                kind, project=project, limit=limit, now=now, lease_seconds=lease_seconds
-            )
-        # Citus refuses FOR UPDATE across shards: one router claim per project
-        return claim_each_project(
-            self.db,
-            kind.table,
-            (f"{WAITING} AND next_attempt_at <= %s AND claimed_until <= %s", (now, now)),
-            limit,
-            lambda p, n: super(PostgresQueues, self).claim(
-                kind, project=p, limit=n, now=now, lease_seconds=lease_seconds
-            ),
-        )
-
-    def claim_tasks(
-        self,
-        job: str,
-        *,
-        project: str | None,
-        limit: int,
-        now: float,
-        lease_seconds: float = 300.0,
-        row_ids: Sequence[str] | None = None,
-    ) -> list[Task]:
-        if project is not None or not self.citus:
-            return super().claim_tasks(
-                job,
-                project=project,
-                limit=limit,
-                now=now,
-                lease_seconds=lease_seconds,
-                row_ids=row_ids,
-            )
-        return claim_each_project(
-            self.db,
-            "tasks",
-            (
-                f"job = %s AND {TASK_OPEN} AND next_attempt_at <= %s AND claimed_until <= %s",
-                (job, now, now),
-            ),
-            limit,
-            lambda p, n: super(PostgresQueues, self).claim_tasks(
-                job, project=p, limit=n, now=now, lease_seconds=lease_seconds, row_ids=row_ids
-            ),
-        )
 
     def _claim_rows(self, claim: ClaimSql) -> list[Any]:
         sql = self.dialect.sql

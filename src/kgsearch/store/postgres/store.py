@@ -86,6 +86,7 @@ class PostgresStore(
         # on Citus a few statements take a form it accepts (store/postgres/citus.py)
         self.citus = distributed(self.db)
         self.lexical.column_stats = not self.citus
+        self.claims_by_project = self.citus
 
     # lifecycle -----------------------------------------------------------
     def migrate(self) -> list[str]:
