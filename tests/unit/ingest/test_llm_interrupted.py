@@ -29,8 +29,14 @@ NAMES = [f"Person{i} Surname{i}" for i in range(25)]
 TEXTS = [f"{NAMES[i]} worked with {NAMES[i + 1]} in the same laboratory." for i in range(24)]
 
 
+HELD_AFTER = 8  # replies past this many wait for the test (GATE): a run cannot end early
+GATE = threading.Event()
+
+
 def answer(number: int, body: dict[str, Any]) -> tuple[Any, ...]:
-    time.sleep(0.15)  # slow enough to stop a run half-way
+    time.sleep(0.05)
+    if number > HELD_AFTER:
+        GATE.wait(60)  # the run is stopped half-way, whatever the machine's load
     prompt = body["messages"][-1]["content"]
     for i, text in enumerate(TEXTS):
         if text in prompt:
@@ -46,8 +52,10 @@ def answer(number: int, body: dict[str, Any]) -> tuple[Any, ...]:
 @pytest.fixture
 def server() -> Iterator[ChatServer]:
     stopping = threading.Event()
+    GATE.clear()
     chat, httpd = start_chat_server(answer, stopping)
     yield chat
+    GATE.set()
     stopping.set()
     httpd.shutdown()
     httpd.server_close()
@@ -100,11 +108,12 @@ def counts(db: Path) -> dict[str, int]:
 
 def stop_half_way(db: Path, process: subprocess.Popen[str], sig: int) -> None:
     deadline = time.monotonic() + 60
-    while counts(db)["done"] < 4:
+    while (now := counts(db))["done"] < 4 or now["running"] == 0:  # a batch in flight
         assert process.poll() is None, process.communicate()[0]
         assert time.monotonic() < deadline, "the run made no progress"
         time.sleep(0.02)
     process.send_signal(sig)
+    GATE.set()  # the replies held since then come, to a run that was told to stop
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
