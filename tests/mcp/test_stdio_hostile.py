@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from live_server import child_env
 
+import kgsearch
 from kgsearch import Engine, ObjectIn, connect
 from kgsearch.testing import FakeEmbedder
 
@@ -86,6 +87,13 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawClient]:
         engine.add_objects([ObjectIn(type="Person", key="ada", properties={"name": "Ada"})])
         engine.embed_pending()
     raw = RawClient(db)
+    initialize(raw)
+    yield raw
+    raw.close()
+
+
+def initialize(raw: RawClient) -> dict[str, Any]:
+    """The MCP handshake; returns the server's ``initialize`` result."""
     init = raw.request(
         0,
         "initialize",
@@ -97,8 +105,8 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawClient]:
     )
     assert "result" in init, init
     raw.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-    yield raw
-    raw.close()
+    result: dict[str, Any] = init["result"]
+    return result
 
 
 def call(id: int, arguments: str) -> str:
@@ -269,17 +277,8 @@ def test_calls_in_flight_when_stdin_closes_are_still_answered(tmp_path: Path) ->
         engine.add_objects([ObjectIn(type="Person", key="ada", properties={"name": "Ada"})])
         engine.embed_pending()
     raw = RawClient(db)
-    init = raw.request(
-        0,
-        "initialize",
-        {
-            "protocolVersion": mcp_types.LATEST_PROTOCOL_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    )
-    assert init["result"]["serverInfo"]["name"] == "kgsearch"
-    raw.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    server = initialize(raw)["serverInfo"]
+    assert (server["name"], server["version"]) == ("kgsearch", kgsearch.__version__)
     for id in range(1, 4):  # the last calls, then the client closes its end at once
         raw.send(call(id, '{"query": "Ada", "limit": 3}'))
     assert raw.process.stdin is not None

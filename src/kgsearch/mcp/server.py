@@ -32,6 +32,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 from pydantic import Field, ValidationError
 from pydantic_core import to_jsonable_python
 
+import kgsearch
 from kgsearch.engine import Engine
 from kgsearch.errors import InvalidRequest, KgsearchError, NotFound
 from kgsearch.keys import ALL_SCOPES, Forbidden, Scope, Unauthorized, check_project, check_scope
@@ -153,6 +154,7 @@ def create_server(
     allowed = frozenset(scopes)
     server = _Server(
         name,
+        version=kgsearch.__version__,
         instructions=(
             "Search and grow a knowledge graph. Use `search` for questions (objects, "
             "relationships and text at once), `context` for prompt-ready text, "
