@@ -268,7 +268,7 @@ def run_extraction(
     runner that died) and build the graph from what each extraction kept.
 
     Args:
-        ctx: Store, extractor, write contexts and retry policy.
+        ctx: The store, the extractor, write contexts and retry policy.
         project: One project, or None for all.
         batch_size: Chunks per claim (and per extractor call and graph write).
         limit: Stop after about this many chunks.
