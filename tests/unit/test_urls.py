@@ -37,3 +37,17 @@ def test_the_password_is_masked_and_the_rest_kept(url: str, shown: str) -> None:
 def test_no_password_survives_in_the_user_part(password: str) -> None:
     url = f"postgresql://kg:{password}@db.example:5432/kgsearch"
     assert redact_url(url) == f"postgresql://kg:{MASK}@db.example:5432/kgsearch"
+
+
+def test_a_model_mismatch_names_the_store_without_its_password() -> None:
+    from kgsearch.errors import ConfigError, DimensionMismatch
+    from kgsearch.store.common import check_embedding_model
+
+    url = "postgresql://kg:s3cret@db/kg"
+    with pytest.raises(ConfigError) as other_model:
+        check_embedding_model(url, "bundled", 384, "openai:text-embedding-3-small", 384)
+    with pytest.raises(DimensionMismatch) as other_dims:
+        check_embedding_model(url, "bundled", 384, "bundled", 768)
+    for raised in (other_model, other_dims):
+        assert "s3cret" not in raised.value.message
+        assert f"postgresql://kg:{MASK}@db/kg" in raised.value.message

@@ -30,6 +30,7 @@ from kgsearch.store.rows import (
     to_relationship,
     to_source,
 )
+from kgsearch.urls import redact_url
 
 __all__ = [
     "PROJECTS_SQL",
@@ -227,14 +228,15 @@ def check_embedding_model(
         return
     if current_dims and current_dims != dims:
         raise DimensionMismatch(
-            f"store {url} holds {current_dims}-d vectors of {current_model}; the embedder "
+            f"store {redact_url(url)} holds {current_dims}-d vectors of {current_model}; the "
+            "embedder "
             f"{model} makes {dims}-d vectors. "
             "Re-embed with `kgsearch embed generate --model ... --force`.",
             details={"store_dims": current_dims, "embedder_dims": dims},
         )
     if current_model != model:
         raise ConfigError(
-            f"store {url} was embedded with {current_model}, not {model}. "
+            f"store {redact_url(url)} was embedded with {current_model}, not {model}. "
             f"Switch models explicitly with `kgsearch embed generate --model {model} --force`, "
             "which re-embeds every row.",
             details={"store_model": current_model, "embedder_model": model},
