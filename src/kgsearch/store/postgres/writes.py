@@ -12,29 +12,28 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from kgsearch.errors import NotFound
 from kgsearch.model import Chunk, Mention, ObjectRef, Source
 from kgsearch.store.common import PURGED_TABLES, mention_rows, on_conflict, row_table
 from kgsearch.store.postgres.connection import wrap_error
 from kgsearch.store.postgres.lexical import LexicalStats
 from kgsearch.store.postgres.reads import PostgresReads
-from kgsearch.store.postgres.sql import clean, json_text, utc
+from kgsearch.store.postgres.sql import POSTGRES, clean, json_text, utc
 from kgsearch.store.records import ObjectRow, RelationshipRow, RowKind
 from kgsearch.store.values import words
+from kgsearch.store.write_values import (
+    OBJECT_COLUMNS,
+    RELATIONSHIP_COLUMNS,
+    object_values,
+    refuse_missing,
+    relationship_values,
+)
 
 __all__ = ["PostgresWrites"]
 
 _WORDS = ", words = excluded.words"
 
-_OBJECT_COLUMNS = (
-    "id, project, type, key, tags, properties, labels, created_at, updated_at, text, "
-    "text_hash, text_version, words"
-)
-_RELATIONSHIP_COLUMNS = (
-    "id, project, type, source_id, target_id, label, properties, weight, valid_from, "
-    "valid_to, description, source_chunks, created_at, updated_at, text, text_hash, "
-    "text_version, words"
-)
+_OBJECT_COLUMNS = f"{OBJECT_COLUMNS}, words"
+_RELATIONSHIP_COLUMNS = f"{RELATIONSHIP_COLUMNS}, words"
 
 
 class PostgresWrites(PostgresReads):
@@ -75,7 +74,6 @@ class PostgresWrites(PostgresReads):
     ) -> list[str]:
         if not rows:
             return []
-        now = datetime.now(UTC)
         sql = (
             f"INSERT INTO objects AS objects ({_OBJECT_COLUMNS}) "
             "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
@@ -88,24 +86,7 @@ class PostgresWrites(PostgresReads):
             "THEN objects.updated_at ELSE excluded.updated_at END, "
             + on_conflict("objects", _WORDS)
         )
-        params = [
-            (
-                r.id,
-                project,
-                clean(r.type),
-                clean(r.key),
-                json_text(list(r.tags)),
-                json_text(r.properties),
-                json_text(list(r.labels)),
-                utc(r.created_at) or now,
-                utc(r.updated_at) or now,
-                clean(r.text),
-                r.text_hash,
-                r.text_version,
-                words(r.text),
-            )
-            for r in rows
-        ]
+        params = object_values(POSTGRES, project, rows)
         with self.db.transaction():
             self._write(sql, _OBJECT_COLUMNS, "project, type, key", params)
             self.lexical.clear()
@@ -125,7 +106,6 @@ class PostgresWrites(PostgresReads):
         """
         if not rows:
             return []
-        now = datetime.now(UTC)
         sql = (
             f"INSERT INTO relationships AS relationships ({_RELATIONSHIP_COLUMNS}) VALUES "
             "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
@@ -136,29 +116,7 @@ class PostgresWrites(PostgresReads):
             "description = excluded.description, source_chunks = excluded.source_chunks, "
             "updated_at = excluded.updated_at, " + on_conflict("relationships", _WORDS)
         )
-        params = [
-            (
-                r.id,
-                project,
-                clean(r.type),
-                r.source_id,
-                r.target_id,
-                clean(r.label),
-                json_text(r.properties),
-                r.weight,
-                utc(r.valid_from),
-                utc(r.valid_to),
-                clean(r.description),
-                json_text(list(r.source_chunks)),
-                utc(r.created_at) or now,
-                utc(r.updated_at) or now,
-                clean(r.text),
-                r.text_hash,
-                r.text_version,
-                words(r.text),
-            )
-            for r in rows
-        ]
+        params = relationship_values(POSTGRES, project, rows)
         with self.db.transaction():
             if not endpoints_checked:
                 wanted = sorted({i for r in rows for i in (r.source_id, r.target_id)})
@@ -172,13 +130,7 @@ class PostgresWrites(PostgresReads):
                         (project, wanted),
                     )
                 }
-                absent = [i for i in wanted if i not in live]
-                if absent:
-                    raise NotFound(
-                        f"relationship endpoint(s) are not live objects of project {project!r}: "
-                        f"{', '.join(absent[:10])}",
-                        details={"missing": absent},
-                    )
+                refuse_missing(project, [i for i in wanted if i not in live])
             self._write(sql, _RELATIONSHIP_COLUMNS, "project, id", params)
             self.lexical.clear()
         return [r.id for r in rows]

@@ -11,13 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kgsearch.errors import NotFound
 from kgsearch.model import Chunk, Kind, Mention, ObjectRef, Source
 from kgsearch.store.common import PURGED_TABLES, mention_rows, on_conflict, row_table
 from kgsearch.store.records import ObjectRow, RelationshipRow, RowKind
 from kgsearch.store.sqlite.reads import SQLiteReads
 from kgsearch.store.sqlite.search import VectorCache
-from kgsearch.store.sqlite.sql import chunked, dumps, iso, now_iso, placeholders
+from kgsearch.store.sqlite.sql import SQLITE, chunked, dumps, iso, now_iso, placeholders
+from kgsearch.store.write_values import (
+    OBJECT_COLUMNS,
+    RELATIONSHIP_COLUMNS,
+    object_values,
+    refuse_missing,
+    relationship_values,
+)
 
 __all__ = ["SQLiteWrites"]
 
@@ -34,34 +40,15 @@ class SQLiteWrites(SQLiteReads):
         (an existing row keeps its id), or ``[]`` when ``return_ids`` is False."""
         if not rows:
             return []
-        now = now_iso()
         sql = (
-            "INSERT INTO objects (id, project, type, key, tags, properties, labels, "
-            "created_at, updated_at, text, text_hash, text_version) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+            f"INSERT INTO objects ({OBJECT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT(project, type, key) DO UPDATE SET "
             "tags = excluded.tags, properties = excluded.properties, labels = excluded.labels, "
             "updated_at = CASE WHEN objects.deleted_at IS NULL AND objects.tags = excluded.tags "
             "AND objects.properties = excluded.properties AND objects.labels = excluded.labels "
             "THEN objects.updated_at ELSE excluded.updated_at END, " + on_conflict("objects")
         )
-        params = [
-            (
-                r.id,
-                project,
-                r.type,
-                r.key,
-                dumps(list(r.tags)),
-                dumps(r.properties),
-                dumps(list(r.labels)),
-                iso(r.created_at) or now,
-                iso(r.updated_at) or now,
-                r.text,
-                r.text_hash,
-                r.text_version,
-            )
-            for r in rows
-        ]
+        params = object_values(SQLITE, project, rows)
         with self.db.transaction():
             self.db.executemany(sql, params)
             self.vectors_cache.touch(self.db, Kind.OBJECT)
@@ -81,11 +68,9 @@ class SQLiteWrites(SQLiteReads):
         """
         if not rows:
             return []
-        now = now_iso()
         sql = (
-            "INSERT INTO relationships (id, project, type, source_id, target_id, label, "
-            "properties, weight, valid_from, valid_to, description, source_chunks, created_at, "
-            "updated_at, text, text_hash, text_version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+            f"INSERT INTO relationships ({RELATIONSHIP_COLUMNS}) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT(project, id) DO UPDATE SET type = excluded.type, "
             "source_id = excluded.source_id, target_id = excluded.target_id, "
             "label = excluded.label, properties = excluded.properties, weight = excluded.weight, "
@@ -93,39 +78,13 @@ class SQLiteWrites(SQLiteReads):
             "description = excluded.description, source_chunks = excluded.source_chunks, "
             "updated_at = excluded.updated_at, " + on_conflict("relationships")
         )
-        params = [
-            (
-                r.id,
-                project,
-                r.type,
-                r.source_id,
-                r.target_id,
-                r.label,
-                dumps(r.properties),
-                r.weight,
-                iso(r.valid_from),
-                iso(r.valid_to),
-                r.description,
-                dumps(list(r.source_chunks)),
-                iso(r.created_at) or now,
-                iso(r.updated_at) or now,
-                r.text,
-                r.text_hash,
-                r.text_version,
-            )
-            for r in rows
-        ]
+        params = relationship_values(SQLITE, project, rows)
         with self.db.transaction():
             absent: list[str] = []
             if not endpoints_checked:
                 wanted = {i for r in rows for i in (r.source_id, r.target_id)}
                 absent = sorted(wanted - self._live_object_ids(project, sorted(wanted)))
-            if absent:
-                raise NotFound(
-                    f"relationship endpoint(s) are not live objects of project {project!r}: "
-                    f"{', '.join(absent[:10])}",
-                    details={"missing": absent},
-                )
+            refuse_missing(project, absent)
             self.db.executemany(sql, params)
             self.vectors_cache.touch(self.db, Kind.RELATIONSHIP)
         return [r.id for r in rows]
