@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, Path, Request, Response, status
 
 from kgsearch.api.auth import Principal, get_engine, require
 from kgsearch.api.jobs import Job, JobRegistry
+from kgsearch.api.lanes import Lanes
 from kgsearch.api.limits import MAX_ID_CHARS
 from kgsearch.api.schemas import (
     ExtractRun,
@@ -193,21 +194,20 @@ def retry_extraction(body: RetryRequest, who: Writer, engine: EngineDep) -> dict
     return {"requeued": engine.retry_extraction(dead=body.dead, project=who.project)}
 
 
-_PROVIDER_THREADS = anyio.CapacityLimiter(4)
-"""A preview waits on the extractor (an LLM, perhaps) on threads of its own, never on
-the request threads that writes, reads and searches share; the LLM guard's deadline
-and breaker bound each wait."""
-
-
 @router.post("/extraction/preview")
 async def preview_extraction(
-    body: PreviewRequest, who: Reader, engine: EngineDep
+    body: PreviewRequest, who: Reader, engine: EngineDep, request: Request
 ) -> ExtractionResult:
     """Run the extractor on a text and return what it would keep and reject; nothing
-    is stored (an LLM reply may still land in the response cache)."""
+    is stored (an LLM reply may still land in the response cache).
+
+    It waits on the extractor (an LLM, perhaps) on the app's LLM lane, never on the
+    request threads that writes, reads and searches share; the LLM guard's deadline and
+    breaker bound each wait."""
     who.check_body(body.project)
 
     def run() -> ExtractionResult:
         return engine.preview_extraction(body.text, extractor=body.extractor, domain=body.domain)
 
-    return await anyio.to_thread.run_sync(run, limiter=_PROVIDER_THREADS)
+    lanes: Lanes = request.app.state.lanes
+    return await anyio.to_thread.run_sync(run, limiter=lanes.llm)

@@ -16,7 +16,7 @@ queue claim for every project runs as one claim per project (``claims_by_project
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from kgsearch.errors import ConfigError
 from kgsearch.store.postgres.connection import Connection
@@ -24,7 +24,6 @@ from kgsearch.store.postgres.schema import DISTRIBUTED_TABLES, REFERENCE_TABLES
 
 __all__ = ["Placement", "distribute", "distributed", "plan_rows"]
 
-T = TypeVar("T")
 
 # The table every per-project table is co-located with: a project's rows of every
 # table sit on one worker, so a statement naming one project is a router query.
