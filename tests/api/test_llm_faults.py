@@ -134,7 +134,6 @@ def test_after_a_few_failures_an_extraction_run_stops_at_once_and_burns_no_attem
         with httpx.Client(base_url=base, timeout=10) as c:
             started = time.perf_counter()
             jobs = [_start(c, t) for t in docs]
-            url = f"/api/jobs/{jobs[-1]}"
             for job in jobs:
 
                 def ended(job: str = job) -> bool:
@@ -142,7 +141,7 @@ def test_after_a_few_failures_an_extraction_run_stops_at_once_and_burns_no_attem
 
                 wait_for(ended)
             seconds = time.perf_counter() - started
-            last = c.get(url).json()
+            results = [c.get(f"/api/jobs/{job}").json()["result"] for job in jobs]
             status = c.get("/api/extraction/status").json()
     finally:
         live.stop()
@@ -151,7 +150,10 @@ def test_after_a_few_failures_an_extraction_run_stops_at_once_and_burns_no_attem
     # Jobs run concurrently (up to four), so each may have a call in flight when the
     # second failure is counted: at most 2 + 4, far fewer than 6 chunks x 3 attempts
     assert 2 <= len(server.requests) <= 6
-    assert "skipped for another" in " ".join(last["result"]["extraction"]["errors"])
+    # the jobs run side by side: whichever met the open breaker says so (the others may
+    # end first, finding the rest of the chunks claimed by a job still running)
+    errors = " ".join(e for r in results for e in r["extraction"]["errors"])
+    assert "skipped for another" in errors
     # no chunk is dead: those the run did not attempt stay queued (claimable again
     # once their lease ends), the attempted ones failed and wait for their retry
     counts = status["counts"]
