@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from kgsearch.communities.associations import ASSOCIATION, co_mentions
 from kgsearch.errors import InvalidRequest, NotFound
 from kgsearch.model import Chunk, EmbeddingStatus, GraphObject, Kind, Relationship
 from kgsearch.reads import stats
@@ -43,6 +44,8 @@ FRONTIER_SLICE = 200
 """Objects whose neighbours one read fetches while growing a subgraph."""
 MAX_EDGES_PER_NODE = 200
 """A node's edges read for a subgraph (out and in each): a hub costs no more."""
+MAX_CHUNKS_PER_NODE = 50
+"""Passages read per object for its associations: a name found everywhere costs no more."""
 
 
 class _View(BaseModel):
@@ -69,7 +72,8 @@ class Subgraph(_View):
         seeds: The seed ids found (unknown ids are left out).
         nodes: Seeds first, then by hop count, at most the limit asked.
         edges: Edges whose two ends are both nodes, as index triples.
-        edge_types: The relationship types the edges index.
+        edge_types: The relationship types the edges index; ``co_mentioned`` for
+            associations (objects the same passages name), when they were asked for.
         truncated: True when more objects were within reach than the limit.
         communities: When the project has communities: the coarsest communities the
             nodes belong to (ids); empty otherwise.
@@ -186,6 +190,7 @@ def subgraph(
     depth: int = 1,
     limit: int = 500,
     types: Sequence[str] | None = None,
+    associations: bool = False,
 ) -> Subgraph:
     """The objects within ``depth`` hops of ``ids`` (at most ``limit``) and their edges.
 
@@ -196,6 +201,9 @@ def subgraph(
         depth: Hops from the seeds, 0 to 3.
         limit: Most nodes returned, 1 to 10,000.
         types: Keep only objects of these types (seeds are always kept).
+        associations: Also step to and draw the objects that the same passages name
+            (edges of type ``co_mentioned``, after the relationships'; a graph built
+            from documents holds most of its links this way).
 
     Raises:
         InvalidRequest: ``depth`` or ``limit`` out of range.
@@ -224,11 +232,10 @@ def subgraph(
             break
         current, frontier = frontier, []
         for start in range(0, len(current), FRONTIER_SLICE):
-            reached = [
-                n.id
-                for n in store.neighbors(project, current[start : start + FRONTIER_SLICE], depth=1)
-                if n.id not in seen
-            ]
+            part = current[start : start + FRONTIER_SLICE]
+            reached = [n.id for n in store.neighbors(project, part, depth=1) if n.id not in seen]
+            if associations:
+                reached += [i for i in _associated(store, project, part) if i not in seen]
             reached = list(dict.fromkeys(reached))
             seen.update(reached)
             truncated = _take(store, project, reached, wanted, hop, limit, nodes, frontier)
@@ -244,6 +251,10 @@ def subgraph(
         a, b = index.get(s), index.get(t)
         if a is not None and b is not None:
             edges.append((a, b, types_seen.setdefault(kind, len(types_seen))))
+    if associations:
+        pairs = co_mentions(_mentions(store, project, list(index)))
+        for x, y in sorted(pairs):
+            edges.append((index[x], index[y], types_seen.setdefault(ASSOCIATION, len(types_seen))))
     communities, node_communities = _communities(store, project, nodes)
     return Subgraph(
         seeds=seed_ids,
@@ -254,6 +265,35 @@ def subgraph(
         communities=communities,
         node_communities=node_communities,
     )
+
+
+def _mentions(store: GraphReads, project: str, ids: Sequence[str]) -> list[tuple[str, str]]:
+    """(chunk, object) mentions of the objects, at most :data:`MAX_CHUNKS_PER_NODE`
+    passages each."""
+    found: list[tuple[str, str]] = []
+    for part in range(0, len(ids), 1000):
+        per_object: dict[str, int] = {}
+        for m in store.mentions(project, object_ids=ids[part : part + 1000]):
+            if m.chunk_id and m.object_id:
+                per_object[m.object_id] = per_object.get(m.object_id, 0) + 1
+                if per_object[m.object_id] <= MAX_CHUNKS_PER_NODE:
+                    found.append((m.chunk_id, m.object_id))
+    return found
+
+
+def _associated(store: GraphReads, project: str, ids: Sequence[str]) -> list[str]:
+    """Objects the passages naming ``ids`` also name, most associated first."""
+    chunks = list(dict.fromkeys(c for c, _ in _mentions(store, project, ids)))
+    if not chunks:
+        return []
+    named = [(m.chunk_id, m.object_id) for m in store.mentions(project, chunk_ids=chunks)]
+    weights: dict[str, float] = {}
+    starts = set(ids)
+    for (a, b), w in co_mentions((c, o) for c, o in named if c and o).items():
+        if (a in starts) != (b in starts):
+            other = b if a in starts else a
+            weights[other] = weights.get(other, 0.0) + w
+    return sorted(weights, key=lambda i: (-weights[i], i))
 
 
 def _communities(

@@ -22,17 +22,25 @@ class ExploreMethods(EngineCore):
         depth: int = 1,
         limit: int = 500,
         types: Sequence[str] | None = None,
+        associations: bool = False,
     ) -> Subgraph:
         """The objects within ``depth`` hops of ``ids`` (at most ``limit``, seeds
         first, then nearest) and the edges among them; ``truncated`` says whether
-        more were in reach.
+        more were in reach. With ``associations``, objects named by the same passages
+        are reached and drawn too (edges of type ``co_mentioned``).
 
         Raises:
             NotFound: None of ``ids`` is a live object of the project.
             InvalidRequest: ``depth`` not in 0..3 or ``limit`` not in 1..10,000.
         """
         return explore.subgraph(
-            self.store, self._p(project), ids, depth=depth, limit=limit, types=types
+            self.store,
+            self._p(project),
+            ids,
+            depth=depth,
+            limit=limit,
+            types=types,
+            associations=associations,
         )
 
     def object_view(self, id: str, *, project: str | None = None, limit: int = 100) -> ObjectView:

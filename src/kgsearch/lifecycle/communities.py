@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kgsearch.communities.associations import co_mentions
 from kgsearch.communities.detect import Community, Detection, detect_communities
 from kgsearch.communities.incremental import compare_communities
 from kgsearch.communities.reports import (
@@ -54,6 +55,10 @@ __all__ = ["JOB", "REPORT_TEXT_VERSION", "BuildOptions", "CommunityBuildStore", 
 
 JOB = "community_report"
 """The task queue's job name for community reports."""
+
+ASSOCIATION_STRENGTH = 0.3
+"""How much a shared passage weighs beside a relationship of weight 1 (the strength
+the offline extractor gave its co-occurrence relationships)."""
 
 REPORT_TEXT_VERSION = 1
 """Version of the report text that is embedded (title, summary, findings)."""
@@ -101,6 +106,7 @@ class _Graph:
 
     members: dict[str, Member]
     edges: list[Edge]
+    associations: dict[tuple[str, str], float] = field(default_factory=dict)
     touching: dict[str, list[Edge]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -131,7 +137,22 @@ def _read_graph(store: GraphReads, project: str) -> _Graph:
         )
         for r in store.iter_rows(project, "relationship")
     ]
-    return _Graph(members, edges)
+    associations = co_mentions(
+        (m.chunk_id, m.object_id)
+        for m in store.iter_rows(project, "mention")
+        if m.chunk_id and m.object_id in members
+    )
+    return _Graph(members, edges, associations)
+
+
+def _weighted_edges(graph: _Graph) -> list[tuple[str, str, float]]:
+    """The relationships and, weaker, the associations (objects named by the same
+    passages): a graph built from documents has few stated facts, and its passages
+    are what hold it together. Associations shape the communities only; the reports
+    cite relationships."""
+    edges = [(e.source, e.target, e.weight) for e in graph.edges]
+    edges += [(a, b, ASSOCIATION_STRENGTH * w) for (a, b), w in graph.associations.items()]
+    return edges
 
 
 def _build_id(project: str, detection: Detection, digest: str) -> str:
@@ -179,7 +200,7 @@ def build_communities(
     digest = store.graph_digest(project)
     graph = _read_graph(store, project)
     detection = detect_communities(
-        ((e.source, e.target, e.weight) for e in graph.edges),
+        _weighted_edges(graph),
         nodes=graph.members,
         max_cluster_size=options.max_cluster_size,
         seed=options.seed,

@@ -53,6 +53,7 @@ class SubgraphRequest(BaseModel):
         default=None, max_length=100
     )
     project: str | None = Field(default=None, max_length=200)
+    associations: bool = False
 
 
 @router.get("/session")
@@ -76,10 +77,17 @@ def overview(who: Reader, engine: EngineDep) -> Overview:
 @router.post("/subgraph")
 def subgraph(body: SubgraphRequest, who: Reader, engine: EngineDep) -> Subgraph:
     """Objects within ``depth`` hops of ``ids`` (seeds first, then nearest, at most
-    ``limit``) and the edges among them; ``truncated`` when more were in reach."""
+    ``limit``) and the edges among them; ``truncated`` when more were in reach. With
+    ``associations``, objects the same passages name are reached and drawn too (edge
+    type ``co_mentioned``)."""
     who.check_body(body.project)
     return engine.subgraph(
-        body.ids, project=who.project, depth=body.depth, limit=body.limit, types=body.types
+        body.ids,
+        project=who.project,
+        depth=body.depth,
+        limit=body.limit,
+        types=body.types,
+        associations=body.associations,
     )
 
 

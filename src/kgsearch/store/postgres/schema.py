@@ -339,6 +339,22 @@ def m009_index_float_vectors(execute: Execute) -> None:
     )
 
 
+def m010_associations_not_facts(execute: Execute) -> None:
+    """Co-occurrence is association data, not facts (docs/extraction.md): the
+    ``co_occurs`` relationships that extraction wrote (they carry ``_chunks``) are
+    deleted with their mention links; the entity–chunk mentions they came from stay.
+    Imported ``co_occurs`` relationships (no ``_chunks``) are left alone."""
+    execute(
+        "UPDATE relationships SET deleted_at = now() WHERE type = 'co_occurs' "
+        "AND deleted_at IS NULL AND properties -> '_chunks' IS NOT NULL"
+    )
+    execute(
+        "DELETE FROM mentions m USING relationships r WHERE m.relationship_id != '' "
+        "AND r.project = m.project AND r.id = m.relationship_id "
+        "AND r.type = 'co_occurs' AND r.deleted_at IS NOT NULL"
+    )
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_index_object_names", m002_index_object_names),
@@ -349,5 +365,6 @@ MIGRATIONS = [
     Migration("m007_create_communities", m007_create_communities),
     Migration("m008_index_relationship_types", m008_index_relationship_types),
     Migration("m009_index_float_vectors", m009_index_float_vectors),
+    Migration("m010_associations_not_facts", m010_associations_not_facts),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

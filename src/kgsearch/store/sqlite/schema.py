@@ -285,6 +285,24 @@ def m009_index_live_rows(execute: Execute) -> None:
         execute(sql)
 
 
+def m010_associations_not_facts(execute: Execute) -> None:
+    """Co-occurrence is association data, not facts (docs/extraction.md): the
+    ``co_occurs`` relationships that extraction wrote (they carry ``_chunks``) are
+    deleted with their mention links; the entity–chunk mentions they came from stay and
+    are what the graph legs, communities and the graph view read instead. Imported
+    ``co_occurs`` relationships (no ``_chunks``) are left alone."""
+    execute(
+        "UPDATE relationships SET deleted_at = strftime('%Y-%m-%dT%H:%M:%f', 'now') "
+        "|| '+00:00' WHERE type = 'co_occurs' AND deleted_at IS NULL "
+        "AND json_extract(properties, '$._chunks') IS NOT NULL"
+    )
+    execute(
+        "DELETE FROM mentions WHERE relationship_id != '' AND EXISTS (SELECT 1 FROM "
+        "relationships r WHERE r.project = mentions.project AND r.id = "
+        "mentions.relationship_id AND r.type = 'co_occurs' AND r.deleted_at IS NOT NULL)"
+    )
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_create_api_keys", m002_create_api_keys),
@@ -295,5 +313,6 @@ MIGRATIONS = [
     Migration("m007_create_communities", m007_create_communities),
     Migration("m008_log_vector_changes", m008_log_vector_changes),
     Migration("m009_index_live_rows", m009_index_live_rows),
+    Migration("m010_associations_not_facts", m010_associations_not_facts),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

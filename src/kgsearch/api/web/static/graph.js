@@ -120,7 +120,9 @@
         const type = data.edge_types[t];
         const key = source + "|" + target + "|" + type;
         if (source === target || g.hasEdge(key)) continue;
-        g.addEdgeWithKey(key, source, target, { label: type, size: 1, color: "#e2e5ea" });
+        // associations are drawn fainter than stated relationships
+        const faint = type === "co_mentioned";
+        g.addEdgeWithKey(key, source, target, { label: type, size: 1, color: faint ? "#f1f2f5" : "#e2e5ea" });
       }
       g.forEachNode((id, a) => {
         if (a.depth !== 0 || around) g.setNodeAttribute(id, "size", Math.min(14, 3 + Math.log2(1 + g.degree(id))));
@@ -279,7 +281,7 @@
       if (this.expanded.has(node)) return;
       this.expanded.add(node);
       this.status.textContent = "Expanding…";
-      const data = await api("POST", "/api/explore/subgraph", { ids: [node], depth: 1, limit: 500 });
+      const data = await api("POST", "/api/explore/subgraph", { ids: [node], depth: 1, limit: 500, associations: true });
       const added = this.add(data, node);
       this.layout(added > 0 ? 300 : 0);
       this.updateLegend();
@@ -348,7 +350,14 @@
   let view = null;
 
   function subgraphBody(id, params) {
-    return { ids: [id], depth: Number(params.get("depth") || 1), limit: Number(params.get("limit") || 500) };
+    // associations (objects the same passages name, edge type co_mentioned) are drawn
+    // too: a graph built from documents holds most of its links that way
+    return {
+      ids: [id],
+      depth: Number(params.get("depth") || 1),
+      limit: Number(params.get("limit") || 500),
+      associations: params.get("associations") !== "0",
+    };
   }
 
   // Opened straight on a graph: fetch the libraries and the subgraph while the
