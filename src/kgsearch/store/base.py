@@ -148,7 +148,13 @@ class GraphWrites(Protocol):
     def upsert_relationships(
         self, project: str, rows: Sequence[RelationshipRow], *, endpoints_checked: bool = False
     ) -> list[str]:
-        """Insert or update by id; endpoints must be live objects of the project."""
+        """Insert or update by id; endpoints must be live objects of the project (checked
+        here unless the caller already resolved them in this transaction:
+        ``endpoints_checked``).
+
+        Raises:
+            NotFound: An endpoint is not a live object of the project.
+        """
         ...
 
     def upsert_sources(self, project: str, sources: Sequence[Source]) -> None:

@@ -35,6 +35,8 @@ from kgsearch.urls import redact_url
 __all__ = [
     "PROJECTS_SQL",
     "PURGED_TABLES",
+    "RELATIONSHIP_UPDATES",
+    "SOURCE_UPDATES",
     "TASK_COLUMNS",
     "TASK_ON_CONFLICT",
     "TASK_OPEN",
@@ -117,6 +119,22 @@ def on_conflict(table: str, extra: str = "") -> str:
     text that returns to what was embedded before is embedded again without calling the
     embedder. ``extra`` appends assignments (``", col = excluded.col"``)."""
     return _STATE_ON_CONFLICT.format(t=table, extra=extra)
+
+
+RELATIONSHIP_UPDATES = (
+    "type = excluded.type, source_id = excluded.source_id, target_id = excluded.target_id, "
+    "label = excluded.label, properties = excluded.properties, weight = excluded.weight, "
+    "valid_from = excluded.valid_from, valid_to = excluded.valid_to, "
+    "description = excluded.description, source_chunks = excluded.source_chunks, "
+    "updated_at = excluded.updated_at, "
+)
+"""The assignments of a relationship upsert's ``ON CONFLICT (project, id)`` (both
+backends), before the lifecycle's (:func:`on_conflict`)."""
+
+SOURCE_UPDATES = (
+    "title = excluded.title, uri = excluded.uri, metadata = excluded.metadata, deleted_at = NULL"
+)
+"""The assignments of a source upsert's ``ON CONFLICT (project, id)`` (both backends)."""
 
 
 class RowTable(NamedTuple):

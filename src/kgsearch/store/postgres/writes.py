@@ -13,7 +13,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kgsearch.model import Chunk, Mention, ObjectRef, Source
-from kgsearch.store.common import PURGED_TABLES, mention_rows, on_conflict, row_table
+from kgsearch.store.common import (
+    PURGED_TABLES,
+    RELATIONSHIP_UPDATES,
+    SOURCE_UPDATES,
+    mention_rows,
+    on_conflict,
+    row_table,
+)
 from kgsearch.store.postgres.connection import wrap_error
 from kgsearch.store.postgres.lexical import LexicalStats
 from kgsearch.store.postgres.reads import PostgresReads
@@ -98,23 +105,14 @@ class PostgresWrites(PostgresReads):
     def upsert_relationships(
         self, project: str, rows: Sequence[RelationshipRow], *, endpoints_checked: bool = False
     ) -> list[str]:
-        """Insert or update by id; endpoints must be live objects of the project (checked
-        here unless the caller already resolved them in this transaction).
-
-        Raises:
-            NotFound: An endpoint is not a live object of the project.
-        """
         if not rows:
             return []
         sql = (
             f"INSERT INTO relationships AS relationships ({_RELATIONSHIP_COLUMNS}) VALUES "
             "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
-            "ON CONFLICT (project, id) DO UPDATE SET type = excluded.type, "
-            "source_id = excluded.source_id, target_id = excluded.target_id, "
-            "label = excluded.label, properties = excluded.properties, weight = excluded.weight, "
-            "valid_from = excluded.valid_from, valid_to = excluded.valid_to, "
-            "description = excluded.description, source_chunks = excluded.source_chunks, "
-            "updated_at = excluded.updated_at, " + on_conflict("relationships", _WORDS)
+            "ON CONFLICT (project, id) DO UPDATE SET "
+            + RELATIONSHIP_UPDATES
+            + on_conflict("relationships", _WORDS)
         )
         params = relationship_values(POSTGRES, project, rows)
         with self.db.transaction():
@@ -138,9 +136,7 @@ class PostgresWrites(PostgresReads):
     def upsert_sources(self, project: str, sources: Sequence[Source]) -> None:
         self.db.executemany(
             "INSERT INTO sources (id, project, title, uri, metadata, created_at) "
-            "VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (project, id) DO UPDATE SET "
-            "title = excluded.title, uri = excluded.uri, metadata = excluded.metadata, "
-            "deleted_at = NULL",
+            "VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (project, id) DO UPDATE SET " + SOURCE_UPDATES,
             [
                 (
                     s.id,

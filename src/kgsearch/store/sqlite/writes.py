@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kgsearch.model import Chunk, Kind, Mention, ObjectRef, Source
-from kgsearch.store.common import PURGED_TABLES, mention_rows, on_conflict, row_table
+from kgsearch.store.common import (
+    PURGED_TABLES,
+    RELATIONSHIP_UPDATES,
+    SOURCE_UPDATES,
+    mention_rows,
+    on_conflict,
+    row_table,
+)
 from kgsearch.store.records import ObjectRow, RelationshipRow, RowKind
 from kgsearch.store.sqlite.reads import SQLiteReads
 from kgsearch.store.sqlite.search import VectorCache
@@ -60,23 +67,14 @@ class SQLiteWrites(SQLiteReads):
     def upsert_relationships(
         self, project: str, rows: Sequence[RelationshipRow], *, endpoints_checked: bool = False
     ) -> list[str]:
-        """Insert or update by id; endpoints must be live objects of the project (checked
-        here unless the caller already resolved them in this transaction).
-
-        Raises:
-            NotFound: An endpoint is not a live object of the project.
-        """
         if not rows:
             return []
         sql = (
             f"INSERT INTO relationships ({RELATIONSHIP_COLUMNS}) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
-            "ON CONFLICT(project, id) DO UPDATE SET type = excluded.type, "
-            "source_id = excluded.source_id, target_id = excluded.target_id, "
-            "label = excluded.label, properties = excluded.properties, weight = excluded.weight, "
-            "valid_from = excluded.valid_from, valid_to = excluded.valid_to, "
-            "description = excluded.description, source_chunks = excluded.source_chunks, "
-            "updated_at = excluded.updated_at, " + on_conflict("relationships")
+            "ON CONFLICT (project, id) DO UPDATE SET "
+            + RELATIONSHIP_UPDATES
+            + on_conflict("relationships")
         )
         params = relationship_values(SQLITE, project, rows)
         with self.db.transaction():
@@ -92,9 +90,7 @@ class SQLiteWrites(SQLiteReads):
     def upsert_sources(self, project: str, sources: Sequence[Source]) -> None:
         self.db.executemany(
             "INSERT INTO sources (id, project, title, uri, metadata, created_at) "
-            "VALUES (?,?,?,?,?,?) ON CONFLICT(project, id) DO UPDATE SET "
-            "title = excluded.title, uri = excluded.uri, metadata = excluded.metadata, "
-            "deleted_at = NULL",
+            "VALUES (?,?,?,?,?,?) ON CONFLICT (project, id) DO UPDATE SET " + SOURCE_UPDATES,
             [
                 (s.id, project, s.title, s.uri, dumps(s.metadata), iso(s.created_at))
                 for s in sources
