@@ -110,17 +110,13 @@ def test_citus_refuses_the_single_server_statistics_statement(both: Any) -> None
     assert words == (["wrath"], set(), {"wrath": 1})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 33, left: Citus sends no session settings (hnsw.ef_search, set_config's "
-    "per-statement hnsw.iterative_scan) to the workers, whose vector legs walk pgvector's "
-    "defaults (ef_search 40, no iterative scan); needs SET LOCAL with "
-    "citus.propagate_set_commands = 'local', or per-worker defaults",
-)
 def test_the_hnsw_settings_reach_the_worker_holding_the_project(both: Any) -> None:
     on_citus, _ = both
+    # what a vector leg sends on Citus: its beam always (the workers never see the
+    # coordinator's session settings), and the iterative scan when conditions drop rows
+    assert on_citus.store.db.workers_follow_settings
     rows = on_citus.store.db.all_with(
-        {"hnsw.iterative_scan": "relaxed_order"},
+        {"hnsw.ef_search": "200", "hnsw.iterative_scan": "relaxed_order"},
         "SELECT current_setting('hnsw.ef_search', true) AS ef, "
         "current_setting('hnsw.iterative_scan', true) AS it FROM objects "
         "WHERE project = 'films' LIMIT 1",

@@ -11,6 +11,7 @@ statements run on a transaction's own connection are heard too.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -133,6 +134,9 @@ _PGVECTOR_MIN = (0, 8)
 # an exact scan of the filtered rows (pgvector's default; past it, on tables of ~10^5
 # rows, the exact scan is as cheap as walking on).
 _MAX_SCAN_TUPLES = 20_000
+# A run-time setting's name as the store writes them (``hnsw.ef_search``); the value
+# is always sent as a literal.
+_SETTING_NAME = re.compile(r"[a-z_]+(\.[a-z_]+)?")
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -254,12 +258,17 @@ class Connection:
         pool_size: Most connections kept open.
         ef_search: Each connection's HNSW search beam (``hnsw.ef_search``), so a vector
             query walking that beam needs no ``SET LOCAL`` (and no transaction).
+
+    ``workers_follow_settings`` is set on a Citus coordinator: the settings of
+    :meth:`all_with` are then sent on to the workers (and session settings, which Citus
+    keeps on the coordinator, have to be given per statement that way).
     """
 
     def __init__(self, url: str, schema: str, pool_size: int, ef_search: int = 200) -> None:
         self.url = url
         self.schema = schema
         self.ef_search = ef_search
+        self.workers_follow_settings = False
         self._local = threading.local()
         self._meta: dict[str, tuple[float, str | None]] = {}
         # called after each outermost transaction commits (the store marks its cached
@@ -389,17 +398,33 @@ class Connection:
         with self._connection() as conn:
             try:
                 if self.in_transaction:  # the settings last until the caller's commit
-                    for name, value in settings.items():
-                        conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+                    self._set_local(conn, settings)
                     return conn.execute(sql, params).fetchall()
                 with conn.pipeline():
                     with conn.transaction():
-                        for name, value in settings.items():
-                            conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+                        self._set_local(conn, settings)
                         cursor = conn.execute(sql, params)
                     return cursor.fetchall()
             except (psycopg.Error, UnicodeEncodeError, OverflowError, ValueError) as exc:
                 raise wrap_error(exc) from exc
+
+    def _set_local(self, conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> None:
+        """Set run-time settings for the current transaction. On Citus they are sent as
+        ``SET LOCAL`` statements with ``citus.propagate_set_commands = 'local'``, the
+        one form Citus passes on to the workers that run the statement (``set_config``
+        and session settings stay on the coordinator)."""
+        if not self.workers_follow_settings:
+            for name, value in settings.items():
+                conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+            return
+        if settings:
+            conn.execute("SET LOCAL citus.propagate_set_commands = 'local'")
+        for name, value in settings.items():
+            if not _SETTING_NAME.fullmatch(name):
+                raise StoreError(f"not a setting name: {name!r}")
+            conn.execute(
+                pg_sql.SQL("SET LOCAL {} = {}").format(pg_sql.SQL(name), pg_sql.Literal(value))
+            )
 
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> dict[str, Any] | None:
         """Run a query and fetch the first row."""

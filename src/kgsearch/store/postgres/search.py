@@ -229,7 +229,9 @@ class PostgresSearch(SearchCore):
             args = (query, project, *params)
             settings: dict[str, str] = {}
             beam = min(1000, max(self.options.beam(kind), fetch))
-            if beam != self.db.ef_search:  # not the connection's own beam
+            # not the connection's own beam, or on Citus, whose workers never see the
+            # coordinator's session settings
+            if beam != self.db.ef_search or self.db.workers_follow_settings:
                 settings["hnsw.ef_search"] = str(beam)
             if iterative:
                 note("the conditions drop many indexed rows: iterative index scan")

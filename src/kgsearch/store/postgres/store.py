@@ -87,6 +87,7 @@ class PostgresStore(
         self.citus = distributed(self.db)
         self.lexical.column_stats = not self.citus
         self.claims_by_project = self.citus
+        self.db.workers_follow_settings = self.citus
 
     # lifecycle -----------------------------------------------------------
     def migrate(self) -> list[str]:
