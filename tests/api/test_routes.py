@@ -232,7 +232,10 @@ def test_create_relationship_returns_201_when_the_embedder_fails(
     response = c.post("/api/graph/relationships", json=WORKS)
 
     rel = response.json()
-    assert (response.status_code, rel["embedding"]["status"]) == (201, "pending")
+    assert response.status_code == 201
+    # the row is read back after its commit, and the background worker (every 50 ms)
+    # may have tried and failed it by then on a busy machine
+    assert rel["embedding"]["status"] in ("pending", "failed")
     wait_for(
         lambda: (
             c.get(f"/api/graph/relationships/{rel['id']}").json()["embedding"]["status"] == "failed"

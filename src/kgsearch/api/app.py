@@ -38,6 +38,7 @@ from kgsearch.api.jobs import JobRegistry
 from kgsearch.api.lanes import LLM_THREADS, Lanes
 from kgsearch.api.limits import MAX_BODY_BYTES, MAX_BODY_SECONDS, InputGuard
 from kgsearch.api.routes import (
+    chat,
     communities,
     embeddings,
     entities,
@@ -150,6 +151,7 @@ def create_app(
         app.include_router(module.router)
     web.mount(app)
     app.include_router(search.ask_router)
+    app.include_router(chat.router)
     app.add_api_route("/health", _health, methods=["GET"], tags=["health"])
     _add_error_handlers(app)
     app.add_middleware(InputGuard, max_bytes=max_body_bytes, body_seconds=body_seconds)

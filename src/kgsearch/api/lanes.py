@@ -22,7 +22,7 @@ from fastapi import Request
 
 from kgsearch.errors import KgsearchError
 
-__all__ = ["LLM_THREADS", "Lanes", "on_lane", "stream_events", "wants_llm"]
+__all__ = ["LLM_THREADS", "Lanes", "on_lane", "relay", "stream_events", "wants_llm"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -66,13 +66,27 @@ def stream_events(
     before it starts and given back when it ends, so streamed answers are bounded like
     the others, and no request thread waits on the stream.
     """
+    return _sse(relay(request, run))
+
+
+async def _sse(events: AsyncIterator[tuple[str, Any]]) -> AsyncIterator[str]:
+    async for event, data in events:
+        yield f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def relay(
+    request: Request, run: Callable[[Callable[[str], None]], Any]
+) -> AsyncIterator[tuple[str, Any]]:
+    """The events of an answer made on the LLM lane, as ``(event, data)`` pairs for a
+    route to frame its own way: ``("text", piece)`` as the model writes, then one
+    ``("answer", the answer as JSON)`` or ``("error", the error body)``."""
     lanes: Lanes = request.app.state.lanes
     return _events(lanes.llm, run)
 
 
 async def _events(
     limiter: anyio.CapacityLimiter, run: Callable[[Callable[[str], None]], Any]
-) -> AsyncIterator[str]:
+) -> AsyncIterator[tuple[str, Any]]:
     loop = asyncio.get_running_loop()
     pieces: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
     token = object()
@@ -99,7 +113,7 @@ async def _events(
         limiter.release_on_behalf_of(token)
         raise
     while True:
-        event, data = await pieces.get()
-        yield f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
-        if event != "text":
+        item = await pieces.get()
+        yield item
+        if item[0] != "text":
             return

@@ -74,12 +74,22 @@ def _migrate(store: Store) -> None:
     from kgsearch.store.sqlite.schema import m010_associations_not_facts as sqlite_m010
 
     if isinstance(store, SQLiteStore):
-        with store.db.transaction():
-            sqlite_m010(store.db.execute)
+        lite = store.db
+
+        def run_lite(sql: str) -> None:
+            lite.execute(sql)
+
+        with lite.transaction():
+            sqlite_m010(run_lite)
     else:
         assert isinstance(store, PostgresStore)
-        with store.db.transaction():
-            pg_m010(lambda sql: store.db.execute(sql, None))
+        pg = store.db
+
+        def run_pg(sql: str) -> None:
+            pg.execute(sql, None)
+
+        with pg.transaction():
+            pg_m010(run_pg)
 
 
 def test_the_migration_takes_out_extracted_co_occurrence_and_keeps_the_rest(
