@@ -358,3 +358,23 @@ def test_names_and_reasons_in_square_brackets_are_printed_as_written(kg: Kg) -> 
     result = kg("ingest", str(docs))
     # rich markup would eat "[draft]" and "[raw]" (as it ate the "[documents]" of an install hint)
     assert "blob[raw].txt: binary file" in result.output
+
+
+def test_ingesting_only_missing_files_creates_no_store_and_says_why(kg: Kg) -> None:
+    result = kg("ingest", "missing.md")
+    assert result.exit_code == 1
+    assert "no such file or directory: missing.md" in result.output
+    assert "ingested" not in result.output
+    assert not kg.db.exists()
+
+
+def test_the_ingest_summary_counts_in_words_a_reader_expects(kg: Kg) -> None:
+    doc = kg.directory / "one.md"
+    doc.write_text("Ada Lovelace worked with Charles Babbage in London.\n", encoding="utf-8")
+    result = kg.ok("ingest", str(doc), "--no-embed")
+    assert "ingested 1 document (0 unchanged), 1 chunk;" in result.output
+    assert "extracted 1 chunk:" in result.output
+    assert "1 documents" not in result.output and "1 chunks" not in result.output
+    # a document and a missing file: the document is stored, the missing one named
+    partly = kg("ingest", str(doc), "gone.md", "--no-embed")
+    assert partly.exit_code == 1 and "gone.md: no such file or directory" in partly.output

@@ -74,7 +74,7 @@ def _run(
     ) as progress:
         tasks: dict[Kind, TaskID] = {
             k: progress.add_task(
-                f"embedding {k.value}s", total=todo.get(k.value, 0) or None, rate="-"
+                f"embedding {_PLURAL[k.value]}", total=todo.get(k.value, 0) or None, rate="-"
             )
             for k in kinds
         }

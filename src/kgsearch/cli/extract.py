@@ -37,6 +37,7 @@ from kgsearch.cli.common import (
 from kgsearch.config import Settings
 from kgsearch.engine import Engine
 from kgsearch.engine.providers import EXTRACTOR_NAMES
+from kgsearch.errors import NotFound
 from kgsearch.io.documents import DEFAULT_MAX_BYTES
 from kgsearch.lifecycle.extraction import Totals
 from kgsearch.reports import ExtractionReport, ExtractionStatus, IngestReport, SummaryReport
@@ -126,17 +127,25 @@ def _terminable() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _count(n: int, word: str, many: str | None = None) -> str:
+    """``1 document``, ``2 documents``."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
 def _render_extraction(report: ExtractionReport) -> None:
     cost = "unknown" if report.cost_usd is None else f"${report.cost_usd:.4f}"
     out.print(
-        f"extracted {report.extracted} chunks: {report.entities} entities, "
-        f"{report.relationships} relationships; failed {report.failed} (dead {report.dead}); "
-        f"tokens {report.prompt_tokens}+{report.completion_tokens} in {report.calls} calls, "
-        f"cost {cost}; {report.seconds:.1f} s"
+        f"extracted {_count(report.extracted, 'chunk')}: "
+        f"{_count(report.entities, 'entity', 'entities')}, "
+        f"{_count(report.relationships, 'relationship')}; failed {report.failed} "
+        f"(dead {report.dead}); tokens {report.prompt_tokens}+{report.completion_tokens} in "
+        f"{_count(report.calls, 'call')}, cost {cost}; {report.seconds:.1f} s"
     )
     if report.rejected:
+        dropped = ", ".join(f"{n} {reason}" for reason, n in report.rejected.items())
         out.print(
-            "rejected: " + ", ".join(f"{reason} {n}" for reason, n in report.rejected.items())
+            f"the quality filter dropped {dropped} (each reason in docs/extraction.md; "
+            "a chunk's in `kgsearch extract show CHUNK`)"
         )
     for error in report.errors:
         out.print(f"[red]error:[/] {escape(error.splitlines()[0] if error else str(error))}")
@@ -153,8 +162,8 @@ def _render_ingest(report: IngestReport) -> None:
         )
     else:
         out.print(
-            f"ingested {report.documents} documents ({report.unchanged} unchanged), "
-            f"{report.chunks} chunks; {report.queued} queued for extraction, "
+            f"ingested {_count(report.documents, 'document')} ({report.unchanged} unchanged), "
+            f"{_count(report.chunks, 'chunk')}; {report.queued} queued for extraction, "
             f"{report.removed} removed"
         )
     if report.extraction is not None:
@@ -238,6 +247,10 @@ def ingest(
         raise click.UsageError("--extractions brings its own passages; give no PATHS with it")
     texts = [sys.stdin.read()] if Path("-") in paths else []
     files = [p for p in paths if p != Path("-")]
+    if files and not texts and not any(p.exists() for p in files):
+        # nothing to read: say so before a store is created for it
+        missing = ", ".join(str(p) for p in files)
+        raise NotFound(f"no such file or directory: {missing}", details={"paths": missing})
     settings = _settings(
         state, extractor=extractor, domain=domain, llm_model=llm_model, record=record, replay=replay
     )
