@@ -378,3 +378,21 @@ def test_the_ingest_summary_counts_in_words_a_reader_expects(kg: Kg) -> None:
     # a document and a missing file: the document is stored, the missing one named
     partly = kg("ingest", str(doc), "gone.md", "--no-embed")
     assert partly.exit_code == 1 and "gone.md: no such file or directory" in partly.output
+
+
+def test_merge_proposals_score_on_one_scale(kg: Kg) -> None:
+    records = [
+        {"kind": "object", "type": "Person", "key": "b1", "properties": {"name": "Beyoncé"}},
+        {"kind": "object", "type": "Person", "key": "b2", "properties": {"name": "Beyonce"}},
+        {"kind": "object", "type": "Place", "key": "m1", "properties": {"name": "Mississippi"}},
+        {"kind": "object", "type": "Place", "key": "m2", "properties": {"name": "Mississipi"}},
+        {"kind": "object", "type": "Person", "key": "j", "properties": {"name": "J. S. Bach"}},
+        {"kind": "object", "type": "Person", "key": "c", "properties": {"name": "C. P. E. Bach"}},
+    ]
+    kg.imported(records)
+    found = kg.json("entities", "candidates", "--no-vectors")
+    by_reason = {p["reason"]: p for p in found["proposals"]}
+    assert set(by_reason) == {"exact", "fuzzy"}  # the two Bachs are relatives, not one
+    assert by_reason["exact"]["confidence"] == 1.0
+    assert 0.9 < by_reason["fuzzy"]["confidence"] < 1.0
+    assert "confidence" in kg.ok("entities", "candidates", "--no-vectors").output

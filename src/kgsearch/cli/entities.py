@@ -32,8 +32,9 @@ def candidates(state: State, types: tuple[str, ...], limit: int, no_vectors: boo
 
     Pairs of objects of compatible types whose names are the same once normalised
     (case, punctuation, diacritics, width), an alias, an acronym, a typo apart, or
-    (embedded objects) close in meaning, each with its reason and score. Apply one
-    with `kgsearch entities merge KEEP OTHER`.
+    (embedded objects) close in meaning with a word in common, each with its reason
+    and a confidence on one 0–1 scale. Apply one with `kgsearch entities merge KEEP
+    OTHER`.
 
     Example: kgsearch entities candidates --type person
     """
@@ -54,20 +55,29 @@ def candidates(state: State, types: tuple[str, ...], limit: int, no_vectors: boo
             "merge_name": names.get(m.b_id, ""),
             "reason": m.reason,
             "score": round(m.score, 3),
+            "confidence": _confidence(m.reason, m.score),
         }
         for m in shown
     ]
     emit(state, {"proposals": rows, "total": len(found)}, _render_candidates)
 
 
+def _confidence(reason: str, score: float) -> float:
+    """Every rule's score on one 0–1 scale: 1 for a name, alias or acronym match, the
+    fuzzy ratio / 100, the embedding cosine."""
+    if reason == "fuzzy":
+        return round(score / 100, 3)
+    return 1.0 if reason in ("exact", "alias", "acronym") else round(score, 3)
+
+
 def _render_candidates(value: dict[str, object]) -> None:
-    table = Table("keep", "merge", "reason", "score")
+    table = Table("keep", "merge", "reason", "confidence")
     for row in value["proposals"]:  # type: ignore[attr-defined]
         table.add_row(
             f"{row['keep_name']}\n{row['keep']}",
             f"{row['merge_name']}\n{row['merge']}",
             row["reason"],
-            str(row["score"]),
+            f"{row['confidence']:.3f}",
         )
     out.print(table)
     out.print(f"{value['total']} proposal(s)")

@@ -14,7 +14,9 @@ word order ("Smith John" ~ "John Smith") and still forgives a typo in a long nam
 Two guards apply before fuzzy and embedding matches: a normalised name shorter than
 ``min_fuzzy_length`` never fuzzy-matches, and names whose numbers differ (digits and
 upper-case Roman numerals: "World War I" vs "World War II", "Apollo 11" vs "Apollo 13")
-never match by similarity at all.
+never match by similarity at all, nor do relatives ("J. S. Bach" vs "C. P. E. Bach":
+the same last word under other initials); and an embedding match needs the two names
+to share a word ("Columbus" and "Ohio" are close by meaning, not one place).
 
 :func:`resolve` clusters many candidates: it finds candidate pairs by blocking
 (shared normalised key, alias or acronym initials; shared token, 3-character prefix or
@@ -353,6 +355,33 @@ def _typo_apart(a: str, b: str) -> bool:
     return bool(da and db) and all(near(x, db) for x in da) and all(near(y, da) for y in db)
 
 
+_TITLES = frozenset(
+    {"president", "king", "queen", "prince", "princess", "sir", "dame", "lord", "lady"}
+    | {"dr", "mr", "mrs", "ms", "saint", "st", "pope", "general", "captain", "senator"}
+    | {"governor", "emperor", "empress", "duke", "duchess", "count", "judge", "professor"}
+)
+
+
+def _relatives(a: str, b: str) -> bool:
+    """Names that end with the same word under other given names or initials ("j s
+    bach" / "c p e bach", "michael schumacher" / "ralf schumacher") are relatives, not
+    one person: neither's initials are among the other's ("john f kennedy" / "john
+    kennedy" and "j s bach" / "johann sebastian bach" still may match; a title is no
+    given name: "president obama" / "barack obama")."""
+    ta = [t for t in a.split() if t not in _TITLES]
+    tb = [t for t in b.split() if t not in _TITLES]
+    if len(ta) < 2 or len(tb) < 2 or ta[-1] != tb[-1]:
+        return False
+    ia, ib = {t[0] for t in ta[:-1]}, {t[0] for t in tb[:-1]}
+    return not (ia <= ib or ib <= ia)
+
+
+def _share_a_word(a: str, b: str) -> bool:
+    """Whether two names share a word other than filler ("Columbus" and "Ohio", "Moscow"
+    and "Russia" share none: neighbours by meaning, not one entity)."""
+    return bool((set(a.split()) & set(b.split())) - _FILLER)
+
+
 def _decide(a: _Prepared, b: _Prepared, rules: MatchRules) -> Decision:
     if not rules.types_compatible(a.type, b.type):
         return Decision(False, "type_conflict", 0.0)
@@ -365,7 +394,7 @@ def _decide(a: _Prepared, b: _Prepared, rules: MatchRules) -> Decision:
         or (b.acronym is not None and b.acronym in a.initials)
     ):
         return Decision(True, "acronym", 100.0)
-    if a.numbers != b.numbers:
+    if a.numbers != b.numbers or _relatives(a.key, b.key):
         return Decision(False, "no_match", 0.0)
     score = 0.0
     if min(len(a.key), len(b.key)) >= rules.min_fuzzy_length:
@@ -376,7 +405,14 @@ def _decide(a: _Prepared, b: _Prepared, rules: MatchRules) -> Decision:
             and _typo_apart(a.key, b.key)
         ):
             return Decision(True, "fuzzy", score)
-    if a.unit is not None and b.unit is not None and a.unit.shape == b.unit.shape:
+    # an embedding match needs a word in common: a small model puts a city next to
+    # its state and a driver next to his rival (cosine 0.98)
+    if (
+        a.unit is not None
+        and b.unit is not None
+        and a.unit.shape == b.unit.shape
+        and _share_a_word(a.key, b.key)
+    ):
         cosine = float(a.unit @ b.unit)
         if cosine >= rules.embedding_threshold:
             return Decision(True, "embedding", cosine)

@@ -181,12 +181,43 @@ def test_short_names_never_fuzzy_match() -> None:
 
 
 def test_embedding_similarity_merges_over_the_threshold() -> None:
-    a = Candidate("a", "Big Apple", vector=np.array([1.0, 0.0]))
-    near = Candidate("b", "New York City", vector=np.array([0.95, 0.1]))
-    far = Candidate("c", "Los Angeles", vector=np.array([0.5, 0.5]))
+    a = Candidate("a", "President Obama", vector=np.array([1.0, 0.0]))
+    near = Candidate("b", "Barack Obama", vector=np.array([0.95, 0.1]))
+    far = Candidate("c", "Michelle Obama", vector=np.array([0.5, 0.5]))
     assert decide(a, near).reason == "embedding"
     assert decide(a, near).score == pytest.approx(0.9945, abs=1e-4)
     assert decide(a, far).merge is False
+
+
+def test_names_close_by_meaning_but_sharing_no_word_never_merge() -> None:
+    # a small model puts a city by its state, a capital by its country and a driver by
+    # his rival (the wrong merges issue 35 found at 0.978-0.986); the cost: a nickname
+    # with no word of the name ("Big Apple") needs an alias to merge
+    same = np.array([1.0, 0.0])
+    for x, y in (
+        ("Columbus", "Ohio"),
+        ("Moscow", "Russia"),
+        ("Eddie Irvine", "Michael Schumacher"),
+        ("Big Apple", "New York City"),
+    ):
+        decision = decide(Candidate("a", x, vector=same), Candidate("b", y, vector=same))
+        assert decision == Decision(False, "no_match", decision.score), (x, y)
+    assert (
+        decide(
+            Candidate("a", "Big Apple", aliases=("New York City",)), Candidate("b", "New York City")
+        ).reason
+        == "alias"
+    )
+
+
+def test_relatives_never_merge_as_one_person() -> None:
+    same = np.array([1.0, 0.0])
+    for x, y in (("J. S. Bach", "C. P. E. Bach"), ("Michael Schumacher", "Ralf Schumacher")):
+        a, b = Candidate("a", x, "person", vector=same), Candidate("b", y, "person", vector=same)
+        assert decide(a, b).merge is False, (x, y)
+    for x, y in (("J. S. Bach", "Johann Sebastian Bach"), ("John F. Kennedy", "John Kennedy")):
+        a, b = Candidate("a", x, "person", vector=same), Candidate("b", y, "person", vector=same)
+        assert decide(a, b).merge is True, (x, y)
 
 
 def test_cluster_joins_variants_and_records_each_merge() -> None:
