@@ -146,12 +146,14 @@ def render_results(response: dict[str, Any]) -> None:
         else:
             text = escape(" ".join(r["snippet"].split())[:160])
         grid.add_row(str(i), r["type"], text, relative(r["score"], top), r["id"], _legs(r))
+    # reports are ranked on a scale of their own: relative to the best report
+    best = communities[0]["score"] if communities else 0.0
     for i, c in enumerate(communities, len(results) + 1):
         grid.add_row(
             str(i),
             c["type"],
             f"[bold]{escape(c['title'])}[/] ({c['size']} members)",
-            relative(c["score"], top),
+            relative(c["score"], best),
             c["id"],
             _legs(c),
         )

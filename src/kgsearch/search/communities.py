@@ -11,6 +11,7 @@ for the legs and two for the hits' reports and communities, whatever the limit.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -65,7 +66,8 @@ def community_results(
     limit: int,
     trace: Trace | None = None,
 ) -> list[CommunityResult]:
-    """The best community reports for a query: vector and BM25 legs, RRF-fused.
+    """The best community reports for a query: vector and BM25 legs, RRF-fused, then
+    weighed by the community's size (:func:`_breadth`) and cut to ``limit``.
 
     Args:
         store: The store.
@@ -86,16 +88,16 @@ def community_results(
         lists["community:bm25"] = store.text_search(
             project, Kind.COMMUNITY, query, limit=candidates, trace=trace
         )
-    fused = rrf(lists)[:limit]
+    fused = rrf(lists)[:candidates]
     if not fused:
         return []
     ids = [f.key for f in fused]
     reports = {r.id: r for r in store.community_reports(project, ids)}
     sizes = {c.id: c.size for c in store.communities(project, ids=ids)}
-    return [
+    hits = [
         CommunityResult(
             id=f.key,
-            score=f.score,
+            score=f.score * _breadth(sizes.get(f.key, 0), max(sizes.values(), default=0)),
             found_by=list(f.found_by),
             level=report.level,
             title=report.title,
@@ -107,6 +109,18 @@ def community_results(
         for f in fused
         if (report := reports.get(f.key)) is not None
     ]
+    hits.sort(key=lambda h: (-h.score, h.id))
+    return hits[:limit]
+
+
+def _breadth(size: int, largest: int) -> float:
+    """How much a report's size weighs in its rank: a broad question is better served
+    by a community of many members than by a pair that happens to share its words
+    (GraphRAG's global search ranks reports by community size too). From 0.5 for a
+    community of one or two to 1 for the largest among the candidates, on a log scale."""
+    if largest <= 2 or size <= 2:
+        return 0.5 if largest > 2 else 1.0
+    return 0.5 + 0.5 * math.log(size - 1) / math.log(largest - 1)
 
 
 def with_communities(

@@ -334,3 +334,59 @@ def test_after_an_ingest_and_a_document_delete_only_the_touched_community_is_rep
     assert (after_delete.kept, after_delete.changed, after_delete.reports) == (1, 1, 1)
     assert after_delete.removed == 1  # the report of the food community with Oregano
     assert {i["id"] for i in engine.list_communities().items} == set(titles)
+
+
+def test_a_broad_question_prefers_a_large_community_to_a_pair_sharing_its_words(
+    store: Store,
+) -> None:
+    # unit: the weight of a report's community size in its rank
+    from kgsearch.search.communities import _breadth
+
+    assert _breadth(2, 40) == 0.5 and _breadth(40, 40) == 1.0
+    assert 0.5 < _breadth(6, 40) < _breadth(20, 40) < 1.0
+    assert _breadth(2, 2) == 1.0  # nothing larger to prefer
+    # end to end: a pair whose report repeats the question's words against the large
+    # group's report, which names them once
+    engine = _engine(store)
+    pair = [
+        ObjectIn(type="Thing", key=k, properties={"description": "Cooking pasta, pasta, pasta."})
+        for k in ("Pasta pot", "Pasta spoon")
+    ]
+    engine.add_objects(pair)
+    engine.add_relationships([_rel("Pasta pot", "Pasta spoon")])
+    engine.build_communities()
+    engine.embed_pending()
+    found = engine.search("pasta cooking", recipe="communities", limit=3)
+    sizes = [c.size for c in found.communities]
+    assert sizes and sizes[0] == len(_GROUPS["cook"]), sizes
+    assert [c.score for c in found.communities] == sorted(
+        (c.score for c in found.communities), reverse=True
+    )
+
+
+def test_the_cli_shows_report_relevance_relative_to_the_best_report(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from kgsearch.cli.query import render_results
+
+    found_by = [{"leg": "community:vector", "rank": 1, "score": 0.9}]
+    reports = [
+        {
+            "type": "community",
+            "id": f"c{i}",
+            "score": score,
+            "title": f"T{i}",
+            "size": 5,
+            "found_by": found_by,
+        }
+        for i, score in enumerate((0.0164, 0.0082))
+    ]
+    meta = {
+        "totalResults": 0,
+        "executionTime": {"totalMs": 1.0},
+        "fusionStrategy": "rrf",
+        "warnings": [],
+    }
+    render_results({"results": [], "communities": reports, "metadata": meta})
+    shown = capsys.readouterr().out
+    assert "1.00" in shown and "0.50" in shown and "0.0164" not in shown
