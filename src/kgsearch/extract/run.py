@@ -17,11 +17,10 @@ attempt.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 from kgsearch.errors import ProviderError
 from kgsearch.extract.glean import MAX_REPLY_CHARS, Gleaned, glean, storable
@@ -33,7 +32,7 @@ from kgsearch.extract.prompts import (
     render,
     render_packed,
 )
-from kgsearch.extract.quality import QualityRules, apply_quality, normalize_name
+from kgsearch.extract.quality import QualityRules, apply_quality, normalize_name, rules_digest
 from kgsearch.extract.schema import (
     ChunkText,
     ExtractedGraph,
@@ -92,6 +91,8 @@ class LLMExtractor:
         rules = rules or QualityRules()
         if max_relationships is not None:
             rules = replace(rules, max_relationships=max_relationships)
+        if prompt.schema is not None and rules.schema is None:
+            rules = replace(rules, schema=prompt.schema)
         if rules.check_in_text and not rules.example_names:
             names = {e.name for x in prompt.examples for e in x.graph.entities}
             rules = replace(rules, example_names=tuple(sorted(names)))
@@ -112,10 +113,9 @@ class LLMExtractor:
     @property
     def version(self) -> str:
         """Model, prompt id and version, gleaning rounds, packing and quality rules."""
-        rules = hashlib.sha256(repr(sorted(asdict(self.rules).items())).encode()).hexdigest()
         return (
             f"{self.llm.model_id}|{self.prompt.id}@{self.prompt.version}"
-            f"|glean{self.gleanings}|pack{self.pack_chars}|quality:{rules[:8]}"
+            f"|glean{self.gleanings}|pack{self.pack_chars}|quality:{rules_digest(self.rules)}"
         )
 
     def extract(
@@ -194,7 +194,7 @@ class LLMExtractor:
             messages,
             self.prompt,
             rounds=self.gleanings,
-            json_schema=output_schema(packed=packed),
+            json_schema=output_schema(packed=packed, graph=self.prompt.schema),
             max_tokens=self.max_tokens,
             max_reply_chars=self.max_reply_chars,
         )
