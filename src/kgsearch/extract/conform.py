@@ -4,9 +4,10 @@
 (``QualityRules.schema``). For each item of a parsed reply:
 
 - an entity's type is mapped onto the schema's type with the same normalised name
-  ("Sports_Team" → ``sports team``), else onto the one that shares most words with it
-  (its name or an alias) when that one is clear (at least half the words in common and
-  no other as close); else the entity is rejected ``off_schema``. The generic types
+  (case, ``_``/camelCase as spaces, plural endings: "Sports_Teams" → ``sports team``),
+  else onto the one that shares most words with it (its name or an alias, words as
+  written) when that one is clear (at least half the words of both together in common,
+  and no other as close); else the entity is rejected ``off_schema``. The generic types
   ``entity``, ``other``, ``unknown`` and an empty type are left untyped (kept, not
   checked against patterns);
 - a relationship's label is mapped the same way onto the schema's relation types, else
@@ -50,8 +51,15 @@ def _stem(word: str) -> str:
     return word
 
 
+def _stemmed(words: str) -> str:
+    """Words with plural endings dropped: the form exact matches compare."""
+    return " ".join(_stem(w) for w in words.split())
+
+
 def _tokens(words: str) -> frozenset[str]:
-    return frozenset(_stem(w) for w in words.split() if w not in _LITTLE)
+    """The words that carry meaning, as written (unstemmed: "sports club" shares no
+    word with "sport")."""
+    return frozenset(w for w in words.split() if w not in _LITTLE)
 
 
 @dataclass(frozen=True)
@@ -67,15 +75,15 @@ class _Names:
         tokens = []
         for item in items:
             for form in (item.name, *item.aliases):
-                exact.setdefault(label_words(form), item.name)
+                exact.setdefault(_stemmed(label_words(form)), item.name)
                 tokens.append((item.name, _tokens(label_words(form))))
         return cls(exact, tuple(tokens))
 
     def match(self, label: str) -> str | None:
         """The schema name ``label`` stands for, or None when none is clear."""
         words = label_words(label)
-        if words in self.exact:
-            return self.exact[words]
+        if _stemmed(words) in self.exact:
+            return self.exact[_stemmed(words)]
         mine = _tokens(words)
         if not mine:
             return None
