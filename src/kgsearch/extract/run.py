@@ -17,6 +17,7 @@ attempt.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,7 @@ from dataclasses import replace
 
 from kgsearch.errors import ProviderError
 from kgsearch.extract.glean import MAX_REPLY_CHARS, Gleaned, glean, storable
+from kgsearch.extract.ontology import GraphSchema
 from kgsearch.extract.parse import Parsed
 from kgsearch.extract.prompts import (
     DomainPrompt,
@@ -31,6 +33,7 @@ from kgsearch.extract.prompts import (
     output_schema,
     render,
     render_packed,
+    with_schema,
 )
 from kgsearch.extract.quality import QualityRules, apply_quality, normalize_name, rules_digest
 from kgsearch.extract.schema import (
@@ -104,6 +107,13 @@ class LLMExtractor:
         self.max_workers = max(1, max_workers)
         self.max_tokens = max_tokens
         self.max_reply_chars = max_reply_chars
+
+    def with_schema(self, schema: GraphSchema) -> LLMExtractor:
+        """This extractor held to ``schema`` (prompt and filter), sharing its model."""
+        made = copy.copy(self)
+        made.prompt = with_schema(self.prompt, schema)
+        made.rules = replace(self.rules, schema=schema)
+        return made
 
     @property
     def name(self) -> str:
