@@ -181,7 +181,10 @@ def schema_from_mapping(data: Any, *, source: str = "schema") -> GraphSchema:
     try:
         return GraphSchema.model_validate(dict(data))
     except ValidationError as exc:
-        problems = [f"{_path(e['loc'])}: {e['msg']}" for e in exc.errors()]
+        problems = [
+            (f"{_path(e['loc'])}: " if e["loc"] else "") + e["msg"].removeprefix("Value error, ")
+            for e in exc.errors()
+        ]
         raise InvalidRequest(
             f"{source}: bad graph schema: " + "; ".join(problems),
             details={"source": source, "fields": [_path(e["loc"]) for e in exc.errors()]},
