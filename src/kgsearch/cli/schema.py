@@ -8,6 +8,7 @@ import click
 from rich.markup import escape
 
 from kgsearch.cli.common import State, emit, handle_errors, load_settings, out, pass_state
+from kgsearch.config import config_path
 from kgsearch.extract.ontology import GraphSchema, load_schema, schema_from_setting
 
 __all__ = ["schema"]
@@ -64,7 +65,7 @@ def show(state: State, path: Path | None) -> None:
     value = (
         load_schema(path)
         if path is not None
-        else schema_from_setting(load_settings().extract.schema_)
+        else schema_from_setting(load_settings().extract.schema_, base=config_path().parent)
     )
     emit(
         state,

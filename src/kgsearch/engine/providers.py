@@ -14,7 +14,7 @@ from typing import NoReturn
 from pydantic import SecretStr
 
 from kgsearch import registry
-from kgsearch.config import ExtractSettings, LLMSettings
+from kgsearch.config import ExtractSettings, LLMSettings, config_path
 from kgsearch.errors import InvalidRequest
 from kgsearch.extract.ontology import schema_from_setting
 from kgsearch.extract.prompts import prompt_from_settings, with_schema
@@ -176,7 +176,7 @@ def _llm(given: ExtractorInput) -> Extractor:
     settings = given.settings
     prompt = with_schema(
         prompt_from_settings({**settings.model_dump(exclude_none=True), "domain": given.domain}),
-        schema_from_setting(settings.schema_),
+        schema_from_setting(settings.schema_, base=config_path().parent),
     )
     return LLMExtractor(
         make_llm(given.llm, given.cache, given.guard),

@@ -356,9 +356,16 @@ def schema_from_models(
     )
 
 
-def schema_from_setting(value: str | Path | Mapping[str, Any] | None) -> GraphSchema | None:
+def schema_from_setting(
+    value: str | Path | Mapping[str, Any] | None, *, base: Path | None = None
+) -> GraphSchema | None:
     """The schema an ``[extract] schema`` setting names: a file path, an inline table,
     or None (open extraction).
+
+    Args:
+        value: The setting.
+        base: The folder a relative path is read from (that of ``kgsearch.toml``);
+            None: the working directory.
 
     Raises:
         InvalidRequest: The file or the table is not a valid schema.
@@ -367,4 +374,7 @@ def schema_from_setting(value: str | Path | Mapping[str, Any] | None) -> GraphSc
         return None
     if isinstance(value, Mapping):
         return schema_from_mapping(value, source="[extract] schema")
-    return load_schema(value)
+    path = Path(value)
+    if base is not None and not path.is_absolute():
+        path = base / path
+    return load_schema(path)

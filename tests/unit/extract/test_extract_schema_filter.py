@@ -97,6 +97,12 @@ def test_prompt_lists_the_schema_and_the_reply_schema_has_enums() -> None:
     assert json.dumps(reply, separators=(",", ":")) in system  # sent as the prompt shows it
 
 
+def test_a_packed_reply_schema_has_both_the_chunk_and_the_enums() -> None:
+    packed = output_schema(packed=True, graph=SCHEMA)["$defs"]["ExtractedRelation"]
+    assert set(packed["required"]) >= {"source", "target", "relation", "chunk"}
+    assert packed["properties"]["relation"]["enum"][-1] == "death place"
+
+
 def test_without_a_schema_prompt_and_rules_are_unchanged() -> None:
     plain = load_prompt("general")
     assert with_schema(plain, None) is plain

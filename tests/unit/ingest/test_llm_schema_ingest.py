@@ -115,6 +115,10 @@ def test_schema_show_prints_the_file_or_the_setting(env: Path, tmp_path: Path) -
     assert kg(tmp_path, "schema", "show") is None
     (tmp_path / "kgsearch.toml").write_text(f'[extract]\nschema = "{ONTOLOGY}"\n', encoding="utf-8")
     assert kg(tmp_path, "schema", "show") == shown
+    # a relative path is read beside kgsearch.toml, wherever the command runs
+    (tmp_path / "sport.json").write_text(ONTOLOGY.read_text("utf-8"), encoding="utf-8")
+    (tmp_path / "kgsearch.toml").write_text('[extract]\nschema = "sport.json"\n', encoding="utf-8")
+    assert kg(tmp_path, "schema", "show") == shown
     text = CliRunner().invoke(cli, ["schema", "show"])
     assert text.exit_code == 0 and "league (human → any)" in text.output
 
@@ -138,3 +142,18 @@ def test_a_bad_schema_file_is_a_clear_error(env: Path, tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "bad.toml: not valid TOML" in result.output and "line 2" in result.output
     assert "Traceback" not in result.output
+
+
+def test_preview_with_a_schema_writes_nothing(
+    server: ChatServer, env: Path, tmp_path: Path
+) -> None:
+    sentence = SENTENCES[1]["sent"]
+    kg(tmp_path, "init")
+    held = kg(
+        tmp_path, "extract", "preview", sentence, "--extractor", "llm", "--schema", str(ONTOLOGY)
+    )
+    assert "+schema." in held["prompt_version"]
+    assert "membership" in {r["item"]["relation"] for r in held["rejected"]}
+    assert (
+        not (tmp_path / "kg.db").exists() or kg(tmp_path, "stats")["counts"].get("chunks", 0) == 0
+    )
