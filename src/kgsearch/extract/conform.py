@@ -13,7 +13,9 @@
 - a relationship's label is mapped the same way onto the schema's relation types, else
   rejected ``off_schema``; so is one whose endpoint was rejected ``off_schema``;
 - a relationship whose endpoint has a type (from the chunk's entity list) outside the
-  relation's allowed source or target types is rejected ``pattern_mismatch``.
+  relation's allowed source or target types is turned round when both ends are typed
+  and the reversed pattern fits (a ``reversed_to_schema`` signal: "Grace Hopper chief
+  executive Acme" for a company → person relation), else rejected ``pattern_mismatch``.
 
 Each mapping is recorded as a ``mapped_to_schema`` signal (``{"from", "to"}``), so
 ``kgsearch extract show`` tells what the model wrote from what was kept.
@@ -194,6 +196,21 @@ def _entity(
     return entity
 
 
+def _fits(
+    kind: RelationType, source: str | None, target: str | None, *, typed: bool = False
+) -> bool:
+    """Whether ends of these types fit ``kind``'s pattern (an untyped end fits any;
+    with ``typed``, both ends must be typed and allowed)."""
+    for given, allowed in ((source, kind.source), (target, kind.target)):
+        if given is None:
+            if typed:
+                return False
+            continue
+        if allowed and given.casefold() not in {a.casefold() for a in allowed}:
+            return False
+    return True
+
+
 def _relation(
     relation: ExtractedRelation,
     matcher: SchemaMatcher,
@@ -212,16 +229,15 @@ def _relation(
         reject("off_schema")
         return None
     kind = matcher.schema.relation_type(label)
-    if kind is not None:
-        for end, allowed in ((source, kind.source), (target, kind.target)):
-            typed = types.get(end)
-            if (
-                allowed
-                and typed is not None
-                and typed.casefold() not in {a.casefold() for a in allowed}
-            ):
-                reject("pattern_mismatch")
-                return None
+    if kind is not None and not _fits(kind, types.get(source), types.get(target)):
+        if not _fits(kind, types.get(target), types.get(source), typed=True):
+            reject("pattern_mismatch")
+            return None
+        item = {"from": f"{relation.source} → {relation.target}", "to": "reversed"}
+        out.signals.append(Rejection(kind="relationship", reason="reversed_to_schema", item=item))
+        relation = relation.model_copy(
+            update={"source": relation.target, "target": relation.source}
+        )
     if label != relation.relation:
         _mapped(out, "relationship", relation.relation, label)
         return relation.model_copy(update={"relation": label})

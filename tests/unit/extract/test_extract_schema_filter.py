@@ -168,19 +168,24 @@ def test_endpoint_types_are_checked_against_the_pattern() -> None:
         entity("Acme Corp", "company"),
         entity("Grace Hopper", "person"),
         entity("London", "city"),
-        relation("Grace Hopper", "chief executive", "Acme Corp"),  # reversed
+        relation("Grace Hopper", "founded by", "Acme Corp"),  # reversed: turned round
         relation("Acme Corp", "chief executive", "Grace Hopper"),
-        relation("Acme Corp", "founded by", "London"),
+        relation("Acme Corp", "founded by", "London"),  # neither way
         relation("London", "located in", "Acme Corp"),  # any → any
     )
-    assert reasons(result) == [
-        ("pattern_mismatch", "chief executive"),
-        ("pattern_mismatch", "founded by"),
+    assert reasons(result) == [("pattern_mismatch", "founded by")]
+    assert [(r.source, r.relation, r.target) for r in result.graph.relationships] == [
+        ("Acme Corp", "founded by", "Grace Hopper"),
+        ("Acme Corp", "chief executive", "Grace Hopper"),
+        ("London", "located in", "Acme Corp"),
     ]
-    assert [(r.source, r.relation) for r in result.graph.relationships] == [
-        ("Acme Corp", "chief executive"),
-        ("London", "located in"),
-    ]
+    turned = [s.item for s in result.signals if s.reason == "reversed_to_schema"]
+    assert turned == [{"from": "Grace Hopper → Acme Corp", "to": "reversed"}]
+    # an end of unknown type is not turned round on a guess
+    unsure = filtered(
+        entity("Grace Hopper", "person"), relation("Grace Hopper", "founded by", "Acme Corp")
+    )
+    assert reasons(unsure) == [("pattern_mismatch", "founded by")]
 
 
 def test_generic_and_unlisted_endpoints_are_not_pattern_checked() -> None:
