@@ -119,7 +119,7 @@ class LLMSettings(BaseModel):
 class ExtractSettings(BaseModel):
     """Text → graph extraction (``kgsearch ingest``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     extractor: str = Field(default="spacy", description="spacy (offline), llm or none")
     domain: str = Field(default="general", description="Prompt domain of the LLM extractor")
@@ -143,6 +143,11 @@ class ExtractSettings(BaseModel):
         default=None, description="Few-shot examples {text, entities, relationships}"
     )
     language: str | None = Field(default=None, description="Language of descriptions")
+    schema_: str | dict[str, Any] | None = Field(
+        default=None,
+        alias="schema",
+        description="Graph schema for --extractor llm: a .toml/.json/.yaml file or an inline table",
+    )
     summaries: Literal["extractive", "llm"] = Field(
         default="extractive",
         description="Long merged descriptions: central sentences (offline) or LLM summaries",
@@ -201,6 +206,7 @@ class Settings(BaseSettings):
     def masked(self) -> dict[str, Any]:
         """Effective settings as a dict with secrets masked."""
         data = self.model_dump(mode="json")
+        data["extract"]["schema"] = data["extract"].pop("schema_")
         data["store"]["url"] = redact_url(self.store.url)
         if self.embed.api_key is not None:
             data["embed"]["api_key"] = "********"

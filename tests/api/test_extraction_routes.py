@@ -253,6 +253,7 @@ def test_preview_returns_the_extraction_and_writes_nothing(api: httpx.Client) ->
         ("/api/documents", {"text": "Ada.", "extractor": "bogus"}),
         ("/api/extraction/preview", {"text": "   "}),
         ("/api/extraction/preview", {"text": "Ada.", "extractor": "bogus"}),
+        ("/api/extraction/preview", {"text": "Ada.", "schema": {"relation_types": []}}),
     ],
 )
 def test_bad_input_is_400_with_the_error_shape(

@@ -51,7 +51,7 @@ def test_every_command_is_in_the_cli_reference() -> None:
 def test_every_setting_is_documented() -> None:
     text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     fields = [
-        f"{section}.{name}"
+        f"{section}.{info.alias or name}"
         for section, model in (
             ("store", StoreSettings),
             ("embed", EmbedSettings),
@@ -59,7 +59,7 @@ def test_every_setting_is_documented() -> None:
             ("llm", LLMSettings),
             ("extract", ExtractSettings),
         )
-        for name in model.model_fields
+        for name, info in model.model_fields.items()
     ]
     assert [f for f in fields if f"`{f}`" not in text] == []
 

@@ -369,6 +369,12 @@ class PreviewRequest(_Body):
     text: str = Field(min_length=1, max_length=100_000)
     extractor: str | None = _EXTRACTOR
     domain: str | None = _DOMAIN
+    graph_schema: dict[str, Any] | None = Field(
+        default=None,
+        alias="schema",
+        description="A graph schema to try instead of the server's [extract] schema "
+        "({entity_types, relation_types} or a Text2KGBench ontology; llm extractor only)",
+    )
     project: str | None = _PROJECT
 
 

@@ -38,6 +38,7 @@ from kgsearch.config import Settings
 from kgsearch.engine import Engine
 from kgsearch.engine.providers import EXTRACTOR_NAMES
 from kgsearch.errors import NotFound
+from kgsearch.extract.ontology import load_schema
 from kgsearch.io.documents import DEFAULT_MAX_BYTES
 from kgsearch.lifecycle.extraction import Totals
 from kgsearch.reports import ExtractionReport, ExtractionStatus, IngestReport, SummaryReport
@@ -53,10 +54,14 @@ def _settings(
     llm_model: str | None = None,
     record: Path | None = None,
     replay: Path | None = None,
+    schema: Path | None = None,
 ) -> Settings:
     settings = load_settings()
     llm = {k: v for k, v in (("model", llm_model), ("record", record), ("replay", replay)) if v}
-    ext = {k: v for k, v in (("extractor", extractor), ("domain", domain)) if v}
+    ext: dict[str, Any] = {k: v for k, v in (("extractor", extractor), ("domain", domain)) if v}
+    if schema is not None:
+        load_schema(schema)  # a bad file is reported before any work
+        ext["schema_"] = str(schema.resolve())
     return settings.model_copy(
         update={
             "llm": settings.llm.model_copy(update=llm),
@@ -184,6 +189,12 @@ def _render_ingest(report: IngestReport) -> None:
 )
 @click.option("--domain", help="Prompt domain for --extractor llm (general, software, …).")
 @click.option("--llm-model", help="provider:model for --extractor llm, e.g. ollama:llama3.1.")
+@click.option(
+    "--schema",
+    "schema",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Graph schema for --extractor llm (.toml/.json/.yaml; see `kgsearch schema show`).",
+)
 @click.option("--chunk-chars", type=click.IntRange(100, 100_000), help="Largest chunk.")
 @click.option("--title", help="Title of text read from stdin (PATH '-').")
 @click.option("--dry-run", is_flag=True, help="Chunk and forecast tokens and cost only.")
@@ -216,6 +227,7 @@ def ingest(
     extractor: str | None,
     domain: str | None,
     llm_model: str | None,
+    schema: Path | None,
     chunk_chars: int | None,
     title: str | None,
     dry_run: bool,
@@ -238,6 +250,7 @@ def ingest(
     Example:
       kgsearch ingest docs/
       kgsearch ingest report.md --extractor llm --domain finance --dry-run
+      kgsearch ingest notes/ --extractor llm --schema schema.toml
       cat notes.txt | kgsearch ingest - --title notes
       kgsearch ingest --extractions openie_gpt-3.5-turbo-1106.json
     """
@@ -252,7 +265,13 @@ def ingest(
         missing = ", ".join(str(p) for p in files)
         raise NotFound(f"no such file or directory: {missing}", details={"paths": missing})
     settings = _settings(
-        state, extractor=extractor, domain=domain, llm_model=llm_model, record=record, replay=replay
+        state,
+        extractor=extractor,
+        domain=domain,
+        llm_model=llm_model,
+        record=record,
+        replay=replay,
+        schema=schema,
     )
     with engine_from(state, settings=settings, create=True) as engine:
 
@@ -298,14 +317,22 @@ def extract() -> None:
 @click.option("--limit", type=click.IntRange(1), help="Stop after about this many chunks.")
 @click.option("--record", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--replay", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option(
+    "--schema",
+    "schema",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Graph schema for --extractor llm (.toml/.json/.yaml; see `kgsearch schema show`).",
+)
 @pass_state
 @handle_errors
-def run(state: State, limit: int | None, record: Path | None, replay: Path | None) -> None:
+def run(
+    state: State, limit: int | None, record: Path | None, replay: Path | None, schema: Path | None
+) -> None:
     """Extract every queued chunk (with the extractor and domain it was queued with).
 
     Example: kgsearch extract run
     """
-    settings = _settings(state, record=record, replay=replay)
+    settings = _settings(state, record=record, replay=replay, schema=schema)
     with engine_from(state, settings=settings) as engine:
         status = engine.extraction_status(project=state.project)
         due = status.counts.get("pending", 0) + status.counts.get("failed", 0)
@@ -394,16 +421,29 @@ def retry(state: State, dead: bool, claimed: bool) -> None:
 @click.option("--extractor", type=click.Choice([n for n in EXTRACTOR_NAMES if n != "none"]))
 @click.option("--domain", help="Prompt domain for --extractor llm.")
 @click.option("--llm-model", help="provider:model for --extractor llm.")
+@click.option(
+    "--schema",
+    "schema",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Graph schema for --extractor llm (.toml/.json/.yaml; see `kgsearch schema show`).",
+)
 @pass_state
 @handle_errors
 def preview(
-    state: State, text: str, extractor: str | None, domain: str | None, llm_model: str | None
+    state: State,
+    text: str,
+    extractor: str | None,
+    domain: str | None,
+    llm_model: str | None,
+    schema: Path | None,
 ) -> None:
     """Run the extractor on TEXT and print what it keeps and rejects; writes nothing.
 
     Example: kgsearch extract preview "Ada Lovelace worked with Charles Babbage."
     """
-    settings = _settings(state, extractor=extractor, domain=domain, llm_model=llm_model)
+    settings = _settings(
+        state, extractor=extractor, domain=domain, llm_model=llm_model, schema=schema
+    )
     with engine_from(state, settings=settings) as engine:
         emit(state, engine.preview_extraction(text))
 

@@ -114,6 +114,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "relationships",
         "List, show and delete relationships (graph edges).",
     ),
+    "schema": (
+        "kgsearch.cli.schema",
+        "schema",
+        "Show the graph schema (entity and relation types) LLM extraction follows.",
+    ),
     "search": (
         "kgsearch.cli.search",
         "search",

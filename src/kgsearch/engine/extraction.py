@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from kgsearch.engine import providers
 from kgsearch.engine.core import EngineCore
 from kgsearch.errors import InvalidRequest
 from kgsearch.extract.imported import ImportedExtractor
+from kgsearch.extract.ontology import GraphSchema, schema_from_mapping
 from kgsearch.extract.openie import load_openie
 from kgsearch.extract.quality import QualityFiltered
 from kgsearch.extract.run import LLMExtractor
@@ -298,17 +300,36 @@ class ExtractionMethods(EngineCore):
         return extraction.retry(self.store, project, dead=dead, claimed=claimed)
 
     def preview_extraction(
-        self, text: str, *, extractor: str | None = None, domain: str | None = None
+        self,
+        text: str,
+        *,
+        extractor: str | None = None,
+        domain: str | None = None,
+        schema: GraphSchema | Mapping[str, Any] | None = None,
     ) -> ExtractionResult:
         """Run the extractor on ``text`` and return what it would keep and reject;
         nothing is written (an LLM reply may still land in the response cache).
 
+        Args:
+            text: The text.
+            extractor: The extractor (settings' default when None).
+            domain: The prompt domain (settings' default when None).
+            schema: A graph schema to try instead of ``[extract] schema`` (a
+                :class:`GraphSchema` or its mapping; the LLM extractor only).
+
         Raises:
-            InvalidRequest: Blank text.
+            InvalidRequest: Blank text, a malformed schema, or a schema for an
+                extractor other than ``llm``.
         """
         if not text.strip():
             raise InvalidRequest("text must not be blank")
         chosen: Extractor = self.extractor(extractor, domain)
+        if schema is not None:
+            if not isinstance(chosen, LLMExtractor):
+                raise InvalidRequest("a graph schema steers the llm extractor only")
+            if not isinstance(schema, GraphSchema):
+                schema = schema_from_mapping(schema, source="schema")
+            chosen = chosen.with_schema(schema)
         chunk = ChunkText("preview", text)
         if isinstance(chosen, LLMExtractor):  # a failed call is the answer's error
             (result,) = chosen.extract([chunk], raise_errors=True)

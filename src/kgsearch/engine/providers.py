@@ -14,9 +14,10 @@ from typing import NoReturn
 from pydantic import SecretStr
 
 from kgsearch import registry
-from kgsearch.config import ExtractSettings, LLMSettings
+from kgsearch.config import ExtractSettings, LLMSettings, config_path
 from kgsearch.errors import InvalidRequest
-from kgsearch.extract.prompts import prompt_from_settings
+from kgsearch.extract.ontology import schema_from_setting
+from kgsearch.extract.prompts import prompt_from_settings, with_schema
 from kgsearch.extract.quality import QualityFiltered, QualityRules
 from kgsearch.extract.run import LLMExtractor
 from kgsearch.extract.schema import Extractor
@@ -173,8 +174,9 @@ def _spacy(given: ExtractorInput) -> Extractor:
 
 def _llm(given: ExtractorInput) -> Extractor:
     settings = given.settings
-    prompt = prompt_from_settings(
-        {**settings.model_dump(exclude_none=True), "domain": given.domain}
+    prompt = with_schema(
+        prompt_from_settings({**settings.model_dump(exclude_none=True), "domain": given.domain}),
+        schema_from_setting(settings.schema_, base=config_path().parent),
     )
     return LLMExtractor(
         make_llm(given.llm, given.cache, given.guard),

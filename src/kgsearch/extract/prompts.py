@@ -24,6 +24,7 @@ from string import Template
 from typing import Any
 
 from kgsearch.errors import InvalidRequest
+from kgsearch.extract.ontology import GraphSchema
 from kgsearch.extract.schema import ExtractedGraph
 from kgsearch.llm.base import Message
 
@@ -37,6 +38,8 @@ __all__ = [
     "prompt_from_settings",
     "render",
     "render_packed",
+    "schema_section",
+    "with_schema",
 ]
 
 DEFAULT_LANGUAGE = "the language of the document"
@@ -67,6 +70,7 @@ class DomainPrompt:
         instructions: Domain guidance added to the shared instructions.
         examples: Worked examples shown before the document.
         language: The language descriptions are written in.
+        schema: The graph schema the answer must follow (None: open extraction).
     """
 
     domain: str
@@ -76,6 +80,7 @@ class DomainPrompt:
     instructions: str = ""
     examples: tuple[PromptExample, ...] = field(default=())
     language: str = DEFAULT_LANGUAGE
+    schema: GraphSchema | None = None
 
     @property
     def id(self) -> str:
@@ -181,16 +186,72 @@ def prompt_from_settings(settings: Mapping[str, Any]) -> DomainPrompt:
     return replace(prompt, version=f"{prompt.version}+custom.{digest}", **changes)
 
 
+def with_schema(prompt: DomainPrompt, schema: GraphSchema | None) -> DomainPrompt:
+    """``prompt`` asking for ``schema``'s types and relations (unchanged for None).
+
+    The entity types become the schema's (when it lists any), the system prompt gets a
+    "Graph schema" section and the reply's JSON schema enums; the version gains a
+    ``+schema.<digest>`` suffix, so cached replies never cross schemas.
+    """
+    if schema is None:
+        return prompt
+    types = tuple(t.name for t in schema.entity_types) or prompt.entity_types
+    return replace(
+        prompt,
+        schema=schema,
+        entity_types=types,
+        version=f"{prompt.version}+schema.{schema.digest}",
+    )
+
+
+def schema_section(schema: GraphSchema) -> str:
+    """The prompt's "Graph schema" section: each entity type and relation type with
+    its description, and each relation's allowed (source, target) types."""
+    lines = ["# Graph schema", "Use only these types and relations; leave out facts that fit none."]
+    if schema.description:
+        lines.append(schema.description.strip())
+    if schema.entity_types:
+        lines.append("Entity types:")
+        for entity in schema.entity_types:
+            line = f"- {entity.name}" + (f": {entity.description}" if entity.description else "")
+            if entity.properties:
+                line += f" (properties: {', '.join(entity.properties)})"
+            lines.append(line)
+    if schema.relation_types:
+        lines.append(
+            'Relations (write the "relation" field exactly as named; source → target types):'
+        )
+        for relation in schema.relation_types:
+            source = " or ".join(relation.source) or "any"
+            target = " or ".join(relation.target) or "any"
+            line = f"- {relation.name} ({source} → {target})"
+            if relation.description:
+                line += f": {relation.description}"
+            if relation.single_valued:
+                line += " [one value at a time]"
+            lines.append(line)
+    return "\n".join(lines)
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, PromptExample):
         return {"text": value.text, "graph": value.graph.model_dump()}
     raise TypeError(type(value).__name__)
 
 
-def output_schema(*, packed: bool = False) -> dict[str, Any]:
+def output_schema(*, packed: bool = False, graph: GraphSchema | None = None) -> dict[str, Any]:
     """The JSON Schema the reply must match: :class:`ExtractedGraph`'s, plus a
-    required ``chunk`` number on every item when several chunks share one call."""
+    required ``chunk`` number on every item when several chunks share one call, and
+    with a graph schema, enums of its entity types and relation labels (the relation
+    then required)."""
     schema = ExtractedGraph.model_json_schema()
+    if graph is not None and graph.entity_types:
+        entity = schema["$defs"]["ExtractedEntity"]["properties"]["type"]
+        entity["enum"] = [t.name for t in graph.entity_types]
+    if graph is not None and graph.relation_types:
+        definition = schema["$defs"]["ExtractedRelation"]
+        definition["properties"]["relation"]["enum"] = [r.name for r in graph.relation_types]
+        definition["required"] = [*definition.get("required", []), "relation"]
     if packed:
         for name in ("ExtractedEntity", "ExtractedRelation"):
             definition = schema["$defs"][name]
@@ -212,11 +273,14 @@ def _system(prompt: DomainPrompt, *, packed: bool) -> str:
             'Add "chunk": n to every entity and relationship, the number of the chunk '
             "it comes from; list an entity once per chunk that mentions it."
         )
+    guidance = f"# Domain guidance\n{instructions}" if instructions else ""
+    if prompt.schema is not None:
+        guidance = f"{guidance}\n\n{schema_section(prompt.schema)}".strip()
     text = _template().substitute(
         domain_description=prompt.description,
         entity_types=", ".join(prompt.entity_types),
-        instructions=f"# Domain guidance\n{instructions}" if instructions else "",
-        schema=json.dumps(output_schema(packed=packed), separators=(",", ":")),
+        instructions=guidance,
+        schema=json.dumps(output_schema(packed=packed, graph=prompt.schema), separators=(",", ":")),
         language=prompt.language,
         examples=examples,
     )

@@ -12,6 +12,10 @@
   ``long_description``, ``trivial_description`` ("X is related to Y"), ``duplicate``
   (merged into the first), ``over_cap`` (beyond ``max_relationships``).
 
+With a graph schema (``rules.schema``), items are first held to it
+(:mod:`kgsearch.extract.conform`): labels and types mapped onto the schema's, or
+rejected ``off_schema``; endpoints of the wrong type rejected ``pattern_mismatch``.
+
 A relationship without a description (``relation(subject, object)`` triples, JSON with
 only a label) is described by a template, "subject relation object", instead of being
 rejected as short; only one with neither a description nor a label that says anything
@@ -29,6 +33,8 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
+from kgsearch.extract.conform import conform
+from kgsearch.extract.ontology import GraphSchema
 from kgsearch.extract.schema import (
     ChunkText,
     ExtractedEntity,
@@ -49,6 +55,7 @@ __all__ = [
     "apply_quality",
     "grounding_form",
     "normalize_name",
+    "rules_digest",
 ]
 
 TRIVIAL_PATTERNS: tuple[str, ...] = (
@@ -110,6 +117,9 @@ class QualityRules:
         describe_missing: Describe a relationship that has no description by a
             template ("Ada Lovelace wrote programs for Analytical Engine") instead of
             rejecting it as ``short_description``.
+        schema: Hold every item to this graph schema first
+            (:func:`kgsearch.extract.conform.conform`: labels mapped onto it, or
+            rejected ``off_schema`` / ``pattern_mismatch``); None: open extraction.
     """
 
     min_description_length: int = 50
@@ -122,6 +132,17 @@ class QualityRules:
     describe_missing: bool = True
     strict_in_text: bool = False
     example_names: tuple[str, ...] = ()
+    schema: GraphSchema | None = None
+
+
+def rules_digest(rules: QualityRules) -> str:
+    """Eight hex digits that change with any rule (the schema by its digest; without
+    one, the same digest as before schemas existed)."""
+    fields = {k: v for k, v in asdict(rules).items() if k != "schema"}
+    text = repr(sorted(fields.items()))
+    if rules.schema is not None:
+        text += f"|schema:{rules.schema.digest}"
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def normalize_name(text: str) -> str:
@@ -252,15 +273,23 @@ def apply_quality(result: ExtractionResult, text: str, rules: QualityRules) -> E
     Returns:
         A copy of ``result`` with the kept graph and every rejection with its reason.
     """
+    graph_in = result.graph
+    schema_rejected: list[Rejection] = []
+    schema_signals: list[Rejection] = []
+    if rules.schema is not None:
+        held = conform(graph_in, rules.schema)
+        graph_in, schema_rejected, schema_signals = held.graph, held.rejected, held.signals
     state = _Pass(
         text=normalize_name(text),
         rules=rules,
         grounding=_Text.of(text),
         copied=frozenset(grounding_form(n) for n in rules.example_names),
+        rejected=schema_rejected,
+        signals=schema_signals,
     )
-    for entity in result.graph.entities:
+    for entity in graph_in.entities:
         _keep_entity(state, entity)
-    relations = _keep_relations(state, result.graph.relationships)
+    relations = _keep_relations(state, graph_in.relationships)
     graph = ExtractedGraph(entities=list(state.entities.values()), relationships=relations)
     return result.model_copy(
         update={
@@ -360,8 +389,9 @@ def _relation_problem(state: _Pass, relation: ExtractedRelation) -> str | None:
     longest = max(len(relation.source), len(relation.target), len(relation.relation))
     if longest > rules.max_name_length:
         return "long_name"
+    soft = rules.schema is not None and not rules.strict_in_text
     for name in (relation.source, relation.target):
-        if normalize_name(name) not in state.by_name and not state.in_text(name):
+        if normalize_name(name) not in state.by_name and not state.in_text(name) and not soft:
             return "unknown_entity"
     description = relation.description.strip()
     if not description and rules.describe_missing:
@@ -405,6 +435,9 @@ def _ensure_endpoint(state: _Pass, name: str) -> None:
     if key in state.by_name:
         return
     entity = ExtractedEntity(name=name, type="entity", description="")
+    if not state.in_text(name):  # only under a schema with soft grounding
+        item = {**entity.model_dump(), "confidence": UNGROUNDED_CONFIDENCE}
+        state.signals.append(Rejection(kind="entity", reason="not_in_text", item=item))
     state.entities[("entity", key)] = entity
     state.by_name[key] = entity
 
@@ -429,8 +462,7 @@ class QualityFiltered:
     @property
     def version(self) -> str:
         """The inner version and a digest of the rules."""
-        digest = hashlib.sha256(repr(sorted(asdict(self.rules).items())).encode()).hexdigest()
-        return f"{self.inner.version}|quality:{digest[:8]}"
+        return f"{self.inner.version}|quality:{rules_digest(self.rules)}"
 
     def extract(self, chunks: Sequence[ChunkText]) -> list[ExtractionResult]:
         """The inner results, filtered (failed ones are passed through)."""

@@ -17,14 +17,15 @@ attempt.
 
 from __future__ import annotations
 
-import hashlib
+import copy
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 from kgsearch.errors import ProviderError
 from kgsearch.extract.glean import MAX_REPLY_CHARS, Gleaned, glean, storable
+from kgsearch.extract.ontology import GraphSchema
 from kgsearch.extract.parse import Parsed
 from kgsearch.extract.prompts import (
     DomainPrompt,
@@ -32,8 +33,9 @@ from kgsearch.extract.prompts import (
     output_schema,
     render,
     render_packed,
+    with_schema,
 )
-from kgsearch.extract.quality import QualityRules, apply_quality, normalize_name
+from kgsearch.extract.quality import QualityRules, apply_quality, normalize_name, rules_digest
 from kgsearch.extract.schema import (
     ChunkText,
     ExtractedGraph,
@@ -92,6 +94,8 @@ class LLMExtractor:
         rules = rules or QualityRules()
         if max_relationships is not None:
             rules = replace(rules, max_relationships=max_relationships)
+        if prompt.schema is not None and rules.schema is None:
+            rules = replace(rules, schema=prompt.schema)
         if rules.check_in_text and not rules.example_names:
             names = {e.name for x in prompt.examples for e in x.graph.entities}
             rules = replace(rules, example_names=tuple(sorted(names)))
@@ -104,6 +108,13 @@ class LLMExtractor:
         self.max_tokens = max_tokens
         self.max_reply_chars = max_reply_chars
 
+    def with_schema(self, schema: GraphSchema) -> LLMExtractor:
+        """This extractor held to ``schema`` (prompt and filter), sharing its model."""
+        made = copy.copy(self)
+        made.prompt = with_schema(self.prompt, schema)
+        made.rules = replace(self.rules, schema=schema)
+        return made
+
     @property
     def name(self) -> str:
         """``llm``."""
@@ -112,10 +123,9 @@ class LLMExtractor:
     @property
     def version(self) -> str:
         """Model, prompt id and version, gleaning rounds, packing and quality rules."""
-        rules = hashlib.sha256(repr(sorted(asdict(self.rules).items())).encode()).hexdigest()
         return (
             f"{self.llm.model_id}|{self.prompt.id}@{self.prompt.version}"
-            f"|glean{self.gleanings}|pack{self.pack_chars}|quality:{rules[:8]}"
+            f"|glean{self.gleanings}|pack{self.pack_chars}|quality:{rules_digest(self.rules)}"
         )
 
     def extract(
@@ -194,7 +204,7 @@ class LLMExtractor:
             messages,
             self.prompt,
             rounds=self.gleanings,
-            json_schema=output_schema(packed=packed),
+            json_schema=output_schema(packed=packed, graph=self.prompt.schema),
             max_tokens=self.max_tokens,
             max_reply_chars=self.max_reply_chars,
         )

@@ -426,11 +426,21 @@ def create_server(
         text: Annotated[str, Field(min_length=1, max_length=100_000)],
         extractor: Annotated[str | None, Field(max_length=50)] = None,
         domain: Annotated[str | None, Field(max_length=100)] = None,
+        schema: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="A graph schema to try ({entity_types, relation_types}; "
+                "llm extractor only); default: the server's [extract] schema"
+            ),
+        ] = None,
     ) -> CallToolResult:
         """Show what extraction would find in a text (entities, relationships, what
         the quality filter rejects and why) without storing anything."""
         return await call(
-            "read", lambda: engine.preview_extraction(text, extractor=extractor, domain=domain)
+            "read",
+            lambda: engine.preview_extraction(
+                text, extractor=extractor, domain=domain, schema=schema
+            ),
         )
 
     @server.tool(structured_output=False)

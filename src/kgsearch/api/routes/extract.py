@@ -207,7 +207,9 @@ async def preview_extraction(
     who.check_body(body.project)
 
     def run() -> ExtractionResult:
-        return engine.preview_extraction(body.text, extractor=body.extractor, domain=body.domain)
+        return engine.preview_extraction(
+            body.text, extractor=body.extractor, domain=body.domain, schema=body.graph_schema
+        )
 
     lanes: Lanes = request.app.state.lanes
     return await anyio.to_thread.run_sync(run, limiter=lanes.llm)
