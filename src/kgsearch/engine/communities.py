@@ -14,7 +14,7 @@ from kgsearch.community_values import (
     ReportMethod,
 )
 from kgsearch.engine import providers
-from kgsearch.engine.core import EngineCore
+from kgsearch.engine.core import EngineCore, llm_scoped
 from kgsearch.errors import InvalidRequest, MissingCredentials
 from kgsearch.lifecycle import communities as building
 from kgsearch.llm.base import LLM
@@ -26,6 +26,7 @@ __all__ = ["CommunityMethods"]
 class CommunityMethods(EngineCore):
     """Communities of a project's graph (docs/communities.md), one call each."""
 
+    @llm_scoped
     def build_communities(
         self,
         *,

@@ -4,9 +4,10 @@ section hands to the module that owns the work.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
-from typing import Any, Self
+from typing import Any, Self, TypeVar, cast
 
 from kgsearch.config import ExtractSettings, LLMSettings, Settings
 from kgsearch.embed import create_embedder
@@ -19,6 +20,7 @@ from kgsearch.extract.schema import Extractor
 from kgsearch.lifecycle import embedding
 from kgsearch.lifecycle.runner import RetryPolicy
 from kgsearch.llm.base import LLM
+from kgsearch.llm.cache import cache_scope
 from kgsearch.llm.guard import llm_guard
 from kgsearch.model import (
     DEFAULT_PROJECT,
@@ -34,6 +36,23 @@ from kgsearch.writes.graph import WriteContext
 from kgsearch.writes.rows import TextRules
 
 __all__ = ["EngineCore"]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def llm_scoped(method: F) -> F:
+    """Run an engine method that may ask a chat model in its project's reply cache
+    (:func:`~kgsearch.llm.cache.cache_scope`): a tenant never meets another's
+    cached replies. The project is the method's ``project`` keyword, or the engine's."""
+
+    @functools.wraps(method)
+    def scoped(self: EngineCore, *args: Any, **kwargs: Any) -> Any:
+        project = kwargs.get("project")
+        with cache_scope(self._p(project if isinstance(project, str) else None)):
+            return method(self, *args, **kwargs)
+
+    return cast(F, scoped)
 
 
 class EngineCore:

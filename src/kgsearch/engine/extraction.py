@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kgsearch.engine import providers
-from kgsearch.engine.core import EngineCore
+from kgsearch.engine.core import EngineCore, llm_scoped
 from kgsearch.errors import InvalidRequest
 from kgsearch.extract.imported import ImportedExtractor
 from kgsearch.extract.ontology import GraphSchema, schema_from_mapping
@@ -41,6 +41,7 @@ IngestProgress = Callable[[str, object], None]
 class ExtractionMethods(EngineCore):
     """Ingest and the extraction lifecycle (one call each)."""
 
+    @llm_scoped
     def ingest(
         self,
         paths: Sequence[Path | str] = (),
@@ -186,6 +187,7 @@ class ExtractionMethods(EngineCore):
                 report = report.model_copy(update={"summaries": summaries})
         return report
 
+    @llm_scoped
     def summarize_descriptions(
         self,
         *,
@@ -209,6 +211,7 @@ class ExtractionMethods(EngineCore):
             self._writes(project), llm, limit=limit, progress=progress
         )
 
+    @llm_scoped
     def extract(
         self,
         *,
@@ -255,6 +258,7 @@ class ExtractionMethods(EngineCore):
             chunk_ids=chunk_ids,
         )
 
+    @llm_scoped
     def extract_chunks(
         self,
         chunk_ids: Sequence[str],
@@ -299,6 +303,7 @@ class ExtractionMethods(EngineCore):
         extraction runs)."""
         return extraction.retry(self.store, project, dead=dead, claimed=claimed)
 
+    @llm_scoped
     def preview_extraction(
         self,
         text: str,
@@ -306,9 +311,11 @@ class ExtractionMethods(EngineCore):
         extractor: str | None = None,
         domain: str | None = None,
         schema: GraphSchema | Mapping[str, Any] | None = None,
+        project: str | None = None,
     ) -> ExtractionResult:
         """Run the extractor on ``text`` and return what it would keep and reject;
-        nothing is written (an LLM reply may still land in the response cache).
+        nothing is written (an LLM reply may still land in the project's response
+        cache).
 
         Args:
             text: The text.
@@ -316,6 +323,8 @@ class ExtractionMethods(EngineCore):
             domain: The prompt domain (settings' default when None).
             schema: A graph schema to try instead of ``[extract] schema`` (a
                 :class:`GraphSchema` or its mapping; the LLM extractor only).
+            project: Whose reply cache the model's reply is kept in (the engine's
+                when None).
 
         Raises:
             InvalidRequest: Blank text, a malformed schema, or a schema for an

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from kgsearch import keys
 from kgsearch.engine import providers
-from kgsearch.engine.core import EngineCore
+from kgsearch.engine.core import EngineCore, llm_scoped
 from kgsearch.errors import InvalidRequest, MissingCredentials
 from kgsearch.keys import ApiKey
 from kgsearch.llm.base import LLM
@@ -24,6 +24,7 @@ class SearchMethods(EngineCore):
     """Search, explain, RAG context and API keys (one call each)."""
 
     # search ------------------------------------------------------------------
+    @llm_scoped
     def search(
         self, request: SearchRequest | str, *, project: str | None = None, **options: Any
     ) -> SearchResponse:
@@ -39,6 +40,7 @@ class SearchMethods(EngineCore):
         """
         return searching.search(self._searching(project), request, options)
 
+    @llm_scoped
     def explain(
         self, request: SearchRequest | str, *, project: str | None = None, **options: Any
     ) -> Explain:
@@ -46,6 +48,7 @@ class SearchMethods(EngineCore):
         the SQL each stage ran (with its parameters)."""
         return searching.explain(self._searching(project), request, options)
 
+    @llm_scoped
     def context(
         self,
         request: SearchRequest | str,
@@ -75,6 +78,7 @@ class SearchMethods(EngineCore):
 
     _chat: LLM | None = None
 
+    @llm_scoped
     def ask(
         self,
         question: str,

@@ -17,6 +17,7 @@ attempt.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import time
 from collections.abc import Sequence
@@ -151,7 +152,9 @@ class LLMExtractor:
         else:
             pool = ThreadPoolExecutor(max_workers=min(self.max_workers, len(packs)))
             try:
-                done = list(pool.map(one, packs))
+                # each call in the caller's context: its project's reply cache
+                context = contextvars.copy_context()
+                done = list(pool.map(lambda pack: context.copy().run(one, pack), packs))
             finally:
                 # On Ctrl-C, do not wait for calls in flight (up to the deadline): the
                 # runner releases the claims and the replies land in the cache.

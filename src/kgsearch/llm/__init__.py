@@ -24,6 +24,7 @@ from kgsearch.llm.cache import (
     RecordingLLM,
     ReplayLLM,
     ResponseCache,
+    cache_scope,
     request_key,
 )
 from kgsearch.llm.fake import FakeLLM
@@ -46,6 +47,7 @@ __all__ = [
     "ReplayLLM",
     "ResponseCache",
     "Usage",
+    "cache_scope",
     "create_llm",
     "llm_names",
     "register_llm",

@@ -6,6 +6,11 @@ messages, schema, temperature, max_tokens). The stores implement ``ResponseCache
 (``cache_get``/``cache_put`` on JSON text), so a reply paid for once is reused by every
 later run on the same store; :class:`DictCache` is the in-memory one.
 
+Replies are kept per project: the engine runs every call that may ask a model inside
+:func:`cache_scope` for its project, and :class:`CachedLLM` files the reply under
+``llm/<project>``. One tenant's cache hit (and its cost of 0) never tells it what
+another tenant ingested or asked.
+
 :class:`RecordingLLM` appends every call and its reply to a JSON-lines file and
 :class:`ReplayLLM` answers from such a file, so a run can be recorded against a real
 model once (``--record FILE``) and replayed offline, exactly, afterwards
@@ -18,7 +23,9 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -31,8 +38,24 @@ __all__ = [
     "RecordingLLM",
     "ReplayLLM",
     "ResponseCache",
+    "cache_scope",
     "request_key",
 ]
+
+
+_SCOPE: ContextVar[str | None] = ContextVar("kgsearch_llm_cache_scope", default=None)
+
+
+@contextmanager
+def cache_scope(project: str) -> Iterator[None]:
+    """File the cached replies of the calls made inside under ``project``: a reply is
+    reused only by the project that paid for it. Threads started inside need the
+    context copied (``contextvars.copy_context().run``)."""
+    token = _SCOPE.set(project)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
 
 
 @runtime_checkable
@@ -152,7 +175,7 @@ class CachedLLM:
         llm: The model asked on a miss.
         cache: Where replies are kept (a store, or :class:`DictCache`).
         namespace: The cache namespace, so LLM replies do not collide with other
-            cached values.
+            cached values; inside :func:`cache_scope`, ``<namespace>/<project>``.
 
     A hit returns the stored text, usage and finish reason with ``cached=True``; its
     usage is what the original call took, so cost accounting should skip cached
@@ -193,8 +216,13 @@ class CachedLLM:
             messages, json_schema=json_schema, temperature=temperature, max_tokens=max_tokens
         )
         value = _json_text(_reply_record(completion))
-        self._cache.cache_put(self._namespace, key, value)
+        self._cache.cache_put(self._space(), key, value)
         return completion
+
+    def _space(self) -> str:
+        """The namespace of the current project (:func:`cache_scope`)."""
+        scope = _SCOPE.get()
+        return self._namespace if scope is None else f"{self._namespace}/{scope}"
 
     def complete_streaming(
         self,
@@ -215,11 +243,11 @@ class CachedLLM:
             self._llm, messages, on_text=on_text, temperature=temperature, max_tokens=max_tokens
         )
         value = _json_text(_reply_record(completion))
-        self._cache.cache_put(self._namespace, key, value)
+        self._cache.cache_put(self._space(), key, value)
         return completion
 
     def _hit(self, key: str) -> Completion | None:
-        stored = self._cache.cache_get(self._namespace, key)
+        stored = self._cache.cache_get(self._space(), key)
         if stored is not None:
             try:
                 return _cached_completion(json.loads(stored))
@@ -248,7 +276,7 @@ class CachedLLM:
             temperature=temperature,
             max_tokens=max_tokens,
         )
-        self._cache.cache_put(self._namespace, key, "")  # unreadable entries are misses
+        self._cache.cache_put(self._space(), key, "")  # unreadable entries are misses
 
 
 class RecordingLLM:

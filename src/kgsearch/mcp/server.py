@@ -439,7 +439,7 @@ def create_server(
         return await call(
             "read",
             lambda: engine.preview_extraction(
-                text, extractor=extractor, domain=domain, schema=schema
+                text, extractor=extractor, domain=domain, schema=schema, project=p
             ),
         )
 

@@ -93,11 +93,34 @@ def test_recorded_gpt4o_replies_become_a_graph_and_a_rerun_calls_no_model(
     assert all(r.properties["prompt"].startswith("extract/general@") for r in rels)
     status = engine.extraction_status()
     assert status.counts["done"] == 3 and status.entities == report.extraction.entities
-    # the same chunks in another project: every reply comes from the store's cache
-    again = engine.ingest(texts=list(REPLY_BY_CHUNK), title="copy", project="rebuild")
+    # the documents deleted and ingested again in the same project: every reply
+    # comes from the project's cache
+    engine.delete_documents([s.id for s in engine.list_rows("source", limit=10).items])
+    again = engine.ingest(texts=list(REPLY_BY_CHUNK), title="again")
     assert again.extraction is not None and again.extraction.extracted == 3
     assert again.extraction.calls == 0 and len(server.requests) == 3
     assert again.extraction.entities == report.extraction.entities
+
+
+def test_one_project_cannot_tell_from_the_cache_what_another_ingested(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    # issue 32: the response cache is no oracle. Project "alpha" pays for three
+    # replies; "beta", ingesting the very same text, is asked the model again (its
+    # calls and tokens are its own), and so is a preview in "beta"
+    engine = engine_for(server.url, tmp_path / "kg.db")
+    alpha = engine.ingest(texts=list(REPLY_BY_CHUNK), title="carol", project="alpha")
+    assert alpha.extraction is not None and alpha.extraction.calls == 3
+    beta = engine.ingest(texts=list(REPLY_BY_CHUNK), title="carol", project="beta")
+    assert beta.extraction is not None and beta.extraction.calls == 3
+    assert beta.extraction.prompt_tokens == alpha.extraction.prompt_tokens
+    assert len(server.requests) == 6
+    assert beta.extraction.entities == alpha.extraction.entities
+    first = next(iter(REPLY_BY_CHUNK))
+    assert engine.preview_extraction(first, project="gamma").calls == 1
+    assert engine.preview_extraction(first, project="gamma").calls == 0  # gamma's own
+    assert engine.preview_extraction(first, project="delta").calls == 1
+    assert len(server.requests) == 8
 
 
 def test_a_document_that_instructs_the_model_stays_within_the_schema(

@@ -208,7 +208,11 @@ async def preview_extraction(
 
     def run() -> ExtractionResult:
         return engine.preview_extraction(
-            body.text, extractor=body.extractor, domain=body.domain, schema=body.graph_schema
+            body.text,
+            extractor=body.extractor,
+            domain=body.domain,
+            schema=body.graph_schema,
+            project=who.project,
         )
 
     lanes: Lanes = request.app.state.lanes
