@@ -137,7 +137,7 @@ class EngineCore:
         embed, spec = settings.embed, model or settings.embed.model
         key = embed.api_key.get_secret_value() if embed.api_key is not None else None
         options = {k: v for k, v in (("base_url", embed.base_url), ("api_key", key)) if v}
-        store = connect(store_url or settings.store.url)
+        store = connect(store_url or settings.store.url, read_url=settings.store.read_url)
         return cls(
             store,
             extract_settings=settings.extract,
