@@ -20,6 +20,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +184,17 @@ class StandbyPair:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
+
+    @contextmanager
+    def replay_paused(self) -> Iterator[None]:
+        """The standby receives WAL but applies none of it until the block ends (a
+        replication lag as long as a test needs)."""
+        with psycopg.connect(self.standby_url, autocommit=True) as conn:
+            conn.execute("SELECT pg_wal_replay_pause()")
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_wal_replay_resume()")
 
     def standby_running(self) -> bool:
         """Whether the standby's server runs."""

@@ -6,8 +6,7 @@ test needs: a read that misses a row the primary has was answered by the standby
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import psycopg
 import pytest
@@ -28,17 +27,6 @@ def people(*names: str) -> list[ObjectIn]:
     return [ObjectIn(type="Person", key=n, properties={"name": n}) for n in names]
 
 
-@contextmanager
-def replay_paused(pair: StandbyPair) -> Iterator[None]:
-    """The standby receives WAL but applies none of it until the block ends."""
-    with psycopg.connect(pair.standby_url, autocommit=True) as conn:
-        conn.execute("SELECT pg_wal_replay_pause()")
-        try:
-            yield
-        finally:
-            conn.execute("SELECT pg_wal_replay_resume()")
-
-
 def opened(urls: Urls, *, read_your_writes: bool) -> tuple[ReplicatedStore, Engine]:
     primary, standby = urls()
     store = connect(primary, read_url=standby, read_your_writes=read_your_writes)
@@ -54,7 +42,7 @@ def test_reads_are_answered_by_the_standby(pair: StandbyPair, schema_urls: Urls)
     store, engine = opened(schema_urls, read_your_writes=False)
     engine.add_objects(people("ada"))
     wait_replayed(pair.primary_url, pair.standby_url)
-    with replay_paused(pair):
+    with pair.replay_paused():
         engine.add_objects(people("grace"))
         assert keys(engine) == ["ada"]
         assert sorted(o.key for o in Engine(store.primary).list_rows("object").items) == [
@@ -82,6 +70,7 @@ def test_a_write_on_the_primary_reaches_the_standby(pair: StandbyPair, schema_ur
     store.close()
 
 
+@pytest.mark.slow
 def test_reads_fall_back_to_the_primary_while_the_standby_is_down(
     pair: StandbyPair, schema_urls: Urls
 ) -> None:
@@ -137,7 +126,7 @@ def test_read_your_writes_reads_the_primary_until_the_standby_caught_up(
     pair: StandbyPair, schema_urls: Urls
 ) -> None:
     store, engine = opened(schema_urls, read_your_writes=True)
-    with replay_paused(pair):
+    with pair.replay_paused():
         engine.add_objects(people("ada"))
         assert store.replica_position_pending is not None
         served = store.served["replica"]
