@@ -27,7 +27,7 @@ from typing import Any
 
 import psycopg
 
-__all__ = ["StandbyPair", "pginstall", "wait_replayed"]
+__all__ = ["ReplayWatch", "StandbyPair", "pginstall", "wait_replayed"]
 
 _SERVER_USER = "embedded_postgres"
 
@@ -49,28 +49,47 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_replayed(primary_url: str, standby_url: str, timeout: float = 30.0) -> float:
-    """Wait until the standby has replayed the primary's WAL as of now; return the
-    seconds it took (the replication lag this caller saw).
+class ReplayWatch:
+    """Two open connections (primary, standby) that time how long the standby takes to
+    replay the primary's WAL as of a moment; close it after use."""
 
-    Raises:
-        TimeoutError: The standby did not catch up within ``timeout`` seconds.
-    """
-    start = time.perf_counter()
-    with psycopg.connect(primary_url, autocommit=True) as conn:
-        row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
-    assert row is not None
-    target = row[0]
-    with psycopg.connect(standby_url, autocommit=True) as conn:
+    def __init__(self, primary_url: str, standby_url: str) -> None:
+        self.primary = psycopg.connect(primary_url, autocommit=True)
+        self.standby = psycopg.connect(standby_url, autocommit=True)
+
+    def wait(self, timeout: float = 30.0) -> float:
+        """Wait until the standby has replayed the primary's WAL as of now; return the
+        seconds it took (the replication lag this caller saw).
+
+        Raises:
+            TimeoutError: The standby did not catch up within ``timeout`` seconds.
+        """
+        start = time.perf_counter()
+        row = self.primary.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+        assert row is not None
         while True:
-            done = conn.execute(
-                "SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (target,)
+            done = self.standby.execute(
+                "SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (row[0],)
             ).fetchone()
             if done is not None and done[0]:
                 return time.perf_counter() - start
             if time.perf_counter() - start > timeout:
-                raise TimeoutError(f"the standby did not replay {target} in {timeout} s")
+                raise TimeoutError(f"the standby did not replay {row[0]} in {timeout} s")
             time.sleep(0.002)
+
+    def close(self) -> None:
+        """Close both connections."""
+        self.primary.close()
+        self.standby.close()
+
+
+def wait_replayed(primary_url: str, standby_url: str, timeout: float = 30.0) -> float:
+    """:meth:`ReplayWatch.wait` on connections of its own."""
+    watch = ReplayWatch(primary_url, standby_url)
+    try:
+        return watch.wait(timeout)
+    finally:
+        watch.close()
 
 
 class StandbyPair:
@@ -78,10 +97,13 @@ class StandbyPair:
 
     Args:
         install: A PostgreSQL install with pgvector (default: :func:`pginstall`).
+        settings: ``postgresql.conf`` lines added after the test defaults (which turn
+            ``fsync`` off for speed); ``pg_basebackup`` copies them to the standby.
     """
 
-    def __init__(self, install: Path | None = None) -> None:
+    def __init__(self, install: Path | None = None, settings: str = "") -> None:
         self.install = install or pginstall()
+        self.settings = settings
         self.root = Path(tempfile.mkdtemp(prefix="kgsearch-standby-"))
         self.user: str | None = None
         if os.geteuid() == 0:
@@ -142,6 +164,7 @@ class StandbyPair:
                 "hot_standby = on\nfsync = off\nfull_page_writes = off\n"
                 "shared_buffers = 32MB\nmax_connections = 60\n"
             )
+            conf.write(self.settings)
         with (primary / "pg_hba.conf").open("a") as hba:
             hba.write("host replication postgres 127.0.0.1/32 trust\n")
         self._start("primary")

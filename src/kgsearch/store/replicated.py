@@ -16,15 +16,17 @@ Two rules keep replica reads safe:
   the replica is left alone for ``retry_seconds`` before it is tried again; a replica
   that cannot be opened is treated the same way. Reads are never lost to a replica
   outage, only served by the primary meanwhile.
-* **Read your writes** (on by default). After this process commits a write, reads go to
-  the primary until the replica has replayed the primary's WAL up to that commit
+* **Read your writes.** After a write commits, the thread that wrote reads from the
+  primary until the replica has replayed the primary's WAL up to that commit
   (:class:`WalClock`: on PostgreSQL ``pg_current_wal_insert_lsn()`` on the primary after
-  the commit, against ``pg_last_wal_replay_lsn()`` on the replica), then to the replica
-  again. The scope is the process: a server's request that wrote makes every request
-  read from the primary until the replica caught up, which is correct and costs one
-  position query per write and one per read while the replica is behind. Without it
-  (``read_your_writes=False``) a read may miss what this process wrote a moment ago
-  (the replication lag, milliseconds on a local network).
+  the commit, against ``pg_last_wal_replay_lsn()`` on the replica), then from the
+  replica again; so a write call that reads back what it wrote, or a request that
+  writes then reads, sees its write. With ``read_your_writes`` (the default) every
+  thread of the process waits for the process's last write the same way: in a server,
+  one request's write sends every request's reads to the primary until the replica
+  caught up. Either costs one position query per write and one per read while the
+  replica is behind; a process that only reads pays nothing. Without a clock reads never
+  wait (and may miss a write for the replication lag).
 """
 
 from __future__ import annotations
@@ -98,8 +100,9 @@ class ReplicatedStore:
         open_replica: Opens the replica (never migrating it: a standby is read-only).
             Called on the first replica read and again after a failure.
         clock: Log positions for read-your-writes (None: reads never wait for writes).
-        read_your_writes: After this process writes, read from the primary until the
-            replica has replayed that write (needs ``clock``).
+        read_your_writes: After any thread of this process writes, every thread reads
+            from the primary until the replica has replayed that write (False: only the
+            thread that wrote does). Needs ``clock``.
         retry_seconds: How long reads stay on the primary after the replica failed.
 
     ``served`` counts the reads each side answered (``replica``, ``primary``), and
@@ -118,7 +121,7 @@ class ReplicatedStore:
         self.primary = primary
         self.url = primary.url
         self.parallel_vector_legs = primary.parallel_vector_legs
-        self.read_your_writes = read_your_writes and clock is not None
+        self.read_your_writes = read_your_writes
         self.retry_seconds = retry_seconds
         self.served = {"replica": 0, "primary": 0}
         self.fallbacks = 0
@@ -127,6 +130,7 @@ class ReplicatedStore:
         self._replica: Store | None = None
         self._down_until = 0.0
         self._unreplayed: str | None = None
+        self._thread = threading.local()
         self._lock = threading.Lock()
         self._opening = threading.Lock()
 
@@ -154,22 +158,28 @@ class ReplicatedStore:
         if time.monotonic() < self._down_until:
             return None
         replica = self._replica or self._opened()
-        if replica is None:
-            return None
-        waiting = self._unreplayed
-        if waiting is None or self._clock is None:
+        if replica is None or self._clock is None:
             return replica
-        try:
-            caught_up = self._clock.replayed(replica, waiting)
-        except StoreError:
-            self._failed(replica)
-            return None
-        if not caught_up:
-            return None
-        with self._lock:
-            if self._unreplayed == waiting:
-                self._unreplayed = None
+        for waiting in (getattr(self._thread, "position", None), self._unreplayed):
+            if waiting is None:
+                continue
+            try:
+                caught_up = self._clock.replayed(replica, waiting)
+            except StoreError:
+                self._failed(replica)
+                return None
+            if not caught_up:
+                return None
+            self._caught_up(waiting)
         return replica
+
+    def _caught_up(self, position: str) -> None:
+        """The replica has replayed ``position``: reads waiting for it need not."""
+        if getattr(self._thread, "position", None) == position:
+            self._thread.position = None
+        with self._lock:
+            if self._unreplayed == position:
+                self._unreplayed = None
 
     def _opened(self) -> Store | None:
         with self._opening:
@@ -202,17 +212,20 @@ class ReplicatedStore:
     def _wrote(self) -> None:
         """After a write returned: outside a transaction it has committed, so note the
         primary's log position for read-your-writes (inside one, its end does)."""
-        if not self.read_your_writes or self._clock is None or self.primary.in_transaction:
+        if self._clock is None or self.primary.in_transaction:
             return
         position = self._clock.written(self.primary)
-        with self._lock:
-            self._unreplayed = position
+        self._thread.position = position
+        if self.read_your_writes:
+            with self._lock:
+                self._unreplayed = position
 
     @property
     def replica_position_pending(self) -> str | None:
-        """The log position of this process's last write the replica may not have yet
-        (None: reads may go to the replica)."""
-        return self._unreplayed
+        """The log position of the last write the calling thread's reads wait for the
+        replica to replay (None: they may go to the replica now)."""
+        mine = getattr(self._thread, "position", None)
+        return mine if mine is not None else self._unreplayed
 
     # lifecycle -------------------------------------------------------------
     @property
