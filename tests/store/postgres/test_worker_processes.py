@@ -1,4 +1,5 @@
-"""Embedding workers in separate processes against one PostgreSQL (issue 33, item 5).
+"""Embedding and extraction workers in separate processes against one PostgreSQL
+(issue 33, item 5).
 
 Three worker processes share one queue; one is killed with SIGKILL while it holds a
 claimed batch (inside its embedder call). The survivors take that batch over once its
@@ -6,7 +7,8 @@ lease ends, and at the end every row is embedded, each exactly once: the store's
 count of completed texts (``embed_stats``, written in the transaction of each
 completion) equals the rows, every completion the workers logged names a distinct
 row, the killed worker's batch was completed by a survivor, and no row is left
-claimed or pending.
+claimed or pending. The same with three extraction processes on the task queue: every
+chunk extracted exactly once, and the graph the same as one uninterrupted run makes.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from typing import Any
 import psycopg
 import pytest
 
+from kgsearch.config import ExtractSettings
 from kgsearch.engine import Engine
 from kgsearch.model import ObjectIn
-from kgsearch.testing import FakeEmbedder
+from kgsearch.testing import FakeEmbedder, FakeExtractor
 
 SRC = Path(__file__).parents[3] / "src"
 ROWS = 600
@@ -87,13 +90,13 @@ WORKER = textwrap.dedent(
 )
 
 
-def _spawn(url: str, log: Path, role: str) -> subprocess.Popen[bytes]:
+def _spawn(url: str, log: Path, role: str, script: str = WORKER) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
     }
     return subprocess.Popen(
-        [sys.executable, "-c", WORKER, url, str(log), role, str(ROWS), str(LEASE)], env=env
+        [sys.executable, "-c", script, url, str(log), role, str(ROWS), str(LEASE)], env=env
     )
 
 
@@ -154,3 +157,118 @@ def test_worker_processes_share_the_queue_and_a_killed_one_loses_nothing(
             "WHERE claimed_until > extract(epoch FROM now())"
         ).fetchone()
     assert row == (0,), "a row is still claimed"
+
+
+# An extraction worker process: ``engine.extract`` with the scripted fake extractor (a
+# little slow per batch), logging each completed batch's chunk ids once committed. The
+# victim, on its third batch, writes the batch's chunk ids to a marker and sleeps inside
+# the extractor call, holding the claim, until it is killed.
+EXTRACTOR = textwrap.dedent(
+    """
+    import json, sys, time
+    from kgsearch.config import ExtractSettings
+    from kgsearch.engine import Engine
+    from kgsearch.store import connect
+    from kgsearch.testing import FakeEmbedder, FakeExtractor
+
+    url, log_path, role, lease = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[5])
+    log = open(log_path, "a")
+
+    class Logged:
+        def __init__(self, store):
+            self._store = store
+
+        def __getattr__(self, name):
+            return getattr(self._store, name)
+
+        def complete_tasks(self, job, tasks, **options):
+            done = self._store.complete_tasks(job, tasks, **options)
+            log.write(json.dumps([t.row_id for t in tasks]) + "\\n")
+            log.flush()
+            return done
+
+    class Slow(FakeExtractor):
+        calls = 0
+
+        def extract(self, chunks):
+            Slow.calls += 1
+            if role == "victim" and Slow.calls == 3:
+                with open(log_path + ".held", "w") as held:
+                    json.dump([c.id for c in chunks], held)
+                time.sleep(600)
+            time.sleep(0.03)
+            return super().extract(chunks)
+
+    engine = Engine(
+        Logged(connect(url)),
+        embedder=FakeEmbedder(16),
+        extractors=lambda name, domain: Slow(),
+        extract_settings=ExtractSettings(lease_seconds=lease),
+    )
+    engine.extract(batch_size=2)
+    """
+)
+NAMES = ["Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", "Frances", "John"]
+TEXTS = [
+    f"{NAMES[i % 8]} Hopper{i} met {NAMES[(i + 3) % 8]} Turing{i % 7} in Paris." for i in range(60)
+]
+
+
+def _graph(engine: Engine) -> tuple[set[str], set[tuple[str, str, str]]]:
+    objects = engine.list_rows("object", limit=1000).items
+    keys = {o.id: o.key for o in objects}
+    return {o.key for o in objects}, {
+        (r.type, keys[r.source_id], keys[r.target_id])
+        for r in engine.list_rows("relationship", limit=1000).items
+    }
+
+
+@pytest.mark.slow
+def test_extraction_processes_share_the_queue_and_a_killed_one_loses_nothing(
+    pg_factory: Any, tmp_path: Path
+) -> None:
+    settings = ExtractSettings(lease_seconds=LEASE)
+    clean = Engine(
+        pg_factory(),
+        embedder=FakeEmbedder(16),
+        extractors=lambda name, domain: FakeExtractor(),
+        extract_settings=settings,
+    )
+    clean.ingest(texts=TEXTS, title="t")
+    store = pg_factory()
+    engine = Engine(
+        store,
+        embedder=FakeEmbedder(16),
+        extractors=lambda name, domain: FakeExtractor(),
+        extract_settings=settings,
+    )
+    engine.ingest(texts=TEXTS, title="t", extract=False)
+    logs = {role: tmp_path / f"x-{role}.log" for role in ("victim", "one", "two")}
+    held = Path(f"{logs['victim']}.held")
+    workers = {role: _spawn(store.url, log, role, EXTRACTOR) for role, log in logs.items()}
+    try:
+        deadline = time.monotonic() + 120
+        while not held.exists():
+            assert workers["victim"].poll() is None, "the victim ended before it was killed"
+            assert time.monotonic() < deadline, "the victim never reached its third batch"
+            time.sleep(0.01)
+        time.sleep(0.05)
+        workers["victim"].send_signal(signal.SIGKILL)
+        assert workers["victim"].wait(timeout=30) == -signal.SIGKILL
+        for role in ("one", "two"):
+            assert workers[role].wait(timeout=120) == 0
+    finally:
+        for proc in workers.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    taken_over = json.loads(held.read_text())
+    completed = {role: _logged(log) for role, log in logs.items()}
+    everything = collections.Counter(c for ids in completed.values() for c in ids)
+    assert len(everything) == len(TEXTS)
+    assert max(everything.values()) == 1, "a chunk was extracted twice"
+    assert set(taken_over) <= set(completed["one"]) | set(completed["two"])
+    status = engine.extraction_status().counts
+    assert (status["done"], status["running"], status["pending"]) == (len(TEXTS), 0, 0)
+    assert _graph(engine) == _graph(clean)
