@@ -126,7 +126,9 @@ class EngineCore:
         store_url: str | None = None,
         model: str | None = None,
     ) -> Self:
-        """Build an engine from settings (the adapters' entry point).
+        """Build an engine from settings (the adapters' entry point). With
+        ``settings.store.read_url`` the store reads from that replica (see
+        :func:`kgsearch.store.connect`).
 
         Args:
             settings: Effective settings.

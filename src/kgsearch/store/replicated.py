@@ -214,7 +214,14 @@ class ReplicatedStore:
         primary's log position for read-your-writes (inside one, its end does)."""
         if self._clock is None or self.primary.in_transaction:
             return
-        position = self._clock.written(self.primary)
+        try:
+            position = self._clock.written(self.primary)
+        except StoreError:
+            # the write has committed, so it is not failed for this; with its position
+            # unknown, reads stay on the primary for a while instead
+            with self._lock:
+                self._down_until = time.monotonic() + self.retry_seconds
+            return
         self._thread.position = position
         if self.read_your_writes:
             with self._lock:

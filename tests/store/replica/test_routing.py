@@ -177,3 +177,19 @@ def test_without_read_your_writes_only_the_writing_thread_waits(
     other.start()
     other.join()
     assert elsewhere == [["on-replica"]]
+
+
+def test_a_write_whose_position_cannot_be_read_still_succeeds(
+    stores: tuple[Store, Store],
+) -> None:
+    primary, replica = stores
+
+    class Unreadable(Clock):
+        def written(self, primary: Store) -> str:
+            raise StoreError("server closed the connection unexpectedly")
+
+    store = ReplicatedStore(primary, lambda: replica, clock=Unreadable(), retry_seconds=60)
+    store.set_meta("k", "v")
+    assert primary.get_meta("k") == "v"
+    assert keys(store) == []  # the primary answers until the pause ends
+    assert store.served == {"replica": 0, "primary": 1}
