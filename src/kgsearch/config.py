@@ -42,6 +42,11 @@ class StoreSettings(BaseModel):
         description="sqlite:///path.db, a path, :memory:, or postgresql://…",
     )
     project: str = Field(default="default", description="Project used when none is given")
+    read_url: str | None = Field(
+        default=None,
+        description="postgresql://… of a read replica of url: searches and listings read "
+        "there, writes and workers use url",
+    )
 
 
 class EmbedSettings(BaseModel):
@@ -208,6 +213,8 @@ class Settings(BaseSettings):
         data = self.model_dump(mode="json")
         data["extract"]["schema"] = data["extract"].pop("schema_")
         data["store"]["url"] = redact_url(self.store.url)
+        if self.store.read_url is not None:
+            data["store"]["read_url"] = redact_url(self.store.read_url)
         if self.embed.api_key is not None:
             data["embed"]["api_key"] = "********"
         if self.llm.api_key is not None:

@@ -89,6 +89,11 @@ def _check_keyless(no_auth: bool, host: str) -> None:
     help="Load the embedding model and the vectors at start, in the background, so the "
     "first search does not wait for them (/health tells when: warm = ready).",
 )
+@click.option(
+    "--read-url",
+    help="postgresql://… of a read replica of the store: searches and listings read "
+    "there, writes and workers use the store (default: store.read_url).",
+)
 @pass_state
 @handle_errors
 def serve(
@@ -101,6 +106,7 @@ def serve(
     threads: int | None,
     llm_threads: int,
     warm: bool,
+    read_url: str | None,
 ) -> None:
     """Run the REST API (OpenAPI docs at /docs); requests need an API key.
 
@@ -114,6 +120,9 @@ def serve(
     from kgsearch.api.app import create_app
 
     settings = load_settings()
+    if read_url:
+        store = settings.store.model_copy(update={"read_url": read_url})
+        settings = settings.model_copy(update={"store": store})
     url = state.db or settings.store.url
     with engine_from(state, settings=settings, create=True) as engine:
         app = create_app(

@@ -145,7 +145,9 @@ class EngineCore:
         store_url: str | None = None,
         model: str | None = None,
     ) -> Self:
-        """Build an engine from settings (the adapters' entry point).
+        """Build an engine from settings (the adapters' entry point). With
+        ``settings.store.read_url`` the store reads from that replica (see
+        :func:`kgsearch.store.connect`).
 
         Args:
             settings: Effective settings.
@@ -156,7 +158,7 @@ class EngineCore:
         embed, spec = settings.embed, model or settings.embed.model
         key = embed.api_key.get_secret_value() if embed.api_key is not None else None
         options = {k: v for k, v in (("base_url", embed.base_url), ("api_key", key)) if v}
-        store = connect(store_url or settings.store.url)
+        store = connect(store_url or settings.store.url, read_url=settings.store.read_url)
         return cls(
             store,
             extract_settings=settings.extract,

@@ -258,13 +258,23 @@ class Connection:
         pool_size: Most connections kept open.
         ef_search: Each connection's HNSW search beam (``hnsw.ef_search``), so a vector
             query walking that beam needs no ``SET LOCAL`` (and no transaction).
+        pool_timeout: Seconds a statement waits for a pooled connection before it fails
+            (a read replica's is short, so a read falls back to the primary quickly).
 
     ``workers_follow_settings`` is set on a Citus coordinator: the settings of
     :meth:`all_with` are then sent on to the workers (and session settings, which Citus
     keeps on the coordinator, have to be given per statement that way).
     """
 
-    def __init__(self, url: str, schema: str, pool_size: int, ef_search: int = 200) -> None:
+    def __init__(
+        self,
+        url: str,
+        schema: str,
+        pool_size: int,
+        ef_search: int = 200,
+        *,
+        pool_timeout: float = 30.0,
+    ) -> None:
         self.url = url
         self.schema = schema
         self.ef_search = ef_search
@@ -285,6 +295,7 @@ class Connection:
             max_size=pool_size,
             kwargs={"autocommit": True, "row_factory": dict_row, "cursor_factory": TracedCursor},
             configure=self._configure,
+            timeout=pool_timeout,
             open=False,
         )
         try:

@@ -56,6 +56,8 @@ class PostgresStore(
         index_min_rows: Build the vector index once a kind holds this many vectors.
         exact_max_rows: A vector leg whose conditions leave at most this many rows (the
             planner's estimate) scans them exactly instead of walking the index.
+        pool_timeout: Seconds a statement waits for a pooled connection (all busy, or
+            the server unreachable) before it fails with StoreError.
     """
 
     dialect = POSTGRES
@@ -67,6 +69,7 @@ class PostgresStore(
         migrate: bool = True,
         index_min_rows: int = INDEX_MIN_ROWS,
         exact_max_rows: int = EXACT_MAX_ROWS,
+        pool_timeout: float = 30.0,
     ) -> None:
         libpq, options = parse_url(url)
         self.url = url
@@ -75,7 +78,11 @@ class PostgresStore(
         self.exact_max_rows = exact_max_rows
         self._estimates = {}
         self.db = Connection(
-            libpq, options.schema, options.pool_size, options.ef_search or EF_SEARCH[Kind.OBJECT]
+            libpq,
+            options.schema,
+            options.pool_size,
+            options.ef_search or EF_SEARCH[Kind.OBJECT],
+            pool_timeout=pool_timeout,
         )
         self.lexical = LexicalStats()
         self.db.after_commit = self.lexical.committed
