@@ -52,6 +52,8 @@ class SearchContext:
     cross_encoder: CrossEncoder | None = None
     embed_texts: Callable[[Sequence[str]], list[Vector]] | None = None
     keywords: Callable[[str], QueryKeywords] | None = None
+    documents: bool = False
+    """The project is a graph built from documents (``Plan.documents``)."""
 
 
 def run_search(
@@ -69,7 +71,7 @@ def run_search(
         DimensionMismatch: The query embedder does not match the stored vectors.
     """
     started, ms = time.perf_counter(), dict[str, float]()
-    plan = _with_keywords(make_plan(request), ctx.keywords, traces)
+    plan = _with_keywords(make_plan(request, documents=ctx.documents), ctx.keywords, traces)
     query = embed_query(plan, ctx.embed_query)
     ms["embed"] = query.ms
     rows = Rows(ctx.store, ctx.project)

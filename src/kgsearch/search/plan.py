@@ -58,6 +58,9 @@ class Plan:
         rerank_needs: What hydration reads for the reranker (its part's ``needs``).
         keywords: The query's keywords when the request asked for them
             (``keywords="llm"``, ``search/keywords.py``), set once they are known.
+        documents: Whether the project is a graph built from documents (it holds
+            chunks): the chunks' own legs stay on in every query mode and the
+            ``graph:evidence`` leg ranks the passages the entities and facts point to.
     """
 
     request: SearchRequest
@@ -74,6 +77,7 @@ class Plan:
     pool_kinds: tuple[Kind, ...]
     rerank_needs: frozenset[Need] = frozenset()
     keywords: QueryKeywords | None = None
+    documents: bool = False
 
     @property
     def reranker(self) -> str:
@@ -139,11 +143,12 @@ _CHUNK_GRAPHS = ("local", "global", "hybrid", "paths")
 relation paths, the multi-hop passages (``search/passages.py``)."""
 
 
-def make_plan(request: SearchRequest) -> Plan:
+def make_plan(request: SearchRequest, *, documents: bool = False) -> Plan:
     """Apply the request's recipe and decide scopes, legs, candidate counts and pool size.
 
     Args:
         request: The validated request.
+        documents: The project is a graph built from documents (it holds chunks).
 
     Returns:
         The plan every later stage follows.
@@ -151,7 +156,7 @@ def make_plan(request: SearchRequest) -> Plan:
     Raises:
         InvalidRequest: The recipe is unknown or yields an invalid request.
     """
-    request = apply_recipe(request)
+    request = apply_recipe(request, documents=documents)
     scopes = tuple(k for k in _RESULT_SCOPES[request.result_types] if _methods(request, k))
     graph = request.graph != "none" and request.result_types != "text"
     graph_objects = request.objects is not None
@@ -179,6 +184,7 @@ def make_plan(request: SearchRequest) -> Plan:
         pool_size=max(request.limit * 3, 30) if reranked else request.limit * 2,
         pool_kinds=tuple(k for k in Kind if k in ranked),
         rerank_needs=RERANKERS.get(request.reranker).needs,
+        documents=documents,
     )
 
 
