@@ -222,7 +222,7 @@ def sentences(text: str) -> list[str]:
 def _passage_line(passage: Passage, body: str, cite: str | None) -> str:
     head = f"[{cite}] " if cite is not None else "- "
     where = f"({passage.label}) " if passage.label else ""
-    return f"{head}{where}{body}"
+    return f"{head}{where}{' '.join(body.split())}"
 
 
 def _cut_at_sentence(passage: Passage, fits: Callable[[str], bool], cite: str | None) -> str | None:

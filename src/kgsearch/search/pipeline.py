@@ -26,7 +26,14 @@ from kgsearch.search.fusion import Fused, below_floor, relevance_floor, rrf, wei
 from kgsearch.search.hydrate import hydrate
 from kgsearch.search.keywords import QueryKeywords, skipped
 from kgsearch.search.parts import LegInput, Legs, SearchReads, default_weights, run_legs
-from kgsearch.search.plan import Plan, Vector, choose_reranker, embed_query, make_plan
+from kgsearch.search.plan import (
+    DOCUMENT_WEIGHTS,
+    Plan,
+    Vector,
+    choose_reranker,
+    embed_query,
+    make_plan,
+)
 from kgsearch.search.request import SearchRequest, SearchResponse
 from kgsearch.search.rerank import Candidate, CrossEncoder, Reranker
 from kgsearch.search.response import respond
@@ -137,7 +144,8 @@ def _with_keywords(
 def _fuse(plan: Plan, lists: Mapping[str, Sequence[tuple[str, float]]]) -> list[Fused]:
     """All legs fused into one ranking, by the request's strategy."""
     request = plan.request
-    weights = {**default_weights(), **(request.weights or {})}
+    documents = DOCUMENT_WEIGHTS if plan.documents else {}
+    weights = {**default_weights(), **documents, **(request.weights or {})}
     if request.fusion == "rrf":  # weak similarity hits are left out, ranks kept
         return rrf(lists, k=request.rrf_k, weights=weights, left_out=below_floor(lists))
     return weighted(relevance_floor(lists), weights=weights)

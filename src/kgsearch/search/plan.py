@@ -25,7 +25,15 @@ from kgsearch.search.rerank import CrossEncoder, Reranker
 from kgsearch.search.rerankers import RERANKERS, Need, RerankInput
 from kgsearch.text import enrich_query
 
-__all__ = ["Plan", "QueryVectors", "Vector", "choose_reranker", "embed_query", "make_plan"]
+__all__ = [
+    "DOCUMENT_WEIGHTS",
+    "Plan",
+    "QueryVectors",
+    "Vector",
+    "choose_reranker",
+    "embed_query",
+    "make_plan",
+]
 
 Vector = npt.NDArray[np.float32]
 
@@ -137,6 +145,15 @@ class QueryVectors:
             return self.plain
         return next((v for v in self.by_kind.values() if v is not None), None)
 
+
+DOCUMENT_WEIGHTS: dict[str, float] = {
+    "graph:evidence": 0.5,
+    "graph:local:chunks": 0.5,
+    "graph:global:chunks": 0.5,
+}
+"""Default fusion weights on a graph built from documents (``Plan.documents``): the
+passages the entities and facts point to support the chunks' own legs rather than
+outrank them (a request's ``weights`` override these)."""
 
 _CHUNK_GRAPHS = ("local", "global", "hybrid", "paths")
 """Graph legs that rank chunks: the query modes (``search/modes.py``) and, with
