@@ -5,15 +5,14 @@ A document graph's objects and relationships are read out of its passages, so a
 question's entities and facts are worth most as pointers to the passages that state
 them (HippoRAG's phrase–passage links, LazyGraphRAG's noun-phrase graph used to rank
 passages). Each of the first round's best :data:`SEED_ROWS` objects and relationships
-gives its fused score to every chunk that mentions it (or, for a relationship, that
-it was extracted from); a chunk scores the sum. The chunks' own vector and BM25 legs
+gives its fused score to every chunk that mentions it (the mention links extraction
+writes for both); a chunk scores the sum. The chunks' own vector and BM25 legs
 still rank them: this leg is the graph's support beside them.
 
 It runs on document graphs only (``Plan.documents``: the project holds chunks), when
 the search ranks chunks and objects or relationships and no graph leg of the request
 ranks chunks already (the query modes' and the passage walk's expansions do this work
-their own way). One store call (the seeds' mentions), plus the relationships' rows,
-which hydration reuses.
+their own way). One store call: the seeds' mentions.
 """
 
 from __future__ import annotations
@@ -58,8 +57,6 @@ def evidence_leg(
             seeds[kind][id] = score
     objects, facts = seeds[Kind.OBJECT], seeds[Kind.RELATIONSHIP]
     pointed: dict[tuple[Kind, str], set[str]] = defaultdict(set)
-    for id, rel in (rows.relationships(list(facts), trace) if facts else {}).items():
-        pointed[(Kind.RELATIONSHIP, id)].update(rel.source_chunks)
     if objects or facts:
         found = store.mentions(
             rows.project, object_ids=list(objects), relationship_ids=list(facts), trace=trace
