@@ -162,6 +162,24 @@ def test_the_best_sentence_is_quoted_with_its_passage_cited() -> None:
     assert "[S2] Notes › Two Dollar Radio" in lines[lines.index("Sources:") :]
 
 
+def test_a_fact_of_the_context_can_be_quoted_beside_the_passages() -> None:
+    text, cites = extractive_answer(
+        "who does Ada work for",
+        [("S1", "Ada wrote the first program.")],
+        {"S1": "Notes"},
+        facts=[("R1", "Ada Lovelace works for Acme Corp")],
+    )
+
+    # the passage shares one word of three: under MIN_SHARE of the fact's score
+    assert text.splitlines()[1:] == [
+        "- Ada Lovelace works for Acme Corp [R1]",
+        "",
+        "Sources:",
+        "[S1] Notes",  # only a fact quoted: the best passage is still listed
+    ]
+    assert cites == ["R1"]
+
+
 def test_sentences_sharing_no_word_with_the_question_are_not_quoted() -> None:
     chosen = best_sentences(
         "who founded Acme", [("S1", "Acme was founded by Ada. The sky is blue today.")]
@@ -247,8 +265,8 @@ def test_ask_offline_quotes_the_answer_from_the_documents(documents: Engine) -> 
 
     assert answer.answer.splitlines()[1] == f"- {ANSWER} [S1]"
     assert "Sources:\n[S1] press.md" in answer.answer
-    cited = [r for r in answer.references if r.cited]
-    assert {r.kind for r in cited} == {"chunk"} and cited[0].text.startswith("(press.md)")
+    chunks = [r for r in answer.references if r.cited and r.kind == "chunk"]
+    assert chunks[0].cite == "S1" and chunks[0].text.startswith("(press.md)")
 
 
 def test_the_evidence_leg_ranks_the_passages_the_entities_point_to(documents: Engine) -> None:

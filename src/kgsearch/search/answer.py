@@ -159,7 +159,8 @@ def answer(
     """
     meta = dict(metadata or {})
     if llm is None and passages:
-        text, quoted = extractive_answer(question, passages, labels or {})
+        facts = [(r.cite, r.text) for r in refs if r.kind == "relationship"]
+        text, quoted = extractive_answer(question, passages, labels or {}, facts)
         if on_text is not None:
             on_text(text)
         return Answer(

@@ -6,8 +6,9 @@ those sentences (a word the question shares with few sentences weighs more than 
 found in many; stop words and the question's own wh-words count for nothing), with a
 mild preference for the better-ranked passages. The best :data:`TOP_SENTENCES` that
 reach :data:`MIN_SHARE` of the best score are the answer, best first, each followed by
-the citation of its passage (``[S1]``). No model, no network: the same question and
-context always give the same answer.
+the citation of its passage (``[S1]``). The context's relationships compete too, each
+as one sentence cited ``[R1]`` (a typed fact can answer outright). No model, no
+network: the same question and context always give the same answer.
 """
 
 from __future__ import annotations
@@ -57,12 +58,15 @@ def _terms(text: str) -> list[str]:
     ]
 
 
-def best_sentences(question: str, passages: Sequence[tuple[str, str]]) -> list[Sentence]:
-    """The passages' sentences that answer ``question`` best, best first.
+def best_sentences(
+    question: str, passages: Sequence[tuple[str, str]], facts: Sequence[tuple[str, str]] = ()
+) -> list[Sentence]:
+    """The passages' sentences (and facts) that answer ``question`` best, best first.
 
     Args:
         question: The question.
         passages: Each passage's citation and whole text, best passage first.
+        facts: Each relationship's citation and text, best first (one sentence each).
 
     Returns:
         Up to :data:`TOP_SENTENCES` sentences sharing a word with the question (empty
@@ -70,6 +74,7 @@ def best_sentences(question: str, passages: Sequence[tuple[str, str]]) -> list[S
     """
     wanted = set(_terms(question))
     split = [(rank, cite, s) for rank, (cite, text) in enumerate(passages) for s in sentences(text)]
+    split += [(rank, cite, " ".join(text.split())) for rank, (cite, text) in enumerate(facts)]
     if not wanted or not split:
         return []
     bags = [Counter(_terms(s)) for _, _, s in split]
@@ -94,20 +99,25 @@ def best_sentences(question: str, passages: Sequence[tuple[str, str]]) -> list[S
 
 
 def extractive_answer(
-    question: str, passages: Sequence[tuple[str, str]], labels: dict[str, str]
+    question: str,
+    passages: Sequence[tuple[str, str]],
+    labels: dict[str, str],
+    facts: Sequence[tuple[str, str]] = (),
 ) -> tuple[str, list[str]]:
     """The answer text and the citations it uses.
 
-    The best sentences, each cited, then a ``Sources`` list of the passages cited
-    (their source title and section, when known). When no sentence shares a word with
-    the question, it says so and quotes the start of the best passage instead.
+    The best sentences, each cited, then a ``Sources`` list of the passages cited (the
+    best passage when only facts were quoted), with their source title and section
+    when known. When no sentence shares a word with the question, it says so and
+    quotes the start of the best passage instead.
 
     Args:
         question: The question.
         passages: Each passage's citation and whole text, best first (not empty).
         labels: Each citation's ``Title › Section`` ('' or missing when unknown).
+        facts: The context's relationships: citation and text, best first.
     """
-    chosen = best_sentences(question, passages)
+    chosen = best_sentences(question, passages, facts)
     if chosen:
         head = "From the sources (no model asked; the best-matching sentences):"
         lines = [f"- {s.text} [{s.cite}]" for s in chosen]
@@ -121,7 +131,6 @@ def extractive_answer(
         lines = [f"- {opening} [{cite}]"]
         chosen = [Sentence(cite, opening, 0.0)]
     cites = list(dict.fromkeys(s.cite for s in chosen))
-    sources = [
-        f"[{c}] {labels.get(c) or 'passage'}" for c in sorted(cites, key=lambda c: int(c[1:]))
-    ]
+    shown = sorted((c for c in cites if c.startswith("S")), key=lambda c: int(c[1:]))
+    sources = [f"[{c}] {labels.get(c) or 'passage'}" for c in shown or [passages[0][0]]]
     return "\n".join([head, *lines, "", "Sources:", *sources]), cites
