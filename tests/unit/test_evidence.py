@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kgsearch import Engine, ObjectIn, RelationshipIn
+from kgsearch import ChunkIn, Engine, ObjectIn, RelationshipIn
 from kgsearch.search.context import Passage, format_sections, pack_evidence, sentences
 from kgsearch.search.extractive import best_sentences, extractive_answer
 from kgsearch.search.request import GraphResult, RelationshipResult, TextResult
+from kgsearch.search.service import DocumentsCache
 from kgsearch.store import connect
 from kgsearch.testing import FakeEmbedder, FakeExtractor
 
@@ -295,3 +296,14 @@ def test_a_graph_without_documents_keeps_its_context() -> None:
     assert found.context == format_sections(results, max_tokens=60, count_tokens=count)[0]
     assert found.context.startswith("## Entities")
     assert "graph:evidence" not in {h.leg for r in results for h in r.found_by}
+
+
+def test_the_check_for_documents_is_cached_per_project() -> None:
+    with Engine(connect(":memory:"), embedder=FakeEmbedder(32)) as engine:
+        now = [0.0]
+        cache = DocumentsCache(engine.store, ttl=5.0, clock=lambda: now[0])
+        assert cache.get("default") is False
+        engine.add_chunks([ChunkIn(id="c1", text="Ada wrote the first program.")])
+        assert cache.get("default") is False  # trusted for ttl seconds
+        now[0] = 5.0
+        assert (cache.get("default"), cache.get("other")) == (True, False)
