@@ -21,11 +21,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from kgsearch.model import Kind
 from kgsearch.search.communities import with_communities
 from kgsearch.search.fusion import Fused, below_floor, relevance_floor, rrf, weighted
 from kgsearch.search.hydrate import hydrate
 from kgsearch.search.keywords import QueryKeywords, skipped
-from kgsearch.search.parts import LegInput, Legs, SearchReads, default_weights, run_legs
+from kgsearch.search.parts import (
+    LegInput,
+    Legs,
+    SearchReads,
+    default_weights,
+    run_legs,
+    split_key,
+)
 from kgsearch.search.plan import (
     DOCUMENT_WEIGHTS,
     Plan,
@@ -161,7 +169,20 @@ def _rerank(plan: Plan, pool: Sequence[Candidate], reranker: Reranker | None) ->
     )
     if request.min_score is not None:
         ranked = [c for c in ranked if c.score >= request.min_score]
+    if plan.documents and Kind.CHUNK in plan.pool_kinds:
+        return passages_first(ranked, request.limit)
     return ranked[: request.limit]
+
+
+def passages_first(ranked: Sequence[Candidate], limit: int) -> list[Candidate]:
+    """A graph built from documents leads with its passages: the ranked chunks first (in
+    their order), then the other rows (entities and facts, in theirs), ``limit`` in
+    all; the other rows keep a third of the limit when there are that many, so they
+    stand beside the passages rather than crowd them out or vanish."""
+    passages = [c for c in ranked if split_key(c.key)[0] is Kind.CHUNK]
+    others = [c for c in ranked if split_key(c.key)[0] is not Kind.CHUNK]
+    kept = min(len(others), max(limit // 3, limit - len(passages)))
+    return [*passages[: limit - kept], *others[:kept]]
 
 
 @contextmanager
