@@ -291,7 +291,7 @@ def test_local_mode_finds_the_entity_only_the_keywords_name(store: Store) -> Non
     assert "objects:bm25" not in legs(plain, ids["babbage"])
     assert "objects:bm25" in legs(steered, ids["babbage"])
     # the graph holds chunks: its passages lead, the entities follow
-    assert [r for r in steered.results if r.type != "text"][0].id == ids["babbage"]
+    assert next(r for r in steered.results if r.type != "text").id == ids["babbage"]
     assert steered.metadata["keywords"]["highLevel"] == []
 
 
