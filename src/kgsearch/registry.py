@@ -86,6 +86,9 @@ BUILTINS: dict[str, dict[str, Builtin]] = {
         "graph:mentioned": Builtin(
             f"{_SEARCH}.mentioned", "objects the best chunks mention (when weighed)"
         ),
+        "graph:evidence": Builtin(
+            f"{_SEARCH}.evidence", "passages the entities and facts point to (documents)"
+        ),
     },
     "recipe": {
         name: Builtin(f"{_SEARCH}.request", summary)

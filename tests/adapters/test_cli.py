@@ -385,9 +385,10 @@ def test_search_explain_json_has_legs_and_fused(run: Cli) -> None:
     ]
     assert set(value["leg_ms"]) == set(value["legs"])  # each leg's own time
     assert any("objects" in s["sql"] for s in value["statements"]["objects:bm25"])
-    assert sorted(value["legs"]) == [
+    assert sorted(value["legs"]) == [  # the graph holds chunks: graph:evidence too
         "chunks:bm25",
         "chunks:vector",
+        "graph:evidence",
         "objects:bm25",
         "objects:name",
         "objects:vector",
@@ -409,10 +410,11 @@ def test_context_max_tokens_50(run: Cli) -> None:
     run.embedded()
     result = run("context", "Ada Lovelace", "--max-tokens", "50")
     assert result.exit_code == 0
-    # the relationship anchored on the object the query names comes first
+    # the graph holds a document: its passage leads (with its source's title), then
+    # the relationship anchored on the object the query names
     assert result.stdout == (
+        "- (Memo) Ada Lovelace leads Acme as CEO.\n"
         "- Ada Lovelace works for Acme\n"
-        "- Ada Lovelace leads Acme as CEO.\n"
         "- **Person**: Ada Lovelace — role=CEO\n"
     )  # Acme alone shares no word with the query: below the relevance floor
 

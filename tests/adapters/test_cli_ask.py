@@ -64,7 +64,7 @@ def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
     httpd.server_close()
 
 
-def test_ask_no_llm_prints_the_context_and_top_facts_with_references(kg: Kg) -> None:
+def test_ask_no_llm_quotes_the_passages_with_the_context_and_references(kg: Kg) -> None:
     rel = json.loads(kg("--json", "relationships", "list").stdout)["items"][0]["id"]
 
     result = kg("ask", "who does Ada Lovelace work for", "--no-llm")
@@ -72,10 +72,11 @@ def test_ask_no_llm_prints_the_context_and_top_facts_with_references(kg: Kg) -> 
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert out.index("Context") < out.index("Answer") < out.index("References")
-    assert "## Relationships" in out
-    assert "Top facts from the graph (no model asked)" in out
-    assert "- Ada Lovelace works for Acme [R1]" in out
-    assert f"[R1] Ada Lovelace works for Acme  relationship {rel}" in out
+    # the graph holds a document: its passage leads, the facts beside it
+    assert out.index("## Sources") < out.index("## Relationships")
+    assert "From the sources (no model asked; the best-matching sentences)" in out
+    assert "- Ada Lovelace works for Acme. [S1]" in out
+    assert f"[R1] Ada Lovelace works for Acme  relationship {rel}\n" in out
 
 
 def test_ask_with_no_model_configured_suggests_no_llm(kg: Kg) -> None:

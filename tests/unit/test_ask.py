@@ -39,7 +39,8 @@ def test_the_model_gets_the_cited_context_and_its_citations_resolve(engine: Engi
     [call] = llm.calls
     assert call.messages[0].content == SYSTEM_PROMPT
     assert "[R1] Ada Lovelace works for Acme Corp" in call.messages[1].content
-    assert "[S1] Ada works for Acme Corp." in call.messages[1].content
+    # a graph built from documents: the passages lead, with their source's title
+    assert call.messages[1].content.startswith("Context:\n\n## Sources\n[S1] (Notes) Ada works")
     assert pieces == ["Ada works for Acme Corp [R1][S1]. [X9]"]  # not streaming: whole
     cited = {r.cite: (r.kind, r.id) for r in answer.references if r.cited}
     rel = engine.list_rows("relationship").items[0].id
@@ -48,8 +49,31 @@ def test_the_model_gets_the_cited_context_and_its_citations_resolve(engine: Engi
     assert (answer.offline, answer.model) == (False, "fake:scripted")
 
 
-def test_offline_answers_list_the_top_facts_relationships_first(engine: Engine) -> None:
+def test_offline_answers_quote_the_passages_of_documents(engine: Engine) -> None:
     answer = engine.ask("who does Ada work for", llm=False)
+
+    assert answer.answer.splitlines()[1:] == [
+        "- Ada works for Acme Corp. [S1]",
+        "- Ada Lovelace works for Acme Corp [R1]",
+        "",
+        "Sources:",
+        "[S1] Notes",
+    ]
+    assert {r.cite for r in answer.references if r.cited} == {"S1", "R1"}
+    assert answer.offline and answer.model is None
+
+
+def test_offline_answers_list_the_top_facts_relationships_first() -> None:
+    with Engine(connect(":memory:"), embedder=FakeEmbedder(32)) as engine:
+        ada, acme = engine.add_objects(
+            [
+                ObjectIn(type="Person", key="ada", properties={"name": "Ada Lovelace"}),
+                ObjectIn(type="Org", key="acme", properties={"name": "Acme Corp"}),
+            ]
+        )
+        engine.add_relationships([RelationshipIn(type="WORKS_FOR", source=ada.id, target=acme.id)])
+        engine.embed_pending()
+        answer = engine.ask("who does Ada work for", llm=False)
 
     lines = answer.answer.splitlines()
     assert lines[0] == "Top facts from the graph (no model asked):"

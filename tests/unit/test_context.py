@@ -175,7 +175,7 @@ def test_any_unicode_context_is_within_budget_and_made_of_prefixes(
 # --- Engine.context ---------------------------------------------------------------------
 
 
-def _graph(engine: Engine) -> None:
+def _graph(engine: Engine, *, documents: bool = True) -> None:
     objs = engine.add_objects(
         [
             ObjectIn(type="Person", key="ada", properties={"name": "Ada Lovelace", "role": "CEO"}),
@@ -185,21 +185,34 @@ def _graph(engine: Engine) -> None:
     engine.add_relationships(
         [RelationshipIn(type="works_for", source=objs[0].id, target=objs[1].id)]
     )
-    engine.add_chunks([ChunkIn(id="c1", text="Ada Lovelace leads Acme as CEO, and 🚀 ships fast.")])
+    if documents:
+        engine.add_chunks([ChunkIn(id="c1", text=_CHUNK)])
     engine.embed_pending()
 
 
-def test_engine_context_formats_the_search_results(engine: Engine) -> None:
-    _graph(engine)
+_CHUNK = "Ada Lovelace leads Acme as CEO, and 🚀 ships fast."
+
+
+def test_engine_context_of_a_graph_without_documents_is_its_lines(engine: Engine) -> None:
+    _graph(engine, documents=False)
     value = engine.context("Ada Lovelace Acme", max_tokens=1000)
     results = engine.search("Ada Lovelace Acme").results
     assert value.context == "\n".join(format_line(r) for r in results)
     assert value.results == len(results)
 
 
+def test_engine_context_of_documents_leads_with_the_passages(engine: Engine) -> None:
+    _graph(engine)
+    value = engine.context("Ada Lovelace Acme", max_tokens=1000)
+    results = engine.search("Ada Lovelace Acme").results
+    others = [format_line(r) for r in results if not isinstance(r, TextResult)]
+    assert value.context.splitlines() == [f"- {_CHUNK}", *others]
+    assert value.results == len(results)
+
+
 @pytest.mark.parametrize("budget", [1, 3, 5, 8, 13, 21])
 def test_engine_context_respects_the_embedders_token_budget(engine: Engine, budget: int) -> None:
-    _graph(engine)
+    _graph(engine, documents=False)
     value = engine.context("Ada Lovelace Acme", max_tokens=budget)
     count = FakeEmbedder(32).count_tokens
     assert value.tokens == count(value.context)
@@ -207,6 +220,13 @@ def test_engine_context_respects_the_embedders_token_budget(engine: Engine, budg
     assert value.context == format_context(
         engine.search("Ada Lovelace Acme").results, max_tokens=budget, count_tokens=count
     )
+
+
+@pytest.mark.parametrize("budget", [1, 3, 5, 8, 13, 21, 40])
+def test_engine_context_of_documents_keeps_to_the_budget(engine: Engine, budget: int) -> None:
+    _graph(engine)
+    value = engine.context("Ada Lovelace Acme", max_tokens=budget, style="sections")
+    assert value.tokens == FakeEmbedder(32).count_tokens(value.context) <= budget
 
 
 def test_engine_context_includes_the_search_metadata(engine: Engine) -> None:

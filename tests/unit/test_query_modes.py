@@ -54,7 +54,9 @@ def legs_of(response: object, row_id: str) -> set[str]:
 def test_local_reaches_relationships_and_chunks_through_the_entities(engine: Engine) -> None:
     ids = build(engine)
 
-    response = engine.search("Ada Lovelace", recipe="local")
+    # the mode's own expansion: a graph built from documents would keep the chunks'
+    # own legs on (test_documents_keep_the_chunk_legs_in_every_mode), so switch them off
+    response = engine.search("Ada Lovelace", recipe="local", chunks={"methods": []})
 
     kinds = {type(r) for r in response.results}
     assert kinds <= {GraphResult, RelationshipResult, TextResult}
@@ -85,11 +87,20 @@ def test_naive_is_chunks_only_and_mix_adds_the_chunk_legs(engine: Engine) -> Non
 
     naive = engine.search("weaving looms", recipe="naive")
     mix = engine.search("Ada Lovelace weaving", recipe="mix")
-    hybrid = engine.search("Ada Lovelace weaving", recipe="hybrid")
+    hybrid = engine.search("Ada Lovelace weaving", recipe="hybrid", chunks={"methods": []})
 
     assert naive.results and all(isinstance(r, TextResult) for r in naive.results)
     assert any(h.leg.startswith("chunks:") for r in mix.results for h in r.found_by)
     assert not any(h.leg.startswith("chunks:") for r in hybrid.results for h in r.found_by)
+
+
+@pytest.mark.parametrize("recipe", ["local", "global", "hybrid"])
+def test_documents_keep_the_chunk_legs_in_every_mode(engine: Engine, recipe: str) -> None:
+    build(engine)  # the project holds chunks: a graph built from documents
+
+    response = engine.search("weaving looms", recipe=recipe)
+
+    assert any(h.leg.startswith("chunks:") for r in response.results for h in r.found_by)
 
 
 def test_modes_respect_type_filters(engine: Engine) -> None:

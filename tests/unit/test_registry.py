@@ -87,6 +87,7 @@ def test_the_legs_run_in_declared_stage_order() -> None:
         ("graph:modes", "expand"),
         ("graph:passages", "expand"),
         ("graph:mentioned", "expand"),
+        ("graph:evidence", "expand"),
     ]
 
 

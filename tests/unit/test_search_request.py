@@ -198,9 +198,10 @@ def test_metadata_counts_results_per_type(engine: Engine) -> None:
         "textResultCount": 1,
         "fusionStrategy": "rrf",
         "reranker": "none",
-        "legs": [
+        "legs": [  # the graph holds chunks: the passages the entities point to rank too
             "chunks:bm25",
             "chunks:vector",
+            "graph:evidence",
             "objects:bm25",
             "objects:name",
             "objects:vector",
@@ -219,6 +220,7 @@ def test_metadata_execution_time_has_per_stage_timings(engine: Engine) -> None:
         "embedQueryMs",
         "fusionMs",
         "graphSearchMs",
+        "graphTraversalMs",  # graph:evidence (the graph holds chunks)
         "relationshipSearchMs",
         "rerankMs",
         "textSearchMs",
@@ -317,6 +319,7 @@ def test_embedder_failure_degrades_to_lexical_legs_with_a_warning(store: Store) 
     response = failing.search("Ada Lovelace")
     assert response.metadata["legs"] == [
         "chunks:bm25",
+        "graph:evidence",
         "objects:bm25",
         "objects:name",
         "relationships:anchored",

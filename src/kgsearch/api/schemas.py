@@ -224,7 +224,9 @@ class AskRequest(UnifiedSearch):
 
     max_tokens: int = Field(default=1500, ge=1, le=100_000, alias="maxTokens")
     llm: bool = Field(
-        default=True, description="false: answer with the context's top facts, no model"
+        default=True,
+        description="false: no model; quote the passages' best sentences, each cited "
+        "(a graph without documents: the context's top facts)",
     )
     stream: bool = Field(
         default=False, description="Server-sent events: text pieces, then the answer"

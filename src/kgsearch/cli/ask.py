@@ -37,7 +37,8 @@ __all__ = ["ask"]
 @click.option(
     "--no-llm",
     is_flag=True,
-    help="Ask no model: print the cited context and its top facts as the answer (offline).",
+    help="Ask no model (offline): print the cited context and, as the answer, the best "
+    "sentences of its passages, each cited (a graph without documents: its top facts).",
 )
 @click.option("--llm-model", help="Chat model, e.g. openai:gpt-4o-mini (default: [llm] model).")
 @click.option(
@@ -69,7 +70,8 @@ def ask(
     The answer streams from the chat model of the [llm] settings (the provider,
     timeouts, cache and record/replay of LLM extraction: KGSEARCH_LLM__MODEL,
     KGSEARCH_LLM__API_KEY, KGSEARCH_LLM__BASE_URL). --no-llm needs no model: it
-    prints the cited context and its top facts.
+    prints the cited context and quotes the passages' sentences that best match the
+    question, each cited (on a graph without documents, its top facts).
 
     \b
     Example:

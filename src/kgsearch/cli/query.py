@@ -41,10 +41,10 @@ def search_options(func: Any) -> Any:
             click.option(
                 "--limit",
                 "-n",
-                default=10,
-                show_default=True,
+                default=None,
                 type=click.IntRange(1, 100),
-                help="Results to return.",
+                help="Results to return [default: 10; `context` and `ask` on a graph "
+                "built from documents read 20].",
             ),
             click.option(
                 "--result-types",
@@ -99,7 +99,7 @@ def search_options(func: Any) -> Any:
 def build_request(
     query: str,
     *,
-    limit: int,
+    limit: int | None,
     result_types: str,
     type_hint: str | None,
     recipe: str | None,
@@ -112,7 +112,9 @@ def build_request(
 ) -> dict[str, Any]:
     if not query.strip():
         raise InvalidRequest('the query is empty: give words to search for, e.g. "Jesse James"')
-    request: dict[str, Any] = {"query": query, "limit": limit, "result_types": result_types}
+    request: dict[str, Any] = {"query": query, "result_types": result_types}
+    if limit is not None:  # else the request's default (context and ask choose their own)
+        request["limit"] = limit
     optional = {
         "type_hint": type_hint,
         "recipe": recipe,

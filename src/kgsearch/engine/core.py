@@ -28,7 +28,7 @@ from kgsearch.model import (
 )
 from kgsearch.search.query_cache import QueryCache
 from kgsearch.search.rerank import CrossEncoder
-from kgsearch.search.service import SearchSetup, StoreInfoCache
+from kgsearch.search.service import DocumentsCache, SearchSetup, StoreInfoCache
 from kgsearch.store import connect
 from kgsearch.store.base import Store
 from kgsearch.text import EnrichmentConfig, load_enrichment_config
@@ -135,6 +135,7 @@ class EngineCore:
         self.graph_aware = graph_aware
         self._rules: TextRules | None = None
         self._info = StoreInfoCache(store)
+        self._documents = DocumentsCache(store)
 
     @classmethod
     def from_settings(
@@ -275,6 +276,7 @@ class EngineCore:
             self.query_guard,
             self.query_cache,
             self._keywords_model,
+            self._documents,
         )
 
     def _keywords_model(self) -> LLM:

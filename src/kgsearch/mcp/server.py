@@ -49,6 +49,14 @@ log = logging.getLogger("kgsearch.mcp")
 MAX_QUERY_CHARS = 800
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question")]
 Limit = Annotated[int, Field(ge=1, le=100, description="Results to return")]
+ContextLimit = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=100,
+        description="Results read (default 10; 20 from a graph built from documents)",
+    ),
+]
 ResultTypes = Annotated[
     Literal["both", "graph", "text"],
     Field(description="graph = objects + relationships; text = chunks; both = all"),
@@ -182,7 +190,7 @@ def create_server(
 
     def request(
         query: str,
-        limit: int,
+        limit: int | None,
         result_types: str,
         type_hint: str | None,
         recipe: str | None,
@@ -227,7 +235,7 @@ def create_server(
     @server.tool(structured_output=False)
     async def context(
         query: Query,
-        limit: Limit = 10,
+        limit: ContextLimit = None,
         result_types: ResultTypes = "both",
         type_hint: TypeHint = None,
         recipe: Recipe = None,
@@ -275,19 +283,24 @@ def create_server(
     @server.tool(structured_output=False)
     async def ask(
         question: Query,
-        limit: Limit = 10,
+        limit: ContextLimit = None,
         recipe: Recipe = None,
         max_tokens: Annotated[int, Field(ge=1, le=100_000)] = 1500,
         no_llm: Annotated[
-            bool, Field(description="Answer with the context's top facts; ask no model")
+            bool,
+            Field(
+                description="Answer offline: the passages' best sentences, each cited (a "
+                "graph without documents: the context's top facts); ask no model"
+            ),
         ] = False,
         keywords: Keywords = "off",
     ) -> CallToolResult:
         """Answer a question from the graph with the server's chat model, citing the
         entities [E1], relationships [R1] and source passages [S1] it rests on;
         ``references`` resolves each citation to a row id. ``no_llm`` answers offline."""
-        options: dict[str, Any] = {"limit": limit, "keywords": keywords}
+        options: dict[str, Any] = {"keywords": keywords}
         options |= {"recipe": recipe} if recipe else {}
+        options |= {"limit": limit} if limit is not None else {}
         return await call(
             "read",
             lambda: engine.ask(

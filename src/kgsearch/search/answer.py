@@ -1,5 +1,6 @@
 """Answers with citations (``kgsearch ask``): a search's cited context, sent to a chat
-model, or (offline) the top facts of that context as the answer.
+model, or (offline) the best sentences of its passages (a graph built from documents,
+``search/extractive.py``) or else the top facts of that context as the answer.
 
 The context is :func:`~kgsearch.search.context.format_sections`' LightRAG-style
 Entities / Relationships / Sources sections, each item cited ``[E1]``, ``[R1]``,
@@ -17,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgsearch.llm.base import LLM, Message, complete_streaming
+from kgsearch.search.extractive import extractive_answer
 from kgsearch.search.request import GraphResult, RelationshipResult, TextResult
 
 __all__ = [
@@ -104,11 +106,20 @@ def _text(result: Result) -> str:
     return " ".join(result.snippet.split())
 
 
-def references(results: Sequence[Result], citations: dict[str, str]) -> list[Reference]:
-    """The reference of each citation the context made (citation → row id)."""
+def references(
+    results: Sequence[Result], citations: dict[str, str], labels: dict[str, str] | None = None
+) -> list[Reference]:
+    """The reference of each citation the context made (citation → row id); a passage's
+    text starts with its ``labels`` entry (source title and section), when it has one."""
     by_id = {r.id: r for r in results}
+    labels = labels or {}
+
+    def text(id_: str) -> str:
+        label = labels.get(id_)
+        return f"({label}) {_text(by_id[id_])}" if label else _text(by_id[id_])
+
     found = [
-        Reference(cite=cite, kind=_KINDS[by_id[id_].type], id=id_, text=_text(by_id[id_]))
+        Reference(cite=cite, kind=_KINDS[by_id[id_].type], id=id_, text=text(id_))
         for cite, id_ in citations.items()
         if id_ in by_id
     ]
@@ -132,14 +143,34 @@ def answer(
     llm: LLM | None,
     on_text: Callable[[str], None] | None = None,
     metadata: dict[str, object] | None = None,
+    passages: Sequence[tuple[str, str]] = (),
+    labels: dict[str, str] | None = None,
 ) -> Answer:
-    """Answer ``question`` from ``context``: by ``llm`` (streamed to ``on_text``), or
-    with the top facts of the context when ``llm`` is None.
+    """Answer ``question`` from ``context``: by ``llm`` (streamed to ``on_text``), or,
+    when ``llm`` is None, with the best sentences of ``passages`` (each cited) when
+    there are any, else with the top facts of the context.
+
+    Args:
+        passages: The context's passages, best first: citation and whole text.
+        labels: Each passage citation's ``Title › Section``, when known.
 
     Raises:
         ProviderError: The model failed (after its retries) or timed out.
     """
     meta = dict(metadata or {})
+    if llm is None and passages:
+        facts = [(r.cite, r.text) for r in refs if r.kind == "relationship"]
+        text, quoted = extractive_answer(question, passages, labels or {}, facts)
+        if on_text is not None:
+            on_text(text)
+        return Answer(
+            question=question,
+            answer=text,
+            references=[r.model_copy(update={"cited": r.cite in quoted}) for r in refs],
+            context=context,
+            offline=True,
+            metadata=meta,
+        )
     if llm is None or not refs:
         text = _top_facts(refs) if refs else "Nothing in the graph matches the question."
         if on_text is not None:

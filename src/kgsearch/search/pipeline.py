@@ -21,12 +21,27 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from kgsearch.model import Kind
 from kgsearch.search.communities import with_communities
 from kgsearch.search.fusion import Fused, below_floor, relevance_floor, rrf, weighted
 from kgsearch.search.hydrate import hydrate
 from kgsearch.search.keywords import QueryKeywords, skipped
-from kgsearch.search.parts import LegInput, Legs, SearchReads, default_weights, run_legs
-from kgsearch.search.plan import Plan, Vector, choose_reranker, embed_query, make_plan
+from kgsearch.search.parts import (
+    LegInput,
+    Legs,
+    SearchReads,
+    default_weights,
+    run_legs,
+    split_key,
+)
+from kgsearch.search.plan import (
+    DOCUMENT_WEIGHTS,
+    Plan,
+    Vector,
+    choose_reranker,
+    embed_query,
+    make_plan,
+)
 from kgsearch.search.request import SearchRequest, SearchResponse
 from kgsearch.search.rerank import Candidate, CrossEncoder, Reranker
 from kgsearch.search.response import respond
@@ -52,6 +67,8 @@ class SearchContext:
     cross_encoder: CrossEncoder | None = None
     embed_texts: Callable[[Sequence[str]], list[Vector]] | None = None
     keywords: Callable[[str], QueryKeywords] | None = None
+    documents: bool = False
+    """The project is a graph built from documents (``Plan.documents``)."""
 
 
 def run_search(
@@ -69,7 +86,7 @@ def run_search(
         DimensionMismatch: The query embedder does not match the stored vectors.
     """
     started, ms = time.perf_counter(), dict[str, float]()
-    plan = _with_keywords(make_plan(request), ctx.keywords, traces)
+    plan = _with_keywords(make_plan(request, documents=ctx.documents), ctx.keywords, traces)
     query = embed_query(plan, ctx.embed_query)
     ms["embed"] = query.ms
     rows = Rows(ctx.store, ctx.project)
@@ -135,7 +152,8 @@ def _with_keywords(
 def _fuse(plan: Plan, lists: Mapping[str, Sequence[tuple[str, float]]]) -> list[Fused]:
     """All legs fused into one ranking, by the request's strategy."""
     request = plan.request
-    weights = {**default_weights(), **(request.weights or {})}
+    documents = DOCUMENT_WEIGHTS if plan.documents else {}
+    weights = {**default_weights(), **documents, **(request.weights or {})}
     if request.fusion == "rrf":  # weak similarity hits are left out, ranks kept
         return rrf(lists, k=request.rrf_k, weights=weights, left_out=below_floor(lists))
     return weighted(relevance_floor(lists), weights=weights)
@@ -151,7 +169,20 @@ def _rerank(plan: Plan, pool: Sequence[Candidate], reranker: Reranker | None) ->
     )
     if request.min_score is not None:
         ranked = [c for c in ranked if c.score >= request.min_score]
+    if plan.documents and Kind.CHUNK in plan.pool_kinds:
+        return passages_first(ranked, request.limit)
     return ranked[: request.limit]
+
+
+def passages_first(ranked: Sequence[Candidate], limit: int) -> list[Candidate]:
+    """A graph built from documents leads with its passages: the ranked chunks first (in
+    their order), then the other rows (entities and facts, in theirs), ``limit`` in
+    all; the other rows keep a third of the limit when there are that many, so they
+    stand beside the passages rather than crowd them out or vanish."""
+    passages = [c for c in ranked if split_key(c.key)[0] is Kind.CHUNK]
+    others = [c for c in ranked if split_key(c.key)[0] is not Kind.CHUNK]
+    kept = min(len(others), max(limit // 3, limit - len(passages)))
+    return [*passages[: limit - kept], *others[:kept]]
 
 
 @contextmanager

@@ -25,7 +25,15 @@ from kgsearch.search.rerank import CrossEncoder, Reranker
 from kgsearch.search.rerankers import RERANKERS, Need, RerankInput
 from kgsearch.text import enrich_query
 
-__all__ = ["Plan", "QueryVectors", "Vector", "choose_reranker", "embed_query", "make_plan"]
+__all__ = [
+    "DOCUMENT_WEIGHTS",
+    "Plan",
+    "QueryVectors",
+    "Vector",
+    "choose_reranker",
+    "embed_query",
+    "make_plan",
+]
 
 Vector = npt.NDArray[np.float32]
 
@@ -58,6 +66,9 @@ class Plan:
         rerank_needs: What hydration reads for the reranker (its part's ``needs``).
         keywords: The query's keywords when the request asked for them
             (``keywords="llm"``, ``search/keywords.py``), set once they are known.
+        documents: Whether the project is a graph built from documents (it holds
+            chunks): the chunks' own legs stay on in every query mode and the
+            ``graph:evidence`` leg ranks the passages the entities and facts point to.
     """
 
     request: SearchRequest
@@ -74,6 +85,7 @@ class Plan:
     pool_kinds: tuple[Kind, ...]
     rerank_needs: frozenset[Need] = frozenset()
     keywords: QueryKeywords | None = None
+    documents: bool = False
 
     @property
     def reranker(self) -> str:
@@ -134,16 +146,26 @@ class QueryVectors:
         return next((v for v in self.by_kind.values() if v is not None), None)
 
 
+DOCUMENT_WEIGHTS: dict[str, float] = {
+    "graph:evidence": 0.5,
+    "graph:local:chunks": 0.5,
+    "graph:global:chunks": 0.5,
+}
+"""Default fusion weights on a graph built from documents (``Plan.documents``): the
+passages the entities and facts point to support the chunks' own legs rather than
+outrank them (a request's ``weights`` override these)."""
+
 _CHUNK_GRAPHS = ("local", "global", "hybrid", "paths")
 """Graph legs that rank chunks: the query modes (``search/modes.py``) and, with
 relation paths, the multi-hop passages (``search/passages.py``)."""
 
 
-def make_plan(request: SearchRequest) -> Plan:
+def make_plan(request: SearchRequest, *, documents: bool = False) -> Plan:
     """Apply the request's recipe and decide scopes, legs, candidate counts and pool size.
 
     Args:
         request: The validated request.
+        documents: The project is a graph built from documents (it holds chunks).
 
     Returns:
         The plan every later stage follows.
@@ -151,7 +173,7 @@ def make_plan(request: SearchRequest) -> Plan:
     Raises:
         InvalidRequest: The recipe is unknown or yields an invalid request.
     """
-    request = apply_recipe(request)
+    request = apply_recipe(request, documents=documents)
     scopes = tuple(k for k in _RESULT_SCOPES[request.result_types] if _methods(request, k))
     graph = request.graph != "none" and request.result_types != "text"
     graph_objects = request.objects is not None
@@ -179,6 +201,7 @@ def make_plan(request: SearchRequest) -> Plan:
         pool_size=max(request.limit * 3, 30) if reranked else request.limit * 2,
         pool_kinds=tuple(k for k in Kind if k in ranked),
         rerank_needs=RERANKERS.get(request.reranker).needs,
+        documents=documents,
     )
 
 

@@ -222,8 +222,14 @@ for _name, _recipe in RECIPES.items():
     RECIPE_REGISTRY.register(_name, _recipe)
 
 
-def apply_recipe(request: SearchRequest) -> SearchRequest:
+def apply_recipe(request: SearchRequest, *, documents: bool = False) -> SearchRequest:
     """Fill fields the caller did not set from the named recipe (a fresh copy each time).
+
+    On a graph built from documents (``documents``), a recipe that keeps the chunks'
+    own legs out of the first round (``local``, ``global``, ``hybrid``: chunks with
+    an empty methods list) keeps them in: the passages are the evidence there, ranked
+    by their own legs beside the mode's expansion. A caller's own ``chunks`` setting
+    always wins.
 
     Raises:
         InvalidRequest: The recipe is unknown.
@@ -231,6 +237,8 @@ def apply_recipe(request: SearchRequest) -> SearchRequest:
     if request.recipe is None:
         return request
     recipe = RECIPE_REGISTRY.get(request.recipe)
+    if documents and recipe.get("chunks") == {"methods": []}:
+        recipe = {k: v for k, v in recipe.items() if k != "chunks"}
     updates = {k: v for k, v in recipe.items() if k not in request.model_fields_set}
     return validate_request({**request.model_dump(exclude_unset=True), **updates})
 

@@ -7,6 +7,11 @@ that it is the model the vectors were made with; then the request, a
 :class:`~kgsearch.search.request.SearchRequest` or a query string with options, runs
 through :func:`~kgsearch.search.pipeline.run_search`.
 
+A project that holds chunks is a graph built from documents
+(:class:`DocumentsCache`, asked once per :data:`INFO_TTL_SECONDS` per project): its
+searches lead with the passages (``Plan.documents``), and its context and answers pack
+them whole first (:func:`~kgsearch.search.context.pack_evidence`).
+
 The store info is read once per engine, not per search, so a long-running server would
 not notice another process switching the store to another model. It is therefore read
 again once it is :data:`INFO_TTL_SECONDS` old (on the next search, which then costs one
@@ -29,7 +34,7 @@ from kgsearch.llm.base import LLM
 from kgsearch.search import answer as answering
 from kgsearch.search.answer import Answer
 from kgsearch.search.communities import format_reports
-from kgsearch.search.context import format_context, format_sections
+from kgsearch.search.context import Passage, format_context, format_sections, pack_evidence
 from kgsearch.search.keywords import extract_keywords
 from kgsearch.search.pipeline import SearchContext, SearchStore, run_search
 from kgsearch.search.query_cache import QueryCache
@@ -38,15 +43,18 @@ from kgsearch.search.request import (
     RagContext,
     SearchRequest,
     SearchResponse,
+    TextResult,
     validate_request,
 )
 from kgsearch.search.rerank import CrossEncoder
 from kgsearch.search.response import explain as explained
 from kgsearch.search.statements import Traces
-from kgsearch.store.base import Lifecycle, StoreInfo
+from kgsearch.store.base import GraphReads, Lifecycle, StoreInfo
 
 __all__ = [
+    "CONTEXT_RESULTS",
     "INFO_TTL_SECONDS",
+    "DocumentsCache",
     "SearchSetup",
     "StoreInfoCache",
     "Through",
@@ -101,6 +109,40 @@ class StoreInfoCache:
         self._info = None
 
 
+class DocumentsCache:
+    """Whether a project is a graph built from documents: it holds at least one chunk.
+
+    One cheap read (the first chunk of the project, if any) per project, trusted for
+    ``ttl`` seconds, so a search pays for it at most once in that time.
+
+    Args:
+        store: The store asked.
+        ttl: Seconds an answer is trusted.
+        clock: Monotonic seconds (tests pass their own).
+    """
+
+    def __init__(
+        self,
+        store: GraphReads,
+        *,
+        ttl: float = INFO_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.ttl = ttl
+        self.clock = clock
+        self._seen: dict[str, tuple[bool, float]] = {}
+
+    def get(self, project: str) -> bool:
+        """Whether ``project`` holds chunks (read from the store only when due)."""
+        now = self.clock()
+        seen = self._seen.get(project)
+        if seen is None or now - seen[1] >= self.ttl:
+            has = bool(self.store.list_rows(project, "chunk", limit=1).items)
+            seen = self._seen[project] = (has, now)
+        return seen[0]
+
+
 @dataclass(frozen=True)
 class SearchSetup:
     """What the engine lends a search.
@@ -118,6 +160,8 @@ class SearchSetup:
         keywords_llm: Makes the chat model a ``keywords="llm"`` search asks for the
             query's keywords (the engine's: short deadline, response cache); None: no
             chat model, such searches use the query as it is and say so.
+        documents: Tells whether the project holds chunks (a graph built from
+            documents); None: treated as a graph without documents.
     """
 
     store: SearchStore
@@ -128,6 +172,12 @@ class SearchSetup:
     guard: QueryGuard | None = None
     cache: QueryCache | None = None
     keywords_llm: Callable[[], LLM] | None = None
+    documents: DocumentsCache | None = None
+
+    @property
+    def has_documents(self) -> bool:
+        """Whether the project searched is a graph built from documents."""
+        return self.documents is not None and self.documents.get(self.project)
 
 
 def search_request(request: SearchRequest | str, options: Mapping[str, Any]) -> SearchRequest:
@@ -173,7 +223,13 @@ def search_context(setup: SearchSetup) -> SearchContext:
             embed_query = Through(setup.cache.embed, (embedder.model_id, embed_query))
     keywords = None if setup.keywords_llm is None else partial(extract_keywords, setup.keywords_llm)
     return SearchContext(
-        setup.store, setup.project, embed_query, setup.cross_encoder, embed_texts, keywords
+        setup.store,
+        setup.project,
+        embed_query,
+        setup.cross_encoder,
+        embed_texts,
+        keywords,
+        documents=setup.has_documents,
     )
 
 
@@ -262,6 +318,48 @@ def _warn_unknown_project(setup: SearchSetup, response: SearchResponse) -> None:
         )
 
 
+CONTEXT_RESULTS = 20
+"""Results a context or an answer reads, at least, from a graph built from documents
+when the caller sets no ``limit``: enough passages to fill the budget."""
+
+
+def _documents_request(
+    setup: SearchSetup, request: SearchRequest | str, options: Mapping[str, Any]
+) -> tuple[SearchRequest, bool]:
+    """The request a context or an answer runs, and whether the project is a graph
+    built from documents (then at least :data:`CONTEXT_RESULTS` results unless the
+    caller set a limit)."""
+    req = search_request(request, options)
+    documents = setup.has_documents
+    if documents and "limit" not in req.model_fields_set and req.limit < CONTEXT_RESULTS:
+        req = validate_request({**req.model_dump(exclude_unset=True), "limit": CONTEXT_RESULTS})
+    return req, documents
+
+
+def passages(setup: SearchSetup, response: SearchResponse) -> dict[str, Passage]:
+    """The whole body, source title and section of each text result, by chunk id (two
+    reads: the chunks and their sources; none without text results)."""
+    texts = [r for r in response.results if isinstance(r, TextResult)]
+    if not texts:
+        return {}
+    chunks = {c.id: c for c in setup.store.get_chunks(setup.project, [r.id for r in texts])}
+    source_ids = sorted({c.source_id for c in chunks.values() if c.source_id})
+    sources = {s.id: s for s in setup.store.get_sources(setup.project, source_ids)}
+    found: dict[str, Passage] = {}
+    for result in texts:
+        chunk = chunks.get(result.id)
+        if chunk is None:
+            continue
+        source = sources.get(chunk.source_id or "")
+        section = getattr(result, "section", None) or chunk.metadata.get("section")
+        found[result.id] = Passage(
+            text=chunk.text,
+            title=(source.title or source.uri) if source is not None else None,
+            section=section if isinstance(section, str) and section else None,
+        )
+    return found
+
+
 def context(
     setup: SearchSetup,
     request: SearchRequest | str,
@@ -270,6 +368,10 @@ def context(
     style: str = "lines",
 ) -> RagContext:
     """A search's hits as prompt lines within ``max_tokens`` of the embedder's tokens.
+
+    On a graph built from documents the passages lead, each whole (see
+    :func:`~kgsearch.search.context.pack_evidence`), with the entities and
+    relationships beside them.
 
     Args:
         setup: What the engine lends the search.
@@ -289,7 +391,8 @@ def context(
         raise InvalidRequest("max_tokens must be between 1 and 100000")
     if style not in ("lines", "sections"):
         raise InvalidRequest(f"unknown context style {style!r}; use lines or sections")
-    response = search(setup, request, options)
+    req, documents = _documents_request(setup, request, options)
+    response = search(setup, req, {})
     count = setup.embedder().count_tokens
     # community reports first: they answer the broad questions their scope is asked for
     reports, citations = format_reports(
@@ -297,7 +400,16 @@ def context(
     )
     budget = max_tokens - (count(reports + "\n\n") if reports else 0)
     text = ""
-    if budget > 0 and style == "sections":
+    if budget > 0 and documents:
+        text, cited = pack_evidence(
+            response.results,
+            passages(setup, response),
+            max_tokens=budget,
+            count_tokens=count,
+            cited=style == "sections",
+        )
+        citations.update(cited)
+    elif budget > 0 and style == "sections":
         text, cited = format_sections(response.results, max_tokens=budget, count_tokens=count)
         citations.update(cited)
     elif budget > 0:
@@ -322,7 +434,8 @@ def ask(
     on_text: Callable[[str], None] | None = None,
 ) -> Answer:
     """Answer a question from the graph: search, the cited context within
-    ``max_tokens``, then the chat model's answer (or offline, the top facts).
+    ``max_tokens``, then the chat model's answer (or offline: on a graph built from
+    documents the best sentences of the passages, each cited; else the top facts).
 
     Raises:
         InvalidRequest: The question is empty or the request is malformed.
@@ -332,10 +445,32 @@ def ask(
         raise InvalidRequest("the question is empty: ask something, e.g. who directed Jesse James")
     if not 1 <= max_tokens <= 100_000:
         raise InvalidRequest("max_tokens must be between 1 and 100000")
-    response = search(setup, question, options)
+    req, documents = _documents_request(setup, question, options)
+    response = search(setup, req, {})
     count = setup.embedder().count_tokens
-    text, citations = format_sections(response.results, max_tokens=max_tokens, count_tokens=count)
-    refs = answering.references(response.results, citations)
+    if not documents:
+        text, citations = format_sections(
+            response.results, max_tokens=max_tokens, count_tokens=count
+        )
+        refs = answering.references(response.results, citations)
+        return answering.answer(
+            question, text, refs, llm=llm, on_text=on_text, metadata=response.metadata
+        )
+    found = passages(setup, response)
+    text, citations = pack_evidence(
+        response.results, found, max_tokens=max_tokens, count_tokens=count
+    )
+    cited = [(c, id_) for c, id_ in citations.items() if c.startswith("S") and id_ in found]
+    refs = answering.references(
+        response.results, citations, {id_: found[id_].label for _, id_ in cited}
+    )
     return answering.answer(
-        question, text, refs, llm=llm, on_text=on_text, metadata=response.metadata
+        question,
+        text,
+        refs,
+        llm=llm,
+        on_text=on_text,
+        metadata=response.metadata,
+        passages=[(c, found[id_].text) for c, id_ in cited],
+        labels={c: found[id_].label for c, id_ in cited},
     )
