@@ -13,9 +13,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgsearch.document_values import Span
+from kgsearch.document_values import Section, Span
 
-__all__ = ["Piece", "content_digest", "mask_spans", "split_spans", "split_text", "unmined_spans"]
+__all__ = [
+    "Piece",
+    "chunk_metadata",
+    "content_digest",
+    "mask_spans",
+    "split_spans",
+    "split_text",
+    "unmined_spans",
+]
 
 
 def content_digest(text: str) -> str:
@@ -118,6 +126,18 @@ def _joined(text: str, spans: Iterable[Span]) -> list[Span]:
         else:
             out.append((a, b))
     return out
+
+
+def chunk_metadata(section: Section, piece: Piece) -> dict[str, Any]:
+    """A chunk's metadata: its section path (``section``, ``Guide > Install``, and
+    ``section_path``) when it has one, and its ``unmined`` ranges when there are any."""
+    metadata: dict[str, Any] = {}
+    if section.path:
+        metadata["section"] = section.title
+        metadata["section_path"] = list(section.path)
+    if piece.unmined:
+        metadata["unmined"] = [list(span) for span in piece.unmined]
+    return metadata
 
 
 def split_text(text: str, max_chars: int) -> list[str]:

@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from kgsearch.document_values import Document, Section
 from kgsearch.model import Chunk, ChunkIn, Source, SourceIn
-from kgsearch.text.chunking import content_digest, split_spans
+from kgsearch.text.chunking import chunk_metadata, content_digest, split_spans
 from kgsearch.writes.batch import GraphBatch, write_batch
 from kgsearch.writes.graph import WriteContext
 from kgsearch.writes.text import add_chunks, add_sources
@@ -57,19 +56,13 @@ def chunk_document(document: Document, max_chars: int) -> list[ChunkIn]:
             digest = content_digest(piece.text)[:16]
             seen[digest] += 1
             suffix = f"-{seen[digest]}" if seen[digest] > 1 else ""
-            metadata: dict[str, Any] = {}
-            if section.path:
-                metadata["section"] = section.title
-                metadata["section_path"] = list(section.path)
-            if piece.unmined:
-                metadata["unmined"] = [list(span) for span in piece.unmined]
             chunks.append(
                 ChunkIn(
                     id=f"{document.source_id}#{digest}{suffix}",
                     text=piece.text,
                     source_id=document.source_id,
                     position=len(chunks),
-                    metadata=metadata,
+                    metadata=chunk_metadata(section, piece),
                 )
             )
     return chunks

@@ -128,3 +128,17 @@ def test_a_document_stored_by_the_older_chunking_is_chunked_again(
     (source,) = engine.list_rows("source").items
     assert source.metadata["chunking"] == documents.CHUNKING
     assert engine.ingest([doc], chunk_chars=1000).unchanged == 1
+
+
+def test_free_text_added_directly_is_chunked_by_its_markdown_headings(engine: Engine) -> None:
+    added = engine.add_text(NOTES + "\n```\nTrue None\n```\n", max_chars=1000)
+    assert [c.metadata.get("section") for c in added.chunks] == [
+        "Two Dollar Radio",
+        "Formula One Arcade",
+        "PlayStation",
+    ]
+    last = added.chunks[2]
+    assert [last.text[a:b] for a, b in last.metadata["unmined"]] == [
+        "## PlayStation",
+        "```\nTrue None\n```",
+    ]
