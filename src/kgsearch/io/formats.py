@@ -4,7 +4,8 @@ Markdown and reStructuredText split at their headings and plain text is one sect
 (:mod:`kgsearch.text.sections`). HTML splits at ``h1``–``h6``, ``<pre>`` blocks and
 tables are unmined, and so is inline ``<code>``; DOCX splits at its ``Heading N`` (and
 ``Title``) paragraph styles, with tables and code-styled paragraphs unmined; a PDF is
-one section per page, ``Page N``. These three go through maintained libraries in the
+one section per page, ``Page N``, under the outline (bookmark) titles open on that
+page when the PDF has an outline. These three go through maintained libraries in the
 ``documents`` extra (beautifulsoup4, python-docx, pypdf).
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from kgsearch.document_values import Section
 from kgsearch.errors import MissingDependency
@@ -196,10 +198,48 @@ def _pdf(data: bytes) -> tuple[str, tuple[Section, ...]]:
         pages = [page.extract_text() or "" for page in reader.pages]
     except (PdfReadError, ValueError, KeyError) as exc:
         raise ValueError(f"not a readable PDF ({exc})") from None
+    outline = _outline(reader)
     sections = tuple(
-        Section((f"Page {n}",), text) for n, text in enumerate(pages, 1) if text.strip()
+        Section((*outline.get(n, ()), f"Page {n}"), text)
+        for n, text in enumerate(pages, 1)
+        if text.strip()
     )
     return "\n\n".join(pages), sections
+
+
+def _outline(reader: Any) -> dict[int, tuple[str, ...]]:
+    """Each page's place in the PDF's outline (bookmarks): the titles open at its end,
+    by page number; empty when there is no outline or it cannot be read."""
+    entries: list[tuple[int, int, str]] = []  # (page, depth, title) in outline order
+
+    def walk(items: list[Any], depth: int) -> None:
+        for item in items:
+            if isinstance(item, list):
+                walk(item, depth + 1)
+            else:
+                page = reader.get_destination_page_number(item)
+                title = " ".join(str(item.title or "").split())
+                if page is not None and page >= 0 and title:
+                    entries.append((page + 1, depth, title))
+
+    try:
+        walk(reader.outline, 0)
+    except Exception:  # a broken outline costs the titles, never the document
+        return {}
+    places: dict[int, tuple[str, ...]] = {}
+    stack: list[tuple[int, str]] = []
+    entries.sort(key=lambda e: e[0])  # stable: outline order within a page
+    at = 0
+    for page in range(1, len(reader.pages) + 1):
+        while at < len(entries) and entries[at][0] <= page:
+            _, depth, title = entries[at]
+            while stack and stack[-1][0] >= depth:
+                stack.pop()
+            stack.append((depth, title))
+            at += 1
+        if stack:
+            places[page] = tuple(t for _, t in stack)
+    return places
 
 
 def _docx_blocks(document: object) -> Iterator[Block]:

@@ -3,10 +3,12 @@ never span two sections, and code and tables kept as text but not mined."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import docx
 from pdf_files import minimal_pdf
+from pypdf import PdfReader, PdfWriter
 
 from kgsearch.document_values import Document, Section
 from kgsearch.io.documents import document_from_text, read_documents
@@ -235,3 +237,14 @@ def test_only_code_only_tables_and_mixed_languages_read_without_error() -> None:
     assert titles(mixed) == ["Введение", "Введение > 東京"]
     chunks = chunk_document(document_from_text("```\nprint('hi')\n```\n"), 1000)
     assert [c.metadata for c in chunks] == [{"unmined": [[0, 19]]}]
+
+
+def test_pdf_pages_sit_under_the_outline_titles_open_on_them(tmp_path: Path) -> None:
+    writer = PdfWriter()
+    for text in ("Charles Babbage designed engines.", "Ada Lovelace wrote notes."):
+        writer.append(PdfReader(io.BytesIO(minimal_pdf(text))))
+    chapter = writer.add_outline_item(title="1 Engines", page_number=0)
+    writer.add_outline_item(title="1.1 Notes", page_number=1, parent=chapter)
+    writer.write(str(tmp_path / "book.pdf"))
+    ((read,), _) = read_documents([tmp_path / "book.pdf"])
+    assert titles(read.sections) == ["1 Engines > Page 1", "1 Engines > 1.1 Notes > Page 2"]
