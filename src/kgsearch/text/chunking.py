@@ -7,6 +7,7 @@ and :func:`mask_spans` blanks them out before an extractor reads a chunk.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
@@ -107,12 +108,14 @@ def split_spans(text: str, max_chars: int, unmined: Sequence[Span] = ()) -> list
         else:
             pieces.append(Piece(unit))
             placed.append([(a, b, 0)])
+    spans = _joined(text, unmined)
     for piece, units in zip(pieces, placed, strict=True):
         for a, b, offset in units:
-            for lo, hi in unmined:
-                lo, hi = max(lo, a), min(hi, b)
-                if lo < hi:
-                    piece.unmined.append((offset + lo - a, offset + hi - a))
+            for k in range(bisect.bisect_right(spans, a, key=lambda span: span[1]), len(spans)):
+                lo, hi = spans[k]
+                if lo >= b:
+                    break
+                piece.unmined.append((offset + max(lo, a) - a, offset + min(hi, b) - a))
         piece.unmined = _joined(piece.text, piece.unmined)
     return pieces
 
@@ -167,6 +170,10 @@ def unmined_spans(text: str, metadata: dict[str, Any]) -> list[Span]:
 def mask_spans(text: str, spans: Iterable[Span]) -> str:
     """``text`` with every character in ``spans`` but line breaks made a space, so
     offsets stay where they were and nothing in the ranges is read as words."""
-    for a, b in spans:
-        text = text[:a] + _MASKED.sub(" ", text[a:b]) + text[b:]
-    return text
+    parts, at = [], 0
+    for a, b in sorted(spans):
+        a = max(a, at)
+        if a < b:
+            parts += [text[at:a], _MASKED.sub(" ", text[a:b])]
+            at = b
+    return "".join([*parts, text[at:]])

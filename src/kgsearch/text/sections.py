@@ -18,7 +18,9 @@ inline code spans, pipe tables and a YAML front matter block.
 
 from __future__ import annotations
 
+import bisect
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -36,6 +38,7 @@ __all__ = [
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 _ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
+_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _INDENTED = re.compile(r"^(?: {4}|\t)")
 _LIST = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
@@ -77,19 +80,23 @@ def plain_sections(text: str) -> tuple[Section, ...]:
     return (Section((), text),) if text.strip() else ()
 
 
-def _clip(spans: Iterable[Span], start: int, end: int) -> tuple[Span, ...]:
-    """The parts of ``spans`` inside ``[start, end)``, relative to ``start``."""
+def _clip(spans: Sequence[Span], start: int, end: int) -> tuple[Span, ...]:
+    """The parts of ``spans`` (sorted, not overlapping) inside ``[start, end)``,
+    relative to ``start``."""
     out: list[Span] = []
-    for a, b in spans:
-        lo, hi = max(a, start), min(b, end)
-        if lo < hi:
-            out.append((lo - start, hi - start))
+    for k in range(bisect.bisect_right(spans, start, key=lambda span: span[1]), len(spans)):
+        a, b = spans[k]
+        if a >= end:
+            break
+        out.append((max(a, start) - start, min(b, end) - start))
     return tuple(out)
 
 
 def _build(text: str, headings: Sequence[_Heading], unmined: Sequence[Span]) -> tuple[Section, ...]:
     """Sections from the headings found in ``text`` (in order), heading-only ones
     folded into the next."""
+    # headings are labels, not statements: mined, one would run into the first sentence
+    unmined = _merged([*unmined, *((h.start, h.body) for h in headings)])
     if not headings:
         return (Section((), text, _clip(unmined, 0, len(text))),) if text.strip() else ()
     regions: list[tuple[int, int, int, tuple[str, ...]]] = []
@@ -102,8 +109,6 @@ def _build(text: str, headings: Sequence[_Heading], unmined: Sequence[Span]) -> 
         stack.append((heading.level, heading.title))
         end = headings[i + 1].start if i + 1 < len(headings) else len(text)
         regions.append((heading.start, heading.body, end, tuple(t for _, t in stack)))
-    # headings are labels, not statements: mined, one would run into the first sentence
-    unmined = _merged([*unmined, *((h.start, h.body) for h in headings)])
     sections: list[Section] = []
     folded: int | None = None
     for i, (start, body, end, path) in enumerate(regions):
@@ -163,20 +168,38 @@ def _front_matter(lines: _Lines) -> int:
     return 0
 
 
-def _fence_end(lines: _Lines, i: int, fence: str) -> int:
-    """The last line of the fenced block opened on line ``i``."""
-    closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
-    for j in range(i + 1, len(lines)):
-        if closing.match(lines.bare(j)):
-            return j
-    last = len(lines) - 1
-    for j in range(i + 1, len(lines)):
-        if _ATX.match(lines.bare(j)):
-            last = j - 1
-            break
-    while last > i and not lines.bare(last).strip():
-        last -= 1
-    return last
+class _Fences:
+    """Where fenced blocks end, found without rescanning the text for every fence: the
+    lines that can close a fence and the heading lines, listed once."""
+
+    def __init__(self, lines: _Lines) -> None:
+        self.lines = lines
+        self.closers: dict[str, list[tuple[int, int]]] = {"`": [], "~": []}
+        self.headings: list[int] = []
+        for j in range(len(lines)):
+            bare = lines.bare(j)
+            closer = _FENCE_CLOSE.match(bare)
+            if closer:
+                self.closers[closer.group(1)[0]].append((j, len(closer.group(1))))
+            elif _ATX.match(bare):
+                self.headings.append(j)
+        # a fence this long found no closer, so no later fence as long will
+        self.unclosed = {"`": sys.maxsize, "~": sys.maxsize}
+
+    def end(self, i: int, fence: str) -> int:
+        """The last line of the fenced block opened on line ``i``."""
+        char, length = fence[0], len(fence)
+        if length < self.unclosed[char]:
+            closers = self.closers[char]
+            for j, size in closers[bisect.bisect_right(closers, (i, sys.maxsize)) :]:
+                if size >= length:
+                    return j
+            self.unclosed[char] = length
+        at = bisect.bisect_right(self.headings, i)
+        last = self.headings[at] - 1 if at < len(self.headings) else len(self.lines) - 1
+        while last > i and not self.lines.bare(last).strip():
+            last -= 1
+        return last
 
 
 def _indented_end(lines: _Lines, i: int) -> int:
@@ -220,6 +243,7 @@ def _is_table(lines: _Lines, i: int) -> bool:
 def markdown_sections(text: str) -> tuple[Section, ...]:
     """Split Markdown into sections at its headings (see the module docstring)."""
     lines = _Lines(text)
+    fences = _Fences(lines)
     headings: list[_Heading] = []
     unmined: list[Span] = []
     i = _front_matter(lines)
@@ -232,7 +256,7 @@ def markdown_sections(text: str) -> tuple[Section, ...]:
         fence = _FENCE.match(bare)
         last = i
         if fence and not (fence.group(2)[0] == "`" and "`" in fence.group(3)):
-            last = _fence_end(lines, i, fence.group(2))
+            last = fences.end(i, fence.group(2))
             unmined.append((lines.starts[i], lines.end(last)))
         elif not bare.strip():
             paragraph, blank_before = None, True
