@@ -300,7 +300,8 @@ class ExtractionMethods(EngineCore):
     def preview_extraction(
         self, text: str, *, extractor: str | None = None, domain: str | None = None
     ) -> ExtractionResult:
-        """Run the extractor on ``text`` and return what it would keep and reject;
+        """Run the extractor on ``text`` (read as Markdown: headings, code and tables
+        are not mined, as in ingest) and return what it would keep and reject;
         nothing is written (an LLM reply may still land in the response cache).
 
         Raises:
@@ -309,7 +310,7 @@ class ExtractionMethods(EngineCore):
         if not text.strip():
             raise InvalidRequest("text must not be blank")
         chosen: Extractor = self.extractor(extractor, domain)
-        chunk = ChunkText("preview", text)
+        chunk = ChunkText("preview", extraction.preview_text(text))
         if isinstance(chosen, LLMExtractor):  # a failed call is the answer's error
             (result,) = chosen.extract([chunk], raise_errors=True)
         else:

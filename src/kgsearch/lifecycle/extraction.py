@@ -36,6 +36,7 @@ from kgsearch.resolve.match import MatchRules
 from kgsearch.store.base import GraphReads, TaskQueue
 from kgsearch.store.records import Task, TaskIn
 from kgsearch.text.chunking import mask_spans, unmined_spans
+from kgsearch.text.sections import markdown_unmined
 from kgsearch.writes.extracted import BuiltGraph, ChunkExtraction, add_extractions
 from kgsearch.writes.forget import forget_chunks
 from kgsearch.writes.graph import WriteContext
@@ -47,6 +48,7 @@ __all__ = [
     "extraction_record",
     "input_hash",
     "mined_text",
+    "preview_text",
     "queue_chunks",
     "retry",
     "run_extraction",
@@ -64,6 +66,12 @@ def mined_text(chunk: Chunk) -> str:
     """The text an extractor reads: the chunk's text with its unmined ranges (code,
     tables; ``metadata["unmined"]``) blanked out, offsets kept."""
     return mask_spans(chunk.text, unmined_spans(chunk.text, chunk.metadata))
+
+
+def preview_text(text: str) -> str:
+    """What an extractor reads of text given directly, as ingest reads it: Markdown
+    with its headings, code and tables blanked out."""
+    return mask_spans(text, markdown_unmined(text))
 
 
 def input_hash(text: str, extractor_version: str) -> str:

@@ -30,6 +30,7 @@ from kgsearch.document_values import Section, Span
 __all__ = [
     "Block",
     "markdown_sections",
+    "markdown_unmined",
     "plain_sections",
     "rst_sections",
     "sections_from_blocks",
@@ -242,6 +243,17 @@ def _is_table(lines: _Lines, i: int) -> bool:
 
 def markdown_sections(text: str) -> tuple[Section, ...]:
     """Split Markdown into sections at its headings (see the module docstring)."""
+    return _build(text, *_markdown(text))
+
+
+def markdown_unmined(text: str) -> list[Span]:
+    """The ranges of Markdown ``text`` not to mine: headings, code, tables."""
+    headings, unmined = _markdown(text)
+    return _merged([*unmined, *((h.start, h.body) for h in headings)])
+
+
+def _markdown(text: str) -> tuple[list[_Heading], list[Span]]:
+    """The headings and the unmined ranges of Markdown ``text``."""
     lines = _Lines(text)
     fences = _Fences(lines)
     headings: list[_Heading] = []
@@ -296,7 +308,7 @@ def markdown_sections(text: str) -> tuple[Section, ...]:
             continue
         paragraph, blank_before = None, False
         i = last + 1
-    return _build(text, headings, _merged(unmined))
+    return headings, _merged(unmined)
 
 
 def _rst_title(lines: _Lines, i: int) -> tuple[int, int, str, tuple[str, bool]] | None:

@@ -142,3 +142,8 @@ def test_free_text_added_directly_is_chunked_by_its_markdown_headings(engine: En
         "## PlayStation",
         "```\nTrue None\n```",
     ]
+
+
+def test_preview_reads_text_as_ingest_does(engine: Engine) -> None:
+    result = engine.preview_extraction("# Notes\n\nAda Lovelace met Charles Babbage.\n\n`NULL`")
+    assert [e.name for e in result.graph.entities] == ["Ada Lovelace", "Charles Babbage"]
