@@ -10,10 +10,10 @@ recorded as ``unmined`` so the extractors never see them (a heading is a label, 
 mined it would run into the first sentence under it).
 
 Markdown, as CommonMark and GitHub write it: ATX headings (``#`` to ``######``),
-setext headings (a paragraph underlined with ``===`` or ``---``), fenced code (a
-fence that is never closed runs to the next ``#`` heading, so one broken fence does
-not swallow the document), indented code after a blank line (not inside a list),
-inline code spans, pipe tables and a YAML front matter block.
+setext headings (a short paragraph, up to two lines, underlined with ``===`` or
+``---``), fenced code (a fence that is never closed runs to the next ``#`` heading,
+so one broken fence does not swallow the document), indented code after a blank line
+(not inside a list), inline code spans, pipe tables and a YAML front matter block.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ __all__ = [
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 _ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
+_TITLE_CHARS = 200
 _FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _INDENTED = re.compile(r"^(?: {4}|\t)")
@@ -241,6 +242,13 @@ def _is_table(lines: _Lines, i: int) -> bool:
     return "|" in rule and bool(_TABLE_RULE.match(rule))
 
 
+def _short(lines: _Lines, first: int, end: int) -> bool:
+    """Whether lines ``first`` to ``end`` (excluded) may be a setext heading's title: a
+    longer paragraph over ``---`` is far more often prose over a rule than a title, and
+    taken as a title it would not be mined."""
+    return end - first <= 2 and sum(len(lines.bare(j)) for j in range(first, end)) <= _TITLE_CHARS
+
+
 def markdown_sections(text: str) -> tuple[Section, ...]:
     """Split Markdown into sections at its headings (see the module docstring)."""
     return _build(text, *_markdown(text))
@@ -282,7 +290,7 @@ def _markdown(text: str) -> tuple[list[_Heading], list[Span]]:
             paragraph, blank_before, in_list = None, True, False
             i += 1
             continue
-        elif _SETEXT.match(bare) and paragraph is not None:
+        elif _SETEXT.match(bare) and paragraph is not None and _short(lines, paragraph, i):
             title = " ".join(lines.bare(j).strip() for j in range(paragraph, i))
             level = 1 if bare.strip()[0] == "=" else 2
             headings.append(_Heading(lines.starts[paragraph], lines.end(i), level, title))

@@ -49,6 +49,8 @@ def test_setext_headings_and_a_thematic_break_that_is_not_one() -> None:
     sections = markdown_sections(text)
     assert titles(sections) == ["Title", "Title > Part two"]
     assert "Still first." in sections[0].text
+    prose = "A paragraph of prose\nthat runs on\nfor three lines.\n---\n\nMore.\n"
+    assert titles(markdown_sections(prose)) == [""]  # a rule under prose, not a title
 
 
 def test_markdown_headings_code_tables_and_inline_code_are_unmined() -> None:
