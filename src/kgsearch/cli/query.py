@@ -147,6 +147,8 @@ def render_results(response: dict[str, Any]) -> None:
             text = escape(r["triplet_text"])
         else:
             text = escape(" ".join(r["snippet"].split())[:160])
+            if r.get("section"):
+                text = f"[dim]{escape(r['section'])}:[/] {text}"
         grid.add_row(str(i), r["type"], text, relative(r["score"], top), r["id"], _legs(r))
     # reports are ranked on a scale of their own: relative to the best report
     best = communities[0]["score"] if communities else 0.0

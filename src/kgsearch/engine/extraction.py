@@ -313,7 +313,8 @@ class ExtractionMethods(EngineCore):
         schema: GraphSchema | Mapping[str, Any] | None = None,
         project: str | None = None,
     ) -> ExtractionResult:
-        """Run the extractor on ``text`` and return what it would keep and reject;
+        """Run the extractor on ``text`` (read as Markdown: headings, code and tables
+        are not mined, as in ingest) and return what it would keep and reject;
         nothing is written (an LLM reply may still land in the project's response
         cache).
 
@@ -339,7 +340,7 @@ class ExtractionMethods(EngineCore):
             if not isinstance(schema, GraphSchema):
                 schema = schema_from_mapping(schema, source="schema")
             chosen = chosen.with_schema(schema)
-        chunk = ChunkText("preview", text)
+        chunk = ChunkText("preview", extraction.preview_text(text))
         if isinstance(chosen, LLMExtractor):  # a failed call is the answer's error
             (result,) = chosen.extract([chunk], raise_errors=True)
         else:

@@ -1,16 +1,16 @@
-"""Read documents for ``kgsearch ingest``: files, directories and stdin into text.
+"""Read documents for ``kgsearch ingest``: files, directories and stdin into text
+and sections.
 
-Plain text and Markdown are read here; ``.html``, ``.pdf`` and ``.docx`` go through
-maintained libraries in the ``documents`` extra (beautifulsoup4, pypdf, python-docx).
-Every file that cannot be used gets a :class:`DocumentProblem` with its path and the
-reason (empty, binary, not UTF-8, too large, unreadable, unsupported type, missing
-extra) instead of stopping the others.
+Each format is read by :mod:`kgsearch.io.formats` (``.html``, ``.pdf`` and ``.docx``
+through maintained libraries in the ``documents`` extra). Every file that cannot be
+used gets a :class:`DocumentProblem` with its path and the reason (empty, binary, not
+UTF-8, too large, unreadable, unsupported type, missing extra) instead of stopping
+the others.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -18,6 +18,8 @@ from pathlib import Path
 
 from kgsearch.document_values import Document
 from kgsearch.errors import MissingDependency
+from kgsearch.io.formats import read_format
+from kgsearch.text.sections import markdown_sections
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -32,7 +34,6 @@ __all__ = [
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".rst", ".text"})
 _EXTRA_SUFFIXES = frozenset({".html", ".htm", ".pdf", ".docx"})
-_SNIFF = 8192
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,8 @@ def _digest(text: str) -> str:
 
 
 def document_from_text(text: str, *, title: str | None = None) -> Document:
-    """A document made from text given directly (stdin, the API)."""
+    """A document made from text given directly (stdin, the API); its sections are
+    its Markdown headings."""
     digest = _digest(text)
     return Document(
         source_id="text-" + digest[:16],
@@ -63,74 +65,8 @@ def document_from_text(text: str, *, title: str | None = None) -> Document:
         text=text,
         sha256=digest,
         metadata={"format": "text", "bytes": len(text.encode("utf-8", "surrogatepass"))},
+        sections=markdown_sections(text),
     )
-
-
-def _decode(data: bytes) -> str:
-    if b"\x00" in data[:_SNIFF]:
-        raise ValueError("binary file, not text (it contains NUL bytes)")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-            "convert it to UTF-8 first"
-        ) from None
-
-
-def _missing(library: str, suffix: str) -> MissingDependency:
-    return MissingDependency(
-        f"reading {suffix} files needs {library} from the documents extra:\n"
-        "pip install 'kgsearch[documents]'",
-        details={"extra": "documents"},
-    )
-
-
-def _html(data: bytes) -> str:
-    try:
-        from bs4 import BeautifulSoup
-    except ImportError as exc:
-        raise _missing("beautifulsoup4", ".html") from exc
-    soup = BeautifulSoup(_decode(data), "html.parser")
-    for tag in soup(["script", "style", "noscript", "template"]):
-        tag.decompose()
-    return str(soup.get_text("\n"))
-
-
-def _pdf(data: bytes) -> str:
-    try:
-        from pypdf import PdfReader
-        from pypdf.errors import PdfReadError
-    except ImportError as exc:
-        raise _missing("pypdf", ".pdf") from exc
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        return "\n\n".join(page.extract_text() or "" for page in reader.pages)
-    except (PdfReadError, ValueError, KeyError) as exc:
-        raise ValueError(f"not a readable PDF ({exc})") from None
-
-
-def _docx(data: bytes) -> str:
-    try:
-        import docx
-    except ImportError as exc:
-        raise _missing("python-docx", ".docx") from exc
-    try:
-        document = docx.Document(io.BytesIO(data))
-    except Exception as exc:  # python-docx raises zipfile/KeyError/ValueError variants
-        raise ValueError(f"not a readable .docx file ({type(exc).__name__}: {exc})") from None
-    return "\n\n".join(p.text for p in document.paragraphs)
-
-
-def _text_of(path: Path, data: bytes) -> str:
-    suffix = path.suffix.lower()
-    if suffix in {".html", ".htm"}:
-        return _html(data)
-    if suffix == ".pdf":
-        return _pdf(data)
-    if suffix == ".docx":
-        return _docx(data)
-    return _decode(data)
 
 
 def _source_id(path: Path) -> str:
@@ -147,7 +83,7 @@ def _read_one(path: Path, max_bytes: int) -> Document:
     if size > max_bytes:
         raise ValueError(f"file is {size:,} bytes, larger than the limit of {max_bytes:,}")
     data = path.read_bytes()
-    text = _text_of(path, data)
+    text, sections = read_format(path.suffix.lower(), data)
     if not text.strip():
         raise ValueError("empty document (no text)")
     return Document(
@@ -157,6 +93,7 @@ def _read_one(path: Path, max_bytes: int) -> Document:
         uri=path.resolve().as_uri(),
         sha256=_digest(text),
         metadata={"path": str(path), "format": path.suffix.lower().lstrip("."), "bytes": size},
+        sections=sections,
     )
 
 

@@ -35,6 +35,8 @@ from kgsearch.reports import ExtractionRecord, ExtractionReport, ExtractionStatu
 from kgsearch.resolve.match import MatchRules
 from kgsearch.store.base import GraphReads, TaskQueue
 from kgsearch.store.records import Task, TaskIn
+from kgsearch.text.chunking import mask_spans, unmined_spans
+from kgsearch.text.sections import markdown_unmined
 from kgsearch.writes.extracted import BuiltGraph, ChunkExtraction, add_extractions
 from kgsearch.writes.forget import forget_chunks
 from kgsearch.writes.graph import WriteContext
@@ -45,6 +47,8 @@ __all__ = [
     "Totals",
     "extraction_record",
     "input_hash",
+    "mined_text",
+    "preview_text",
     "queue_chunks",
     "retry",
     "run_extraction",
@@ -56,6 +60,18 @@ _RULES = MatchRules()
 """Entity resolution's type table: which extracted types may land on a stored type."""
 _RAW_KEPT = 4000
 _UNDONE = ("pending", "running", "failed")
+
+
+def mined_text(chunk: Chunk) -> str:
+    """The text an extractor reads: the chunk's text with its unmined ranges (code,
+    tables; ``metadata["unmined"]``) blanked out, offsets kept."""
+    return mask_spans(chunk.text, unmined_spans(chunk.text, chunk.metadata))
+
+
+def preview_text(text: str) -> str:
+    """What an extractor reads of text given directly, as ingest reads it: Markdown
+    with its headings, code and tables blanked out."""
+    return mask_spans(text, markdown_unmined(text))
 
 
 def input_hash(text: str, extractor_version: str) -> str:
@@ -81,7 +97,7 @@ def queue_chunks(
         [
             TaskIn(
                 row_id=c.id,
-                input_hash=input_hash(c.text, version),
+                input_hash=input_hash(mined_text(c), version),
                 payload={"extractor": extractor.name, "domain": domain, "version": version},
             )
             for c in chunks
@@ -205,11 +221,19 @@ def _work(ctx: ExtractionContext, tasks: Sequence[Task]) -> Outcome[Task, TaskDo
         chunks = {c.id: c for c in ctx.store.get_chunks(project, [t.row_id for t in claimed])}
         gone = [t for t in claimed if t.row_id not in chunks]
         done.extend(TaskDone(t, {"skipped": "chunk deleted"}) for t in gone)
-        live = [t for t in claimed if t.row_id in chunks]
+        texts = {t.row_id: mined_text(chunks[t.row_id]) for t in claimed if t.row_id in chunks}
+        # a chunk of code or tables only is kept for search but has nothing to mine
+        blank = [t for t in claimed if t.row_id in texts and not texts[t.row_id].strip()]
+        if blank:  # what an earlier extraction of them contributed goes
+            forget_chunks(ctx.writes(project), [t.row_id for t in blank])
+            done.extend(
+                TaskDone(t, {"skipped": "nothing to mine (code or tables only)"}) for t in blank
+            )
+        live = [t for t in claimed if texts.get(t.row_id, "").strip()]
         if not live:
             continue
         extractor = ctx.extractor(name, domain)
-        results = extractor.extract([ChunkText(t.row_id, chunks[t.row_id].text) for t in live])
+        results = extractor.extract([ChunkText(t.row_id, texts[t.row_id]) for t in live])
         kept: list[tuple[Task, ExtractionResult]] = []
         for task, result in zip(live, results, strict=True):
             if result.error:

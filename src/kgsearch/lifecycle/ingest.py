@@ -23,6 +23,7 @@ from kgsearch.lifecycle.extraction import EXTRACT_JOB, queue_chunks
 from kgsearch.model import Chunk
 from kgsearch.reports import DeleteReport, IngestProblem, IngestReport
 from kgsearch.store.base import GraphReads, TaskQueue
+from kgsearch.text.chunking import mask_spans, unmined_spans
 from kgsearch.writes.batch import GraphBatch, write_batch
 from kgsearch.writes.documents import chunk_document, store_document
 from kgsearch.writes.forget import forget_chunks
@@ -147,7 +148,11 @@ def estimate(
 ) -> dict[str, object]:
     """A dry run's forecast: documents, chunks, characters, and the prompt and
     completion tokens and cost the extractor would take (0 without a model)."""
-    texts = [c.text for d in documents for c in chunk_document(d, max_chars)]
+    texts = [
+        mask_spans(c.text, unmined_spans(c.text, c.metadata))
+        for d in documents
+        for c in chunk_document(d, max_chars)
+    ]
     prompt, completion, cost = 0, 0, 0.0 if extractor is not None else None
     if isinstance(extractor, TokenEstimator):
         prompt, completion, cost = extractor.estimate(texts)

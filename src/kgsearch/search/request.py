@@ -296,6 +296,8 @@ class TextResult(_Result):
     type: Literal["text"] = "text"
     snippet: str
     source_id: str | None = None
+    section: str | None = None
+    """The chunk's section path in its document (``Guide > Install > Linux``), if any."""
 
 
 SearchResult = Annotated[GraphResult | RelationshipResult | TextResult, Field(discriminator="type")]

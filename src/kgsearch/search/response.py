@@ -132,9 +132,16 @@ def results(
                     found_by=found_by,
                     snippet=row.text[:500],
                     source_id=row.source_id,
+                    section=_section(row),
                 )
             )
     return out
+
+
+def _section(chunk: Chunk) -> str | None:
+    """The section path a chunk records (written by document ingest), if any."""
+    found = chunk.metadata.get("section")
+    return found if isinstance(found, str) and found else None
 
 
 def explain(request: SearchRequest, response: SearchResponse, traces: Traces) -> Explain:

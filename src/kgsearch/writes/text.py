@@ -14,7 +14,8 @@ from typing import Any
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import Chunk, ChunkIn, Source, SourceIn, TextAdded
 from kgsearch.text import TEXT_VERSION
-from kgsearch.text.chunking import content_digest, split_text
+from kgsearch.text.chunking import chunk_metadata, content_digest, split_spans
+from kgsearch.text.sections import markdown_sections
 from kgsearch.writes.graph import WriteContext
 from kgsearch.writes.rows import TextRules
 
@@ -85,7 +86,8 @@ def add_text(
 ) -> TextAdded:
     """Store free text as chunks of at most ``max_chars`` under one source.
 
-    The text is split at paragraphs, then sentences, then words. Without a
+    The text is split at its Markdown headings into sections (a chunk never spans
+    two), then at paragraphs, sentences and words. Without a
     ``source_id`` the source is named after the text's digest; chunk ids are derived
     from the source, position and content. An existing source keeps its title, URI
     and metadata unless ``title`` or ``metadata`` is given.
@@ -125,17 +127,22 @@ def add_text(
                 )
             ],
         )
-    pieces = split_text(text, max_chars)
+    pieces = [
+        (section, piece)
+        for section in markdown_sections(text)
+        for piece in split_spans(section.text, max_chars, section.unmined)
+    ]
     chunks = add_chunks(
         ctx,
         [
             ChunkIn(
-                id=f"{sid}:{i}:{content_digest(piece)[:12]}",
-                text=piece,
+                id=f"{sid}:{i}:{content_digest(piece.text)[:12]}",
+                text=piece.text,
                 source_id=sid,
                 position=i,
+                metadata=chunk_metadata(section, piece),
             )
-            for i, piece in enumerate(pieces)
+            for i, (section, piece) in enumerate(pieces)
         ],
     )
     return TextAdded(source=sources[0], chunks=chunks)

@@ -52,7 +52,7 @@
         objectLink(r.target_id, "target")));
       body.push(fields(r.properties));
     } else {
-      head.appendChild(el("h3", {}, "text " + (r.source_id ? "from " + r.source_id : "")));
+      head.appendChild(el("h3", {}, "text " + (r.source_id ? "from " + r.source_id : "") + (r.section ? " · " + r.section : "")));
       body.push(el("p", { class: "snippet" }, r.snippet || r.text || ""));
     }
     body.push(legs(r.found_by));
