@@ -451,7 +451,7 @@ def test_config_show_masks_the_store_password(run: Cli, monkeypatch: pytest.Monk
 def test_config_show_reflects_flags_and_env(run: Cli) -> None:
     value = run.json("--project", "demo", "config", "show")
     assert (value["store"], value["embed"]["model"]) == (
-        {"url": str(run.db), "project": "demo"},
+        {"url": str(run.db), "project": "demo", "read_url": None},
         "fake:32",
     )
 

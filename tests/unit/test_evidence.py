@@ -245,7 +245,7 @@ def test_the_answering_passage_leads_the_context(documents: Engine, recipe: str 
 
     lines = found.context.splitlines()
     assert lines[0] == "## Sources"
-    assert lines[1].startswith("[S1] (press.md) ## Two Dollar Radio") and ANSWER in lines[1]
+    assert lines[1].startswith("[S1] (press.md › Two Dollar Radio) ") and ANSWER in lines[1]
     assert found.tokens <= 300
 
 
@@ -267,7 +267,7 @@ def test_ask_offline_quotes_the_answer_from_the_documents(documents: Engine) -> 
     assert answer.answer.splitlines()[1] == f"- {ANSWER} [S1]"
     assert "Sources:\n[S1] press.md" in answer.answer
     chunks = [r for r in answer.references if r.cited and r.kind == "chunk"]
-    assert chunks[0].cite == "S1" and chunks[0].text.startswith("(press.md)")
+    assert chunks[0].cite == "S1" and chunks[0].text.startswith("(press.md › Two Dollar Radio)")
 
 
 def test_the_evidence_leg_ranks_the_passages_the_entities_point_to(documents: Engine) -> None:

@@ -219,9 +219,15 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(" ".join(text.split())) if s.strip()]
 
 
+_HEADING_LINE = re.compile(r"\A[ \t]*#{1,6}[ \t][^\n]*(?:\n|\Z)")
+
+
 def _passage_line(passage: Passage, body: str, cite: str | None) -> str:
     head = f"[{cite}] " if cite is not None else "- "
     where = f"({passage.label}) " if passage.label else ""
+    if passage.section:  # the label names the section: its heading line is not repeated
+        while _HEADING_LINE.match(body.lstrip("\n")):
+            body = _HEADING_LINE.sub("", body.lstrip("\n"), count=1)
     return f"{head}{where}{' '.join(body.split())}"
 
 
