@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 __all__ = [
     "ChunkText",
@@ -40,7 +41,10 @@ class ExtractedRelation(BaseModel):
     """A relationship between two extracted entities (by name).
 
     ``relation`` is a short label ("directed", "implements") where the extractor gives
-    one; ``description`` is the sentence that is embedded and searched.
+    one; ``description`` is the text that is embedded and searched. ``evidence`` is the
+    supporting sentence where the extractor keeps one apart from a shorter
+    description (the offline extractor does); it is no part of the JSON schema an LLM
+    fills and is left out of dumps when empty.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -51,6 +55,7 @@ class ExtractedRelation(BaseModel):
     description: str = ""
     keywords: list[str] = Field(default_factory=list)
     strength: float | None = None
+    evidence: SkipJsonSchema[str] = Field(default="", exclude_if=lambda value: not value)
 
 
 class ExtractedGraph(BaseModel):

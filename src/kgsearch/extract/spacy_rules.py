@@ -1,0 +1,249 @@
+"""Dependency-parse patterns of the offline extractor: what a sentence states.
+
+Each pattern reads entity mentions (token index → entity key) and yields
+:class:`Fact` records between two mention tokens, with the relation type taken from
+the words that state it, lemmatised and lower-cased:
+
+- **verb + object**: subject → verb → direct object or attribute (``meet``), a
+  preposition's object with the preposition (``bear in``, ``base in``), a particle
+  (``set up``); passive agents turned back into the active direction (``found``:
+  "founded by Jobs" gives Jobs → company); subjects inherited by conjoined verbs,
+  participles, relative clauses and "to" complements.
+- **copula and apposition** through a common noun: "Paris is the capital of France",
+  "Tim Cook, the CEO of Apple", "Apple's CEO Tim Cook" (``capital of``, ``ceo of``),
+  and nationality or place modifiers: "X is a French physicist" (``be physicist``).
+- **entity = entity**: two places in apposition ("Berlin, Germany") give ``located
+  in``; "X in Y" between places too. Any other pair of names in apposition or joined
+  by a copula ("Emilio Estevez is Pat Hingle") is no fact and is dropped; a
+  parenthesised acronym ("Initiative (EESI)") or "also known as" name is an alias,
+  returned by :func:`aliases`, not a relationship.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc, Token
+
+__all__ = ["Fact", "aliases", "facts"]
+
+_SUBJECTS = frozenset({"nsubj", "nsubjpass", "csubj"})
+_OBJECTS = frozenset({"dobj", "attr", "dative", "oprd"})
+_VERBS = frozenset({"VERB", "AUX"})
+# A verb without its own subject takes the one of the verb it is conjoined to or
+# completes ("was born in X and worked at Y", "wanted to visit Y").
+_INHERITS_SUBJECT = frozenset({"conj", "xcomp", "advcl"})
+_RELATIVE_PRONOUNS = frozenset({"who", "which", "that", "whom"})
+_PLACES = frozenset({"GPE", "LOC"})
+# Modifiers of a role noun that say where someone or something is from.
+_ORIGINS = frozenset({"NORP", "GPE", "LOC"})
+# Dependencies that stay inside a noun phrase ("a town in X, Y and Z"); clauses
+# (relcl, acl, advcl) are left to their own verbs.
+_PHRASE_DEPS = frozenset({"prep", "pobj", "appos", "conj", "compound", "poss", "npadvmod"})
+_PHRASE_DEPTH = 4
+_NAMED = frozenset({"NOUN", "PROPN", "PRON", "NUM", "X"})
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A relationship stated between two mention tokens.
+
+    Attributes:
+        source: Token index of the source mention (or a resolved pronoun).
+        target: Token index of the target mention.
+        relation: Normalised relation type (``bear in``, ``ceo of``).
+        keyword: The verb lemma or noun that states it.
+        trigger: Token index of that verb or noun.
+    """
+
+    source: int
+    target: int
+    relation: str
+    keyword: str
+    trigger: int
+
+
+def facts(doc: Doc, keys: dict[int, str]) -> Iterator[Fact]:
+    """Every fact the parse states between the mentions in ``keys``."""
+    for token in doc:
+        if token.dep_ == "appos":
+            yield from _apposition(token, keys)
+        if token.i in keys and token.ent_type_ in _PLACES:
+            yield from _place_in_place(token, keys)
+        if token.pos_ not in _VERBS or token.dep_ in ("aux", "auxpass"):
+            continue
+        lemma = _verb_phrase(token)
+        subjects = [s for s in _subjects(token) if s.i in keys]
+        for obj, relation, passive_agent in _objects(token, lemma):
+            for target, suffix in _object_tokens(obj, keys):
+                label = f"{relation} {suffix}" if suffix else relation
+                for subject in subjects:
+                    if obj.dep_ == "attr" and not suffix and target == obj.i:
+                        continue  # "X is Y" between two names: no fact (identity at best)
+                    if passive_agent:
+                        yield Fact(target, subject.i, label, lemma, token.i)
+                    else:
+                        yield Fact(subject.i, target, label, lemma, token.i)
+
+
+def aliases(doc: Doc, keys: dict[int, str]) -> Iterator[tuple[int, int]]:
+    """(alias token, entity token) pairs the text declares: "Initiative (EESI)",
+    "X, also known as Y", "X (also called Y)"."""
+    for token in doc:
+        if token.dep_ == "appos" and token.i in keys and token.head.i in keys:
+            if _parenthesised(token) and _is_acronym(doc, token, keys):
+                yield token.i, token.head.i
+        elif token.lemma_.lower() in ("know", "call") and token.dep_ == "acl":
+            head = token.head
+            for prep in token.children:
+                if prep.dep_ in ("prep", "oprd") and prep.lower_ == "as":
+                    for obj in prep.children:
+                        if obj.dep_ == "pobj" and obj.i in keys and head.i in keys:
+                            yield obj.i, head.i
+                elif prep.dep_ == "oprd" and prep.i in keys and head.i in keys:
+                    yield prep.i, head.i
+
+
+def _verb_phrase(verb: Token) -> str:
+    """The verb's lemma with its particle, lower-case ("set up", "take over")."""
+    particles = [c.lower_ for c in verb.children if c.dep_ == "prt"]
+    return " ".join([verb.lemma_.lower(), *particles])
+
+
+def _subjects(verb: Token) -> list[Token]:
+    """The verb's subjects, inherited from a conjoined verb or a modified noun."""
+    found = [_named(c) for c in verb.children if c.dep_ in _SUBJECTS]
+    if verb.dep_ == "relcl":
+        found = [verb.head if c.lower_ in _RELATIVE_PRONOUNS else c for c in found] or [verb.head]
+    elif not found and verb.dep_ == "acl":
+        found = [verb.head]
+    elif not found and verb.dep_ in _INHERITS_SUBJECT and verb.head.pos_ in _VERBS:
+        return _subjects(verb.head)
+    return [c for s in found for c in (s, *s.conjuncts)]
+
+
+def _named(noun: Token) -> Token:
+    """The name a role noun stands for ("Apple's CEO Tim Cook visited" → Tim Cook)."""
+    if noun.pos_ in ("NOUN", "PROPN") and noun.ent_type_ == "":
+        for child in noun.children:
+            if child.dep_ == "appos" and child.ent_type_:
+                return child
+    return noun
+
+
+def _objects(verb: Token, lemma: str) -> Iterable[tuple[Token, str, bool]]:
+    """(object head, relation label, is a passive agent) for each object of the verb."""
+    for child in verb.children:
+        if child.dep_ in _OBJECTS:
+            for obj in (child, *child.conjuncts):
+                yield obj, lemma, False
+        elif child.dep_ in ("prep", "agent"):
+            for pobj in child.children:
+                if pobj.dep_ != "pobj":
+                    continue
+                for obj in (pobj, *pobj.conjuncts):
+                    if child.dep_ == "agent":
+                        yield obj, lemma, True
+                    else:
+                        yield obj, f"{lemma} {child.lower_}", False
+
+
+def _object_tokens(token: Token, keys: dict[int, str]) -> list[tuple[int, str]]:
+    """(entity token, label suffix) for the entities an object's noun phrase names.
+
+    The object itself, or through a common noun ("the capital of X" → ``capital of``,
+    "a French physicist" → ``physicist``), and then whatever hangs off those by
+    preposition, apposition or conjunction ("born in Mediaș, Romania" reaches Romania
+    too), never into a clause.
+    """
+    if token.pos_ not in _NAMED and token.i not in keys:
+        return []
+    found: list[tuple[int, str]] = []
+    suffix = ""
+    if token.i in keys:
+        found.append((token.i, ""))
+    else:
+        links = _noun_links(token, keys)
+        found += links
+        suffix = links[0][1] if links else ""
+    found += [(t, suffix or prep) for t, prep in _phrase_entities(token, keys, "", _PHRASE_DEPTH)]
+    return list(dict.fromkeys(found))
+
+
+def _phrase_entities(
+    token: Token, keys: dict[int, str], prep: str, depth: int
+) -> list[tuple[int, str]]:
+    """(entity token, first preposition on the way) below ``token`` along noun-phrase links."""
+    found: list[tuple[int, str]] = []
+    if depth == 0:
+        return found
+    for child in token.children:
+        if child.dep_ not in _PHRASE_DEPS or _parenthesised(child):
+            continue
+        via = prep or (child.lower_ if child.dep_ == "prep" else "")
+        if child.i in keys and keys[child.i] != keys.get(token.i):
+            found.append((child.i, via))
+        found += _phrase_entities(child, keys, via, depth - 1)
+    return found
+
+
+def _noun_links(noun: Token, keys: dict[int, str]) -> list[tuple[int, str]]:
+    """(entity token, relation) reached from a common noun: of-phrases, possessives,
+    name compounds and origin modifiers ("a French physicist")."""
+    word = noun.lemma_.lower() if noun.pos_ == "NOUN" else noun.lower_
+    found: list[tuple[int, str]] = []
+    for child in noun.children:
+        if child.dep_ == "prep":
+            for pobj in child.children:
+                if pobj.dep_ != "pobj":
+                    continue
+                for obj in (pobj, *pobj.conjuncts):
+                    if obj.i in keys:
+                        found.append((obj.i, f"{word} {child.lower_}"))
+        elif child.dep_ == "poss" and child.i in keys:
+            found.append((child.i, f"{word} of"))
+        elif child.i in keys and (
+            child.dep_ == "compound" or (child.dep_ == "amod" and child.ent_type_ in _ORIGINS)
+        ):
+            found.append((child.i, word))
+    return found
+
+
+def _apposition(appos: Token, keys: dict[int, str]) -> list[Fact]:
+    """ "X, the CEO of Y" / "Y's CEO X" → X ``ceo of`` Y; "Berlin, Germany" → ``located in``."""
+    head = appos.head
+    if head.i in keys and appos.i in keys:
+        both_places = head.ent_type_ in _PLACES and appos.ent_type_ in _PLACES
+        if both_places and not _parenthesised(appos):
+            return [Fact(head.i, appos.i, "located in", "appos", appos.i)]
+        return []  # two names side by side: an alias or a list, not a fact
+    if head.i in keys:
+        return [Fact(head.i, t, rel, rel, appos.i) for t, rel in _noun_links(appos, keys)]
+    if appos.i in keys and head.pos_ in ("NOUN", "PROPN"):
+        # "Apple's CEO Tim Cook": the name stands in apposition to its role
+        return [Fact(appos.i, t, rel, rel, head.i) for t, rel in _noun_links(head, keys)]
+    return []
+
+
+def _place_in_place(place: Token, keys: dict[int, str]) -> Iterator[Fact]:
+    """ "Buttenhausen in Münsingen" → ``located in``."""
+    for prep in place.children:
+        if prep.dep_ == "prep" and prep.lower_ == "in":
+            for obj in prep.children:
+                if obj.dep_ == "pobj" and obj.i in keys and obj.ent_type_ in _PLACES:
+                    yield Fact(place.i, obj.i, "located in", "in", prep.i)
+
+
+def _parenthesised(token: Token) -> bool:
+    """The token's phrase opens with a bracket ("Kristiania (now Oslo)")."""
+    left = token.left_edge.i
+    return left > 0 and token.doc[left - 1].text in ("(", "[")
+
+
+def _is_acronym(doc: Doc, token: Token, keys: dict[int, str]) -> bool:
+    """The mention at ``token`` is written in capitals ("EESI", "NAVFORGER")."""
+    letters = [c for c in keys[token.i] if c.isalpha()]
+    return bool(letters) and token.text.isupper() and len(letters) <= 12
