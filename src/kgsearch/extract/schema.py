@@ -41,10 +41,7 @@ class ExtractedRelation(BaseModel):
     """A relationship between two extracted entities (by name).
 
     ``relation`` is a short label ("directed", "implements") where the extractor gives
-    one; ``description`` is the text that is embedded and searched. ``evidence`` is the
-    supporting sentence where the extractor keeps one apart from a shorter
-    description (the offline extractor does); it is no part of the JSON schema an LLM
-    fills and is left out of dumps when empty.
+    one; ``description`` is the sentence that is embedded and searched.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -55,6 +52,10 @@ class ExtractedRelation(BaseModel):
     description: str = ""
     keywords: list[str] = Field(default_factory=list)
     strength: float | None = None
+    # The supporting sentence where an extractor keeps it apart from a shorter
+    # description (the offline one does). Not in the JSON schema an LLM fills (this
+    # docstring is the schema's description, so the note lives here), and left out of
+    # dumps when empty, so prompts and stored LLM extractions do not change.
     evidence: SkipJsonSchema[str] = Field(default="", exclude_if=lambda value: not value)
 
 
