@@ -35,7 +35,7 @@ _STOP_NAMES = frozenset(
 )
 _CODE_CHARS = re.compile(r"[_(){}\[\]<>=;`|\\#@$*^~]|::|->")
 # A dotted identifier (os.path, numpy.ndarray); web domains are names, not code.
-_DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[a-z_]\w*)+$")
 _DOMAIN = re.compile(r"\.(com|org|net|io|edu|gov|co|uk|de|fr)$", re.IGNORECASE)
 _HUMPS = re.compile(r"[a-z][A-Z]")
 _ACRONYM_HUMP = re.compile(r"[A-Z]{2}[a-z]")
@@ -84,7 +84,7 @@ def junk_reason(name: str) -> str | None:
         return "short"
     if len(name) > MAX_NAME_CHARS or len(words) > MAX_NAME_WORDS:
         return "long"
-    if name.casefold() in _STOP_NAMES:
+    if name.casefold() in _STOP_NAMES and not name.isupper():  # "US", "IT" are names
         return "stop"
     if _CODE_CHARS.search(name):
         return "code"
@@ -92,7 +92,8 @@ def junk_reason(name: str) -> str | None:
         return "fragment"
     if len(words) == 1 and _is_code_word(name):
         return "code"
-    if not any(c.isupper() or c.isdigit() for c in name):
+    cased = [c for c in name if c.lower() != c.upper()]
+    if cased and not any(c.isupper() or c.isdigit() for c in name):
         return "lowercase"
     return None
 

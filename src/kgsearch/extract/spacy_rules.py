@@ -45,6 +45,13 @@ _ORIGINS = frozenset({"NORP", "GPE", "LOC"})
 _PHRASE_DEPS = frozenset({"prep", "pobj", "appos", "conj", "compound", "poss", "npadvmod"})
 _PHRASE_DEPTH = 4
 _NAMED = frozenset({"NOUN", "PROPN", "PRON", "NUM", "X"})
+# Nouns that only measure out what follows ("a series of articles for X", "a portion
+# of Quincy"): no relation of their own.
+_PARTITIVES = frozenset(
+    {"portion", "list", "series", "number", "variety", "kind", "type", "range", "lot"}
+    | {"couple", "pair", "set", "total", "majority", "half", "rest", "most", "host"}
+    | {"collection", "selection", "array", "handful", "dozen", "sort"}
+)
 
 
 @dataclass(frozen=True)
@@ -162,14 +169,17 @@ def _object_tokens(token: Token, keys: dict[int, str]) -> list[tuple[int, str]]:
     if token.pos_ not in _NAMED and token.i not in keys:
         return []
     found: list[tuple[int, str]] = []
-    suffix = ""
+    suffix = noun = ""
     if token.i in keys:
         found.append((token.i, ""))
     else:
         links = _noun_links(token, keys)
         found += links
         suffix = links[0][1] if links else ""
-    found += [(t, suffix or prep) for t, prep in _phrase_entities(token, keys, "", _PHRASE_DEPTH)]
+        if token.pos_ == "NOUN" and token.lemma_.lower() not in _PARTITIVES:
+            noun = token.lemma_.lower()  # "the lead singer of the band X" → "singer of"
+    for t, prep in _phrase_entities(token, keys, "", _PHRASE_DEPTH):
+        found.append((t, suffix or " ".join(w for w in (noun, prep) if w)))
     return list(dict.fromkeys(found))
 
 
@@ -183,6 +193,8 @@ def _phrase_entities(
     for child in token.children:
         if child.dep_ not in _PHRASE_DEPS or _parenthesised(child):
             continue
+        if token.lemma_.lower() in _PARTITIVES:
+            continue
         via = prep or (child.lower_ if child.dep_ == "prep" else "")
         if child.i in keys and keys[child.i] != keys.get(token.i):
             found.append((child.i, via))
@@ -195,6 +207,8 @@ def _noun_links(noun: Token, keys: dict[int, str]) -> list[tuple[int, str]]:
     name compounds and origin modifiers ("a French physicist")."""
     word = noun.lemma_.lower() if noun.pos_ == "NOUN" else noun.lower_
     found: list[tuple[int, str]] = []
+    if word in _PARTITIVES:
+        return found
     for child in noun.children:
         if child.dep_ == "prep":
             for pobj in child.children:
