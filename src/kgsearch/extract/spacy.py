@@ -225,7 +225,9 @@ class SpacyExtractor:
                     # are all used.
                     import spacy
 
-                    self._nlp = spacy.load(self.model, exclude=["senter"])
+                    nlp = spacy.load(self.model, exclude=["senter"])
+                    nlp.add_pipe(_line_breaks_component(), before="parser")
+                    self._nlp = nlp
         return self._nlp
 
     def extract(self, chunks: Sequence[ChunkText]) -> list[ExtractionResult]:
@@ -270,7 +272,7 @@ class SpacyExtractor:
             span = doc[mention.start : mention.end]
             entity = entities.setdefault(mention.key, _Entity(clean_name(span)))
             entity.labels[mention.label] += 1
-            sentence = span.sent.text.strip()
+            sentence = doc[mention.start].sent.text.strip()
             if sentence not in entity.sentences:
                 entity.sentences.append(sentence)
         keys = {i: m.key for m in mentions for i in range(m.start, m.end)}
@@ -340,13 +342,16 @@ class SpacyExtractor:
         entities: dict[str, _Entity],
     ) -> list[_Edge]:
         edges: list[_Edge] = []
-        seen: set[tuple[str, str, str]] = set()
+        seen: set[tuple[str, str, str | int]] = set()
         names = {i: entities[k].name for i, k in pronouns.items()}
         for fact in facts(doc, keys):
             source, target = keys[fact.source], keys[fact.target]
-            if source == target or (source, target, fact.relation) in seen:
+            # one fact per pair and wording, and per pair and stating word: "X's
+            # contribution to Y" is not also a "contribution of" Y
+            done = {(source, target, fact.relation), (source, target, fact.trigger)}
+            if source == target or done & seen:
                 continue
-            seen.add((source, target, fact.relation))
+            seen |= done
             description = _fact_text(doc, fact, spans, names, self.fact_chars)
             sentence = doc[fact.trigger].sent.text.strip()
             edges.append(
@@ -388,6 +393,27 @@ class SpacyExtractor:
                         )
                     )
         return edges
+
+
+def _line_breaks_component() -> str:
+    """Register (once) and name the component that ends a sentence at a line break.
+
+    A title or heading line has no full stop, so without it the parser reads "Hank
+    Snow\\nSnow moved to Nashville" as one sentence and "Hank Snow Snow" as a name.
+    """
+    from spacy.language import Language
+
+    name = "kgsearch_line_breaks"
+    if not Language.has_factory(name):
+
+        def line_breaks(doc: Doc) -> Doc:
+            for token in doc[:-1]:
+                if token.is_space and "\n" in token.text:
+                    doc[token.i + 1].is_sent_start = True
+            return doc
+
+        Language.component(name, func=line_breaks)
+    return name
 
 
 def _fact_text(

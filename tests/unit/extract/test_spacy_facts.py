@@ -138,3 +138,20 @@ def test_a_parenthesised_acronym_is_an_alias_not_a_relationship(
     assert [(r.source, r.relation, r.target) for r in result.relationships] == [
         ("Ted Smith", "found", "Energy and Environmental Security Initiative")
     ]
+
+
+def test_a_line_break_ends_a_sentence(extractor: SpacyExtractor) -> None:
+    result = graph(extractor, "Hank Snow\nSnow moved to Nashville.")
+    assert [(e.name, e.description) for e in result.entities] == [
+        ("Hank Snow", "Hank Snow Snow moved to Nashville."),  # its first two sentences
+        ("Nashville", "Snow moved to Nashville."),
+    ]
+    assert [(r.source, r.relation, r.target, r.description) for r in result.relationships] == [
+        ("Hank Snow", "move to", "Nashville", "Snow moved to Nashville")
+    ]
+
+
+def test_one_stating_word_gives_one_fact_per_pair(extractor: SpacyExtractor) -> None:
+    text = "The Beatles performed the song as Britain's contribution to Our World."
+    pairs = [(r.source, r.target) for r in graph(extractor, text).relationships]
+    assert len(pairs) == len(set(pairs))
