@@ -348,7 +348,10 @@ class SpacyExtractor:
             source, target = keys[fact.source], keys[fact.target]
             # one fact per pair and wording, and per pair and stating word: "X's
             # contribution to Y" is not also a "contribution of" Y
-            done = {(source, target, fact.relation), (source, target, fact.trigger)}
+            done: set[tuple[str, str, str | int]] = {
+                (source, target, fact.relation),
+                (source, target, fact.trigger),
+            }
             if source == target or done & seen:
                 continue
             seen |= done
