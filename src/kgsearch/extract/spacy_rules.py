@@ -44,6 +44,11 @@ _ORIGINS = frozenset({"NORP", "GPE", "LOC"})
 # (relcl, acl, advcl) are left to their own verbs.
 _PHRASE_DEPS = frozenset({"prep", "pobj", "appos", "conj", "compound", "poss", "npadvmod"})
 _PHRASE_DEPTH = 4
+# Nouns that name a place by its kind: "the U.S. state of Michigan".
+_PLACE_NOUNS = frozenset(
+    {"state", "province", "county", "city", "town", "village", "region", "district"}
+    | {"country", "municipality", "island", "department", "prefecture", "borough"}
+)
 _NAMED = frozenset({"NOUN", "PROPN", "PRON", "NUM", "X"})
 # Nouns that only measure out what follows ("a series of articles for X", "a portion
 # of Quincy"): no relation of their own.
@@ -126,7 +131,10 @@ def _subjects(verb: Token) -> list[Token]:
     if verb.dep_ == "relcl":
         found = [verb.head if c.lower_ in _RELATIVE_PRONOUNS else c for c in found] or [verb.head]
     elif not found and verb.dep_ == "acl":
-        found = [verb.head]
+        head = verb.head
+        if head.dep_ == "attr" and head.head.pos_ in _VERBS and head.ent_type_ == "":
+            return _subjects(head.head)  # "X is a lake located in Y": X is located in Y
+        found = [head.head if head.dep_ == "appos" and head.ent_type_ == "" else head]
     elif not found and verb.dep_ in _INHERITS_SUBJECT and verb.head.pos_ in _VERBS:
         return _subjects(verb.head)
     return [c for s in found for c in (s, *s.conjuncts)]
@@ -243,12 +251,56 @@ def _apposition(appos: Token, keys: dict[int, str]) -> list[Fact]:
 
 
 def _place_in_place(place: Token, keys: dict[int, str]) -> Iterator[Fact]:
-    """ "Buttenhausen in Münsingen" → ``located in``."""
+    """ "Buttenhausen in Münsingen", "a lake in the U.S. state of Michigan" → ``located
+    in``; "Springfield, Illinois, United States" → each place is in every later one."""
     for prep in place.children:
         if prep.dep_ == "prep" and prep.lower_ == "in":
             for obj in prep.children:
-                if obj.dep_ == "pobj" and obj.i in keys and obj.ent_type_ in _PLACES:
-                    yield Fact(place.i, obj.i, "located in", "in", prep.i)
+                if obj.dep_ != "pobj":
+                    continue
+                for target in _places_named(obj, keys):
+                    yield Fact(place.i, target.i, "located in", "in", prep.i)
+    if place.dep_ not in ("appos", "conj") and not _parenthesised(place):
+        chain = _place_chain(place, keys)
+        for n, near in enumerate(chain):
+            for far in chain[n + 1 :]:
+                yield Fact(near.i, far.i, "located in", "appos", far.i)
+
+
+def _places_named(obj: Token, keys: dict[int, str]) -> list[Token]:
+    """The place an object names, directly or as "the state of X"."""
+    if obj.i in keys:
+        return [obj] if obj.ent_type_ in _PLACES else []
+    if obj.pos_ != "NOUN" or obj.lemma_.lower() not in _PLACE_NOUNS:
+        return []
+    return [
+        pobj
+        for prep in obj.children
+        if prep.dep_ == "prep" and prep.lower_ == "of"
+        for pobj in prep.children
+        if pobj.dep_ == "pobj" and pobj.i in keys and pobj.ent_type_ in _PLACES
+    ]
+
+
+def _place_chain(place: Token, keys: dict[int, str]) -> list[Token]:
+    """The places of a comma list that nests them ("Huangpi, Wuhan, Hubei, China"),
+    starting at ``place``; empty when the list has "and"/"or" (a list of places side by
+    side) or fewer than two places."""
+    chain = [place]
+    todo = [place]
+    while todo:
+        for child in todo.pop().children:
+            if child.dep_ == "cc":
+                return []
+            if (
+                child.dep_ in ("conj", "appos")
+                and child.i in keys
+                and child.ent_type_ in _PLACES
+                and not _parenthesised(child)
+            ):
+                chain.append(child)
+                todo.append(child)
+    return sorted(chain, key=lambda t: t.i) if len(chain) > 1 else []
 
 
 def _parenthesised(token: Token) -> bool:

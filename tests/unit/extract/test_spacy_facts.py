@@ -155,3 +155,32 @@ def test_one_stating_word_gives_one_fact_per_pair(extractor: SpacyExtractor) -> 
     text = "The Beatles performed the song as Britain's contribution to Our World."
     pairs = [(r.source, r.target) for r in graph(extractor, text).relationships]
     assert len(pairs) == len(set(pairs))
+
+
+def test_a_comma_list_of_places_nests_them(extractor: SpacyExtractor) -> None:
+    located = [
+        (r.source, r.target)
+        for r in graph(
+            extractor, "The site is located in Huangpi, Wuhan, Hubei, China."
+        ).relationships
+        if r.relation == "located in"
+    ]
+    assert located == [
+        ("Huangpi", "Wuhan"),
+        ("Huangpi", "Hubei"),
+        ("Huangpi", "China"),
+        ("Wuhan", "Hubei"),
+        ("Wuhan", "China"),
+        ("Hubei", "China"),
+    ]
+
+
+def test_places_listed_with_and_are_not_nested(extractor: SpacyExtractor) -> None:
+    assert triples(extractor, "He visited Paris, London and Berlin.") == []
+
+
+def test_a_participle_on_the_attribute_takes_the_copula_subject(
+    extractor: SpacyExtractor,
+) -> None:
+    text = "Kraft Lake is a lake located in Gogebic County."
+    assert triples(extractor, text) == [("Kraft Lake", "locate in", "Gogebic County")]
