@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Mention", "merge_aliases", "resolve_pronouns", "resolve_short_names"]
 
 _MALE_FEMALE = frozenset({"he", "him", "his", "himself", "she", "her", "hers", "herself"})
+_FEMALE = frozenset({"she", "her", "hers", "herself"})
 _NEUTER = frozenset({"it", "its", "itself"})
 _SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass"})
 # "it" as an expletive ("it is said that", "it was decided to") refers to nothing.
@@ -94,19 +95,29 @@ def merge_aliases(mentions: list[Mention], aliases: dict[str, str]) -> list[Ment
 
 
 def resolve_pronouns(doc: Doc, mentions: list[Mention]) -> dict[int, str]:
-    """Token index of each resolvable pronoun → the key of the entity it refers to."""
+    """Token index of each resolvable pronoun → the key of the entity it refers to.
+
+    A person once referred to as "she" is not taken for a later "he" (and the other way
+    round). Candidates in order: the most recent subject already referred to with
+    this pronoun's gender, the most recent subject of unknown gender, the most recent
+    person of unknown or this gender.
+    """
     at = {m.start: m for m in mentions}
     heads = {m.start: _head(doc, m) for m in mentions}
     topic = _topic(doc, mentions, heads)
-    person = person_subject = thing_subject = None
+    people: list[str] = []  # most recent last; subjects are moved to the end again
+    subjects: list[str] = []
+    gender: dict[str, str] = {}
+    thing_subject = None
     resolved: dict[int, str] = {}
     for token in doc:
         mention = at.get(token.i)
         if mention is not None:
             is_subject = doc[heads[token.i]].dep_ in _SUBJECT_DEPS
             if mention.label == _PERSON:
-                person = mention.key
-                person_subject = mention.key if is_subject else person_subject
+                people.append(mention.key)
+                if is_subject:
+                    subjects.append(mention.key)
             elif is_subject:
                 thing_subject = mention.key
             continue
@@ -115,12 +126,29 @@ def resolve_pronouns(doc: Doc, mentions: list[Mention]) -> dict[int, str]:
         word = token.lower_
         target = None
         if word in _MALE_FEMALE:
-            target = person_subject or person
+            sex = "f" if word in _FEMALE else "m"
+            target = (
+                _latest(subjects, gender, sex, known=True)
+                or _latest(subjects, gender, sex)
+                or _latest(people, gender, sex)
+            )
+            if target is not None:
+                gender.setdefault(target, sex)
         elif word in _NEUTER and _refers(token):
             target = topic or thing_subject
         if target is not None:
             resolved[token.i] = target
     return resolved
+
+
+def _latest(
+    keys: list[str], gender: dict[str, str], sex: str, *, known: bool = False
+) -> str | None:
+    """The most recent key whose gender is ``sex`` (or unknown, unless ``known``)."""
+    for key in reversed(keys):
+        if gender.get(key, "" if known else sex) == sex:
+            return key
+    return None
 
 
 def _refers(token: Token) -> bool:

@@ -58,7 +58,7 @@ from kgsearch.extract.schema import (
     ExtractedRelation,
     ExtractionResult,
 )
-from kgsearch.extract.spacy_names import clean_name, junk_reason, name_key
+from kgsearch.extract.spacy_names import clean_name, junk_reason, name_key, repaired_entities
 from kgsearch.extract.spacy_rules import Fact, aliases, facts
 
 __all__ = [
@@ -309,7 +309,7 @@ class SpacyExtractor:
     def _mentions(self, doc: Doc) -> list[Mention]:
         """The kept entity mentions in text order, aliases and short names resolved."""
         mentions = []
-        for ent in doc.ents:
+        for ent in repaired_entities(doc):
             if ent.label_ not in self.labels:
                 continue
             name = clean_name(ent)

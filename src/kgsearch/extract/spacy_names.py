@@ -12,9 +12,16 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # spaCy is imported when a model is loaded, not with the engine
-    from spacy.tokens import Span
+    from spacy.tokens import Doc, Span
 
-__all__ = ["MAX_NAME_CHARS", "MAX_NAME_WORDS", "clean_name", "junk_reason", "name_key"]
+__all__ = [
+    "MAX_NAME_CHARS",
+    "MAX_NAME_WORDS",
+    "clean_name",
+    "junk_reason",
+    "name_key",
+    "repaired_entities",
+]
 
 MAX_NAME_CHARS = 80
 MAX_NAME_WORDS = 10
@@ -41,6 +48,32 @@ _HUMPS = re.compile(r"[a-z][A-Z]")
 _ACRONYM_HUMP = re.compile(r"[A-Z]{2}[a-z]")
 # A name cut short by the tagger ends with a word that cannot end one.
 _OPEN_ENDS = frozenset({"of", "and", "the", "for", "in", "on", "at", "to", "&", "de", "or"})
+
+
+def repaired_entities(doc: Doc) -> list[Span]:
+    """The document's entities, a person's name stretched over a first name the tagger
+    left out or took for another entity ("Anatoly Borisovich Chubais" tagged
+    ``[Anatoly]GPE [Borisovich Chubais]PERSON``): a proper noun just before the name
+    that the parse attaches to it as part of a compound name."""
+    from spacy.tokens import Span
+
+    out: list[Span] = []
+    for ent in doc.ents:
+        start = ent.start
+        while ent.label_ == "PERSON" and start > ent.sent.start:
+            prev = doc[start - 1]
+            joins = prev.pos_ == "PROPN" and prev.dep_ == "compound"
+            joins = joins and start <= prev.head.i < ent.end
+            alone = prev.ent_iob_ == "O" or (
+                bool(out) and out[-1].start == prev.i and out[-1].end == start
+            )
+            if not (joins and alone):
+                break
+            start -= 1
+            if out and out[-1].start == start:
+                out.pop()
+        out.append(ent if start == ent.start else Span(doc, start, ent.end, label="PERSON"))
+    return out
 
 
 def clean_name(mention: Span) -> str:

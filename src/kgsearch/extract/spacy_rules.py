@@ -201,6 +201,8 @@ def _phrase_entities(
     for child in token.children:
         if child.dep_ not in _PHRASE_DEPS or _parenthesised(child):
             continue
+        if child.dep_ == "compound" and token.pos_ == "NOUN":
+            continue  # "noted Philadelphia architect X": Philadelphia only qualifies
         if token.lemma_.lower() in _PARTITIVES:
             continue
         via = prep or (child.lower_ if child.dep_ == "prep" else "")

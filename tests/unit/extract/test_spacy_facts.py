@@ -184,3 +184,23 @@ def test_a_participle_on_the_attribute_takes_the_copula_subject(
 ) -> None:
     text = "Kraft Lake is a lake located in Gogebic County."
     assert triples(extractor, text) == [("Kraft Lake", "locate in", "Gogebic County")]
+
+
+def test_a_first_name_taken_for_another_entity_joins_the_person(
+    extractor: SpacyExtractor,
+) -> None:
+    text = "Anatoly Borisovich Chubais is the head of the Russian Nanotechnology Corporation."
+    assert [e.name for e in graph(extractor, text).entities] == [
+        "Anatoly Borisovich Chubais",
+        "Russian Nanotechnology Corporation",
+    ]
+
+
+def test_a_pronoun_of_the_other_gender_skips_a_person(extractor: SpacyExtractor) -> None:
+    text = (
+        "Ada Lovelace met Charles Babbage in London. She moved to Kent. "
+        "Charles Babbage stayed. She wrote about him. He died in Marylebone."
+    )
+    found = triples(extractor, text)
+    assert ("Ada Lovelace", "write about", "Charles Babbage") in found
+    assert ("Charles Babbage", "die in", "Marylebone") in found
