@@ -28,6 +28,7 @@ import json
 import re
 import resource
 import statistics
+import sys
 import time
 import unicodedata
 from collections import Counter
@@ -67,6 +68,7 @@ class Score:
     edges: int = 0
     cross_pairs: int = 0
     cross_pairs_found: int = 0
+    description_chars: int = 0
 
     def prf(self) -> tuple[float, float, float]:
         p = self.correct / self.predicted if self.predicted else 0.0
@@ -85,6 +87,7 @@ def score_doc(doc: dict[str, Any], graph: ExtractedGraph, score: Score, *, only:
         r for r in graph.relationships if not only or (r.relation == COOCCURS) == (only == COOCCURS)
     ]
     score.edges += len(rels)
+    score.description_chars += sum(len(r.description) for r in rels)
     pairs = {frozenset((norm(r.source), norm(r.target))) for r in rels}
     pairs = {p for p in pairs if len(p) == 2}
     found: set[frozenset[int]] = set()
@@ -116,30 +119,42 @@ def score_doc(doc: dict[str, Any], graph: ExtractedGraph, score: Score, *, only:
                 score.named_mentions_found += hit
 
 
+DEFAULT = "4. + coreference: typed facts (default)"
+# Steps of issue 30 item 3, each on top of the one before (descriptions, step 2, change
+# no pair: their length is in the last column).
 SETTINGS: dict[str, dict[str, Any]] = {
-    "typed facts (default)": {},
-    "typed facts, no coreference": {"resolve": False},
+    "1. typed facts, names not screened, no coreference": {
+        "resolve": False,
+        "screen_names": False,
+    },
+    "3. + junk names screened": {"resolve": False},
+    DEFAULT: {},
     "typed facts + co-occurrence (opt-in)": {"cooccurrence": True},
 }
 
 
-def quality(n_docs: int) -> tuple[dict[str, Score], float, Counter[str]]:
-    """Scores per setting, the parse seconds, and the top relation labels (default)."""
+def quality(n_docs: int, before: str | None) -> tuple[dict[str, Score], float, Counter[str]]:
+    """Scores per setting, the parse seconds, and the top relation labels (default);
+    first the older extractor's dependency edges when ``before`` names its file."""
     docs = json.loads(REDOCRED.read_text(encoding="utf-8"))[:n_docs]
     texts = [" ".join(" ".join(s) for s in d["sents"]) for d in docs]
-    extractors = {name: SpacyExtractor(**kwargs) for name, kwargs in SETTINGS.items()}
-    nlp = extractors["typed facts (default)"].nlp
+    extractors: dict[str, Any] = {}
+    if before:
+        old = old_extractor(before, 64)
+        old.cooccurrence = False
+        extractors["0. aea85da: dependency edges (before)"] = old
+    extractors |= {name: SpacyExtractor(**kwargs) for name, kwargs in SETTINGS.items()}
+    nlp = extractors[DEFAULT].nlp
     started = time.perf_counter()
     parsed = list(nlp.pipe(texts, batch_size=64))
     seconds = time.perf_counter() - started
-    scores = {name: Score() for name in SETTINGS}
+    scores = {name: Score() for name in extractors}
     labels: Counter[str] = Counter()
     for doc, parse in zip(docs, parsed, strict=True):
         for name, extractor in extractors.items():
-            extractor._nlp = nlp
             graph = extractor.graph(parse)
             score_doc(doc, graph, scores[name])
-            if name == "typed facts (default)":
+            if name == DEFAULT:
                 labels.update(r.relation for r in graph.relationships)
     return scores, seconds, labels
 
@@ -149,6 +164,7 @@ def old_extractor(path: str, batch_size: int) -> Any:
     spec = importlib.util.spec_from_file_location("old_spacy", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module.SpacyExtractor(batch_size=batch_size)
 
@@ -219,7 +235,7 @@ def main() -> None:
     rows = (
         [] if args.skip_speed else speed(args.passages, args.runs, [(64, 1), (256, 1)], args.before)
     )
-    scores, seconds, labels = quality(args.docs)
+    scores, seconds, labels = quality(args.docs, args.before)
     body = quality_section(args.docs, scores, seconds, labels)
     if args.skip_speed:
         print(body)
@@ -280,9 +296,10 @@ def quality_section(
                 f"**{r:.3f}**",
                 f"**{f:.3f}**",
                 f"{s.cross_pairs_found / s.cross_pairs:.3f}",
+                f"{s.description_chars / s.edges:.0f}" if s.edges else "—",
             ]
         )
-    s = scores["typed facts (default)"]
+    s = scores[DEFAULT]
     return (
         f"### Quality: Re-DocRED dev ({n_docs} documents, one chunk each, parsed once "
         f"in {seconds:.0f} s)\n\n"
@@ -298,6 +315,7 @@ def quality_section(
                 "R",
                 "F1",
                 f"R cross-sentence ({s.cross_pairs} pairs)",
+                "description chars",
             ],
             rows,
         )

@@ -2,10 +2,12 @@
 
 No model: a few rules that cover most of what encyclopaedic and report text does.
 
-- **Short names**: a mention whose words all occur, in order, at the end of (for
-  other than people also the start of) or inside an earlier longer name of the same
-  kind ("Curie" after "Marie Curie", "Apple" after "Apple Inc.") is that entity; when
-  two earlier names fit ("Marie Curie", "Pierre Curie"), the most recent wins.
+- **Short names**: a person's name that ends an earlier, longer person's name
+  ("Curie" after "Marie Curie") is that person; when two earlier names fit ("Marie
+  Curie", "Pierre Curie"), the most recent wins. Only people: for other kinds the
+  shorter name is mostly another entity ("French" / "French Resistance", "Toyota" /
+  "Toyota Avalon", "Labour Party" / "Irish Labour Party": 204 of 616 such merges on
+  Re-DocRED dev joined two different gold entities before this rule).
 - **Aliases** given by the text ("Energy Security Initiative (ESI)", "X, also known as
   Y") are found by the dependency rules and merged here through :func:`merge_aliases`.
 - **Pronouns**: ``he/him/his/she/her/hers`` → the most recent person that was a
@@ -36,7 +38,6 @@ _NEUTER = frozenset({"it", "its", "itself"})
 _SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass"})
 # "it" as an expletive ("it is said that", "it was decided to") refers to nothing.
 _EXPLETIVE_HEADS = frozenset({"ccomp", "xcomp"})
-_GROUPS = frozenset({"ORG", "NORP"})
 _PERSON = "PERSON"
 
 
@@ -67,9 +68,9 @@ def resolve_short_names(mentions: list[Mention], words: dict[str, list[str]]) ->
         for earlier in reversed(resolved):
             long = words[earlier.key]
             if (
-                len(long) > len(short)
-                and _same_kind(earlier.label, mention.label)
-                and _contains(long, short, prefix=mention.label != _PERSON)
+                mention.label == earlier.label == _PERSON
+                and len(long) > len(short)
+                and long[-len(short) :] == short
             ):
                 target = earlier.key
                 break
@@ -180,16 +181,3 @@ def _head(doc: Doc, mention: Mention) -> int:
         if head < mention.start or head >= mention.end or head == i:
             return i
     return mention.end - 1
-
-
-def _same_kind(long: str, short: str) -> bool:
-    return long == short or (long in _GROUPS and short in _GROUPS)
-
-
-def _contains(long: list[str], short: list[str], *, prefix: bool) -> bool:
-    """``short`` is a run of ``long``'s words ending it (or starting it, ``prefix``), or
-    of two or more words inside it. A person's first name alone is not matched."""
-    n = len(short)
-    if long[-n:] == short or (prefix and long[:n] == short):
-        return True
-    return n >= 2 and any(long[i : i + n] == short for i in range(len(long) - n + 1))

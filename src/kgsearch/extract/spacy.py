@@ -139,6 +139,8 @@ class SpacyExtractor:
             sentence that no fact links (off: associations are the chunk mentions).
         cooccurrence_strength: Strength of those relationships (facts get 1.0).
         resolve: Resolve aliases, short names and pronouns within the chunk.
+        screen_names: Refuse code words, numbers, pronouns and other junk names
+            (:func:`kgsearch.extract.spacy_names.junk_reason`).
         fact_chars: Cap on a relationship's description, cut at a word.
         description_chars: Cap on an entity description and on a relationship's
             evidence sentence, cut at a word.
@@ -155,6 +157,7 @@ class SpacyExtractor:
         cooccurrence: bool = False,
         cooccurrence_strength: float = 0.3,
         resolve: bool = True,
+        screen_names: bool = True,
         fact_chars: int = 120,
         description_chars: int = 300,
         description_sentences: int = 2,
@@ -166,6 +169,7 @@ class SpacyExtractor:
         self.cooccurrence = cooccurrence
         self.cooccurrence_strength = cooccurrence_strength
         self.resolve = resolve
+        self.screen_names = screen_names
         self.fact_chars = fact_chars
         self.description_chars = description_chars
         self.description_sentences = description_sentences
@@ -200,6 +204,7 @@ class SpacyExtractor:
                     self.cooccurrence,
                     self.cooccurrence_strength,
                     self.resolve,
+                    self.screen_names,
                     self.fact_chars,
                     self.description_chars,
                     self.description_sentences,
@@ -314,7 +319,8 @@ class SpacyExtractor:
                 continue
             name = clean_name(ent)
             # dates, numbers and amounts are asked for explicitly: only names are screened
-            if not name or (ent.label_ not in _QUANTITIES and junk_reason(name) is not None):
+            screened = self.screen_names and ent.label_ not in _QUANTITIES
+            if not name or (screened and junk_reason(name) is not None):
                 continue
             mentions.append(Mention(ent.start, ent.end, name_key(name), ent.label_))
         if not self.resolve:

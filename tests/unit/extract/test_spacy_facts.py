@@ -204,3 +204,8 @@ def test_a_pronoun_of_the_other_gender_skips_a_person(extractor: SpacyExtractor)
     found = triples(extractor, text)
     assert ("Ada Lovelace", "write about", "Charles Babbage") in found
     assert ("Charles Babbage", "die in", "Marylebone") in found
+
+
+def test_a_shorter_name_of_another_kind_stays_its_own_entity(extractor: SpacyExtractor) -> None:
+    text = "The French Resistance fought on. Many French citizens joined."
+    assert [e.name for e in graph(extractor, text).entities] == ["French Resistance", "French"]
