@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def facts(doc: Doc, keys: dict[int, str]) -> Iterator[Fact]:
             yield from _apposition(token, keys)
         if token.i in keys and token.ent_type_ in _PLACES:
             yield from _place_in_place(token, keys)
-        if token.pos_ not in _VERBS or token.dep_ in ("aux", "auxpass"):
+        if token.pos_ not in _VERBS or token.dep_ in ("aux", "auxpass") or _negated(token):
             continue
         lemma = _verb_phrase(token)
         subjects = [s for s in _subjects(token) if s.i in keys]
@@ -117,6 +118,16 @@ def aliases(doc: Doc, keys: dict[int, str]) -> Iterator[tuple[int, int]]:
                             yield obj.i, head.i
                 elif prep.dep_ == "oprd" and prep.i in keys and head.i in keys:
                     yield prep.i, head.i
+
+
+def _negated(verb: Token) -> bool:
+    """The verb, or the verb it completes, is negated ("did not agree to align with X")."""
+    while True:
+        if any(c.dep_ == "neg" for c in verb.children):
+            return True
+        if verb.dep_ not in ("xcomp", "ccomp") or verb.head is verb:
+            return False
+        verb = verb.head
 
 
 def _verb_phrase(verb: Token) -> str:
@@ -241,7 +252,7 @@ def _apposition(appos: Token, keys: dict[int, str]) -> list[Fact]:
     head = appos.head
     if head.i in keys and appos.i in keys:
         both_places = head.ent_type_ in _PLACES and appos.ent_type_ in _PLACES
-        if both_places and not _parenthesised(appos):
+        if both_places and _next_to(head, appos, keys):
             return [Fact(head.i, appos.i, "located in", "appos", appos.i)]
         return []  # two names side by side: an alias or a list, not a fact
     if head.i in keys:
@@ -302,7 +313,25 @@ def _place_chain(place: Token, keys: dict[int, str]) -> list[Token]:
             ):
                 chain.append(child)
                 todo.append(child)
-    return sorted(chain, key=lambda t: t.i) if len(chain) > 1 else []
+    chain.sort(key=lambda t: t.i)
+    if not all(_next_to(near, far, keys) for near, far in pairwise(chain)):
+        return []
+    return chain if len(chain) > 1 else []
+
+
+def _next_to(near: Token, far: Token, keys: dict[int, str]) -> bool:
+    """Only a comma stands between the two mentions ("Springfield, Illinois"; not
+    "Georgia (186), Alabama" nor "Kristiania (now Oslo)")."""
+    start, end = _mention_edge(near, keys, 1) + 1, _mention_edge(far, keys, -1)
+    return [t.text for t in near.doc[start:end]] == [","]
+
+
+def _mention_edge(token: Token, keys: dict[int, str], step: int) -> int:
+    """Index of the last (``step`` 1) or first (``step`` -1) token of the mention."""
+    i = token.i
+    while keys.get(i + step) == keys[token.i]:
+        i += step
+    return i
 
 
 def _parenthesised(token: Token) -> bool:

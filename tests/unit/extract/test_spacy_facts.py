@@ -209,3 +209,13 @@ def test_a_pronoun_of_the_other_gender_skips_a_person(extractor: SpacyExtractor)
 def test_a_shorter_name_of_another_kind_stays_its_own_entity(extractor: SpacyExtractor) -> None:
     text = "The French Resistance fought on. Many French citizens joined."
     assert [e.name for e in graph(extractor, text).entities] == ["French Resistance", "French"]
+
+
+def test_places_with_words_between_are_a_list_not_a_nesting(extractor: SpacyExtractor) -> None:
+    text = "Publix has stores in Florida (785), Georgia (186), Alabama (68) and Virginia (8)."
+    assert [t for t in triples(extractor, text) if t[1] == "located in"] == []
+
+
+def test_a_negated_verb_states_no_fact(extractor: SpacyExtractor) -> None:
+    assert triples(extractor, "Josip Broz Tito did not agree to align with Moscow.") == []
+    assert triples(extractor, "Marie Curie never moved to Berlin.") == []
