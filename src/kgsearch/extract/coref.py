@@ -99,9 +99,9 @@ def resolve_pronouns(doc: Doc, mentions: list[Mention]) -> dict[int, str]:
     """Token index of each resolvable pronoun → the key of the entity it refers to.
 
     A person once referred to as "she" is not taken for a later "he" (and the other way
-    round). Candidates in order: the most recent subject already referred to with
-    this pronoun's gender, the most recent subject of unknown gender, the most recent
-    person of unknown or this gender.
+    round). Candidates in order: the most recent subject (a title line counts as one)
+    already referred to with this pronoun's gender, the most recent subject of unknown
+    gender, then the same two among all people.
     """
     at = {m.start: m for m in mentions}
     heads = {m.start: _head(doc, m) for m in mentions}
@@ -114,7 +114,7 @@ def resolve_pronouns(doc: Doc, mentions: list[Mention]) -> dict[int, str]:
     for token in doc:
         mention = at.get(token.i)
         if mention is not None:
-            is_subject = doc[heads[token.i]].dep_ in _SUBJECT_DEPS
+            is_subject = _is_subject(doc, mention, heads[token.i])
             if mention.label == _PERSON:
                 people.append(mention.key)
                 if is_subject:
@@ -131,6 +131,7 @@ def resolve_pronouns(doc: Doc, mentions: list[Mention]) -> dict[int, str]:
             target = (
                 _latest(subjects, gender, sex, known=True)
                 or _latest(subjects, gender, sex)
+                or _latest(people, gender, sex, known=True)
                 or _latest(people, gender, sex)
             )
             if target is not None:
@@ -140,6 +141,15 @@ def resolve_pronouns(doc: Doc, mentions: list[Mention]) -> dict[int, str]:
         if target is not None:
             resolved[token.i] = target
     return resolved
+
+
+def _is_subject(doc: Doc, mention: Mention, head: int) -> bool:
+    """The mention is a sentence subject, or a title: a line of its own."""
+    if doc[head].dep_ in _SUBJECT_DEPS:
+        return True
+    sent = doc[head].sent
+    words = [t for t in sent if not (t.is_space or t.is_punct)]
+    return bool(words) and mention.start <= words[0].i and words[-1].i < mention.end
 
 
 def _latest(

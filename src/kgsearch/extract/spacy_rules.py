@@ -212,7 +212,7 @@ def _phrase_entities(
     for child in token.children:
         if child.dep_ not in _PHRASE_DEPS or _parenthesised(child):
             continue
-        if child.dep_ == "compound" and token.pos_ == "NOUN":
+        if child.dep_ == "compound" and token.pos_ == "NOUN" and not _place_noun(token):
             continue  # "noted Philadelphia architect X": Philadelphia only qualifies
         if token.lemma_.lower() in _PARTITIVES:
             continue
@@ -258,8 +258,15 @@ def _apposition(appos: Token, keys: dict[int, str]) -> list[Fact]:
     if head.i in keys:
         return [Fact(head.i, t, rel, rel, appos.i) for t, rel in _noun_links(appos, keys)]
     if appos.i in keys and head.pos_ in ("NOUN", "PROPN"):
-        # "Apple's CEO Tim Cook": the name stands in apposition to its role
-        return [Fact(appos.i, t, rel, rel, head.i) for t, rel in _noun_links(head, keys)]
+        facts = []
+        place = _place_noun(head) or appos.ent_type_ in _PLACES
+        for t, rel in _noun_links(head, keys):
+            if place and head.doc[t].ent_type_ in _PLACES and _next_to(head, appos, keys):
+                # "Kanyakumari district, Tamil Nadu": the place named is in the other
+                facts.append(Fact(t, appos.i, "located in", "appos", appos.i))
+            else:  # "Apple's CEO Tim Cook": the name stands in apposition to its role
+                facts.append(Fact(appos.i, t, rel, rel, head.i))
+        return facts
     return []
 
 
@@ -280,11 +287,15 @@ def _place_in_place(place: Token, keys: dict[int, str]) -> Iterator[Fact]:
                 yield Fact(near.i, far.i, "located in", "appos", far.i)
 
 
+def _place_noun(token: Token) -> bool:
+    return token.lemma_.lower() in _PLACE_NOUNS
+
+
 def _places_named(obj: Token, keys: dict[int, str]) -> list[Token]:
     """The place an object names, directly or as "the state of X"."""
     if obj.i in keys:
         return [obj] if obj.ent_type_ in _PLACES else []
-    if obj.pos_ != "NOUN" or obj.lemma_.lower() not in _PLACE_NOUNS:
+    if obj.pos_ != "NOUN" or not _place_noun(obj):
         return []
     return [
         pobj
@@ -328,8 +339,8 @@ def _next_to(near: Token, far: Token, keys: dict[int, str]) -> bool:
 
 def _mention_edge(token: Token, keys: dict[int, str], step: int) -> int:
     """Index of the last (``step`` 1) or first (``step`` -1) token of the mention."""
-    i = token.i
-    while keys.get(i + step) == keys[token.i]:
+    i, key = token.i, keys.get(token.i)
+    while key is not None and keys.get(i + step) == key:
         i += step
     return i
 

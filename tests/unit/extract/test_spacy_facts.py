@@ -219,3 +219,19 @@ def test_places_with_words_between_are_a_list_not_a_nesting(extractor: SpacyExtr
 def test_a_negated_verb_states_no_fact(extractor: SpacyExtractor) -> None:
     assert triples(extractor, "Josip Broz Tito did not agree to align with Moscow.") == []
     assert triples(extractor, "Marie Curie never moved to Berlin.") == []
+
+
+def test_a_named_district_in_apposition_to_a_place_is_in_it(extractor: SpacyExtractor) -> None:
+    text = "Nagercoil is a city in Kanyakumari district, Tamil Nadu, India."
+    assert ("Kanyakumari", "located in", "Tamil Nadu") in triples(extractor, text)
+    assert ("Nagercoil", "be city in", "Kanyakumari") in triples(extractor, text)
+
+
+def test_a_title_line_is_the_antecedent_of_she(extractor: SpacyExtractor) -> None:
+    text = (
+        "Maia Hirasawa\nShe was born in Sollentuna. Maia became known through Annika "
+        "Norlin's band, where she sings. In 2007 she toured around Sweden."
+    )
+    found = triples(extractor, text)
+    assert ("Maia Hirasawa", "tour around", "Sweden") in found
+    assert [t for t in found if t[0] == "Annika Norlin"] == []
