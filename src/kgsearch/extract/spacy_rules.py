@@ -96,8 +96,10 @@ def facts(doc: Doc, keys: dict[int, str]) -> Iterator[Fact]:
                 for subject in subjects:
                     if obj.dep_ == "attr" and not suffix and target == obj.i:
                         continue  # "X is Y" between two names: no fact (identity at best)
-                    if passive_agent:
+                    if passive_agent and not suffix:
                         yield Fact(target, subject.i, label, lemma, token.i)
+                    elif passive_agent:
+                        continue  # "founded by men in New York": New York founded nothing
                     else:
                         yield Fact(subject.i, target, label, lemma, token.i)
 

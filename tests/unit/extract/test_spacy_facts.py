@@ -235,3 +235,11 @@ def test_a_title_line_is_the_antecedent_of_she(extractor: SpacyExtractor) -> Non
     found = triples(extractor, text)
     assert ("Maia Hirasawa", "tour around", "Sweden") in found
     assert [t for t in found if t[0] == "Annika Norlin"] == []
+
+
+def test_a_place_inside_a_passive_agent_is_not_an_agent(extractor: SpacyExtractor) -> None:
+    text = (
+        "Founded by Peter Williams and other free black men in New York City, "
+        "Freedom's Journal was the first newspaper."
+    )
+    assert triples(extractor, text) == [("Peter Williams", "found", "Freedom's Journal")]
