@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 __all__ = [
     "ChunkText",
@@ -51,6 +52,11 @@ class ExtractedRelation(BaseModel):
     description: str = ""
     keywords: list[str] = Field(default_factory=list)
     strength: float | None = None
+    # The supporting sentence where an extractor keeps it apart from a shorter
+    # description (the offline one does). Not in the JSON schema an LLM fills (this
+    # docstring is the schema's description, so the note lives here), and left out of
+    # dumps when empty, so prompts and stored LLM extractions do not change.
+    evidence: SkipJsonSchema[str] = Field(default="", exclude_if=lambda value: not value)
 
 
 class ExtractedGraph(BaseModel):

