@@ -5,7 +5,8 @@ Every object and relationship that extraction touched keeps, in the hidden prope
 said about it::
 
     objects:        {chunk_id: [{"name": "Ada", "description": "…"}, …]}
-    relationships:  {chunk_id: [{"description": "…", "keywords": […], "strength": 0.8}, …]}
+    relationships:  {chunk_id: [{"description": "…", "keywords": […], "strength": 0.8,
+                                 "evidence": "the sentence that states it"}, …]}
 
 A row extraction created also carries ``_extracted: true``; it belongs to its chunks.
 Its description (and, for a relationship, keywords, weight and source chunks) is a

@@ -159,6 +159,8 @@ def _collect(
                 "keywords": [k.strip() for k in r.keywords if k.strip()],
                 "strength": r.strength,
             }
+            if r.evidence.strip():  # the sentence that states it (offline facts)
+                entry["evidence"] = _cut(r.evidence)
             found = edge.entries.setdefault(chunk, [])
             if entry not in found:
                 found.append(entry)

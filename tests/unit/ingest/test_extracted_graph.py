@@ -149,3 +149,28 @@ def test_self_loops_and_blank_names_are_not_written(engine: Engine) -> None:
     )
     assert [o.key for o in engine.list_rows("object").items] == ["ada"]
     assert engine.list_rows("relationship").items == []
+
+
+def test_a_facts_supporting_sentence_is_kept_as_its_provenance(engine: Engine) -> None:
+    setup(engine)
+    stated = ExtractionResult(
+        chunk_id="c0",
+        graph=ExtractedGraph(
+            entities=[ExtractedEntity(name="Ada", type="person"), ExtractedEntity(name="Acme")],
+            relationships=[
+                ExtractedRelation(
+                    source="Ada",
+                    target="Acme",
+                    relation="works for",
+                    description="Ada works for Acme",
+                    evidence="In 1843 Ada, a mathematician, worked for Acme in London.",
+                )
+            ],
+        ),
+        extractor="spacy",
+    )
+    write(engine, ChunkExtraction("c0", "s1", stated))
+    (rel,) = engine.list_rows("relationship", limit=5).items
+    assert rel.description == "Ada works for Acme"  # the short fact is what is embedded
+    (entry,) = rel.properties["_chunks"]["c0"]
+    assert entry["evidence"] == "In 1843 Ada, a mathematician, worked for Acme in London."
