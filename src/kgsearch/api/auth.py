@@ -27,6 +27,7 @@ from kgsearch.keys import (
     Scope,
     Unauthorized,
     check_project,
+    holds,
     is_loopback,
 )
 
@@ -46,7 +47,7 @@ class Principal:
 
     def allows(self, scope: Scope) -> bool:
         """Whether the caller holds ``scope``."""
-        return scope in self.scopes
+        return holds(self.scopes, scope)
 
     def need(self, scope: Scope) -> None:
         """Raise unless the caller holds ``scope``.
@@ -54,9 +55,15 @@ class Principal:
         Raises:
             Forbidden: The scope is missing.
         """
-        if scope not in self.scopes:
+        if not self.allows(scope):
+            hint = (
+                "; it calls the chat model, which a key may do only when granted 'llm' "
+                f"(`kgsearch keys create --project {self.project} --scopes read,llm`)"
+                if scope == "llm"
+                else ""
+            )
             raise Forbidden(
-                f"this request needs the {scope!r} scope, which the API key lacks",
+                f"this request needs the {scope!r} scope, which the API key lacks{hint}",
                 details={"required_scope": scope, "scopes": sorted(self.scopes)},
             )
 

@@ -24,7 +24,8 @@ from kgsearch.cli.common import (
 )
 from kgsearch.cli.remote import announce, client_url, store_identity, withdraw
 from kgsearch.errors import MissingDependency
-from kgsearch.keys import ALL_SCOPES, ApiKey, is_loopback, parse_scopes
+from kgsearch.keys import ApiKey, is_loopback, parse_scopes
+from kgsearch.lifecycle.budget import BudgetLimits, UsageReport
 
 __all__ = ["keys", "mcp", "serve"]
 
@@ -124,6 +125,7 @@ def serve(
             threads=threads,
             llm_threads=llm_threads,
             warm=warm,
+            budget=BudgetLimits.from_settings(settings.budget),
         )
         shown = f"[{host}]" if ":" in host else host
         click.echo(f"Web UI: http://{shown}:{port}/ui", err=True)
@@ -171,9 +173,10 @@ def _announce_when_started(server: Any, identity: str, host: str, auth: bool) ->
 @click.option("--port", default=8001, show_default=True, type=click.IntRange(0, 65535))
 @click.option(
     "--scopes",
-    default=",".join(ALL_SCOPES),
+    default="read,write,debug,llm",
     show_default=True,
-    help="What the tools may do (read, write, debug).",
+    help="What the tools may do (read, write, debug, llm: tools that call the chat "
+    "model). Over HTTP each key must hold them all.",
 )
 @click.option("--no-auth", is_flag=True, help="HTTP without API keys (loopback only).")
 @click.option(
@@ -206,8 +209,14 @@ def mcp(
     from kgsearch.api.background import EmbeddingWorker
     from kgsearch.mcp.server import create_server, key_guard, run_stdio
 
-    with engine_from(state, create=True) as engine:
-        server = create_server(engine, project=engine.project, scopes=allowed)
+    settings = load_settings()
+    with engine_from(state, settings=settings, create=True) as engine:
+        server = create_server(
+            engine,
+            project=engine.project,
+            scopes=allowed,
+            budget=BudgetLimits.from_settings(settings.budget),
+        )
         runner = EmbeddingWorker(engine) if worker else None
         if runner is not None:
             runner.start()
@@ -237,7 +246,11 @@ def keys() -> None:
 @keys.command("create")
 @click.option("--project", "key_project", help="The key's project (default: the global one).")
 @click.option(
-    "--scopes", default="read", show_default=True, help="Comma-separated: read, write, debug."
+    "--scopes",
+    default="read",
+    show_default=True,
+    help="Comma-separated: read, write, debug, llm (may spend on the chat model), "
+    "admin (every scope, and the project's usage).",
 )
 @click.option("--name", help="A label to recognise the key by.")
 @pass_state
@@ -285,6 +298,46 @@ def keys_revoke(state: State, key_id: str) -> None:
     with engine_from(state) as engine:
         engine.revoke_api_key(key_id)
     emit(state, {"revoked": key_id}, lambda v: out.print(f"revoked {v['revoked']}"))
+
+
+@keys.command("usage")
+@click.option("--project", "key_project", help="Only this project's keys and total.")
+@pass_state
+@handle_errors
+def keys_usage(state: State, key_project: str | None) -> None:
+    """LLM spend per key and per project, this minute and today (UTC): requests,
+    tokens and US dollars, as the servers' budgets counted them.
+
+    Example: kgsearch keys usage --project demo --json
+    """
+    with engine_from(state) as engine:
+        report = engine.llm_usage(project=key_project)
+    emit(state, report, _render_usage)
+
+
+def _render_usage(report: UsageReport) -> None:
+    table = Table(
+        "project",
+        "key",
+        "requests (min)",
+        "tokens (min)",
+        "requests (day)",
+        "tokens (day)",
+        "cost USD (day)",
+        title=f"LLM usage, {report.day} (UTC)",
+    )
+    for row in [*report.keys, *report.projects]:
+        key = "(total)" if row.key_id is None else row.key_id or "(no key)"
+        table.add_row(
+            row.project,
+            key,
+            str(row.this_minute.requests),
+            str(row.this_minute.tokens),
+            str(row.today.requests),
+            str(row.today.tokens),
+            f"{row.today.cost_usd:.4f}",
+        )
+    out.print(table)
 
 
 def _render_keys(records: list[ApiKey]) -> None:

@@ -41,6 +41,7 @@ from kgsearch.extract.schema import (
 )
 from kgsearch.http import ProviderSkipped
 from kgsearch.llm.base import LLM, Message, Usage
+from kgsearch.llm.meter import in_context
 
 __all__ = [
     "FIRST_REPLY_RATIO",
@@ -141,7 +142,7 @@ class LLMExtractor:
         else:
             pool = ThreadPoolExecutor(max_workers=min(self.max_workers, len(packs)))
             try:
-                done = list(pool.map(one, packs))
+                done = list(pool.map(in_context(one), packs))  # calls charge our meter
             finally:
                 # On Ctrl-C, do not wait for calls in flight (up to the deadline): the
                 # runner releases the claims and the replies land in the cache.

@@ -57,6 +57,7 @@ from kgsearch.store.records import (
     TextUpdate,
 )
 from kgsearch.store.tracing import Trace
+from kgsearch.store.usage import UsageLedger, UsageTotals
 
 __all__ = [
     "TASK_STATUSES",
@@ -85,6 +86,8 @@ __all__ = [
     "TaskState",
     "TextUpdate",
     "Trace",
+    "UsageLedger",
+    "UsageTotals",
 ]
 
 
@@ -585,6 +588,7 @@ class Store(
     TaskQueue,
     Cache,
     CommunityStore,
+    UsageLedger,
     Protocol,
 ):
     """Everything a backend implements: the union of the capability protocols."""
