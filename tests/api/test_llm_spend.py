@@ -191,6 +191,20 @@ def test_keywords_llm_searches_are_metered(serve: Serve, engine: Engine) -> None
     assert (row.today.requests, row.today.tokens) == (1, TOKENS)
 
 
+def test_a_keywords_fallback_reason_hides_the_url_and_the_reply(
+    serve: Serve, engine: Engine, chat: ChatServer
+) -> None:
+    base = serve(create_app(engine))
+    spender = key(engine, "read,llm")
+    body = {"query": "PLEASE-FAIL", "keywords": "llm", "recipe": "hybrid"}
+
+    found = httpx.post(f"{base}/api/search/unified", json=body, headers=spender)
+
+    reason = found.json()["metadata"]["keywords"]["reason"]
+    assert found.status_code == 200 and "HTTP 500" in reason
+    assert "127.0.0.1" not in found.text and "org-9f3a" not in found.text
+
+
 def test_a_model_failure_names_the_provider_but_not_its_url_or_error(
     serve: Serve, engine: Engine, chat: ChatServer, caplog: pytest.LogCaptureFixture
 ) -> None:
