@@ -49,6 +49,7 @@ __all__ = [
     "ALL_SCOPES",
     "ApiKey",
     "Forbidden",
+    "KeyLimits",
     "KeyRecords",
     "Scope",
     "Unauthorized",
@@ -76,6 +77,18 @@ def _default_scopes() -> list[Scope]:
     return ["read"]
 
 
+class KeyLimits(BaseModel):
+    """One key's own LLM budget (``kgsearch keys limit``); a field left None takes the
+    server's ``[budget] key_*`` value, and 0 turns that limit off for the key."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    requests_per_minute: int | None = Field(default=None, ge=0)
+    tokens_per_minute: int | None = Field(default=None, ge=0)
+    tokens_per_day: int | None = Field(default=None, ge=0)
+    cost_per_day_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+
+
 class ApiKey(BaseModel):
     """A stored API key's public record (never the secret nor its hash).
 
@@ -86,6 +99,7 @@ class ApiKey(BaseModel):
         name: A human label.
         created_at: When the key was made.
         revoked_at: When it was revoked, or None while it is active.
+        llm_limits: The key's own LLM budget, or None for the server's.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -96,6 +110,7 @@ class ApiKey(BaseModel):
     name: str | None = None
     created_at: datetime
     revoked_at: datetime | None = None
+    llm_limits: KeyLimits | None = None
 
     @property
     def active(self) -> bool:

@@ -83,6 +83,24 @@ def test_keys_usage_shows_spend_per_key_and_per_project(tmp_path: Path) -> None:
     assert created["id"] in table.output and "beta" in table.output and "(total)" in table.output
 
 
+def test_keys_limit_sets_and_resets_a_keys_own_budget(tmp_path: Path) -> None:
+    db = tmp_path / "k.db"
+    key_id = as_json(run(db, "--json", "keys", "create", "--scopes", "read,llm"))["id"]
+
+    set_ = as_json(run(db, "--json", "keys", "limit", key_id, "--requests-per-minute", "60"))
+    listed = as_json(run(db, "--json", "keys", "list"))
+    reset = as_json(run(db, "--json", "keys", "limit", key_id, "--reset"))
+    neither = run(db, "keys", "limit", key_id)
+    unknown = run(db, "--json", "keys", "limit", "nokey", "--tokens-per-day", "5")
+
+    assert set_ == {"id": key_id, "llm_limits": {"requests_per_minute": 60}}
+    assert listed[0]["llm_limits"]["requests_per_minute"] == 60
+    assert reset == {"id": key_id, "llm_limits": None}
+    assert as_json(run(db, "--json", "keys", "list"))[0]["llm_limits"] is None
+    assert neither.exit_code == 2 and "--reset" in neither.output
+    assert (unknown.exit_code, json.loads(unknown.stdout)["error"]["code"]) == (1, "not_found")
+
+
 def test_keys_create_rejects_unknown_scopes(tmp_path: Path) -> None:
     result = run(tmp_path / "k.db", "keys", "create", "--scopes", "read,root")
 

@@ -20,6 +20,7 @@ from chat_server import ChatServer, chat_reply, start_chat_server
 from kgsearch import Engine, ObjectIn, connect
 from kgsearch.api.app import create_app
 from kgsearch.config import LLMSettings
+from kgsearch.keys import KeyLimits
 from kgsearch.lifecycle.budget import BudgetLimits, Limits
 from kgsearch.testing import FakeEmbedder
 
@@ -124,6 +125,23 @@ def test_a_key_over_its_requests_per_minute_gets_429_with_retry_after(
     assert 1 <= int(refused.headers["Retry-After"]) <= 61
     assert another.status_code == 200  # the limit is the key's, not the project's
     assert len(chat.requests) == 3
+
+
+def test_a_keys_own_limit_replaces_the_servers(serve: Serve, engine: Engine) -> None:
+    base = serve(create_app(engine, budget=limits(requests_per_minute=1)))
+    generous, by_tokens = key(engine, "read,llm"), key(engine, "read,llm")
+    engine.set_key_limits(generous["Authorization"].split("_")[1], KeyLimits(requests_per_minute=3))
+    engine.set_key_limits(  # 0: no request limit for this key, but a token one
+        by_tokens["Authorization"].split("_")[1],
+        KeyLimits(requests_per_minute=0, tokens_per_day=TOKENS + 1),
+    )
+
+    more = [httpx.post(f"{base}/api/ask", json=ASK, headers=generous).status_code for _ in "1234"]
+    tokens = [httpx.post(f"{base}/api/ask", json=ASK, headers=by_tokens) for _ in "123"]
+
+    assert more == [200, 200, 200, 429]
+    assert [r.status_code for r in tokens] == [200, 200, 429]
+    assert tokens[2].json()["error"]["details"]["limit"] == "key_tokens_per_day"
 
 
 def test_a_project_limit_holds_across_its_keys(serve: Serve, engine: Engine) -> None:

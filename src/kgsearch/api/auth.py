@@ -24,6 +24,7 @@ from kgsearch.keys import (
     ALL_SCOPES,
     ApiKey,
     Forbidden,
+    KeyLimits,
     Scope,
     Unauthorized,
     check_project,
@@ -39,11 +40,13 @@ _bearer = HTTPBearer(auto_error=False, description="An API key from `kgsearch ke
 
 @dataclass(frozen=True)
 class Principal:
-    """The caller of one request: its project, scopes and key id (None when keyless)."""
+    """The caller of one request: its project, scopes, key id (None when keyless) and
+    the key's own LLM limits (None: the server's)."""
 
     project: str
     scopes: frozenset[Scope]
     key_id: str | None = None
+    llm_limits: KeyLimits | None = None
 
     def allows(self, scope: Scope) -> bool:
         """Whether the caller holds ``scope``."""
@@ -189,7 +192,7 @@ def require(scope: Scope) -> Callable[..., Principal]:
         if request.app.state.require_keys:
             key = _authenticate(request, credentials)
             check_project(key, named)
-            principal = Principal(key.project, frozenset(key.scopes), key.id)
+            principal = Principal(key.project, frozenset(key.scopes), key.id, key.llm_limits)
         else:
             client = request.client.host if request.client else None
             if not is_loopback(client):

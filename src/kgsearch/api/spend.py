@@ -41,7 +41,7 @@ async def admit(request: Request, who: Principal) -> Budget:
     """
     who.need("llm")
     budget: Budget = request.app.state.budget
-    await anyio.to_thread.run_sync(budget.admit, who.project, who.key_id)
+    await anyio.to_thread.run_sync(budget.admit, who.project, who.key_id, who.llm_limits)
     return budget
 
 

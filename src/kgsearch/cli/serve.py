@@ -24,7 +24,7 @@ from kgsearch.cli.common import (
 )
 from kgsearch.cli.remote import announce, client_url, store_identity, withdraw
 from kgsearch.errors import MissingDependency
-from kgsearch.keys import ApiKey, is_loopback, parse_scopes
+from kgsearch.keys import ApiKey, KeyLimits, is_loopback, parse_scopes
 from kgsearch.lifecycle.budget import BudgetLimits, UsageReport
 
 __all__ = ["keys", "mcp", "serve"]
@@ -298,6 +298,50 @@ def keys_revoke(state: State, key_id: str) -> None:
     with engine_from(state) as engine:
         engine.revoke_api_key(key_id)
     emit(state, {"revoked": key_id}, lambda v: out.print(f"revoked {v['revoked']}"))
+
+
+@keys.command("limit")
+@click.argument("key_id")
+@click.option("--requests-per-minute", type=click.IntRange(0), help="Spending requests a minute.")
+@click.option("--tokens-per-minute", type=click.IntRange(0), help="Model tokens a minute.")
+@click.option("--tokens-per-day", type=click.IntRange(0), help="Model tokens a UTC day.")
+@click.option(
+    "--cost-per-day-usd", type=click.FloatRange(0), help="US dollars a UTC day (priced models)."
+)
+@click.option("--reset", is_flag=True, help="Drop the key's own limits: the server's apply.")
+@pass_state
+@handle_errors
+def keys_limit(
+    state: State,
+    key_id: str,
+    requests_per_minute: int | None,
+    tokens_per_minute: int | None,
+    tokens_per_day: int | None,
+    cost_per_day_usd: float | None,
+    reset: bool,
+) -> None:
+    """Give one key its own LLM budget (unset options keep the server's [budget]
+    key_* values; 0 turns a limit off for the key).
+
+    Example: kgsearch keys limit 3f2a9c1b7d4e --requests-per-minute 60 --tokens-per-day 1000000
+    """
+    given = {
+        "requests_per_minute": requests_per_minute,
+        "tokens_per_minute": tokens_per_minute,
+        "tokens_per_day": tokens_per_day,
+        "cost_per_day_usd": cost_per_day_usd,
+    }
+    if reset == any(v is not None for v in given.values()):
+        raise click.UsageError("give --reset, or at least one limit (and not both)")
+    limits = None if reset else KeyLimits(**given)
+    with engine_from(state) as engine:
+        engine.set_key_limits(key_id, limits)
+    shown = {} if limits is None else limits.model_dump(exclude_none=True)
+    emit(
+        state,
+        {"id": key_id, "llm_limits": shown or None},
+        lambda v: out.print(f"{v['id']}: {v['llm_limits'] or 'the server limits'}"),
+    )
 
 
 @keys.command("usage")

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from kgsearch import registry
 from kgsearch.config import BudgetSettings
 from kgsearch.errors import BudgetExceeded
+from kgsearch.keys import KeyLimits
 from kgsearch.llm.meter import Meter, metered
 from kgsearch.store.usage import UsageLedger, UsageTotals
 
@@ -92,10 +93,27 @@ class BudgetLimits:
             ),
         )
 
+    def for_key(self, own: KeyLimits | None) -> Limits:
+        """A key's limits: its own where it has them (``kgsearch keys limit``), else
+        the server's."""
+        if own is None:
+            return self.key
+        base = self.key
+        return Limits(
+            _own(own.requests_per_minute, base.requests_per_minute),
+            _own(own.tokens_per_minute, base.tokens_per_minute),
+            _own(own.tokens_per_day, base.tokens_per_day),
+            _own(own.cost_per_day_usd, base.cost_per_day_usd),
+        )
+
     @classmethod
     def unlimited(cls) -> BudgetLimits:
         """No limit at all (usage is still counted)."""
         return cls()
+
+
+def _own(value: T | None, default: T) -> T:
+    return default if value is None else value
 
 
 class SpendWindow(BaseModel):
@@ -223,8 +241,9 @@ class Budget:
         self._lock = threading.Lock()
         self._pruned_day = -1
 
-    def admit(self, project: str, key_id: str | None) -> None:
-        """Count one spending request of ``key_id`` (None or "": no key) in ``project``.
+    def admit(self, project: str, key_id: str | None, own: KeyLimits | None = None) -> None:
+        """Count one spending request of ``key_id`` (None or "": no key) in ``project``,
+        held to the key's ``own`` limits where it has them.
 
         Raises:
             BudgetExceeded: The key or the project reached a limit (nothing counted).
@@ -239,7 +258,7 @@ class Budget:
             if key:
                 mine = [r for r in this_minute if r.key_id == key]
                 mine_today = [r for r in today if r.key_id == key]
-                _check("key", self.limits.key, mine, mine_today, now)
+                _check("key", self.limits.for_key(own), mine, mine_today, now)
             _check("project", self.limits.project, this_minute, today, now)
             self.ledger.add_llm_usage(project, key, minute, requests=1)
             if day_start != self._pruned_day:

@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from kgsearch.keys import ApiKey
+from kgsearch.keys import ApiKey, KeyLimits
 from kgsearch.model import (
     Chunk,
     Filters,
@@ -478,6 +478,10 @@ class KeyStore(Protocol):
 
     def revoke_api_key(self, key_id: str) -> bool:
         """Revoke a key; False when no active key has this id."""
+        ...
+
+    def set_api_key_limits(self, key_id: str, limits: KeyLimits | None) -> bool:
+        """Set (None: clear) a key's own LLM budget; False when no key has this id."""
         ...
 
 

@@ -356,9 +356,9 @@ def m010_associations_not_facts(execute: Execute) -> None:
     )
 
 
-def m011_create_llm_usage(execute: Execute) -> None:
+def m011_llm_budgets(execute: Execute) -> None:
     """LLM spend per (project, API key, UTC minute), for budgets that survive a restart
-    (:mod:`kgsearch.store.usage`)."""
+    (:mod:`kgsearch.store.usage`), and each key's own limits (JSON, NULL: the server's)."""
     execute(
         """CREATE TABLE llm_usage (
             project TEXT NOT NULL, key_id TEXT NOT NULL, minute BIGINT NOT NULL,
@@ -369,6 +369,7 @@ def m011_create_llm_usage(execute: Execute) -> None:
             PRIMARY KEY (project, key_id, minute))"""
     )
     execute("CREATE INDEX llm_usage_minute ON llm_usage (minute)")
+    execute("ALTER TABLE api_keys ADD COLUMN llm_limits TEXT")
 
 
 MIGRATIONS = [
@@ -382,6 +383,6 @@ MIGRATIONS = [
     Migration("m008_index_relationship_types", m008_index_relationship_types),
     Migration("m009_index_float_vectors", m009_index_float_vectors),
     Migration("m010_associations_not_facts", m010_associations_not_facts),
-    Migration("m011_create_llm_usage", m011_create_llm_usage),
+    Migration("m011_llm_budgets", m011_llm_budgets),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,9 +1,13 @@
-"""The LLM usage ledger: additions per (project, key, minute), sums over ranges."""
+"""The LLM usage ledger (additions per (project, key, minute), sums over ranges) and a
+key's own LLM limits."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
+from kgsearch.keys import ApiKey, KeyLimits
 from kgsearch.store.base import Store, UsageTotals
 
 
@@ -58,3 +62,18 @@ def test_usage_keeps_any_minute_and_large_token_counts(store: Store, minute: int
     store.add_llm_usage("alpha", "k", minute, prompt_tokens=3_000_000_000)
 
     assert store.llm_usage(minute)[0].prompt_tokens == 6_000_000_000
+
+
+def test_a_keys_own_limits_are_kept_and_cleared(store: Store) -> None:
+    made = ApiKey(id="abc123def456", project="alpha", created_at=datetime(2026, 1, 1, tzinfo=UTC))
+    store.create_api_key(made, "digest")
+    limits = KeyLimits(requests_per_minute=60, cost_per_day_usd=2.5)
+
+    assert store.set_api_key_limits("abc123def456", limits)
+    kept = store.find_api_key("abc123def456")
+    assert store.set_api_key_limits("abc123def456", None)
+    cleared = store.find_api_key("abc123def456")
+
+    assert kept is not None and kept[0].llm_limits == limits
+    assert cleared is not None and cleared[0].llm_limits is None
+    assert not store.set_api_key_limits("no-such-key", limits)
