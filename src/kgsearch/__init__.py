@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from kgsearch.embed.base import Embedder
     from kgsearch.engine import Engine
     from kgsearch.errors import (
+        BudgetExceeded,
         ConfigError,
         Conflict,
         DimensionMismatch,
@@ -99,6 +100,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "Chunk": "kgsearch.model",
     "ChunkIn": "kgsearch.model",
+    "BudgetExceeded": "kgsearch.errors",
     "ConfigError": "kgsearch.errors",
     "Conflict": "kgsearch.errors",
     "DeleteReport": "kgsearch.reports",
@@ -168,6 +170,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "LLM",
+    "BudgetExceeded",
     "Chunk",
     "ChunkIn",
     "ConfigError",

@@ -22,6 +22,7 @@ from pydantic_settings import (
 from kgsearch.urls import redact_url
 
 __all__ = [
+    "BudgetSettings",
     "EmbedSettings",
     "ExtractSettings",
     "LLMSettings",
@@ -174,6 +175,25 @@ class ExtractSettings(BaseModel):
     )
 
 
+class BudgetSettings(BaseModel):
+    """Limits on LLM spend by the servers' callers (docs/reliability.md): per API key
+    and per project, over spending requests (answers, LLM keywords, extraction
+    previews, LLM community reports). 0 turns a limit off."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key_requests_per_minute: int = Field(default=10, ge=0)
+    key_tokens_per_minute: int = Field(default=20_000, ge=0)
+    key_tokens_per_day: int = Field(default=200_000, ge=0)
+    key_cost_per_day_usd: float = Field(
+        default=1.0, ge=0, description="Counted where the provider's price is known"
+    )
+    project_requests_per_minute: int = Field(default=30, ge=0)
+    project_tokens_per_minute: int = Field(default=60_000, ge=0)
+    project_tokens_per_day: int = Field(default=1_000_000, ge=0)
+    project_cost_per_day_usd: float = Field(default=5.0, ge=0)
+
+
 def config_path() -> Path:
     """The TOML file settings are read from (it need not exist)."""
     return Path(os.environ.get("KGSEARCH_CONFIG", "kgsearch.toml"))
@@ -191,6 +211,7 @@ class Settings(BaseSettings):
     search: SearchSettings = SearchSettings()
     llm: LLMSettings = LLMSettings()
     extract: ExtractSettings = ExtractSettings()
+    budget: BudgetSettings = BudgetSettings()
 
     @classmethod
     def settings_customise_sources(

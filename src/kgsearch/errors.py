@@ -12,6 +12,7 @@ MCP server and the CLI report, so an adapter needs one handler for all of them::
     ├── Forbidden                    403  forbidden
     ├── NotFound                     404  not_found
     ├── Conflict                     409  conflict
+    ├── BudgetExceeded               429  budget_exceeded
     ├── ConfigError                  500  config_error
     ├── StoreError                   503  store_error
     │   └── MigrationError           503  migration_error
@@ -26,6 +27,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 __all__ = [
+    "BudgetExceeded",
     "ConfigError",
     "Conflict",
     "DimensionMismatch",
@@ -128,6 +130,14 @@ class Conflict(KgsearchError):
 
     status = 409
     code = "conflict"
+
+
+class BudgetExceeded(KgsearchError):
+    """An LLM spend limit (requests or tokens a minute, tokens or dollars a day) is
+    reached; ``details.retry_after`` is the seconds until it resets."""
+
+    status = 429
+    code = "budget_exceeded"
 
 
 class ConfigError(KgsearchError):

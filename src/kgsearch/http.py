@@ -38,6 +38,7 @@ __all__ = [
     "excerpt",
     "json_body",
     "post_json",
+    "public_provider_error",
     "retry_after_seconds",
     "status_error",
 ]
@@ -313,3 +314,38 @@ class CallGuard:
     def close(self) -> None:
         """Stop taking calls (threads still waiting on a provider are left to finish)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+_PUBLIC_DETAILS = ("status", "attempts", "timeout", "deadline", "retry_after", "finish_reason")
+
+
+def public_provider_error(exc: ProviderError, *, chat: str, embedder: str) -> dict[str, Any]:
+    """The error body a client may see of a provider failure (a server's 502): the
+    provider's kind (``chat`` for the chat model, ``embedder`` for the embedder) and
+    the kind of failure (deadline, HTTP status, breaker), never the provider's URL,
+    its raw reply or its error text, which the server logs instead.
+
+    Args:
+        exc: The failure.
+        chat: The chat model's provider kind (``openai``, ``ollama``…).
+        embedder: The embedder's provider kind.
+    """
+    details = {k: exc.details[k] for k in _PUBLIC_DETAILS if k in exc.details}
+    url = str(exc.details.get("url", ""))
+    kind = embedder if exc.code.startswith("embedder") or url.endswith("/embeddings") else chat
+    if "deadline" in details:
+        what = f"took longer than {details['deadline']:g} s"
+    elif "retry_after" in details:
+        what = f"keeps failing; calls are paused for {details['retry_after']:g} s"
+    elif "status" in details:
+        what = f"failed (HTTP {details['status']})"
+    elif "timeout" in details:
+        what = f"timed out after {details['timeout']:g} s"
+    else:
+        what = "failed"
+    message = f"the {kind} provider {what}; the server log has the details"
+    if exc.code == "missing_credentials":
+        message = f"the {kind} provider needs credentials the server does not have"
+    return {
+        "error": {"code": exc.code, "message": message, "details": {**details, "provider": kind}}
+    }

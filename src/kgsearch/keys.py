@@ -11,7 +11,14 @@ Each key is bound to exactly one project and carries scopes:
 
 * ``read``  — lookups, listings, search, RAG context, embedding status;
 * ``write`` — creates, updates, deletes, ingestion, backfill and retry;
-* ``debug`` — search debug output (``includeDebug``) and ``explain``.
+* ``debug`` — search debug output (``includeDebug``) and ``explain``;
+* ``llm``   — calls that spend on the chat model: answers (``ask``), searches with
+  ``keywords: "llm"``, extraction previews with an LLM extractor, LLM community
+  reports; each also needs the route's own scope and is held to the server's budget;
+* ``admin`` — every scope above, and the project's LLM usage (``GET /api/usage``).
+
+A key holds only the scopes it was created with: keys made before ``llm`` existed
+do not spend (``kgsearch keys create --scopes read,llm`` makes one that does).
 
 :func:`create_api_key`, :func:`authenticate` and :func:`revoke_api_key` work over any
 :class:`KeyRecords` (every store is one), so this module needs no store import.
@@ -42,6 +49,7 @@ __all__ = [
     "ALL_SCOPES",
     "ApiKey",
     "Forbidden",
+    "KeyLimits",
     "KeyRecords",
     "Scope",
     "Unauthorized",
@@ -51,6 +59,7 @@ __all__ = [
     "create_api_key",
     "generate_key",
     "hash_secret",
+    "holds",
     "is_loopback",
     "parse_key",
     "parse_scopes",
@@ -58,7 +67,7 @@ __all__ = [
     "verify_secret",
 ]
 
-Scope = Literal["read", "write", "debug"]
+Scope = Literal["read", "write", "debug", "llm", "admin"]
 ALL_SCOPES: tuple[Scope, ...] = get_args(Scope)
 _PREFIX = "kgs"
 _KEY = re.compile(r"^kgs_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
@@ -66,6 +75,18 @@ _KEY = re.compile(r"^kgs_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
 
 def _default_scopes() -> list[Scope]:
     return ["read"]
+
+
+class KeyLimits(BaseModel):
+    """One key's own LLM budget (``kgsearch keys limit``); a field left None takes the
+    server's ``[budget] key_*`` value, and 0 turns that limit off for the key."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    requests_per_minute: int | None = Field(default=None, ge=0)
+    tokens_per_minute: int | None = Field(default=None, ge=0)
+    tokens_per_day: int | None = Field(default=None, ge=0)
+    cost_per_day_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 class ApiKey(BaseModel):
@@ -78,6 +99,7 @@ class ApiKey(BaseModel):
         name: A human label.
         created_at: When the key was made.
         revoked_at: When it was revoked, or None while it is active.
+        llm_limits: The key's own LLM budget, or None for the server's.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -88,6 +110,7 @@ class ApiKey(BaseModel):
     name: str | None = None
     created_at: datetime
     revoked_at: datetime | None = None
+    llm_limits: KeyLimits | None = None
 
     @property
     def active(self) -> bool:
@@ -146,13 +169,19 @@ def verify_secret(secret: str, stored_hash: str) -> bool:
     return hmac.compare_digest(hash_secret(secret), stored_hash)
 
 
+def holds(scopes: Iterable[Scope], scope: Scope) -> bool:
+    """Whether ``scopes`` grant ``scope`` (``admin`` grants every one)."""
+    held = set(scopes)
+    return scope in held or "admin" in held
+
+
 def check_scope(key: ApiKey, scope: Scope) -> None:
-    """Raise unless ``key`` carries ``scope``.
+    """Raise unless ``key`` carries ``scope`` (or ``admin``).
 
     Raises:
         Forbidden: The scope is missing.
     """
-    if scope not in key.scopes:
+    if not holds(key.scopes, scope):
         raise Forbidden(
             f"this API key lacks the {scope!r} scope; create one with "
             f"`kgsearch keys create --project {key.project} --scopes {scope}`",

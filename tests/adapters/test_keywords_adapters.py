@@ -88,7 +88,7 @@ def test_rest_search_takes_keywords(engine: Engine, chat: ChatServer) -> None:
 
 
 def test_mcp_search_and_explain_take_keywords(engine: Engine, chat: ChatServer) -> None:
-    server = create_server(engine, project=engine.project, scopes=["read", "debug"])
+    server = create_server(engine, project=engine.project, scopes=["read", "debug", "llm"])
 
     async def run() -> list[object]:
         with anyio.fail_after(30):

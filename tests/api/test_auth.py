@@ -66,9 +66,9 @@ def test_a_key_with_a_wrong_secret_is_unauthorized(api_engine: Engine) -> None:
 
 def test_unknown_scopes_are_rejected() -> None:
     with pytest.raises(InvalidRequest) as caught:
-        parse_scopes("read,admin")
+        parse_scopes("read,owner")
 
-    assert caught.value.details == {"unknown": ["admin"]}
+    assert caught.value.details == {"unknown": ["owner"]}
 
 
 def test_listing_and_revoking_keys(api_engine: Engine) -> None:

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from click.testing import CliRunner, Result
 
+from kgsearch import connect
 from kgsearch.cli import cli
 
 ENV = {"KGSEARCH_EMBED__MODEL": "fake:32"}
@@ -54,6 +55,50 @@ def test_keys_revoke_marks_the_key_revoked(tmp_path: Path) -> None:
     assert revoked == {"revoked": key_id}
     assert as_json(run(db, "--json", "keys", "list", "--project", "alpha"))[0]["revoked_at"]
     assert (again.exit_code, json.loads(again.stdout)["error"]["code"]) == (1, "not_found")
+
+
+def test_keys_usage_shows_spend_per_key_and_per_project(tmp_path: Path) -> None:
+    db = tmp_path / "k.db"
+    created = as_json(
+        run(db, "--json", "keys", "create", "--project", "alpha", "--scopes", "read,llm")
+    )
+    minute = int(time.time() // 60)
+    with connect(str(db)) as store:
+        store.add_llm_usage("alpha", created["id"], minute, requests=2, prompt_tokens=90)
+        store.add_llm_usage("alpha", "", minute, requests=1, completion_tokens=10)
+        store.add_llm_usage("beta", "other", minute, requests=5)
+
+    report = as_json(run(db, "--json", "keys", "usage", "--project", "alpha"))
+    table = run(db, "keys", "usage")
+
+    assert created["scopes"] == ["read", "llm"]
+    assert [
+        (r["key_id"], r["today"]["requests"], r["today"]["tokens"]) for r in report["keys"]
+    ] == [
+        ("", 1, 10),
+        (created["id"], 2, 90),
+    ]
+    assert [(p["project"], p["today"]["requests"]) for p in report["projects"]] == [("alpha", 3)]
+    assert table.exit_code == 0, table.output
+    assert created["id"] in table.output and "beta" in table.output and "(total)" in table.output
+
+
+def test_keys_limit_sets_and_resets_a_keys_own_budget(tmp_path: Path) -> None:
+    db = tmp_path / "k.db"
+    key_id = as_json(run(db, "--json", "keys", "create", "--scopes", "read,llm"))["id"]
+
+    set_ = as_json(run(db, "--json", "keys", "limit", key_id, "--requests-per-minute", "60"))
+    listed = as_json(run(db, "--json", "keys", "list"))
+    reset = as_json(run(db, "--json", "keys", "limit", key_id, "--reset"))
+    neither = run(db, "keys", "limit", key_id)
+    unknown = run(db, "--json", "keys", "limit", "nokey", "--tokens-per-day", "5")
+
+    assert set_ == {"id": key_id, "llm_limits": {"requests_per_minute": 60}}
+    assert listed[0]["llm_limits"]["requests_per_minute"] == 60
+    assert reset == {"id": key_id, "llm_limits": None}
+    assert as_json(run(db, "--json", "keys", "list"))[0]["llm_limits"] is None
+    assert neither.exit_code == 2 and "--reset" in neither.output
+    assert (unknown.exit_code, json.loads(unknown.stdout)["error"]["code"]) == (1, "not_found")
 
 
 def test_keys_create_rejects_unknown_scopes(tmp_path: Path) -> None:

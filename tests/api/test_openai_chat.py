@@ -68,7 +68,7 @@ def _client(base: str, key: str) -> openai.OpenAI:
 def test_the_official_client_gets_a_cited_answer_and_its_sources(
     serve: Any, engine: Engine, chat: ChatServer
 ) -> None:
-    key, _ = engine.create_api_key("default", "read", name="chat")
+    key, _ = engine.create_api_key("default", "read,llm", name="chat")
     client = _client(serve(create_app(engine, keys=True)), key)
 
     reply = client.chat.completions.create(
@@ -95,7 +95,7 @@ def test_the_official_client_gets_a_cited_answer_and_its_sources(
 
 
 def test_a_streamed_answer_arrives_in_chunks_then_its_sources(serve: Any, engine: Engine) -> None:
-    key, _ = engine.create_api_key("default", "read", name="chat")
+    key, _ = engine.create_api_key("default", "read,llm", name="chat")
     client = _client(serve(create_app(engine, keys=True)), key)
 
     stream = client.chat.completions.create(
@@ -124,6 +124,20 @@ def test_without_a_chat_model_the_answer_is_the_offline_one_and_says_so(
     content = reply.choices[0].message.content or ""
     assert "no model asked" in content and "Acme" in content
     assert (reply.model_extra or {})["kgsearch"]["offline"] is True
+
+
+def test_a_key_that_may_not_spend_gets_the_offline_answer(
+    serve: Any, engine: Engine, chat: ChatServer
+) -> None:
+    key, _ = engine.create_api_key("default", "read", name="no-spend")
+    client = _client(serve(create_app(engine, keys=True)), key)
+    reply = client.chat.completions.create(
+        model="kgsearch", messages=[{"role": "user", "content": "Who does Ada work for?"}]
+    )
+    content = reply.choices[0].message.content or ""
+    assert "no model asked" in content and "Acme" in content
+    assert (reply.model_extra or {})["kgsearch"]["offline"] is True
+    assert chat.requests == []  # the model was never called
 
 
 def test_models_list_the_keys_project_with_each_recipe(serve: Any, engine: Engine) -> None:

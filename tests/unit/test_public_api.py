@@ -12,6 +12,7 @@ import kgsearch
 
 EXPECTED = [
     "LLM",
+    "BudgetExceeded",
     "Chunk",
     "ChunkIn",
     "ConfigError",

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from kgsearch.config import BudgetSettings
 from kgsearch.errors import MissingDependency
 
 try:
@@ -32,10 +33,10 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     ) from exc
 
 import kgsearch
-from kgsearch.api import web
+from kgsearch.api import spend, web
 from kgsearch.api.background import BackfillJobs, EmbeddingWorker
 from kgsearch.api.jobs import JobRegistry
-from kgsearch.api.lanes import LLM_THREADS, Lanes
+from kgsearch.api.lanes import LLM_THREADS, Lanes, provider_body
 from kgsearch.api.limits import MAX_BODY_BYTES, MAX_BODY_SECONDS, InputGuard
 from kgsearch.api.routes import (
     chat,
@@ -50,7 +51,8 @@ from kgsearch.api.routes import (
 )
 from kgsearch.api.schemas import ErrorBody
 from kgsearch.engine import Engine
-from kgsearch.errors import InvalidRequest, KgsearchError
+from kgsearch.errors import BudgetExceeded, InvalidRequest, KgsearchError, ProviderError
+from kgsearch.lifecycle.budget import Budget, BudgetLimits
 
 __all__ = ["create_app"]
 
@@ -67,6 +69,7 @@ _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (409, "Conflict"),
         (408, "The request body did not arrive in time"),
         (413, "Request body too large"),
+        (429, "An LLM budget is reached (Retry-After says when it resets)"),
         (500, "Internal error"),
         (502, "Embedding or extraction provider failed"),
         (503, "Store unavailable"),
@@ -85,6 +88,7 @@ def create_app(
     threads: int | None = None,
     llm_threads: int = LLM_THREADS,
     warm: bool = False,
+    budget: BudgetLimits | None = None,
 ) -> FastAPI:
     """Build the REST app over ``engine`` (the caller keeps owning and closing it).
 
@@ -111,6 +115,9 @@ def create_app(
             background thread (:meth:`Engine.warm`), so the first search does not wait
             for them; ``/health`` answers at once and tells how far it got (``warm``:
             ``loading``, ``ready`` or ``failed``; ``off`` without it).
+        budget: Limits on LLM spend per key and per project (default: the ``[budget]``
+            defaults, safe for a shared server; :meth:`BudgetLimits.unlimited` only
+            counts). Usage is kept in the engine's store.
     """
 
     @asynccontextmanager
@@ -146,12 +153,15 @@ def create_app(
     app.state.jobs = jobs
     app.state.extraction_jobs = JobRegistry()
     app.state.require_keys = keys
+    limits = budget if budget is not None else BudgetLimits.from_settings(BudgetSettings())
+    app.state.budget = Budget(engine.store, limits)
     app.state.warm = "off"
     for module in (graph, ingest, search, embeddings, extract, entities, explore, communities):
         app.include_router(module.router)
     web.mount(app)
     app.include_router(search.ask_router)
     app.include_router(chat.router)
+    app.include_router(spend.router)
     app.add_api_route("/health", _health, methods=["GET"], tags=["health"])
     _add_error_handlers(app)
     app.add_middleware(InputGuard, max_bytes=max_body_bytes, body_seconds=body_seconds)
@@ -195,15 +205,19 @@ def _warm(app: FastAPI, engine: Engine) -> None:
     app.state.warm = "ready"
 
 
-def _error(exc: KgsearchError) -> JSONResponse:
+def _error(exc: KgsearchError, engine: Engine | None = None) -> JSONResponse:
     headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    if isinstance(exc, BudgetExceeded):
+        headers = {"Retry-After": str(exc.details.get("retry_after", 60))}
+    if isinstance(exc, ProviderError) and engine is not None:
+        return JSONResponse(provider_body(exc, engine), status_code=exc.status)
     return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
 
 
 def _add_error_handlers(app: FastAPI) -> None:
     async def kgsearch_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, KgsearchError)
-        return _error(exc)
+        return _error(exc, request.app.state.engine)
 
     async def validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)

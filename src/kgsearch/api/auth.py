@@ -24,9 +24,11 @@ from kgsearch.keys import (
     ALL_SCOPES,
     ApiKey,
     Forbidden,
+    KeyLimits,
     Scope,
     Unauthorized,
     check_project,
+    holds,
     is_loopback,
 )
 
@@ -38,15 +40,17 @@ _bearer = HTTPBearer(auto_error=False, description="An API key from `kgsearch ke
 
 @dataclass(frozen=True)
 class Principal:
-    """The caller of one request: its project, scopes and key id (None when keyless)."""
+    """The caller of one request: its project, scopes, key id (None when keyless) and
+    the key's own LLM limits (None: the server's)."""
 
     project: str
     scopes: frozenset[Scope]
     key_id: str | None = None
+    llm_limits: KeyLimits | None = None
 
     def allows(self, scope: Scope) -> bool:
         """Whether the caller holds ``scope``."""
-        return scope in self.scopes
+        return holds(self.scopes, scope)
 
     def need(self, scope: Scope) -> None:
         """Raise unless the caller holds ``scope``.
@@ -54,9 +58,15 @@ class Principal:
         Raises:
             Forbidden: The scope is missing.
         """
-        if scope not in self.scopes:
+        if not self.allows(scope):
+            hint = (
+                "; it calls the chat model, which a key may do only when granted 'llm' "
+                f"(`kgsearch keys create --project {self.project} --scopes read,llm`)"
+                if scope == "llm"
+                else ""
+            )
             raise Forbidden(
-                f"this request needs the {scope!r} scope, which the API key lacks",
+                f"this request needs the {scope!r} scope, which the API key lacks{hint}",
                 details={"required_scope": scope, "scopes": sorted(self.scopes)},
             )
 
@@ -182,7 +192,7 @@ def require(scope: Scope) -> Callable[..., Principal]:
         if request.app.state.require_keys:
             key = _authenticate(request, credentials)
             check_project(key, named)
-            principal = Principal(key.project, frozenset(key.scopes), key.id)
+            principal = Principal(key.project, frozenset(key.scopes), key.id, key.llm_limits)
         else:
             client = request.client.host if request.client else None
             if not is_loopback(client):

@@ -20,9 +20,19 @@ from typing import Any, TypeVar
 import anyio
 from fastapi import Request
 
-from kgsearch.errors import KgsearchError
+from kgsearch.engine import Engine
+from kgsearch.errors import KgsearchError, ProviderError
+from kgsearch.http import public_provider_error
 
-__all__ = ["LLM_THREADS", "Lanes", "on_lane", "relay", "stream_events", "wants_llm"]
+__all__ = [
+    "LLM_THREADS",
+    "Lanes",
+    "on_lane",
+    "provider_body",
+    "relay",
+    "stream_events",
+    "wants_llm",
+]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -56,6 +66,18 @@ async def on_lane(request: Request, body: Any, work: Callable[[], T]) -> T:
     return await anyio.to_thread.run_sync(work, limiter=limiter)
 
 
+def provider_body(exc: ProviderError, engine: Engine) -> dict[str, Any]:
+    """The body of a provider failure as clients see it (its kind, never its URL or raw
+    error); the whole error is logged here."""
+    log.warning("provider failure (%s): %s %s", exc.code, exc.message, exc.details)
+    chat = engine.llm_settings.model.partition(":")[0] or "chat"
+    try:
+        embedder = engine.embedder.model_id.partition(":")[0] or "embedder"
+    except KgsearchError:
+        embedder = "embedder"
+    return public_provider_error(exc, chat=chat, embedder=embedder)
+
+
 def stream_events(
     request: Request, run: Callable[[Callable[[str], None]], Any]
 ) -> AsyncIterator[str]:
@@ -81,11 +103,11 @@ def relay(
     route to frame its own way: ``("text", piece)`` as the model writes, then one
     ``("answer", the answer as JSON)`` or ``("error", the error body)``."""
     lanes: Lanes = request.app.state.lanes
-    return _events(lanes.llm, run)
+    return _events(lanes.llm, run, request.app.state.engine)
 
 
 async def _events(
-    limiter: anyio.CapacityLimiter, run: Callable[[Callable[[str], None]], Any]
+    limiter: anyio.CapacityLimiter, run: Callable[[Callable[[str], None]], Any], engine: Engine
 ) -> AsyncIterator[tuple[str, Any]]:
     loop = asyncio.get_running_loop()
     pieces: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
@@ -99,6 +121,8 @@ async def _events(
         try:
             answer = run(lambda piece: put(("text", piece)))
             put(("answer", answer.model_dump(mode="json")))
+        except ProviderError as exc:
+            put(("error", provider_body(exc, engine)))
         except KgsearchError as exc:
             put(("error", exc.to_dict()))
         except Exception:  # a bug: reported without internals, like a 500

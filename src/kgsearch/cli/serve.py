@@ -24,7 +24,8 @@ from kgsearch.cli.common import (
 )
 from kgsearch.cli.remote import announce, client_url, store_identity, withdraw
 from kgsearch.errors import MissingDependency
-from kgsearch.keys import ALL_SCOPES, ApiKey, is_loopback, parse_scopes
+from kgsearch.keys import ApiKey, KeyLimits, is_loopback, parse_scopes
+from kgsearch.lifecycle.budget import BudgetLimits, UsageReport
 
 __all__ = ["keys", "mcp", "serve"]
 
@@ -133,6 +134,7 @@ def serve(
             threads=threads,
             llm_threads=llm_threads,
             warm=warm,
+            budget=BudgetLimits.from_settings(settings.budget),
         )
         shown = f"[{host}]" if ":" in host else host
         click.echo(f"Web UI: http://{shown}:{port}/ui", err=True)
@@ -180,9 +182,10 @@ def _announce_when_started(server: Any, identity: str, host: str, auth: bool) ->
 @click.option("--port", default=8001, show_default=True, type=click.IntRange(0, 65535))
 @click.option(
     "--scopes",
-    default=",".join(ALL_SCOPES),
+    default="read,write,debug,llm",
     show_default=True,
-    help="What the tools may do (read, write, debug).",
+    help="What the tools may do (read, write, debug, llm: tools that call the chat "
+    "model). Over HTTP each key must hold them all.",
 )
 @click.option("--no-auth", is_flag=True, help="HTTP without API keys (loopback only).")
 @click.option(
@@ -215,8 +218,14 @@ def mcp(
     from kgsearch.api.background import EmbeddingWorker
     from kgsearch.mcp.server import create_server, key_guard, run_stdio
 
-    with engine_from(state, create=True) as engine:
-        server = create_server(engine, project=engine.project, scopes=allowed)
+    settings = load_settings()
+    with engine_from(state, settings=settings, create=True) as engine:
+        server = create_server(
+            engine,
+            project=engine.project,
+            scopes=allowed,
+            budget=BudgetLimits.from_settings(settings.budget),
+        )
         runner = EmbeddingWorker(engine) if worker else None
         if runner is not None:
             runner.start()
@@ -246,7 +255,11 @@ def keys() -> None:
 @keys.command("create")
 @click.option("--project", "key_project", help="The key's project (default: the global one).")
 @click.option(
-    "--scopes", default="read", show_default=True, help="Comma-separated: read, write, debug."
+    "--scopes",
+    default="read",
+    show_default=True,
+    help="Comma-separated: read, write, debug, llm (may spend on the chat model), "
+    "admin (every scope, and the project's usage).",
 )
 @click.option("--name", help="A label to recognise the key by.")
 @pass_state
@@ -294,6 +307,90 @@ def keys_revoke(state: State, key_id: str) -> None:
     with engine_from(state) as engine:
         engine.revoke_api_key(key_id)
     emit(state, {"revoked": key_id}, lambda v: out.print(f"revoked {v['revoked']}"))
+
+
+@keys.command("limit")
+@click.argument("key_id")
+@click.option("--requests-per-minute", type=click.IntRange(0), help="Spending requests a minute.")
+@click.option("--tokens-per-minute", type=click.IntRange(0), help="Model tokens a minute.")
+@click.option("--tokens-per-day", type=click.IntRange(0), help="Model tokens a UTC day.")
+@click.option(
+    "--cost-per-day-usd", type=click.FloatRange(0), help="US dollars a UTC day (priced models)."
+)
+@click.option("--reset", is_flag=True, help="Drop the key's own limits: the server's apply.")
+@pass_state
+@handle_errors
+def keys_limit(
+    state: State,
+    key_id: str,
+    requests_per_minute: int | None,
+    tokens_per_minute: int | None,
+    tokens_per_day: int | None,
+    cost_per_day_usd: float | None,
+    reset: bool,
+) -> None:
+    """Give one key its own LLM budget (unset options keep the server's [budget]
+    key_* values; 0 turns a limit off for the key).
+
+    Example: kgsearch keys limit 3f2a9c1b7d4e --requests-per-minute 60 --tokens-per-day 1000000
+    """
+    given = {
+        "requests_per_minute": requests_per_minute,
+        "tokens_per_minute": tokens_per_minute,
+        "tokens_per_day": tokens_per_day,
+        "cost_per_day_usd": cost_per_day_usd,
+    }
+    if reset == any(v is not None for v in given.values()):
+        raise click.UsageError("give --reset, or at least one limit (and not both)")
+    limits = None if reset else KeyLimits(**given)
+    with engine_from(state) as engine:
+        engine.set_key_limits(key_id, limits)
+    shown = {} if limits is None else limits.model_dump(exclude_none=True)
+    emit(
+        state,
+        {"id": key_id, "llm_limits": shown or None},
+        lambda v: out.print(f"{v['id']}: {v['llm_limits'] or 'the server limits'}"),
+    )
+
+
+@keys.command("usage")
+@click.option("--project", "key_project", help="Only this project's keys and total.")
+@pass_state
+@handle_errors
+def keys_usage(state: State, key_project: str | None) -> None:
+    """LLM spend per key and per project, this minute and today (UTC): requests,
+    tokens and US dollars, as the servers' budgets counted them.
+
+    Example: kgsearch keys usage --project demo --json
+    """
+    with engine_from(state) as engine:
+        report = engine.llm_usage(project=key_project)
+    emit(state, report, _render_usage)
+
+
+def _render_usage(report: UsageReport) -> None:
+    table = Table(
+        "project",
+        "key",
+        "requests (min)",
+        "tokens (min)",
+        "requests (day)",
+        "tokens (day)",
+        "cost USD (day)",
+        title=f"LLM usage, {report.day} (UTC)",
+    )
+    for row in [*report.keys, *report.projects]:
+        key = "(total)" if row.key_id is None else row.key_id or "(no key)"
+        table.add_row(
+            row.project,
+            key,
+            str(row.this_minute.requests),
+            str(row.this_minute.tokens),
+            str(row.today.requests),
+            str(row.today.tokens),
+            f"{row.today.cost_usd:.4f}",
+        )
+    out.print(table)
 
 
 def _render_keys(records: list[ApiKey]) -> None:

@@ -45,7 +45,9 @@ from kgsearch.llm.base import LLM, Message
 
 __all__ = [
     "EXTRACTIVE_VERSION",
+    "MAX_REPORT_CHARS",
     "PROMPT_VERSION",
+    "TRUNCATED",
     "Edge",
     "Material",
     "Member",
@@ -74,6 +76,21 @@ _TOP_MEMBERS = 10
 _TOP_EDGES = 8
 _MAX_FINDINGS = 8
 _DESCRIPTION_CHARS = 300
+
+MAX_REPORT_CHARS = {
+    "title": 200,
+    "summary": 4000,
+    "finding": 1000,
+    "explanation": 2000,
+    "rating_explanation": 500,
+}
+"""The longest text of each part of an LLM report that is stored, in characters (a
+report the prompt asks for is a few thousand characters in all; a model that does not
+stop is cut, with :data:`TRUNCATED` at the end, so a report stays under 25,000)."""
+TRUNCATED = " [truncated]"
+"""The note that ends a report text cut to its :data:`MAX_REPORT_CHARS`."""
+_MAX_REPLY_CHARS = 200_000
+"""Only this much of a reply is read: a report is a few thousand characters."""
 
 
 @dataclass(frozen=True)
@@ -385,7 +402,13 @@ def parse_report(
     Raises:
         ProviderError: No JSON object with a title or a summary in the reply.
     """
-    data = _first_object(text)
+    data = _first_object(text[:_MAX_REPLY_CHARS])
+    if not isinstance(data, dict) and len(text) > _MAX_REPLY_CHARS:
+        raise ProviderError(
+            f"the community report reply is {len(text)} characters long, past the "
+            f"{_MAX_REPLY_CHARS} read: a model that did not stop; no report is stored",
+            details={"reply_chars": len(text)},
+        )
     if not isinstance(data, dict):
         raise ProviderError(f"the community report reply holds no JSON object: {text[:120]!r}")
     fields = {re.sub(r"[\s\-]+", "_", str(k).strip().casefold()): v for k, v in data.items()}
@@ -400,15 +423,23 @@ def parse_report(
     return CommunityReport(
         id=community.id,
         level=community.level,
-        title=title or summary[:80],
-        summary=summary,
+        title=_capped(title or summary[:80], "title"),
+        summary=_capped(summary, "summary"),
         findings=tuple(findings[:_MAX_FINDINGS]),
         rating=_score(fields.get("rating")),
-        rating_explanation=_string(fields.get("rating_explanation")),
+        rating_explanation=_capped(_string(fields.get("rating_explanation")), "rating_explanation"),
         method="llm",
         prompt_version=PROMPT_VERSION,
         source_digest=material.digest(),
     )
+
+
+def _capped(text: str, part: str) -> str:
+    """``text`` within the stored size of ``part``, ending in :data:`TRUNCATED` if cut."""
+    limit = MAX_REPORT_CHARS[part]
+    if len(text) <= limit:
+        return text
+    return text[: limit - len(TRUNCATED)].rstrip() + TRUNCATED
 
 
 def _first_object(text: str) -> Any:
@@ -455,7 +486,7 @@ def _cited(value: Any, ids: dict[str, str]) -> tuple[str, ...]:
 
 def _finding(raw: Any, entity_ids: dict[str, str], rel_ids: dict[str, str]) -> Finding | None:
     if isinstance(raw, str):
-        return Finding(summary=_string(raw)) if raw.strip() else None
+        return Finding(summary=_capped(_string(raw), "finding")) if raw.strip() else None
     if not isinstance(raw, dict):
         return None
     data = {re.sub(r"[\s\-]+", "_", str(k).strip().casefold()): v for k, v in raw.items()}
@@ -463,8 +494,8 @@ def _finding(raw: Any, entity_ids: dict[str, str], rel_ids: dict[str, str]) -> F
     if not summary:
         return None
     return Finding(
-        summary=summary,
-        explanation=_string(data.get("explanation")),
+        summary=_capped(summary, "finding"),
+        explanation=_capped(_string(data.get("explanation")), "explanation"),
         objects=_cited(data.get("entities", data.get("objects")), entity_ids),
         relationships=_cited(data.get("relationships"), rel_ids),
     )

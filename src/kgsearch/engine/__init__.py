@@ -14,6 +14,7 @@ from kgsearch.engine.explore import ExploreMethods
 from kgsearch.engine.extraction import ExtractionMethods
 from kgsearch.engine.graph import GraphMethods
 from kgsearch.engine.search import SearchMethods
+from kgsearch.engine.usage import UsageMethods
 
 __all__ = ["Engine"]
 
@@ -26,6 +27,7 @@ class Engine(
     EntityMethods,
     ExploreMethods,
     CommunityMethods,
+    UsageMethods,
 ):
     """Graph storage, embedding lifecycle and search over one store.
 

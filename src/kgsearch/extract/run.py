@@ -17,7 +17,6 @@ attempt.
 
 from __future__ import annotations
 
-import contextvars
 import copy
 import time
 from collections.abc import Sequence
@@ -44,6 +43,7 @@ from kgsearch.extract.schema import (
 )
 from kgsearch.http import ProviderSkipped
 from kgsearch.llm.base import LLM, Message, Usage
+from kgsearch.llm.meter import in_context
 
 __all__ = [
     "FIRST_REPLY_RATIO",
@@ -152,9 +152,9 @@ class LLMExtractor:
         else:
             pool = ThreadPoolExecutor(max_workers=min(self.max_workers, len(packs)))
             try:
-                # each call in the caller's context: its project's reply cache
-                context = contextvars.copy_context()
-                done = list(pool.map(lambda pack: context.copy().run(one, pack), packs))
+                # each call in the caller's context: its project's reply cache and
+                # the request's spending meter
+                done = list(pool.map(in_context(one), packs))
             finally:
                 # On Ctrl-C, do not wait for calls in flight (up to the deadline): the
                 # runner releases the claims and the replies land in the cache.

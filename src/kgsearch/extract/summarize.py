@@ -33,6 +33,10 @@ _SYSTEM = (
 
 _GROUP_CHARS = 6000
 """Descriptions per map call, in characters (about 1,500 tokens)."""
+_MAX_PART_CHARS = _GROUP_CHARS
+"""The most of one reply that is kept: a reply asked for in at most a budget's words is
+far shorter; a model that does not stop is cut here before the next round reads it
+(and the final summary is cut to the budget, ending in "…")."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,7 @@ def summarize(llm: LLM, subject: str, texts: Sequence[str], budget: int) -> Summ
         model = reply.model
         if not reply.text.strip():
             raise ProviderError(f"the model returned an empty summary of {subject!r}")
-        return reply.text
+        return reply.text[:_MAX_PART_CHARS]
 
     partial = [ask(group) for group in _groups(texts)]
     while len(partial) > 1:  # reduce, a prompt-sized group at a time

@@ -7,7 +7,8 @@ shared by every extractor of an engine: a call waits at most ``deadline`` second
 and after a few failures in a row calls are refused at once with
 :class:`LLMSkipped` until the cooldown ends. Job runners stop on ``LLMSkipped``
 (nothing was attempted, so no chunk loses an attempt) and record ``LLMUnavailable``
-(a timeout or a failure) on the rows they claimed.
+(a timeout or a failure) on the rows they claimed. Every reply that reaches the
+provider is charged to the caller's :class:`kgsearch.llm.meter.Meter`, if it opened one.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from kgsearch.errors import MissingCredentials, ProviderError
 from kgsearch.http import CallGuard, ProviderSkipped
 from kgsearch.llm.base import LLM, Completion, Message, Usage, complete_streaming
+from kgsearch.llm.meter import charge
 
 __all__ = ["GuardedLLM", "LLMSkipped", "LLMUnavailable", "llm_guard"]
 
@@ -83,13 +85,14 @@ class GuardedLLM:
             LLMUnavailable: The call took longer than the deadline or failed.
             MissingCredentials: The provider needs a key (passed through).
         """
-        return self._guard.call(
+        completion = self._guard.call(
             self._llm.complete,
             messages,
             json_schema=json_schema,
             temperature=temperature,
             max_tokens=max_tokens,
         )
+        return self._charged(completion)
 
     def complete_streaming(
         self,
@@ -101,7 +104,7 @@ class GuardedLLM:
     ) -> Completion:
         """The wrapped model's reply, streamed to ``on_text`` when it can stream (from
         the guard's thread), within the same deadline and breaker as :meth:`complete`."""
-        return self._guard.call(
+        completion = self._guard.call(
             complete_streaming,
             self._llm,
             messages,
@@ -109,6 +112,13 @@ class GuardedLLM:
             temperature=temperature,
             max_tokens=max_tokens,
         )
+        return self._charged(completion)
+
+    def _charged(self, completion: Completion) -> Completion:
+        """``completion``, its tokens and price added to the caller's meter (if any)."""
+        if not completion.cached:
+            charge(completion.usage, self._llm.estimate_cost(completion.usage))
+        return completion
 
     def estimate_cost(self, usage: Usage) -> float | None:
         """The wrapped model's estimate."""

@@ -6,8 +6,8 @@ with the server's own ``call`` (scope check, errors as tool errors, work in a th
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import Field
 
@@ -26,7 +26,17 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 __all__ = ["add_community_tools"]
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
-Call = Callable[[Scope, Callable[[], Any]], Awaitable[CallToolResult]]
+
+
+class Call(Protocol):
+    """The server's ``call``: scope check (and, when ``spends``, the ``llm`` scope and
+    the budget), errors as tool errors, work in a thread."""
+
+    async def __call__(
+        self, scope: Scope, fn: Callable[[], Any], *, spends: bool = False
+    ) -> CallToolResult:
+        """Run ``fn`` as a tool call."""
+        ...
 
 
 def add_community_tools(server: MCPServer[Any], call: Call, engine: Engine, project: str) -> None:
@@ -47,6 +57,7 @@ def add_community_tools(server: MCPServer[Any], call: Call, engine: Engine, proj
             lambda: engine.build_communities(
                 project=project, method=method, max_cluster_size=max_cluster_size
             ),
+            spends=method == "llm",
         )
 
     @server.tool(structured_output=False)

@@ -33,9 +33,19 @@ from pydantic import Field, ValidationError
 from pydantic_core import to_jsonable_python
 
 import kgsearch
+from kgsearch.config import BudgetSettings
 from kgsearch.engine import Engine
-from kgsearch.errors import InvalidRequest, KgsearchError, NotFound
-from kgsearch.keys import ALL_SCOPES, Forbidden, Scope, Unauthorized, check_project, check_scope
+from kgsearch.errors import InvalidRequest, KgsearchError, NotFound, ProviderError
+from kgsearch.http import public_provider_error
+from kgsearch.keys import (
+    Forbidden,
+    Scope,
+    Unauthorized,
+    check_project,
+    check_scope,
+    holds,
+)
+from kgsearch.lifecycle.budget import Budget, BudgetLimits, extractor_spends
 from kgsearch.mcp.communities import add_community_tools
 from kgsearch.mcp.stdio import run_stdio
 from kgsearch.model import Filters, ObjectIn, RelationshipIn
@@ -47,6 +57,8 @@ __all__ = ["create_server", "key_guard", "run_stdio", "tool_payload"]
 log = logging.getLogger("kgsearch.mcp")
 
 MAX_QUERY_CHARS = 800
+SERVER_SCOPES: tuple[Scope, ...] = ("read", "write", "debug", "llm")
+"""The scopes of a server by default: every tool (``admin`` adds nothing to MCP)."""
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question")]
 Limit = Annotated[int, Field(ge=1, le=100, description="Results to return")]
 ContextLimit = Annotated[
@@ -132,6 +144,18 @@ class _Server(MCPServer[Any]):
         return sorted(str(k) for k in arguments if k not in known)[:20]
 
 
+def _provider_body(engine: Engine, exc: ProviderError) -> dict[str, Any]:
+    """A provider failure as the agent sees it: the provider's kind, never its URL or
+    raw error (logged here)."""
+    log.warning("provider failure (%s): %s %s", exc.code, exc.message, exc.details)
+    chat = engine.llm_settings.model.partition(":")[0] or "chat"
+    try:
+        embedder = engine.embedder.model_id.partition(":")[0] or "embedder"
+    except KgsearchError:
+        embedder = "embedder"
+    return public_provider_error(exc, chat=chat, embedder=embedder)
+
+
 def _lone_surrogate(value: object) -> bool:
     """Whether decoded JSON holds a string that is not valid Unicode (e.g. "\\ud800")."""
     try:
@@ -145,8 +169,9 @@ def create_server(
     engine: Engine,
     *,
     project: str | None = None,
-    scopes: Iterable[Scope] = ALL_SCOPES,
+    scopes: Iterable[Scope] = SERVER_SCOPES,
     name: str = "kgsearch",
+    budget: BudgetLimits | None = None,
 ) -> MCPServer[Any]:
     """Build the MCP server over ``engine`` (the caller keeps owning and closing it).
 
@@ -155,11 +180,16 @@ def create_server(
         project: The one project the tools read and write (default: the engine's).
         scopes: What the tools may do: ``read`` (search, lookups, status, extraction
             preview), ``write`` (add_objects, add_relationships, add_text), ``debug``
-            (explain, ``include_debug``).
+            (explain, ``include_debug``), ``llm`` (tools that call the chat model:
+            ``ask``, ``keywords="llm"``, LLM extraction previews and community reports).
         name: The server name agents see.
+        budget: Limits on the LLM spend of the server's project (default: the
+            ``[budget]`` defaults); usage is kept in the engine's store under key ``""``.
     """
     p = project or engine.project
     allowed = frozenset(scopes)
+    limits = budget if budget is not None else BudgetLimits.from_settings(BudgetSettings())
+    spending = Budget(engine.store, limits)
     server = _Server(
         name,
         version=kgsearch.__version__,
@@ -171,14 +201,24 @@ def create_server(
         ),
     )
 
-    async def call(scope: Scope, fn: Callable[[], Any]) -> CallToolResult:
+    def need(scope: Scope) -> None:
+        if not holds(allowed, scope):
+            raise Forbidden(
+                f"this MCP server was started without the {scope!r} scope",
+                details={"required_scope": scope, "scopes": sorted(allowed)},
+            )
+
+    async def call(scope: Scope, fn: Callable[[], Any], *, spends: bool = False) -> CallToolResult:
         try:
-            if scope not in allowed:
-                raise Forbidden(
-                    f"this MCP server was started without the {scope!r} scope",
-                    details={"required_scope": scope, "scopes": sorted(allowed)},
-                )
+            need(scope)
+            if spends:
+                need("llm")
+                await anyio.to_thread.run_sync(spending.admit, p, None)
+                work = fn
+                fn = lambda: spending.run(p, None, work)  # noqa: E731
             value = await anyio.to_thread.run_sync(fn)
+        except ProviderError as exc:
+            return _result(_provider_body(engine, exc), error=True)
         except KgsearchError as exc:
             return _result(exc.to_dict(), error=True)
         except Exception:  # a bug: report it without internals, like REST's 500
@@ -230,6 +270,7 @@ def create_server(
                 ),
                 project=p,
             ),
+            spends=keywords == "llm",
         )
 
     @server.tool(structured_output=False)
@@ -258,6 +299,7 @@ def create_server(
                 project=p,
                 style=style,
             ),
+            spends=keywords == "llm",
         )
 
     @server.tool(structured_output=False)
@@ -278,6 +320,7 @@ def create_server(
                 request(query, limit, result_types, type_hint, recipe, filters, False, keywords),
                 project=p,
             ),
+            spends=keywords == "llm",
         )
 
     @server.tool(structured_output=False)
@@ -306,6 +349,7 @@ def create_server(
             lambda: engine.ask(
                 question, llm=not no_llm, max_tokens=max_tokens, project=p, **options
             ),
+            spends=not no_llm or keywords == "llm",
         )
 
     @server.tool(structured_output=False)
@@ -454,6 +498,7 @@ def create_server(
             lambda: engine.preview_extraction(
                 text, extractor=extractor, domain=domain, schema=schema, project=p
             ),
+            spends=extractor_spends(extractor or engine.extract_settings.extractor),
         )
 
     @server.tool(structured_output=False)

@@ -267,8 +267,14 @@ def extract_keywords(llm: LLM | Callable[[], LLM], query: str) -> QueryKeywords:
 
 
 def _named(exc: Exception) -> str:
+    """The error's code and message, without the provider's URL or reply: the reason
+    reaches API clients (``metadata.keywords.reason``)."""
     code = getattr(exc, "code", None)
     message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    details = getattr(exc, "details", None) or {}
+    for key, shown in (("body", "(reply withheld)"), ("url", "the model's URL")):
+        if details.get(key):
+            message = message.replace(str(details[key]), shown)
     return f"{code or type(exc).__name__}: {message}"
 
 

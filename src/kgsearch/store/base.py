@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from kgsearch.keys import ApiKey
+from kgsearch.keys import ApiKey, KeyLimits
 from kgsearch.model import (
     Chunk,
     Filters,
@@ -57,6 +57,7 @@ from kgsearch.store.records import (
     TextUpdate,
 )
 from kgsearch.store.tracing import Trace
+from kgsearch.store.usage import UsageLedger, UsageTotals
 
 __all__ = [
     "TASK_STATUSES",
@@ -85,6 +86,8 @@ __all__ = [
     "TaskState",
     "TextUpdate",
     "Trace",
+    "UsageLedger",
+    "UsageTotals",
 ]
 
 
@@ -477,6 +480,10 @@ class KeyStore(Protocol):
         """Revoke a key; False when no active key has this id."""
         ...
 
+    def set_api_key_limits(self, key_id: str, limits: KeyLimits | None) -> bool:
+        """Set (None: clear) a key's own LLM budget; False when no key has this id."""
+        ...
+
 
 class TaskQueue(Protocol):
     """Generic per-row tasks of named jobs (extraction, summaries…), keyed by
@@ -585,6 +592,7 @@ class Store(
     TaskQueue,
     Cache,
     CommunityStore,
+    UsageLedger,
     Protocol,
 ):
     """Everything a backend implements: the union of the capability protocols."""

@@ -9,18 +9,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kgsearch.keys import ApiKey
+from kgsearch.keys import ApiKey, KeyLimits
 from kgsearch.store.dialect import Slice
 from kgsearch.store.values import dumps, parse_dt
 
 __all__ = ["ApiKeys"]
 
-_COLUMNS = "id, project, name, scopes, created_at, revoked_at"
+_COLUMNS = "id, project, name, scopes, created_at, revoked_at, llm_limits"
 
 
 def _to_key(row: Any) -> ApiKey:
     scopes = row["scopes"]
+    limits = row["llm_limits"]
     return ApiKey(
+        llm_limits=None if limits is None else KeyLimits.model_validate_json(limits),
         id=row["id"],
         project=row["project"],
         name=row["name"],
@@ -30,13 +32,17 @@ def _to_key(row: Any) -> ApiKey:
     )
 
 
+def _limits(limits: KeyLimits | None) -> str | None:
+    return None if limits is None else limits.model_dump_json(exclude_none=True)
+
+
 class ApiKeys(Slice):
     """``KeyStore`` over a store's connection and dialect."""
 
     def create_api_key(self, key: ApiKey, key_hash: str) -> None:
         d = self.dialect
         self.db.write(
-            d.sql(f"INSERT INTO api_keys ({_COLUMNS}, key_hash) VALUES (?,?,?,?,?,?,?)"),
+            d.sql(f"INSERT INTO api_keys ({_COLUMNS}, key_hash) VALUES (?,?,?,?,?,?,?,?)"),
             (
                 key.id,
                 key.project,
@@ -44,6 +50,7 @@ class ApiKeys(Slice):
                 dumps(list(key.scopes)),
                 d.time(key.created_at),
                 d.time(key.revoked_at),
+                _limits(key.llm_limits),
                 key_hash,
             ),
         )
@@ -61,6 +68,13 @@ class ApiKeys(Slice):
             self.dialect.sql(f"SELECT {_COLUMNS}, key_hash FROM api_keys WHERE id = ?"), (key_id,)
         )
         return None if row is None else (_to_key(row), str(row["key_hash"]))
+
+    def set_api_key_limits(self, key_id: str, limits: KeyLimits | None) -> bool:
+        changed = self.db.write(
+            self.dialect.sql("UPDATE api_keys SET llm_limits = ? WHERE id = ?"),
+            (_limits(limits), key_id),
+        )
+        return changed > 0
 
     def revoke_api_key(self, key_id: str) -> bool:
         changed = self.db.write(

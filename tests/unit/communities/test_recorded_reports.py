@@ -23,9 +23,16 @@ from chat_server import ChatServer, chat_reply, start_chat_server
 from eval_data import EVAL_DATA
 
 from kgsearch import Engine, connect
-from kgsearch.communities.reports import Material, Member, parse_report
+from kgsearch.communities.reports import (
+    MAX_REPORT_CHARS,
+    TRUNCATED,
+    Material,
+    Member,
+    parse_report,
+)
 from kgsearch.community_values import CommunityRecord
 from kgsearch.config import LLMSettings
+from kgsearch.errors import ProviderError
 from kgsearch.model import ObjectIn, ObjectRef, RelationshipIn
 from kgsearch.testing import FakeEmbedder
 
@@ -143,3 +150,38 @@ def test_an_llm_build_over_http_stores_the_real_replies_and_caches_them(
     # forced again over the same material: every report comes from the response cache
     assert again.reports == built.reports and again.calls == 0
     assert len(chat.requests) == asked
+
+
+def test_a_runaway_report_is_stored_cut_with_a_note() -> None:
+    huge = "word " * 6_000  # 30,000 characters a field: a model that does not stop
+    reply = json.dumps(
+        {
+            "title": huge,
+            "summary": huge,
+            "rating": 5,
+            "rating_explanation": huge,
+            "findings": [{"summary": huge, "explanation": huge}, huge],
+        }
+    )
+
+    report = parse_report(reply, _material(), {}, {})
+
+    sizes = {
+        "title": len(report.title),
+        "summary": len(report.summary),
+        "rating_explanation": len(report.rating_explanation),
+        "finding": max(len(f.summary) for f in report.findings),
+        "explanation": len(report.findings[0].explanation),
+    }
+    assert sizes == MAX_REPORT_CHARS
+    assert report.summary.endswith(TRUNCATED) and report.title.endswith(TRUNCATED)
+    assert len(report.model_dump_json()) < 25_000
+
+
+def test_a_reply_past_the_read_limit_is_not_a_report() -> None:
+    reply = json.dumps({"title": "t", "summary": "word " * 2_000_000})  # 10 MB
+
+    with pytest.raises(ProviderError) as caught:
+        parse_report(reply, _material(), {}, {})
+
+    assert "no report is stored" in caught.value.message

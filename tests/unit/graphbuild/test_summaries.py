@@ -151,3 +151,15 @@ def test_real_gpt4o_mini_summary_over_the_gpt35_carol_graph(
     assert other.summarized == report.summarized and other.cached == 0
     assert len(server.requests) == calls + other.calls
     engine.close()
+
+
+def test_a_runaway_reply_is_cut_before_the_next_round_and_to_the_budget() -> None:
+    runaway = "A sentence that never ends " + "and on " * 2_000_000  # 14 MB
+    llm = FakeLLM(default=lambda messages: runaway)
+    texts_ = [f"description {i} " + "x" * 1000 for i in range(20)]
+
+    summary = summarize(llm, "Ada (person)", texts_, 200)
+
+    assert len(summary.text) <= 200 and summary.text.endswith("…")
+    reduce_prompt = llm.calls[-1].messages[-1].content
+    assert len(reduce_prompt) < 30_000  # each partial was cut to 6,000 characters

@@ -8,10 +8,11 @@ LibreChat or any OpenAI SDK plug in with a kgsearch key as their API key and
 A model name selects the project and the recipe: ``kgsearch`` (the key's project, the
 default recipe), ``kgsearch/<recipe>``, ``<project>`` or ``<project>/<recipe>``. With
 a key the project must be the key's own; a keyless local server answers for any
-project. Without a configured chat model the answer is the offline one
-(``ask --no-llm``), and says so. The citations of the answer are listed under it, and
-in full (kind, id, text) in the response's extra ``kgsearch`` field, which OpenAI
-clients ignore.
+project. The model answers for a key with the ``llm`` scope (held to the LLM budget,
+as ``/api/ask``); for a key without it, or without a configured chat model, the
+answer is the offline one (``ask --no-llm``), and says so. The citations of the
+answer are listed under it, and in full (kind, id, text) in the response's extra
+``kgsearch`` field, which OpenAI clients ignore.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kgsearch.api.auth import Principal, get_engine, require
 from kgsearch.api.lanes import on_lane, relay
+from kgsearch.api.spend import admit
 from kgsearch.engine import Engine
 from kgsearch.errors import InvalidRequest, NotFound
 from kgsearch.search.answer import Answer
@@ -142,14 +144,18 @@ def _answer(
     project: str,
     recipe: str | None,
     on_text: Callable[[str], None] | None,
+    *,
+    spend: bool,
 ) -> Answer:
-    """``ask`` with the configured model, or offline when none is configured."""
+    """``ask`` with the configured model when the caller may ``spend``, else (or when
+    no model is configured) offline."""
     options: dict[str, Any] = {"recipe": recipe} if recipe else {}
-    try:
-        return engine.ask(question, llm=True, project=project, on_text=on_text, **options)
-    except InvalidRequest as exc:
-        if not _no_model(exc):
-            raise
+    if spend:
+        try:
+            return engine.ask(question, llm=True, project=project, on_text=on_text, **options)
+        except InvalidRequest as exc:
+            if not _no_model(exc):
+                raise
     return engine.ask(question, llm=False, project=project, on_text=on_text, **options)
 
 
@@ -207,14 +213,23 @@ async def chat_completions(
     question = _question(body.messages)
     ident = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
+    # a key without the llm scope gets the offline answer; with it, the model's, held
+    # to the LLM budget like /api/ask (429 with Retry-After past a limit)
+    spend = who.allows("llm")
+    budget = await admit(request, who) if spend else None
+
+    def run(on_text: Callable[[str], None] | None) -> Answer:
+        def work() -> Answer:
+            return _answer(engine, question, project, recipe, on_text, spend=spend)
+
+        return work() if budget is None else budget.run(who.project, who.key_id, work)
+
     if body.stream:
-        events = relay(request, lambda on_text: _answer(engine, question, project, recipe, on_text))
         return StreamingResponse(
-            _chunks(events, ident, created, body.model), media_type="text/event-stream"
+            _chunks(relay(request, run), ident, created, body.model),
+            media_type="text/event-stream",
         )
-    answer = await on_lane(
-        request, _ASKS_THE_MODEL, lambda: _answer(engine, question, project, recipe, None)
-    )
+    answer = await on_lane(request, _ASKS_THE_MODEL, lambda: run(None))
     return {
         "id": ident,
         "object": "chat.completion",

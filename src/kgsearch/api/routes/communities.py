@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Query
+import anyio
+from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgsearch.api.auth import Principal, get_engine, require
 from kgsearch.api.limits import MAX_ID_CHARS
+from kgsearch.api.spend import maybe_charged
 from kgsearch.community_values import (
     CommunityBuildReport,
     CommunityDetail,
@@ -48,22 +50,29 @@ class CommunityBuildRequest(BaseModel):
 
 
 @router.post("/communities/build")
-def build_communities(
-    who: Writer, engine: EngineDep, body: CommunityBuildRequest | None = None
+async def build_communities(
+    who: Writer, engine: EngineDep, request: Request, body: CommunityBuildRequest | None = None
 ) -> CommunityBuildReport:
     """Detect communities, replace the stored set whole, write the due reports (409
-    when the graph changed during the build: nothing is written)."""
-    body = body or CommunityBuildRequest()
-    who.check_body(body.project)
-    return engine.build_communities(
-        project=who.project,
-        method=body.method,
-        max_cluster_size=body.max_cluster_size,
-        seed=body.seed,
-        resolution=body.resolution,
-        min_jaccard=body.min_jaccard,
-        force=body.force,
-    )
+    when the graph changed during the build: nothing is written). ``method: "llm"``
+    has the chat model write the reports: it needs the ``llm`` scope too and is held to
+    the LLM budget."""
+    given = body or CommunityBuildRequest()
+    who.check_body(given.project)
+
+    def build() -> CommunityBuildReport:
+        return engine.build_communities(
+            project=who.project,
+            method=given.method,
+            max_cluster_size=given.max_cluster_size,
+            seed=given.seed,
+            resolution=given.resolution,
+            min_jaccard=given.min_jaccard,
+            force=given.force,
+        )
+
+    work = await maybe_charged(request, who, given.method == "llm", build)
+    return await anyio.to_thread.run_sync(work)
 
 
 @router.get("/communities/status")

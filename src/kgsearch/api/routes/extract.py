@@ -25,11 +25,13 @@ from kgsearch.api.schemas import (
     PreviewRequest,
     RetryRequest,
 )
+from kgsearch.api.spend import maybe_charged
 from kgsearch.engine import Engine
 from kgsearch.engine.extraction import IngestProgress
 from kgsearch.errors import NotFound
 from kgsearch.extract.schema import ExtractionResult
 from kgsearch.io.documents import document_from_text
+from kgsearch.lifecycle.budget import extractor_spends
 from kgsearch.lifecycle.extraction import Totals
 from kgsearch.reports import (
     DeleteReport,
@@ -203,7 +205,8 @@ async def preview_extraction(
 
     It waits on the extractor (an LLM, perhaps) on the app's LLM lane, never on the
     request threads that writes, reads and searches share; the LLM guard's deadline and
-    breaker bound each wait."""
+    breaker bound each wait. An extractor other than ``spacy`` may call the chat model:
+    it needs the ``llm`` scope and is held to the LLM budget."""
     who.check_body(body.project)
 
     def run() -> ExtractionResult:
@@ -215,5 +218,7 @@ async def preview_extraction(
             project=who.project,
         )
 
+    spends = extractor_spends(body.extractor or engine.extract_settings.extractor)
+    run = await maybe_charged(request, who, spends, run)
     lanes: Lanes = request.app.state.lanes
     return await anyio.to_thread.run_sync(run, limiter=lanes.llm)

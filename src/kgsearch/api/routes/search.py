@@ -14,8 +14,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
 from kgsearch.api.auth import Principal, get_engine, require
-from kgsearch.api.lanes import on_lane, stream_events
+from kgsearch.api.lanes import on_lane, stream_events, wants_llm
 from kgsearch.api.schemas import AskRequest, ContextRequest, UnifiedSearch, plain
+from kgsearch.api.spend import admit, maybe_charged, spends_keywords
 from kgsearch.engine import Engine
 from kgsearch.search.answer import Answer
 from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchResponse
@@ -43,7 +44,10 @@ async def unified(
     if body.include_debug:
         who.need("debug")
     wanted = plain(body, SearchRequest)
-    return await on_lane(request, body, lambda: engine.search(wanted, project=who.project))
+    work = await maybe_charged(
+        request, who, spends_keywords(body), lambda: engine.search(wanted, project=who.project)
+    )
+    return await on_lane(request, body, work)
 
 
 @router.post("/context")
@@ -55,13 +59,15 @@ async def context(
     if body.include_debug:
         who.need("debug")
     wanted = plain(body, SearchRequest)
-    return await on_lane(
+    work = await maybe_charged(
         request,
-        body,
+        who,
+        spends_keywords(body),
         lambda: engine.context(
             wanted, max_tokens=body.max_tokens, project=who.project, style=body.style
         ),
     )
+    return await on_lane(request, body, work)
 
 
 @router.post("/explain")
@@ -72,7 +78,10 @@ async def explain(
     SQL each stage ran."""
     who.check_body(body.project)
     wanted = plain(body, SearchRequest)
-    return await on_lane(request, body, lambda: engine.explain(wanted, project=who.project))
+    work = await maybe_charged(
+        request, who, spends_keywords(body), lambda: engine.explain(wanted, project=who.project)
+    )
+    return await on_lane(request, body, work)
 
 
 @ask_router.post("/ask", response_model=Answer)
@@ -83,22 +92,29 @@ async def ask(body: AskRequest, who: Reader, engine: EngineDep, request: Request
 
     ``stream: true`` answers with server-sent events instead: ``text`` events carry
     the answer's pieces as the model writes them (JSON strings), then one ``answer``
-    event the whole :class:`Answer` (or one ``error`` event the error body)."""
+    event the whole :class:`Answer` (or one ``error`` event the error body).
+
+    With the model (or ``keywords: "llm"``) it needs the ``llm`` scope too and is held
+    to the LLM budget (429 with ``Retry-After`` when a limit is reached)."""
     who.check_body(body.project)
     if body.include_debug:
         who.need("debug")
     wanted = plain(body, SearchRequest)
     options = wanted.model_dump(exclude_unset=True, exclude={"query"})
+    budget = await admit(request, who) if wants_llm(body) else None
 
     def run(on_text: Any = None) -> Answer:
-        return engine.ask(
-            wanted.query,
-            llm=body.llm,
-            max_tokens=body.max_tokens,
-            project=who.project,
-            on_text=on_text,
-            **options,
-        )
+        def work() -> Answer:
+            return engine.ask(
+                wanted.query,
+                llm=body.llm,
+                max_tokens=body.max_tokens,
+                project=who.project,
+                on_text=on_text,
+                **options,
+            )
+
+        return work() if budget is None else budget.run(who.project, who.key_id, work)
 
     if not body.stream:
         return await on_lane(request, body, run)

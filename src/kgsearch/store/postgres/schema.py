@@ -35,6 +35,7 @@ _COMMUNITY_TABLES = ("community_builds", "communities", "community_members", "co
 DISTRIBUTED_TABLES = {
     **{t: "project" for t in (*_PROJECT_TABLES, "tasks")},
     **{t: "project" for t in _COMMUNITY_TABLES},
+    "llm_usage": "project",  # LLM spend per (project, key, minute), summed per project
     "cache": "namespace",  # LLM responses: can grow large, looked up by (namespace, key)
 }
 # Small tables every node may hold a copy of (Citus reference tables).
@@ -355,6 +356,22 @@ def m010_associations_not_facts(execute: Execute) -> None:
     )
 
 
+def m011_llm_budgets(execute: Execute) -> None:
+    """LLM spend per (project, API key, UTC minute), for budgets that survive a restart
+    (:mod:`kgsearch.store.usage`), and each key's own limits (JSON, NULL: the server's)."""
+    execute(
+        """CREATE TABLE llm_usage (
+            project TEXT NOT NULL, key_id TEXT NOT NULL, minute BIGINT NOT NULL,
+            requests BIGINT NOT NULL DEFAULT 0,
+            prompt_tokens BIGINT NOT NULL DEFAULT 0,
+            completion_tokens BIGINT NOT NULL DEFAULT 0,
+            cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
+            PRIMARY KEY (project, key_id, minute))"""
+    )
+    execute("CREATE INDEX llm_usage_minute ON llm_usage (minute)")
+    execute("ALTER TABLE api_keys ADD COLUMN llm_limits TEXT")
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_index_object_names", m002_index_object_names),
@@ -366,5 +383,6 @@ MIGRATIONS = [
     Migration("m008_index_relationship_types", m008_index_relationship_types),
     Migration("m009_index_float_vectors", m009_index_float_vectors),
     Migration("m010_associations_not_facts", m010_associations_not_facts),
+    Migration("m011_llm_budgets", m011_llm_budgets),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -35,6 +35,7 @@ from kgsearch.store.postgres.search import EXACT_MAX_ROWS, INDEX_MIN_ROWS, Postg
 from kgsearch.store.postgres.sql import POSTGRES
 from kgsearch.store.postgres.writes import PostgresWrites
 from kgsearch.store.records import StoreInfo
+from kgsearch.store.usage import LLMUsage
 
 __all__ = ["PostgresStore"]
 
@@ -46,6 +47,7 @@ class PostgresStore(
     ApiKeys,
     ValueCache,
     Communities,
+    LLMUsage,
 ):
     """The PostgreSQL + pgvector store.
 

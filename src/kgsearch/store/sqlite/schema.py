@@ -303,6 +303,22 @@ def m010_associations_not_facts(execute: Execute) -> None:
     )
 
 
+def m011_llm_budgets(execute: Execute) -> None:
+    """LLM spend per (project, API key, UTC minute), for budgets that survive a restart
+    (:mod:`kgsearch.store.usage`), and each key's own limits (JSON, NULL: the server's)."""
+    execute(
+        """CREATE TABLE llm_usage (
+            project TEXT NOT NULL, key_id TEXT NOT NULL, minute INTEGER NOT NULL,
+            requests INTEGER NOT NULL DEFAULT 0,
+            prompt_tokens INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            PRIMARY KEY (project, key_id, minute))"""
+    )
+    execute("CREATE INDEX llm_usage_minute ON llm_usage (minute)")
+    execute("ALTER TABLE api_keys ADD COLUMN llm_limits TEXT")
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_create_api_keys", m002_create_api_keys),
@@ -314,5 +330,6 @@ MIGRATIONS = [
     Migration("m008_log_vector_changes", m008_log_vector_changes),
     Migration("m009_index_live_rows", m009_index_live_rows),
     Migration("m010_associations_not_facts", m010_associations_not_facts),
+    Migration("m011_llm_budgets", m011_llm_budgets),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -37,6 +37,7 @@ from kgsearch.store.sqlite.schema import (
 from kgsearch.store.sqlite.search import SQLiteSearch, VectorCache
 from kgsearch.store.sqlite.sql import SQLITE, now_iso
 from kgsearch.store.sqlite.writes import SQLiteWrites
+from kgsearch.store.usage import LLMUsage
 
 __all__ = ["SQLiteStore"]
 
@@ -48,6 +49,7 @@ class SQLiteStore(
     ApiKeys,
     ValueCache,
     Communities,
+    LLMUsage,
 ):
     """The embedded store. ``path`` is a file path or ``:memory:``.
 

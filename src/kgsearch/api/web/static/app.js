@@ -133,7 +133,9 @@
   }
 
   function can(scope) {
-    return !!state.session && state.session.scopes.indexOf(scope) >= 0;
+    // admin holds every scope (kgsearch.keys.holds)
+    const scopes = state.session ? state.session.scopes : [];
+    return scopes.indexOf(scope) >= 0 || scopes.indexOf("admin") >= 0;
   }
 
   // routing: #/page/arg?query
