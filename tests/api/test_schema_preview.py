@@ -64,7 +64,7 @@ def relations(body: dict[str, Any]) -> list[str]:
 def test_rest_preview_with_a_schema_holds_the_reply_to_it(
     base_url: str, http: Callable[..., httpx.Client], api_engine: Engine, chat: ChatServer
 ) -> None:
-    key, _ = api_engine.create_api_key("alpha", "read")
+    key, _ = api_engine.create_api_key("alpha", "read,llm")
     api = http(base_url, key)
     open_ = api.post("/api/extraction/preview", json={"text": SENTENCE})
     assert open_.status_code == 200, open_.text
@@ -84,7 +84,7 @@ def test_rest_preview_with_a_schema_holds_the_reply_to_it(
 def test_rest_preview_refuses_a_malformed_schema(
     base_url: str, http: Callable[..., httpx.Client], api_engine: Engine, chat: ChatServer
 ) -> None:
-    key, _ = api_engine.create_api_key("alpha", "read")
+    key, _ = api_engine.create_api_key("alpha", "read,llm")
     api = http(base_url, key)
     bad = {"relation_types": [{"name": "x", "source": ["nobody"]}], "entity_types": [{"name": "a"}]}
     response = api.post("/api/extraction/preview", json={"text": SENTENCE, "schema": bad})
@@ -94,7 +94,7 @@ def test_rest_preview_refuses_a_malformed_schema(
 
 
 def test_mcp_preview_takes_a_schema(api_engine: Engine) -> None:
-    server = create_server(api_engine, project="alpha", scopes=("read",))
+    server = create_server(api_engine, project="alpha", scopes=("read", "llm"))
 
     async def run() -> tuple[bool, Any]:
         with anyio.fail_after(30):
