@@ -60,7 +60,7 @@ DATA = ROOT / "bench-data" / "docqa"
 RECIPES = ("default", "naive", "mix", "multi_hop", "dense")
 MAX_TOKENS = 1500
 LIMIT = 10
-DEFAULT_QUESTIONS = 50
+DEFAULT_QUESTIONS = 25
 TWOWIKI_SIZE = 600
 
 
@@ -140,21 +140,28 @@ def ingest(directory: Path, store: Path) -> dict[str, Any]:
     }
 
 
-def build(name: str, rebuild: bool) -> tuple[Path, dict[str, Any], list[data.Question]]:
+def build(
+    name: str, rebuild: bool, questions: int, whole: bool
+) -> tuple[Path, dict[str, Any], list[data.Question]]:
     """The set's notes and store (built when missing, stale or asked), the ingest
-    figures and the questions."""
+    figures and the first ``questions`` questions. The corpus is the set's whole one
+    (``whole``; 2Wiki: always its sample) or the passages given with those questions."""
     passages, asked = data.load(name, TWOWIKI_SIZE)
-    store = DATA / f"{name}-{code_key()}.db"
+    asked = asked[:questions]
+    label = name
+    if not whole and name != "2wiki":
+        passages, label = data.asked_corpus(asked), f"{name}-q{questions}"
+    store = DATA / f"{label}-{code_key()}.db"
     figures_file = store.with_suffix(".json")
     if store.exists() and figures_file.exists() and not rebuild:
         return store, json.loads(figures_file.read_text("utf-8")), asked
     DATA.mkdir(parents=True, exist_ok=True)
-    notes = DATA / name
+    notes = DATA / label
     data.write_notes(notes, data.notes(passages))
     figures = ingest(notes, store)
     figures["passages"] = len(passages)
     figures_file.write_text(json.dumps(figures, indent=1), "utf-8")
-    print(f"{name}: ingested {json.dumps(figures)}", file=sys.stderr)
+    print(f"{label}: ingested {json.dumps(figures)}", file=sys.stderr)
     return store, figures, asked
 
 
@@ -338,12 +345,10 @@ def verdicts(
 
 NOTE = """\
 Notes. Each set's passages are Markdown notes, `## title` + paragraph, ten articles per
-file in a seeded shuffle (MuSiQue: all 1,890 passages of its train-100 corpus; HotpotQA:
-its 994 articles; 2Wiki: the 51 questions' gold passages plus a seeded sample of its
-6,119-passage corpus, {twowiki} in all), ingested by `kgsearch ingest DIR` with the
-defaults (spaCy extractor, bundled embedding model) into a fresh SQLite store. Questions:
-the first {questions} of each set. *dense* is chunks only, vector leg only (the
-`SearchRequest` of scripts/bench_passages.py), through the same `context` call.
+file in a seeded shuffle, ingested by `kgsearch ingest DIR` with the defaults (spaCy
+extractor, bundled embedding model) into a fresh SQLite store. Corpus: {corpus}.
+Questions: the first {questions} of each set. *dense* is chunks only, vector leg only
+(the `SearchRequest` of scripts/bench_passages.py), through the same `context` call.
 Answers: SQuAD-normalised whole-word substring of the normalised context, any alias;
 HotpotQA's yes/no answers and 2Wiki (no answers in the data) are not scored.
 Supporting-passage recall: a gold paragraph counts when its first 60 normalised
@@ -352,22 +357,47 @@ paragraphs each (seeded). Wall time and peak RSS are the ingest child's own (ing
 embedding). The machine's 2 cores were shared with other agents' work: timings are
 noisy; load average (1, 5, 15 min) {before} before, {after} after."""
 
+CORPUS_ASKED = (
+    "the passages the dataset gives with the questions asked (MuSiQue: each question's 20 "
+    "paragraphs, gold and distractors; HotpotQA: its 10 articles; 2Wiki: the 51 "
+    "questions' gold passages plus a seeded sample of its 6,119-passage corpus, {twowiki} "
+    "in all), as the issue's blind test did (MuSiQue, 25 questions, about 490 paragraphs)"
+)
+CORPUS_WHOLE = (
+    "each set's whole corpus (MuSiQue 1,890 passages, HotpotQA 994 articles; 2Wiki: the "
+    "51 questions' gold passages plus a seeded sample, {twowiki} in all)"
+)
 
-def sample(count: int = 20, seed: int = 0) -> None:
-    """Print ``count`` relationships and objects sampled (seeded) from the MuSiQue
-    store, with the chunk text they come from, for a hand check."""
-    stores = sorted(DATA.glob(f"musique-{code_key()}.db")) or sorted(DATA.glob("musique-*.db"))
-    if not stores:
-        raise SystemExit("no MuSiQue store yet: run `python scripts/bench_docqa.py --sets musique`")
+
+def sample(store: Path | None, count: int = 20, seed: int = 0) -> None:
+    """Print ``count`` relationships and objects sampled (seeded) from a MuSiQue store
+    (this code's whole-corpus one, else its question-sized one, else ``store``), with
+    the chunk text they come from, for a hand check."""
+    key = code_key()
+    stores = (
+        [store]
+        if store
+        else sorted(DATA.glob(f"musique-{key}.db")) or sorted(DATA.glob(f"musique-q*-{key}.db"))
+    )
+    if not stores or not stores[-1].exists():
+        raise SystemExit(
+            "no MuSiQue store of this code yet: run `python scripts/bench_docqa.py "
+            "--sets musique` (or give --store)"
+        )
     rng = random.Random(seed)
     with Engine(connect(str(stores[-1]))) as engine:
         project = engine.project
         objects = {o.id: o for o in engine.store.iter_rows(project, "object")}
         rels = sorted(engine.store.iter_rows(project, "relationship"), key=lambda r: r.id)
 
-        def excerpt(chunk_ids: Any) -> str:
+        def excerpt(chunk_ids: Any, near: str | None) -> str:
+            """300 characters of the first source chunk, from a little before where
+            ``near`` (the row's description) starts in it, else from its start."""
             for chunk_id in list(chunk_ids)[:1]:
-                return " ".join(engine.get_chunk(chunk_id).text.split())[:300]
+                text = " ".join(engine.get_chunk(chunk_id).text.split())
+                at = text.find(" ".join((near or "").split())[:40]) if near else -1
+                start = max(0, at - 100)
+                return ("…" if start else "") + text[start : start + 300] + "…"
             return "(no chunk)"
 
         print(f"# {count} relationships of {len(rels)} (seed {seed}, {stores[-1].name})\n")
@@ -377,15 +407,15 @@ def sample(count: int = 20, seed: int = 0) -> None:
                 f"R{i}. {left.name if left else r.source_id} —{r.label or r.type}→ "
                 f"{right.name if right else r.target_id}  [{r.type}]\n"
                 f"    description: {r.description}\n    text: {r.embedding.text}\n"
-                f"    chunk: {excerpt(r.source_chunks)}\n"
+                f"    chunk: {excerpt(r.source_chunks, r.description)}\n"
             )
         picked = rng.sample(sorted(objects.values(), key=lambda o: o.id), min(count, len(objects)))
         print(f"# {count} objects of {len(objects)}\n")
         for i, o in enumerate(picked, 1):
+            description = o.properties.get("description")
             print(
-                f"O{i}. {o.name} ({o.type})\n"
-                f"    description: {o.properties.get('description')}\n"
-                f"    chunk: {excerpt(o.properties.get('_chunks') or {})}\n"
+                f"O{i}. {o.name} ({o.type})\n    description: {description}\n"
+                f"    chunk: {excerpt(o.properties.get('_chunks') or {}, description)}\n"
             )
 
 
@@ -407,14 +437,21 @@ def main() -> None:
         "--questions", type=int, default=DEFAULT_QUESTIONS, help="The first N questions per set."
     )
     parser.add_argument("--rebuild", action="store_true", help="Re-ingest even if stored.")
+    parser.add_argument(
+        "--whole",
+        action="store_true",
+        help="Ingest each set's whole corpus (MuSiQue 1,890, HotpotQA 994 passages), not "
+        "only the passages given with the questions asked.",
+    )
     parser.add_argument("--no-cost", action="store_true", help="Skip the 60-small-files ingest.")
     parser.add_argument("--sample", action="store_true", help="Print the hand-check sample.")
+    parser.add_argument("--store", type=Path, help="The store --sample reads.")
     parser.add_argument("--label", default="", help="Heading suffix, e.g. 'before (aea85da)'.")
     parser.add_argument("--write", action="store_true", help="Write docs/benchmarks.md.")
     args = parser.parse_args()
     same_checkout()
     if args.sample:
-        sample()
+        sample(args.store)
         return
     names = [n for n in args.sets.split(",") if n]
     for name in names:
@@ -424,8 +461,8 @@ def main() -> None:
     results: dict[str, dict[str, dict[str, float]]] = {}
     figures: dict[str, dict[str, Any]] = {}
     for name in names:
-        store, figures[name], asked = build(name, args.rebuild)
-        results[name] = ask(store, asked[: args.questions])
+        store, figures[name], asked = build(name, args.rebuild, args.questions, args.whole)
+        results[name] = ask(store, asked)
     if not args.no_cost:
         figures["small60"] = small_files_cost(args.rebuild)
     load_after = os.getloadavg()
@@ -438,12 +475,15 @@ def main() -> None:
         + verdicts(results, figures)
         + "\n\n"
         + NOTE.format(
-            twowiki=TWOWIKI_SIZE,
+            corpus=(CORPUS_WHOLE if args.whole else CORPUS_ASKED).format(twowiki=TWOWIKI_SIZE),
             questions=args.questions,
             before=", ".join(f"{x:.1f}" for x in load_before),
             after=", ".join(f"{x:.1f}" for x in load_after),
         )
     )
+    missing = [n for n in data.SETS if n not in results]
+    if missing:
+        body += f" Not in this run: {', '.join(missing)} (`--sets` runs them)."
     print(body)
     if args.write:
         command = "python scripts/bench_docqa.py --write"
@@ -451,6 +491,8 @@ def main() -> None:
             command += f" --sets {args.sets}"
         if args.questions != DEFAULT_QUESTIONS:
             command += f" --questions {args.questions}"
+        if args.whole:
+            command += " --whole"
         label = args.label or git("HEAD")
         write_section(
             f"docqa-{label.split()[0]}",

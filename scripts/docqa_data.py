@@ -41,12 +41,14 @@ class Passage:
 
 @dataclass(frozen=True)
 class Question:
-    """A question, its accepted answers (empty: not scored for answers) and the texts
-    of its gold supporting passages."""
+    """A question, its accepted answers (empty: not scored for answers), the texts of
+    its gold supporting passages and the passages the dataset gives with it (gold and
+    distractors; for 2Wiki the gold ones only)."""
 
     text: str
     answers: tuple[str, ...]
     gold: tuple[str, ...]
+    pool: tuple[Passage, ...] = ()
 
 
 def _listed(value: Any) -> Any:
@@ -66,7 +68,8 @@ def musique() -> tuple[list[Passage], list[Question]]:
         paragraphs = _listed(r["paragraphs"])
         gold = tuple(p["paragraph_text"] for p in paragraphs if str(p["is_supporting"]) == "True")
         answers = (r["answer"], *_listed(r.get("answer_aliases") or []))
-        asked.append(Question(r["question"], answers, gold))
+        pool = tuple(Passage(p["title"], p["paragraph_text"]) for p in paragraphs)
+        asked.append(Question(r["question"], answers, gold, pool))
     return corpus, asked
 
 
@@ -82,7 +85,8 @@ def hotpotqa() -> tuple[list[Passage], list[Question]]:
         titles = dict.fromkeys(t for t, _ in _listed(r["supporting_facts"]))
         answer = str(r["answer"])
         answers = () if normalise(answer) in {"yes", "no"} else (answer,)
-        asked.append(Question(r["question"], answers, tuple(text[t] for t in titles)))
+        pool = tuple(Passage(t, text[t]) for t, _ in _listed(r["context"]) if t in text)
+        asked.append(Question(r["question"], answers, tuple(text[t] for t in titles), pool))
     return corpus, asked
 
 
@@ -96,7 +100,8 @@ def twowiki(size: int, seed: int = 0) -> tuple[list[Passage], list[Question]]:
     for line in (TWOWIKI / "gold_dev51.jsonl").read_text("utf-8").splitlines():
         r = json.loads(line)
         titles = _listed(r["gold_titles"])
-        asked.append(Question(r["question"], (), tuple(by_title[t].text for t in titles)))
+        pool = tuple(by_title[t] for t in titles)
+        asked.append(Question(r["question"], (), tuple(p.text for p in pool), pool))
     gold = {t for line in asked for t in line.gold}
     chosen = [p for p in by_title.values() if p.text in gold]
     others = [p for p in by_title.values() if p.text not in gold]
@@ -114,6 +119,12 @@ def load(name: str, twowiki_size: int = 600) -> tuple[list[Passage], list[Questi
     if name == "2wiki":
         return twowiki(twowiki_size)
     raise SystemExit(f"unknown set {name!r}: choose from {', '.join(SETS)}")
+
+
+def asked_corpus(asked: Sequence[Question]) -> list[Passage]:
+    """The passages the dataset gives with these questions, each once, in order: a
+    corpus sized to the questions asked (MuSiQue's first 25 questions: 490 passages)."""
+    return list(dict.fromkeys(p for q in asked for p in q.pool))
 
 
 def notes(passages: Sequence[Passage], per_file: int = 10, seed: int = 0) -> list[str]:

@@ -84,3 +84,33 @@ def test_twowiki_keeps_every_gold_passage_in_its_sample() -> None:
     assert len(passages) == 300
     assert all(g in texts for q in asked for g in q.gold)
     assert len(asked) == 51 and not any(q.answers for q in asked)
+
+
+def test_asked_corpus_is_the_questions_pools_each_passage_once() -> None:
+    a, b, c = PASSAGES[:3]
+    asked = [
+        dq.Question("q1", ("x",), (a.text,), (a, b)),
+        dq.Question("q2", (), (c.text,), (b, c)),
+    ]
+    assert dq.asked_corpus(asked) == [a, b, c]
+    assert dq.asked_corpus(asked[:1]) == [a, b]
+
+
+@pytest.mark.skipif(not dq.MUSIQUE.exists(), reason="eval-data/musique-hipporag-train100 absent")
+def test_musique_gold_passages_are_in_each_questions_pool() -> None:
+    corpus, asked = dq.musique()
+    assert len(corpus) == 1890 and len(asked) == 100
+    for q in asked:
+        assert q.answers[0] and len(q.pool) == 20
+        assert set(q.gold) <= {p.text for p in q.pool}
+    assert len(dq.asked_corpus(asked[:25])) == 493
+
+
+@pytest.mark.skipif(not dq.HOTPOT.exists(), reason="eval-data/hotpotqa-hipporag-train100 absent")
+def test_hotpotqa_leaves_yes_no_answers_unscored() -> None:
+    corpus, asked = dq.hotpotqa()
+    assert len(corpus) == 994
+    assert sum(not q.answers for q in asked) == 9
+    for q in asked:  # one question comes with 4 articles, the others with 10
+        assert len(q.gold) == 2 and len(q.pool) in (4, 10)
+        assert set(q.gold) <= {p.text for p in q.pool}
