@@ -182,3 +182,17 @@ def test_missing_model_file_raises_provider_error(monkeypatch: pytest.MonkeyPatc
 def test_batch_size_must_be_positive() -> None:
     with pytest.raises(ValueError, match="batch_size must be positive"):
         BundledEmbedder(batch_size=0)
+
+
+def test_batches_are_bounded_by_texts_and_by_padded_tokens() -> None:
+    from kgsearch.embed.bundled import _batches
+
+    lengths = [3] * 5 + [100] * 5 + [300]
+    ids = [[0] * n for n in lengths]
+    order = list(range(len(ids)))
+    batches = _batches(order, ids, size=4, tokens=250)
+    assert [len(b) for b in batches] == [4, 2, 2, 2, 1]
+    assert sorted(i for b in batches for i in b) == order  # each text once, in order
+    for batch in batches:
+        width = max(lengths[i] for i in batch)
+        assert len(batch) <= 4 and (len(batch) == 1 or len(batch) * width <= 250)

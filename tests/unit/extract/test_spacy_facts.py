@@ -243,3 +243,18 @@ def test_a_place_inside_a_passive_agent_is_not_an_agent(extractor: SpacyExtracto
         "Freedom's Journal was the first newspaper."
     )
     assert triples(extractor, text) == [("Peter Williams", "found", "Freedom's Journal")]
+
+
+def test_a_place_stated_by_a_comma_is_described_by_its_relation_and_kept(
+    extractor: SpacyExtractor,
+) -> None:
+    from kgsearch.config import ExtractSettings
+    from kgsearch.engine.providers import quality_rules
+    from kgsearch.extract.quality import QualityFiltered
+
+    text = "The battle was fought near Mobile, Alabama in 1864."
+    kept = QualityFiltered(extractor, quality_rules(ExtractSettings(), extractive=True))
+    (result,) = kept.extract([ChunkText("c", text)])
+    facts = {(r.source, r.relation, r.target): r.description for r in result.graph.relationships}
+    assert facts[("Mobile", "located in", "Alabama")] == "Mobile located in Alabama"
+    assert not [r for r in result.rejected if r.reason == "trivial_description"]
