@@ -133,9 +133,11 @@ def _negated(verb: Token) -> bool:
 
 
 def _verb_phrase(verb: Token) -> str:
-    """The verb's lemma with its particle, lower-case ("set up", "take over")."""
+    """The verb's lemma with its particle, lower-case ("set up", "take over"); "born"
+    stays "born" (its lemma "bear" reads as another verb: "born in", not "bear in")."""
     particles = [c.lower_ for c in verb.children if c.dep_ == "prt"]
-    return " ".join([verb.lemma_.lower(), *particles])
+    lemma = "born" if verb.lower_ == "born" else verb.lemma_.lower()
+    return " ".join([lemma, *particles])
 
 
 def _subjects(verb: Token) -> list[Token]:

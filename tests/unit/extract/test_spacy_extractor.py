@@ -124,7 +124,7 @@ def test_subject_verb_object_relationship_carries_verb_span_and_sentence(
 def test_conjoined_verb_inherits_the_subject(no_cooccurrence: SpacyExtractor) -> None:
     _, relationships = extract_one(no_cooccurrence, CURIE)
     assert [(r.source, r.relation, r.target) for r in relationships] == [
-        ("Marie Curie", "bear in", "Warsaw"),
+        ("Marie Curie", "born in", "Warsaw"),
         ("Marie Curie", "work at", "University of Paris"),
     ]
 
