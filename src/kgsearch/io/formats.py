@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import re
+import zipfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,7 +30,14 @@ from kgsearch.text.sections import (
 __all__ = ["MARKDOWN_SUFFIXES", "decode", "read_format"]
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
-_SNIFF = 8192
+MAX_EXPANDED_BYTES = 100 * 1024 * 1024
+"""A .docx (a zip) may expand to this much at most, all its parts together."""
+MAX_ZIP_ENTRIES = 10_000
+"""Parts a .docx may hold."""
+MAX_PDF_PAGES = 5_000
+"""Pages a PDF may have."""
+MAX_TEXT_CHARS = 50 * 1024 * 1024
+"""Characters of text one document may give (a small PDF can expand to much more)."""
 _HEADING = re.compile(r"^h([1-6])$")
 _SKIPPED = frozenset({"script", "style", "noscript", "template", "head"})
 _INLINE_CODE = frozenset({"code", "kbd", "samp", "tt"})
@@ -75,7 +83,7 @@ def decode(data: bytes) -> str:
     Raises:
         ValueError: Binary data, or not UTF-8 (the message names the byte).
     """
-    if b"\x00" in data[:_SNIFF]:
+    if b"\x00" in data:  # anywhere in the file, not only its start
         raise ValueError("binary file, not text (it contains NUL bytes)")
     try:
         return data.decode("utf-8-sig")
@@ -195,7 +203,17 @@ def _pdf(data: bytes) -> tuple[str, tuple[Section, ...]]:
         raise _missing("pypdf", ".pdf") from exc
     try:
         reader = PdfReader(io.BytesIO(data))
-        pages = [page.extract_text() or "" for page in reader.pages]
+        if len(reader.pages) > MAX_PDF_PAGES:
+            raise _TooLarge(f"a PDF of {len(reader.pages):,} pages; at most {MAX_PDF_PAGES:,}")
+        pages: list[str] = []
+        chars = 0
+        for page in reader.pages:
+            pages.append(page.extract_text() or "")
+            chars += len(pages[-1])
+            if chars > MAX_TEXT_CHARS:
+                raise _TooLarge(f"a PDF whose text is over {MAX_TEXT_CHARS:,} characters")
+    except _TooLarge:
+        raise
     except (PdfReadError, ValueError, KeyError) as exc:
         raise ValueError(f"not a readable PDF ({exc})") from None
     outline = _outline(reader)
@@ -266,11 +284,35 @@ def _docx(data: bytes) -> tuple[str, tuple[Section, ...]]:
         import docx
     except ImportError as exc:
         raise _missing("python-docx", ".docx") from exc
+    _check_zip(data)
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception as exc:  # python-docx raises zipfile/KeyError/ValueError variants
         raise ValueError(f"not a readable .docx file ({type(exc).__name__}: {exc})") from None
     return sections_from_blocks(_docx_blocks(document))
+
+
+class _TooLarge(ValueError):
+    """A document over one of the limits above (its message says which)."""
+
+
+def _check_zip(data: bytes) -> None:
+    """Refuse a zip that would expand past :data:`MAX_EXPANDED_BYTES` or hold more than
+    :data:`MAX_ZIP_ENTRIES` parts (a decompression bomb), before anything is expanded;
+    a part is never read past the size its directory gives."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise ValueError(f"not a readable .docx file (not a zip: {exc})") from None
+    if len(entries) > MAX_ZIP_ENTRIES:
+        raise ValueError(f"a .docx of {len(entries):,} parts; at most {MAX_ZIP_ENTRIES:,}")
+    expanded = sum(e.file_size for e in entries)
+    if expanded > MAX_EXPANDED_BYTES:
+        raise ValueError(
+            f"a .docx that expands to {expanded:,} bytes (from {len(data):,}); at most "
+            f"{MAX_EXPANDED_BYTES:,}: a decompression bomb, or a document too large to read"
+        )
 
 
 def read_format(suffix: str, data: bytes) -> tuple[str, tuple[Section, ...]]:

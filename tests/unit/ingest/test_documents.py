@@ -63,3 +63,39 @@ def test_text_documents_are_named_by_their_content() -> None:
     a, b = document_from_text("same text"), document_from_text("same text")
     assert a.source_id == b.source_id and a.sha256 == b.sha256
     assert document_from_text("other").source_id != a.source_id
+
+
+def test_a_docx_decompression_bomb_is_refused_before_it_expands(tmp_path: Path) -> None:
+    import resource
+    import zipfile
+
+    document = docx.Document()
+    document.add_paragraph("Grace Hopper built the first compiler.")
+    real = tmp_path / "real.docx"
+    document.save(str(real))
+    bomb = tmp_path / "bomb.docx"
+    with zipfile.ZipFile(real) as source, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as out:
+        for item in source.infolist():
+            out.writestr(item, source.read(item.filename))
+        # 300 MB of zeros compress to a few hundred KB: the 751 KB .docx of issue 32
+        # (written a megabyte at a time, so this test's own memory stays small)
+        with out.open("word/media/zeros.bin", "w", force_zip64=True) as zeros:
+            for _ in range(300):
+                zeros.write(bytes(1024 * 1024))
+    assert bomb.stat().st_size < 1024 * 1024
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    docs, problems = read_documents([bomb, real])
+
+    assert [d.title for d in docs] == ["real.docx"]
+    (problem,) = problems
+    assert "decompression bomb" in problem.reason and "bomb.docx" in problem.path
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 100  # nothing expanded (the zeros alone would be 300 MB)
+
+
+def test_a_nul_byte_anywhere_in_a_text_file_marks_it_binary(tmp_path: Path) -> None:
+    late = tmp_path / "late.txt"
+    late.write_bytes(b"Ada Lovelace wrote notes.\n" * 1000 + b"\x00tail")
+    docs, problems = read_documents([late])
+    assert docs == [] and "binary file" in problems[0].reason
