@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ def test_keys_usage_shows_spend_per_key_and_per_project(tmp_path: Path) -> None:
         run(db, "--json", "keys", "create", "--project", "alpha", "--scopes", "read,llm")
     )
     minute = int(time.time() // 60)
-    with connect(str(db)) as store:
+    with closing(connect(str(db))) as store:
         store.add_llm_usage("alpha", created["id"], minute, requests=2, prompt_tokens=90)
         store.add_llm_usage("alpha", "", minute, requests=1, completion_tokens=10)
         store.add_llm_usage("beta", "other", minute, requests=5)

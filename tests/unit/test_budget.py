@@ -120,8 +120,12 @@ def test_a_refused_request_is_not_counted(store: Store) -> None:
 def test_calls_in_a_thread_pool_charge_the_callers_meter(guard: CallGuard) -> None:
     llm = GuardedLLM(FakeLLM(default="hi"), guard)
     meter = Meter()
+
+    def ask(_: int) -> object:
+        return llm.complete(MESSAGES)
+
     with metered(meter), ThreadPoolExecutor(2) as pool:
-        list(pool.map(in_context(lambda _: llm.complete(MESSAGES)), range(4)))
+        list(pool.map(in_context(ask), range(4)))
     outside = Meter()
     with metered(outside), ThreadPoolExecutor(2) as pool:  # without in_context: lost
         list(pool.map(lambda _: llm.complete(MESSAGES), range(2)))
