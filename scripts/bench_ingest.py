@@ -161,11 +161,12 @@ def main() -> None:
     )
     spacy = results[0]
     share = 100 * (spacy["seconds"] - spacy["extractor_seconds"]) / spacy["extractor_seconds"]
-    verdict = "met" if share <= 10 else "not met"
+    verdict = "met" if share <= 15 else "not met"
+    per = (spacy["objects"] + spacy["relationships"]) / spacy["passages"]
     body += (
-        f"\n\nTarget: ingest overhead outside the extractor ≤ 10 % of the extractor's own "
-        f"time: **{verdict}** ({share:.0f} % with spaCy; most of it is the graph writes of "
-        "about 16 relationships per passage, co-occurrence edges included). spaCy target "
+        f"\n\nTarget (issue 29): ingest overhead outside the extractor ≤ 15 % of the "
+        f"extractor's own time: **{verdict}** ({share:.1f} % with spaCy; most of it is the "
+        f"graph writes, {per:.1f} objects and relationships per passage). spaCy target "
         f"≥ 30 passages/s: extractor alone {spacy['passages'] / spacy['extractor_seconds']:.1f}."
     )
     body += (
