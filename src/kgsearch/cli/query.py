@@ -139,7 +139,8 @@ def render_results(response: dict[str, Any]) -> None:
     grid = table("#", "type", "result", "relevance", "id", "found by")
     results = response["results"]
     communities = response.get("communities", [])
-    top = results[0]["score"] if results else 0.0
+    # the best score, not the first row's: on documents passages lead the list
+    top = max((r["score"] for r in results), default=0.0)
     for i, r in enumerate(results, 1):
         if r["type"] == "graph":
             text = f"[bold]{escape(r['name'])}[/] ({escape(r['object_type'])})"

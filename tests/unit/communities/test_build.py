@@ -362,31 +362,3 @@ def test_a_broad_question_prefers_a_large_community_to_a_pair_sharing_its_words(
     assert [c.score for c in found.communities] == sorted(
         (c.score for c in found.communities), reverse=True
     )
-
-
-def test_the_cli_shows_report_relevance_relative_to_the_best_report(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    from kgsearch.cli.query import render_results
-
-    found_by = [{"leg": "community:vector", "rank": 1, "score": 0.9}]
-    reports = [
-        {
-            "type": "community",
-            "id": f"c{i}",
-            "score": score,
-            "title": f"T{i}",
-            "size": 5,
-            "found_by": found_by,
-        }
-        for i, score in enumerate((0.0164, 0.0082))
-    ]
-    meta = {
-        "totalResults": 0,
-        "executionTime": {"totalMs": 1.0},
-        "fusionStrategy": "rrf",
-        "warnings": [],
-    }
-    render_results({"results": [], "communities": reports, "metadata": meta})
-    shown = capsys.readouterr().out
-    assert "1.00" in shown and "0.50" in shown and "0.0164" not in shown
