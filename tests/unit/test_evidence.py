@@ -307,3 +307,15 @@ def test_the_check_for_documents_is_cached_per_project() -> None:
         assert cache.get("default") is False  # trusted for ttl seconds
         now[0] = 5.0
         assert (cache.get("default"), cache.get("other")) == (True, False)
+
+
+def test_a_fact_its_passage_states_is_quoted_as_the_passages_sentence() -> None:
+    from kgsearch.search.extractive import best_sentences
+
+    sentence = "Hans Edler (born in Björkhagen, Stockholm, Sweden on 23 March 1945) is a musician."
+    fact = ("R1", "Hans Edler born in Björkhagen: Hans Edler (born in Björkhagen, Stockholm")
+    chosen = best_sentences("Where was Hans Edler born?", [("S1", sentence)], [fact])
+    assert [(s.cite, s.text) for s in chosen] == [("S1", sentence)]
+    # a fact whose passage is not in the context still competes
+    alone = best_sentences("Where was Hans Edler born?", [("S1", "Stockholm is big.")], [fact])
+    assert alone[0].cite == "R1"

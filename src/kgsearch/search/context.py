@@ -202,6 +202,12 @@ class Passage:
     section: str | None = None
 
     @property
+    def body(self) -> str:
+        """The text without its leading heading lines when the section is known (the
+        label names it: the heading is not repeated)."""
+        return _without_headings(self.text) if self.section else self.text
+
+    @property
     def label(self) -> str:
         """``Title › Section`` (either part may be missing; '' for neither)."""
         return " › ".join(part for part in (self.title, self.section) if part)
@@ -226,9 +232,15 @@ def _passage_line(passage: Passage, body: str, cite: str | None) -> str:
     head = f"[{cite}] " if cite is not None else "- "
     where = f"({passage.label}) " if passage.label else ""
     if passage.section:  # the label names the section: its heading line is not repeated
-        while _HEADING_LINE.match(body.lstrip("\n")):
-            body = _HEADING_LINE.sub("", body.lstrip("\n"), count=1)
+        body = _without_headings(body)
     return f"{head}{where}{' '.join(body.split())}"
+
+
+def _without_headings(text: str) -> str:
+    """``text`` without the Markdown heading lines it starts with."""
+    while _HEADING_LINE.match(text.lstrip("\n")):
+        text = _HEADING_LINE.sub("", text.lstrip("\n"), count=1)
+    return text
 
 
 def _cut_at_sentence(passage: Passage, fits: Callable[[str], bool], cite: str | None) -> str | None:

@@ -7,7 +7,8 @@ found in many; stop words and the question's own wh-words count for nothing), wi
 mild preference for the better-ranked passages. The best :data:`TOP_SENTENCES` that
 reach :data:`MIN_SHARE` of the best score are the answer, best first, each followed by
 the citation of its passage (``[S1]``). The context's relationships compete too, each
-as one sentence cited ``[R1]`` (a typed fact can answer outright). No model, no
+as one sentence cited ``[R1]`` (a typed fact can answer outright), unless the passages
+in the context state it already: its passage's whole sentence is quoted instead. No model, no
 network: the same question and context always give the same answer.
 """
 
@@ -58,6 +59,14 @@ def _terms(text: str) -> list[str]:
     ]
 
 
+def _stated_in(fact: str, passages: str) -> bool:
+    """Whether a fact's description (after its ``triplet: ``) is a stretch of the
+    passages: the passage's own sentence then says it, whole, and is quoted instead."""
+    _, _, described = fact.partition(": ")
+    described = " ".join(described.split()).rstrip("…")
+    return len(described) >= 20 and described in passages
+
+
 def best_sentences(
     question: str, passages: Sequence[tuple[str, str]], facts: Sequence[tuple[str, str]] = ()
 ) -> list[Sentence]:
@@ -74,7 +83,12 @@ def best_sentences(
     """
     wanted = set(_terms(question))
     split = [(rank, cite, s) for rank, (cite, text) in enumerate(passages) for s in sentences(text)]
-    split += [(rank, cite, " ".join(text.split())) for rank, (cite, text) in enumerate(facts)]
+    whole = " ".join(" ".join(text.split()) for _, text in passages)
+    split += [
+        (rank, cite, " ".join(text.split()))
+        for rank, (cite, text) in enumerate(facts)
+        if not _stated_in(text, whole)
+    ]
     if not wanted or not split:
         return []
     bags = [Counter(_terms(s)) for _, _, s in split]

@@ -471,6 +471,6 @@ def ask(
         llm=llm,
         on_text=on_text,
         metadata=response.metadata,
-        passages=[(c, found[id_].text) for c, id_ in cited],
+        passages=[(c, found[id_].body) for c, id_ in cited],
         labels={c: found[id_].label for c, id_ in cited},
     )
