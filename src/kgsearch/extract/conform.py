@@ -17,6 +17,10 @@
   and the reversed pattern fits (a ``reversed_to_schema`` signal: "Grace Hopper chief
   executive Acme" for a company → person relation), else rejected ``pattern_mismatch``.
 
+A relationship of a single-valued relation type is marked ``one_value_per="source"``, so
+the graph write closes an earlier value when a later one arrives
+(:mod:`kgsearch.writes.validity`).
+
 Each mapping is recorded as a ``mapped_to_schema`` signal (``{"from", "to"}``), so
 ``kgsearch extract show`` tells what the model wrote from what was kept.
 """
@@ -238,6 +242,8 @@ def _relation(
         relation = relation.model_copy(
             update={"source": relation.target, "target": relation.source}
         )
+    if kind is not None and kind.single_valued:
+        relation = relation.model_copy(update={"one_value_per": "source"})
     if label != relation.relation:
         _mapped(out, "relationship", relation.relation, label)
         return relation.model_copy(update={"relation": label})

@@ -7,7 +7,9 @@ chosen per reply:
 - **JSON** (what our prompts ask for): an object with ``entities``/``relationships``
   (any case, common aliases), inside ```json fences or prose, field aliases
   (``src``/``tgt``/``source_entity``/``entity_name``…), strength as a string, keywords
-  as a comma string; a truncated reply keeps every item that was complete.
+  as a comma string, a relationship's dates (``valid_from``/``valid_to``, Graphiti's
+  ``valid_at``/``invalid_at``; normalised, an unreadable one dropped); a truncated
+  reply keeps every item that was complete.
 - **Tuple records** (GraphRAG, nano-graphrag, LightRAG):
   ``("entity"<|>NAME<|>TYPE<|>DESC)##("relationship"<|>SRC<|>TGT<|>DESC<|>7)<|COMPLETE|>``,
   LightRAG's ``…<|>DESC<|>KEYWORDS<|>STRENGTH)`` and ``<|#|>`` variants, with markdown
@@ -81,6 +83,9 @@ _RELATION_KEYS = ("relation", "relation_type", "relationship", "predicate", "lab
 _KEYWORD_KEYS = ("keywords", "relationship_keywords", "keyword", "tags")
 _STRENGTH_KEYS = ("strength", "relationship_strength", "weight", "score", "confidence")
 _CHUNK_KEYS = ("chunk", "chunk_number", "section", "chunk_index")
+# When the fact held (Graphiti writes valid_at/invalid_at); "from"/"to" name endpoints.
+_VALID_FROM_KEYS = ("valid_from", "valid_at", "start_date", "start", "since", "date")
+_VALID_TO_KEYS = ("valid_to", "invalid_at", "end_date", "end", "until")
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _COMPLETE = re.compile(r"<\|\s*complete\s*\|>", re.IGNORECASE)
@@ -332,6 +337,8 @@ def _relation_from(data: Mapping[str, Any]) -> ExtractedRelation | None:
         description=_text(_first(data, _DESC_KEYS)) or "",
         keywords=_keywords(_first(data, _KEYWORD_KEYS)),
         strength=_strength(_first(data, _STRENGTH_KEYS)),
+        valid_from=_first(data, _VALID_FROM_KEYS),
+        valid_to=_first(data, _VALID_TO_KEYS),
     )
 
 

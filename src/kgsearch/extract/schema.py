@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
+
+from kgsearch.extract.dates import normalise_date
 
 __all__ = [
     "ChunkText",
@@ -41,7 +43,9 @@ class ExtractedRelation(BaseModel):
     """A relationship between two extracted entities (by name).
 
     ``relation`` is a short label ("directed", "implements") where the extractor gives
-    one; ``description`` is the sentence that is embedded and searched.
+    one; ``description`` is the sentence that is embedded and searched. ``valid_from``
+    and ``valid_to`` say when the fact held, as ISO dates ("2019", "2019-03",
+    "2019-03-04"), only when the document dates it.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -52,11 +56,26 @@ class ExtractedRelation(BaseModel):
     description: str = ""
     keywords: list[str] = Field(default_factory=list)
     strength: float | None = None
+    # Normalised on the way in (kgsearch.extract.dates): an unreadable date is dropped,
+    # never an error; left out of dumps when unset, so undated records do not change.
+    valid_from: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    valid_to: str | None = Field(default=None, exclude_if=lambda value: value is None)
     # The supporting sentence where an extractor keeps it apart from a shorter
     # description (the offline one does). Not in the JSON schema an LLM fills (this
     # docstring is the schema's description, so the note lives here), and left out of
     # dumps when empty, so prompts and stored LLM extractions do not change.
     evidence: SkipJsonSchema[str] = Field(default="", exclude_if=lambda value: not value)
+    # Which end holds one value at a time ("source": a schema's single-valued relation;
+    # "target": "X, mayor of Y" offline), so a later fact closes an earlier one
+    # (kgsearch.writes.validity). Set by the filter or the extractor, never by a reply.
+    one_value_per: SkipJsonSchema[Literal["source", "target"] | None] = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
+
+    @field_validator("valid_from", "valid_to", mode="before")
+    @classmethod
+    def _date(cls, value: Any, info: ValidationInfo) -> str | None:
+        return normalise_date(value, end=info.field_name == "valid_to")
 
 
 class ExtractedGraph(BaseModel):

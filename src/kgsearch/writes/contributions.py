@@ -6,10 +6,13 @@ said about it::
 
     objects:        {chunk_id: [{"name": "Ada", "description": "…"}, …]}
     relationships:  {chunk_id: [{"description": "…", "keywords": […], "strength": 0.8,
-                                 "evidence": "the sentence that states it"}, …]}
+                                 "evidence": "the sentence that states it",
+                                 "valid_from": "2002-06-29", "valid_to": "2005",
+                                 "one_value_per": "source"}, …]}
 
 A row extraction created also carries ``_extracted: true``; it belongs to its chunks.
-Its description (and, for a relationship, keywords, weight and source chunks) is a
+Its description (and, for a relationship, keywords, weight, source chunks and stated
+validity: the earliest start and the latest end any chunk gives) is a
 function of ``_chunks`` alone (:func:`object_fields`, :func:`relationship_fields`), so
 adding the same chunk twice changes nothing, forgetting a chunk is removing its key and
 deriving again (no model call), and a graph built in any order of chunks is the same.
@@ -22,13 +25,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
+from kgsearch.extract.dates import period_end, period_start
 from kgsearch.text.descriptions import DESCRIPTION_BUDGET, digest, distinct, merge_descriptions
 
 __all__ = [
     "CHUNKS",
     "EXTRACTED",
+    "INVALIDATED",
+    "ONE_VALUE_PER",
     "PROVENANCE",
     "SUMMARY",
     "Entries",
@@ -58,6 +65,15 @@ used while the descriptions are those it was made from (:func:`describe`)."""
 PROVENANCE = "_provenance"
 """Object property: the extractor, model and prompt that last touched it and when it
 was first extracted (relationships carry the same as plain properties)."""
+
+INVALIDATED = "_invalidated"
+"""Relationship property: why its ``valid_to`` is not what its chunks state, ``{"by":
+the later relationship's id, "reason", "at": the instant it was closed}``
+(:mod:`kgsearch.writes.validity`)."""
+
+ONE_VALUE_PER = "_one_value_per"
+"""Relationship property: the end (``source`` or ``target``) that holds one value of the
+relation at a time, when a chunk says so (a schema's single-valued relation)."""
 
 _DEFAULT_STRENGTH = 1.0
 
@@ -185,6 +201,11 @@ class RelationshipFields:
         keywords: Every keyword, the most used first (ties alphabetically).
         weight: The sum of each contribution's strength (1 when it gave none).
         source_chunks: The contributing chunk ids, sorted.
+        valid_from: The start of the earliest period a contribution dates it from.
+        valid_to: The end of the latest period a contribution dates it to (dropped
+            when not after ``valid_from``).
+        one_value_per: ``source`` or ``target`` when a contribution marks the relation
+            single-valued, else None.
     """
 
     def __init__(self, properties: Mapping[str, Any], entries: Entries) -> None:
@@ -201,6 +222,20 @@ class RelationshipFields:
         self.keywords = sorted(counts, key=lambda k: (-counts[k], k))
         self.weight = round(weight, 6) if entries else _DEFAULT_STRENGTH
         self.source_chunks = sorted(entries)
+        said = [e for chunk in entries.values() for e in chunk]
+        starts = _instants(e.get("valid_from") for e in said)
+        ends = _instants((e.get("valid_to") for e in said), end=True)
+        self.valid_from: datetime | None = min(starts) if starts else None
+        self.valid_to: datetime | None = max(ends) if ends else None
+        if self.valid_from and self.valid_to and self.valid_to <= self.valid_from:
+            self.valid_to = None
+        sides = sorted({str(e["one_value_per"]) for e in said if e.get("one_value_per")})
+        self.one_value_per: str | None = sides[0] if len(sides) == 1 else None
+
+
+def _instants(values: Iterable[Any], *, end: bool = False) -> list[datetime]:
+    found = [(period_end if end else period_start)(v) for v in values if isinstance(v, str) and v]
+    return [f for f in found if f is not None]
 
 
 def _keywords(value: Any) -> list[str]:
@@ -228,4 +263,10 @@ def relationship_fields(
         props["keywords"] = fields.keywords
     else:
         props.pop("keywords", None)
+    # validity is stated again here; a later fact closes it again afterwards
+    props.pop(INVALIDATED, None)
+    if fields.one_value_per:
+        props[ONE_VALUE_PER] = fields.one_value_per
+    else:
+        props.pop(ONE_VALUE_PER, None)
     return props, fields, fields.source_chunks

@@ -33,6 +33,7 @@ from kgsearch.writes.contributions import (
 from kgsearch.writes.graph import WriteContext
 from kgsearch.writes.rows import relationship_id
 from kgsearch.writes.stores import NameLookup
+from kgsearch.writes.validity import close_superseded, groups_of
 
 __all__ = [
     "BuiltGraph",
@@ -103,6 +104,10 @@ class _Edge:
     entries: Entries = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def single_valued(self) -> bool:
+        return any(e.get("one_value_per") for found in self.entries.values() for e in found)
+
 
 def _cut(text: str) -> str:
     text = " ".join(text.split())
@@ -161,6 +166,13 @@ def _collect(
             }
             if r.evidence.strip():  # the sentence that states it (offline facts)
                 entry["evidence"] = _cut(r.evidence)
+            for name, value in (
+                ("valid_from", r.valid_from),
+                ("valid_to", r.valid_to),
+                ("one_value_per", r.one_value_per),
+            ):
+                if value:
+                    entry[name] = value
             found = edge.entries.setdefault(chunk, [])
             if entry not in found:
                 found.append(entry)
@@ -333,6 +345,9 @@ def add_extractions(
             endpoints_checked=True,
         )
         write_batch(store, project, batch)
+        if any(e.single_valued for e in edges):
+            written = store.get_relationships(project, rel_ids)
+            close_superseded(ctx, groups_of(written))
     ctx.committed()
     return _built(items, entities, edges, len(batch.mentions))
 
@@ -358,8 +373,10 @@ def relationship_in(
     e: _Edge, id: str, ends: dict[Ref, Endpoint], old: Relationship | None, stamp: str
 ) -> RelationshipIn:
     """The relationship an extracted edge becomes: merged into the stored one ``old``
-    (its label, validity and, for one extraction did not create, description and
-    weight stay) or new."""
+    (its label and, for one extraction did not create, validity, description and
+    weight stay) or new. An extracted row's validity is what its chunks state (a later
+    fact of a single-valued relation closes it afterwards,
+    :mod:`kgsearch.writes.validity`)."""
     props: dict[str, Any] = dict(old.properties) if old is not None else {EXTRACTED: True}
     entries = merged_entries(contributions(props), e.entries)
     props, fields, source_chunks = relationship_fields(
@@ -367,8 +384,11 @@ def relationship_in(
     )
     props.update({k: v for k, v in e.provenance.items() if v})
     props["extracted_at"] = props.get("extracted_at", stamp)
+    valid_from = old.valid_from if old is not None else None
+    valid_to = old.valid_to if old is not None else None
     if fields is not None:
         description, weight = fields.description, fields.weight
+        valid_from, valid_to = fields.valid_from, fields.valid_to
     elif old is not None:
         description, weight = old.description, old.weight
     else:
@@ -383,8 +403,8 @@ def relationship_in(
         source_chunks=source_chunks,
         weight=weight,
         properties=props,
-        valid_from=old.valid_from if old is not None else None,
-        valid_to=old.valid_to if old is not None else None,
+        valid_from=valid_from,
+        valid_to=valid_to,
     )
 
 

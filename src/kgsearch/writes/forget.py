@@ -3,9 +3,11 @@
 Reference counting over the ``_chunks`` provenance (:mod:`kgsearch.writes.contributions`):
 a row's support is the set of chunks that contributed to it. Forgetting chunks removes
 their entries and their mention links; an extracted row left with no support is
-deleted, every other touched row has its description, keywords, weight and source
-chunks derived again from the entries that remain (no model call), and its embedding
-goes back to ``pending`` when its text changed. Rows extraction did not create (imported
+deleted, every other touched row has its description, keywords, weight, source
+chunks and validity derived again from the entries that remain (no model call), and
+its embedding goes back to ``pending`` when its text changed; the groups of
+single-valued relations are closed again (:mod:`kgsearch.writes.validity`), so a
+forgotten later fact opens the earlier one. Rows extraction did not create (imported
 data an extraction linked to) only lose the provenance.
 """
 
@@ -25,6 +27,7 @@ from kgsearch.writes.contributions import (
     without_chunks,
 )
 from kgsearch.writes.graph import WriteContext, add_objects, relationship_rows
+from kgsearch.writes.validity import close_superseded, groups_of
 
 __all__ = ["Rebuilt", "forget_chunks", "object_changes", "rebuild", "relationship_changes"]
 
@@ -90,6 +93,8 @@ def rebuild(
         rows = relationship_rows(inner, live)
         write_batch(store, project, GraphBatch(relationships=rows))
         done.relationships_updated = len(rows)
+        # a forgotten later fact opens the earlier one again
+        close_superseded(inner, {g for g in groups_of(rels) if g.key not in deleted})
     return done
 
 
@@ -119,16 +124,20 @@ def relationship_changes(
             label=r.label,
             properties=props,
             weight=fields.weight if fields is not None else r.weight,
-            valid_from=r.valid_from,
-            valid_to=r.valid_to,
+            valid_from=fields.valid_from if fields is not None else r.valid_from,
+            valid_to=fields.valid_to if fields is not None else r.valid_to,
             description=fields.description if fields is not None else r.description,
             source_chunks=chunks,
         )
-        if (props, updated.weight, updated.description, chunks) != (
+        now = (props, updated.weight, updated.description, chunks)
+        validity = (updated.valid_from, updated.valid_to)
+        if (*now, *validity) != (
             r.properties,
             r.weight,
             r.description,
             r.source_chunks,
+            r.valid_from,
+            r.valid_to,
         ):
             updates.append(updated)
     return updates, deletes

@@ -54,7 +54,7 @@ def test_is_an_extractor() -> None:
     extractor = LLMExtractor(FakeLLM(), PROMPT, gleanings=1, pack_chars=500)
     assert isinstance(extractor, Extractor)
     assert extractor.name == "llm"
-    assert extractor.version.startswith("fake:scripted|extract/software@1|glean1|pack500|quality:")
+    assert extractor.version.startswith("fake:scripted|extract/software@2|glean1|pack500|quality:")
     other = LLMExtractor(FakeLLM(), PROMPT, gleanings=1, pack_chars=500, max_relationships=3)
     assert other.version != extractor.version
     assert other.rules.max_relationships == 3
@@ -67,7 +67,7 @@ def test_extract_one_chunk() -> None:
     assert [e.name for e in result.graph.entities] == ["checkout service", "Kafka"]
     assert len(result.graph.relationships) == 1
     assert (result.extractor, result.model) == ("llm", "fake:scripted")
-    assert (result.prompt_id, result.prompt_version) == ("extract/software", "1")
+    assert (result.prompt_id, result.prompt_version) == ("extract/software", "2")
     assert result.calls == 1 and result.prompt_tokens > 0 and result.completion_tokens > 0
     assert result.raw == []
     [call] = llm.calls

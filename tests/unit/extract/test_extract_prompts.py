@@ -56,7 +56,7 @@ def test_snapshot(domain: str) -> None:
 def test_domain_prompt_content(domain: str) -> None:
     prompt = load_prompt(domain)
     assert prompt.id == f"extract/{domain}"
-    assert prompt.version == "1"
+    assert prompt.version == "2"
     assert len(prompt.entity_types) >= 5
     assert prompt.instructions and prompt.examples
     system, user = render(prompt, CHUNK)
@@ -112,7 +112,7 @@ def test_settings_overrides() -> None:
     assert prompt.instructions.startswith("Focus on architecture")
     assert prompt.language == "German"
     assert [e.text for e in prompt.examples] == ["Billing reads the invoices topic."]
-    assert prompt.version.startswith("1+custom.")
+    assert prompt.version.startswith("2+custom.")
     system = render(prompt, CHUNK)[0].content
     assert "Entity types: service, queue." in system
     assert "in\nGerman" in system or "German" in system
