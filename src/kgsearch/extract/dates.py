@@ -215,7 +215,14 @@ def fact_dates(doc: Doc, trigger: int) -> tuple[str | None, str | None]:
     ("1991 to 1996") gives both; "between X and Y" gives both. Dates attached elsewhere
     in the sentence (a birth date in brackets, another verb's date) are not the fact's.
     """
-    dates = {i: ent for ent in doc.ents if ent.label_ == "DATE" for i in range(ent.start, ent.end)}
+    if doc[trigger].ent_type_ and doc[trigger].ent_type_ != "DATE":
+        return None, None  # two names side by side ("London, England") state no time
+    dates = {
+        i: ent
+        for ent in doc.ents
+        if ent.label_ == "DATE" and not _before_christ(doc, ent)
+        for i in range(ent.start, ent.end)
+    }
     if not dates:
         return None, None
     start: str | None = None
@@ -234,6 +241,14 @@ def fact_dates(doc: Doc, trigger: int) -> tuple[str | None, str | None]:
         else:
             at = at or normalise_date(ent.text)
     return start or at, end
+
+
+def _before_christ(doc: Doc, ent: Span) -> bool:
+    """Whether the date is BC ("the 1st century BC", "95 BC"): the era may be a word
+    of its own after the entity, or inside it."""
+    era = {"bc", "bce", "b.c.", "b.c.e."}
+    after = doc[ent.end].lower_ if ent.end < len(doc) else ""
+    return after in era or any(t.lower_ in era for t in ent)
 
 
 def _anchors(trigger: Token) -> list[Token]:

