@@ -154,6 +154,12 @@ class ExtractSettings(BaseModel):
         alias="schema",
         description="Graph schema for --extractor llm: a .toml/.json/.yaml file or an inline table",
     )
+    schema_label_similarity: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="Map off-schema labels by embedding at this cosine (0.85 tried; off)",
+    )
     summaries: Literal["extractive", "llm"] = Field(
         default="extractive",
         description="Long merged descriptions: central sentences (offline) or LLM summaries",

@@ -118,7 +118,7 @@ class EngineCore:
         self._keywords_llm: LLM | None = None
         self._keywords_lock = threading.Lock()
         self._extractor_factory = extractors or providers.extractor_factory(
-            self.extract_settings, self.llm_settings, store, self.llm_guard
+            self.extract_settings, self.llm_settings, store, self.llm_guard, lambda: self.embedder
         )
         self._extractors: dict[tuple[str, str], Extractor] = {}
         self._extractors_lock = threading.Lock()

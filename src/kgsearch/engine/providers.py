@@ -8,14 +8,16 @@ chooses a provider.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
 from pydantic import SecretStr
 
 from kgsearch import registry
 from kgsearch.config import ExtractSettings, LLMSettings, config_path
+from kgsearch.embed.base import Embedder
 from kgsearch.errors import InvalidRequest
+from kgsearch.extract.conform import SimilarLabels
 from kgsearch.extract.ontology import schema_from_setting
 from kgsearch.extract.prompts import prompt_from_settings, with_schema
 from kgsearch.extract.quality import QualityFiltered, QualityRules
@@ -59,6 +61,7 @@ class ExtractorInput:
         guard: Deadline and breaker for provider calls, if any.
         domain: The domain the extractor is for.
         shared: Per-factory state a part keeps between domains (a loaded model).
+        embedder: Returns the project's embedder (schema labels mapped by embedding).
     """
 
     settings: ExtractSettings
@@ -67,6 +70,7 @@ class ExtractorInput:
     guard: CallGuard | None
     domain: str
     shared: dict[str, Extractor] = field(default_factory=dict)
+    embedder: Callable[[], Embedder] | None = None
 
 
 EXTRACTORS: Registry[Callable[[ExtractorInput], Extractor]] = Registry("extractor")
@@ -145,10 +149,12 @@ def extractor_factory(
     llm: LLMSettings,
     cache: ResponseCache | None,
     guard: CallGuard | None = None,
+    embedder: Callable[[], Embedder] | None = None,
 ) -> ExtractorFactory:
     """The default extractor factory: spaCy offline, or the LLM extractor over the
     configured provider (every one through ``guard``). The spaCy model loads once, on
-    first use, and is shared by every domain (it has none)."""
+    first use, and is shared by every domain (it has none); ``embedder`` (the project's)
+    is loaded only when a schema label needs mapping by embedding."""
     shared: dict[str, Extractor] = {}
 
     def make(name: str, domain: str) -> Extractor:
@@ -159,7 +165,8 @@ def extractor_factory(
             )
         if name not in EXTRACTORS:
             _unknown(name)
-        return EXTRACTORS.get(name)(ExtractorInput(settings, llm, cache, guard, domain, shared))
+        given = ExtractorInput(settings, llm, cache, guard, domain, shared, embedder)
+        return EXTRACTORS.get(name)(given)
 
     return make
 
@@ -178,10 +185,14 @@ def _llm(given: ExtractorInput) -> Extractor:
         prompt_from_settings({**settings.model_dump(exclude_none=True), "domain": given.domain}),
         schema_from_setting(settings.schema_, base=config_path().parent),
     )
+    rules = quality_rules(settings, extractive=False)
+    if settings.schema_label_similarity and given.embedder is not None:
+        similar = SimilarLabels(given.embedder, threshold=settings.schema_label_similarity)
+        rules = replace(rules, similar_labels=similar)
     return LLMExtractor(
         make_llm(given.llm, given.cache, given.guard),
         prompt,
-        rules=quality_rules(settings, extractive=False),
+        rules=rules,
         gleanings=settings.gleanings,
         pack_chars=settings.pack_chars,
         max_workers=given.llm.max_concurrency,

@@ -12,6 +12,10 @@
   checked against patterns);
 - a relationship's label is mapped the same way onto the schema's relation types, else
   rejected ``off_schema``; so is one whose endpoint was rejected ``off_schema``;
+- with :class:`SimilarLabels` (the project's embedder), a type or label no name matches
+  is mapped onto the schema's whose name or alias is most similar by embedding, when
+  that similarity reaches its threshold and leads the next type's by its margin (the
+  signal then says ``"by": "embedding"`` and the similarity);
 - a relationship whose endpoint has a type (from the chunk's entity list) outside the
   relation's allowed source or target types is turned round when both ends are typed
   and the reversed pattern fits (a ``reversed_to_schema`` signal: "Grace Hopper chief
@@ -28,12 +32,24 @@ Each mapping is recorded as a ``mapped_to_schema`` signal (``{"from", "to"}``), 
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from kgsearch.embed.base import Embedder, Vector
 from kgsearch.extract.ontology import EntityType, GraphSchema, RelationType
 from kgsearch.extract.schema import ExtractedEntity, ExtractedGraph, ExtractedRelation, Rejection
 
-__all__ = ["GENERIC_TYPES", "Conformed", "SchemaMatcher", "conform", "label_words"]
+__all__ = [
+    "GENERIC_TYPES",
+    "Conformed",
+    "SchemaMatcher",
+    "SimilarLabels",
+    "conform",
+    "label_words",
+]
 
 GENERIC_TYPES = frozenset({"", "entity", "other", "unknown", "thing"})
 """Entity types that say nothing: left untyped under a schema, never rejected."""
@@ -74,16 +90,19 @@ class _Names:
 
     exact: dict[str, str]
     tokens: tuple[tuple[str, frozenset[str]], ...]
+    forms: tuple[tuple[str, str], ...]
 
     @classmethod
     def of(cls, items: tuple[EntityType, ...] | tuple[RelationType, ...]) -> _Names:
         exact: dict[str, str] = {}
         tokens = []
+        forms = []
         for item in items:
             for form in (item.name, *item.aliases):
                 exact.setdefault(_stemmed(label_words(form)), item.name)
                 tokens.append((item.name, _tokens(label_words(form))))
-        return cls(exact, tuple(tokens))
+                forms.append((item.name, form))
+        return cls(exact, tuple(tokens), tuple(forms))
 
     def match(self, label: str) -> str | None:
         """The schema name ``label`` stands for, or None when none is clear."""
@@ -104,6 +123,62 @@ class _Names:
         if len(ranked) > 1 and ranked[1][1] == ranked[0][1]:
             return None
         return ranked[0][0]
+
+
+class SimilarLabels:
+    """Maps a label no schema name matches onto the most similar one by embedding.
+
+    Args:
+        embedder: Returns the embedder (the project's), called on the first label that
+            needs it, so a reply whose labels all match by name loads no model.
+        threshold: Least cosine similarity of the label's words to a type's name or
+            alias (as words) for the mapping.
+        margin: How far the best type must lead the next one; closer is not clear.
+    """
+
+    def __init__(
+        self, embedder: Callable[[], Embedder], *, threshold: float = 0.8, margin: float = 0.02
+    ) -> None:
+        self._embedder = embedder
+        self.threshold = threshold
+        self.margin = margin
+        self._vectors: dict[str, Vector] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def id(self) -> str:
+        """What changes its answers (part of the quality rules' digest)."""
+        return f"embedding>={self.threshold}/{self.margin}"
+
+    def _embedded(self, texts: list[str]) -> list[Vector]:
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+            if missing:
+                for text, vector in zip(
+                    missing, self._embedder().embed_documents(missing), strict=True
+                ):
+                    norm = float(np.linalg.norm(vector)) or 1.0
+                    self._vectors[text] = (np.asarray(vector, dtype=np.float32) / norm).astype(
+                        np.float32
+                    )
+            return [self._vectors[t] for t in texts]
+
+    def closest(self, label: str, forms: tuple[tuple[str, str], ...]) -> tuple[str, float] | None:
+        """The schema name (of ``(name, form)`` pairs) most similar to ``label`` and the
+        similarity, or None when none reaches the threshold or leads clearly."""
+        words = label_words(label)
+        if not words or not forms:
+            return None
+        mine, *theirs = self._embedded([words, *(label_words(f) for _, f in forms)])
+        best: dict[str, float] = {}
+        for (name, _), vector in zip(forms, theirs, strict=True):
+            best[name] = max(best.get(name, -1.0), float(np.dot(mine, vector)))
+        ranked = sorted(best.items(), key=lambda kv: kv[1], reverse=True)
+        if ranked[0][1] < self.threshold:
+            return None
+        if len(ranked) > 1 and ranked[0][1] - ranked[1][1] < self.margin:
+            return None
+        return ranked[0][0], round(ranked[0][1], 4)
 
 
 @dataclass(frozen=True)
@@ -154,13 +229,28 @@ class Conformed:
     graph: ExtractedGraph
     rejected: list[Rejection] = field(default_factory=list)
     signals: list[Rejection] = field(default_factory=list)
+    similar: SimilarLabels | None = field(default=None, repr=False)
+    by_embedding: dict[tuple[str, str], float] = field(default_factory=dict, repr=False)
+
+    def match(self, kind: str, label: str, names: _Names, by_name: str | None) -> str | None:
+        """``by_name`` when the name matched, else the embedding's choice (recorded)."""
+        if by_name is not None or self.similar is None:
+            return by_name
+        found = self.similar.closest(label, names.forms)
+        if found is None:
+            return None
+        self.by_embedding[(kind, label)] = found[1]
+        return found[0]
 
 
-def conform(graph: ExtractedGraph, schema: GraphSchema) -> Conformed:
+def conform(
+    graph: ExtractedGraph, schema: GraphSchema, *, similar: SimilarLabels | None = None
+) -> Conformed:
     """Map ``graph``'s entity types and relation labels onto ``schema`` and reject what
-    does not fit (see the module docstring)."""
+    does not fit (see the module docstring); ``similar`` maps by embedding what no
+    name matches."""
     matcher = SchemaMatcher.of(schema)
-    out = Conformed(graph=ExtractedGraph())
+    out = Conformed(graph=ExtractedGraph(), similar=similar)
     types: dict[str, str] = {}
     off: set[str] = set()
     for entity in graph.entities:
@@ -180,7 +270,10 @@ def conform(graph: ExtractedGraph, schema: GraphSchema) -> Conformed:
 
 
 def _mapped(out: Conformed, kind: str, before: str, after: str) -> None:
-    item = {"from": before, "to": after}
+    item: dict[str, object] = {"from": before, "to": after}
+    similarity = out.by_embedding.get((kind, before))
+    if similarity is not None:
+        item.update({"by": "embedding", "similarity": similarity})
     out.signals.append(Rejection(kind=kind, reason="mapped_to_schema", item=item))
 
 
@@ -191,6 +284,8 @@ def _entity(
     if given.casefold() in GENERIC_TYPES:
         return entity
     name = matcher.entity_type(given)
+    if matcher.schema.entity_types:
+        name = out.match("entity", given, matcher.entities, name)
     if name is None:
         out.rejected.append(Rejection(kind="entity", reason="off_schema", item=entity.model_dump()))
         return None
@@ -228,6 +323,8 @@ def _relation(
         )
 
     label = matcher.relation(relation.relation) if relation.relation.strip() else None
+    if relation.relation.strip() and matcher.schema.relation_types:
+        label = out.match("relationship", relation.relation, matcher.relations, label)
     source, target = relation.source.casefold().strip(), relation.target.casefold().strip()
     if label is None or source in off or target in off:
         reject("off_schema")

@@ -31,9 +31,9 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
-from kgsearch.extract.conform import conform
+from kgsearch.extract.conform import SimilarLabels, conform
 from kgsearch.extract.ontology import GraphSchema
 from kgsearch.extract.schema import (
     ChunkText,
@@ -120,6 +120,9 @@ class QualityRules:
         schema: Hold every item to this graph schema first
             (:func:`kgsearch.extract.conform.conform`: labels mapped onto it, or
             rejected ``off_schema`` / ``pattern_mismatch``); None: open extraction.
+        similar_labels: Under a schema, map a type or label no name matches onto the
+            most similar one by embedding (:class:`~kgsearch.extract.conform.SimilarLabels`);
+            None: by name only.
     """
 
     min_description_length: int = 50
@@ -133,15 +136,19 @@ class QualityRules:
     strict_in_text: bool = False
     example_names: tuple[str, ...] = ()
     schema: GraphSchema | None = None
+    similar_labels: SimilarLabels | None = field(default=None, compare=False)
 
 
 def rules_digest(rules: QualityRules) -> str:
     """Eight hex digits that change with any rule (the schema by its digest; without
     one, the same digest as before schemas existed)."""
-    fields = {k: v for k, v in asdict(rules).items() if k != "schema"}
-    text = repr(sorted(fields.items()))
+    skipped = ("schema", "similar_labels")
+    values = {f.name: getattr(rules, f.name) for f in fields(rules) if f.name not in skipped}
+    text = repr(sorted(values.items()))
     if rules.schema is not None:
         text += f"|schema:{rules.schema.digest}"
+        if rules.similar_labels is not None:
+            text += f"|labels:{rules.similar_labels.id}"
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
@@ -277,7 +284,7 @@ def apply_quality(result: ExtractionResult, text: str, rules: QualityRules) -> E
     schema_rejected: list[Rejection] = []
     schema_signals: list[Rejection] = []
     if rules.schema is not None:
-        held = conform(graph_in, rules.schema)
+        held = conform(graph_in, rules.schema, similar=rules.similar_labels)
         graph_in, schema_rejected, schema_signals = held.graph, held.rejected, held.signals
     state = _Pass(
         text=normalize_name(text),
