@@ -17,6 +17,7 @@ from kgsearch.model import ChunkIn, Filters, Relationship, SourceIn
 from kgsearch.writes.contributions import INVALIDATED
 from kgsearch.writes.extracted import ChunkExtraction, add_extractions
 from kgsearch.writes.forget import forget_chunks
+from kgsearch.writes.merge import merge_objects
 
 OFFICE = "Duke of Medina Sidonia"
 
@@ -175,3 +176,26 @@ def test_an_unreadable_date_is_dropped_and_the_fact_kept(engine: Engine) -> None
     rel = by_holder(engine)["Gaspar Alfonso"]
     assert (rel.valid_from, rel.valid_to) == (None, None)
     assert "valid_from" not in rel.properties["_chunks"]["c0"][0]
+
+
+def test_merging_two_spellings_of_a_holder_keeps_the_closing_right(engine: Engine) -> None:
+    setup(engine)
+    write(
+        engine,
+        holder("c0", "Gaspar Alfonso", "1636"),
+        holder("c1", "Juan Claros", "1667"),
+        holder("c2", "Juan Claros Pérez", "1667"),
+    )
+    names = {o.name: o.id for o in engine.store.iter_rows("default", "object")}
+    merge_objects(
+        engine._writes(None),
+        names["Juan Claros"],
+        [names["Juan Claros Pérez"]],
+        compatible=lambda a, b: True,
+    )
+    rels = by_holder(engine)
+    assert set(rels) == {"Gaspar Alfonso", "Juan Claros"}
+    alfonso = rels["Gaspar Alfonso"]
+    assert alfonso.valid_to == year(1667)
+    assert alfonso.properties[INVALIDATED]["by"] == rels["Juan Claros"].id  # a live row
+    assert rels["Juan Claros"].valid_to is None
