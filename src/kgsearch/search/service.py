@@ -43,6 +43,7 @@ from kgsearch.search.request import (
     RagContext,
     SearchRequest,
     SearchResponse,
+    SearchResult,
     TextResult,
     validate_request,
 )
@@ -325,15 +326,39 @@ when the caller sets no ``limit``: enough passages to fill the budget."""
 
 def _documents_request(
     setup: SearchSetup, request: SearchRequest | str, options: Mapping[str, Any]
-) -> tuple[SearchRequest, bool]:
-    """The request a context or an answer runs, and whether the project is a graph
-    built from documents (then at least :data:`CONTEXT_RESULTS` results unless the
-    caller set a limit)."""
+) -> tuple[SearchRequest, int | None]:
+    """The request a context or an answer runs and, on a graph built from documents,
+    the limit it keeps to (else None).
+
+    On such a graph the limit counts passages and facts apart: the search is asked
+    for twice the limit (at least :data:`CONTEXT_RESULTS`, which is also the limit
+    when the caller sets none), and :func:`_evidence_results` keeps up to ``limit``
+    passages and up to ``limit`` entities and relationships, so facts ranked above a
+    passage never take its place; the packing shares the budget
+    (:func:`~kgsearch.search.context.pack_evidence`)."""
     req = search_request(request, options)
-    documents = setup.has_documents
-    if documents and "limit" not in req.model_fields_set and req.limit < CONTEXT_RESULTS:
-        req = validate_request({**req.model_dump(exclude_unset=True), "limit": CONTEXT_RESULTS})
-    return req, documents
+    if not setup.has_documents:
+        return req, None
+    limit = req.limit
+    if "limit" not in req.model_fields_set:
+        limit = max(limit, CONTEXT_RESULTS)
+    wide = min(max(2 * limit, CONTEXT_RESULTS), _MAX_LIMIT)
+    if wide != req.limit:
+        req = validate_request({**req.model_dump(exclude_unset=True), "limit": wide})
+    return req, limit
+
+
+_MAX_LIMIT = 100
+"""The request's own bound on ``limit``."""
+
+
+def _evidence_results(results: Sequence[SearchResult], limit: int) -> list[SearchResult]:
+    """The first ``limit`` passages and the first ``limit`` other results (the
+    search's order kept): the packing, not the ranking, shares the budget."""
+    texts = [r for r in results if isinstance(r, TextResult)][:limit]
+    others = [r for r in results if not isinstance(r, TextResult)][:limit]
+    keep = {id(r) for r in (*texts, *others)}
+    return [r for r in results if id(r) in keep]
 
 
 def passages(setup: SearchSetup, response: SearchResponse) -> dict[str, Passage]:
@@ -393,6 +418,10 @@ def context(
         raise InvalidRequest(f"unknown context style {style!r}; use lines or sections")
     req, documents = _documents_request(setup, request, options)
     response = search(setup, req, {})
+    if documents is not None:
+        response = response.model_copy(
+            update={"results": _evidence_results(response.results, documents)}
+        )
     count = setup.embedder().count_tokens
     # community reports first: they answer the broad questions their scope is asked for
     reports, citations = format_reports(
@@ -400,7 +429,7 @@ def context(
     )
     budget = max_tokens - (count(reports + "\n\n") if reports else 0)
     text = ""
-    if budget > 0 and documents:
+    if budget > 0 and documents is not None:
         text, cited = pack_evidence(
             response.results,
             passages(setup, response),
@@ -447,8 +476,12 @@ def ask(
         raise InvalidRequest("max_tokens must be between 1 and 100000")
     req, documents = _documents_request(setup, question, options)
     response = search(setup, req, {})
+    if documents is not None:
+        response = response.model_copy(
+            update={"results": _evidence_results(response.results, documents)}
+        )
     count = setup.embedder().count_tokens
-    if not documents:
+    if documents is None:
         text, citations = format_sections(
             response.results, max_tokens=max_tokens, count_tokens=count
         )
