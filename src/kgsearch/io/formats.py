@@ -12,6 +12,7 @@ page when the PDF has an outline. These three go through maintained libraries in
 from __future__ import annotations
 
 import io
+import logging
 import re
 import zipfile
 from collections.abc import Iterator
@@ -195,12 +196,20 @@ def _html(data: bytes) -> tuple[str, tuple[Section, ...]]:
     return sections_from_blocks(flow.blocks)
 
 
+_QUIET = logging.NullHandler()
+
+
 def _pdf(data: bytes) -> tuple[str, tuple[Section, ...]]:
     try:
         from pypdf import PdfReader
         from pypdf.errors import PdfReadError
     except ImportError as exc:
         raise _missing("pypdf", ".pdf") from exc
+    # pypdf logs what it repairs ("invalid pdf header", "EOF marker not found"); with no
+    # handler, Python's last resort printed those on stderr after kgsearch's own message
+    # for the file. A null handler keeps them out of the terminal; an application that
+    # configures logging still receives them.
+    logging.getLogger("pypdf").addHandler(_QUIET)
     try:
         reader = PdfReader(io.BytesIO(data))
         if len(reader.pages) > MAX_PDF_PAGES:
