@@ -11,7 +11,7 @@ from kgsearch import ChunkIn, Engine, ObjectIn, RelationshipIn
 from kgsearch.search.context import Passage, format_sections, pack_evidence, sentences
 from kgsearch.search.extractive import best_sentences, extractive_answer
 from kgsearch.search.request import GraphResult, RelationshipResult, TextResult
-from kgsearch.search.service import DocumentsCache
+from kgsearch.search.service import DocumentsCache, _evidence_results
 from kgsearch.store import connect
 from kgsearch.testing import FakeEmbedder, FakeExtractor
 
@@ -319,3 +319,31 @@ def test_a_fact_its_passage_states_is_quoted_as_the_passages_sentence() -> None:
     # a fact whose passage is not in the context still competes
     alone = best_sentences("Where was Hans Edler born?", [("S1", "Stockholm is big.")], [fact])
     assert alone[0].cite == "R1"
+
+
+def test_the_limit_counts_passages_and_facts_apart() -> None:
+    hits: list[Result] = [
+        fact("r1", "a"),
+        fact("r2", "b"),
+        text_hit("c1"),
+        fact("r3", "c"),
+        text_hit("c2"),
+        text_hit("c3"),
+    ]
+
+    kept = _evidence_results(hits, 2)
+
+    assert [r.id for r in kept] == ["r1", "r2", "c1", "c2"]
+
+
+def test_facts_ranked_first_do_not_take_the_passages_place(documents: Engine) -> None:
+    with documents:
+        top = documents.search(QUESTION, limit=2, result_types="both").results
+        found = documents.context(
+            QUESTION, max_tokens=1000, style="sections", limit=2, result_types="both"
+        )
+
+    assert sum(isinstance(r, TextResult) for r in top) < 2  # facts outrank the passages
+    sources = [c for c in found.citations if c.startswith("S")]
+    assert len(sources) == 2, found.context
+    assert ANSWER in found.context

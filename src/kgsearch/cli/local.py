@@ -71,8 +71,7 @@ def context(state: State, /, query: str, max_tokens: int, sections: bool, **opti
 def _names(engine: Engine, value: Explain) -> dict[str, str]:
     """A readable name for each row an explanation shows (leg keys and fused ids)."""
     keys = {h.key for hits in value.legs.values() for h in hits[:10]}
-    kinds = {"graph": "object", "relationship": "relationship", "text": "chunk"}
-    keys |= {f"{kinds[r.type]}:{r.id}" for r in value.fused}
+    keys |= {f"{r.kind}:{r.id}" for r in value.fused}
     names: dict[str, str] = {}
     for key in keys:
         kind, _, id_ = key.partition(":")
@@ -104,7 +103,7 @@ def _render_explain(value: Explain, names: dict[str, str]) -> None:
     for i, r in enumerate(value.fused, 1):
         grid.add_row(
             str(i),
-            r.type,
+            r.kind,
             escape(names.get(r.id, r.id)),
             relative(r.score, top),
             ", ".join(f"{f.leg}#{f.rank}" for f in r.found_by),

@@ -134,6 +134,11 @@ def build_request(
     return request
 
 
+KINDS = {"graph": "object", "relationship": "relationship", "text": "chunk"}
+"""A result's wire ``type`` → what a table calls it (the light CLI's copy of
+``kgsearch.search.request.RESULT_KINDS``, which needs pydantic)."""
+
+
 def render_results(response: dict[str, Any]) -> None:
     """The search results table (from the response as JSON, in process or from a server)."""
     grid = table("#", "type", "result", "relevance", "id", "found by")
@@ -150,7 +155,8 @@ def render_results(response: dict[str, Any]) -> None:
             text = escape(" ".join(r["snippet"].split())[:160])
             if r.get("section"):
                 text = f"[dim]{escape(r['section'])}:[/] {text}"
-        grid.add_row(str(i), r["type"], text, relative(r["score"], top), r["id"], _legs(r))
+        kind = KINDS.get(r["type"], r["type"])
+        grid.add_row(str(i), kind, text, relative(r["score"], top), r["id"], _legs(r))
     # reports are ranked on a scale of their own: relative to the best report
     best = communities[0]["score"] if communities else 0.0
     for i, c in enumerate(communities, len(results) + 1):

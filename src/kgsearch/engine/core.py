@@ -28,7 +28,7 @@ from kgsearch.model import (
 )
 from kgsearch.search.query_cache import QueryCache
 from kgsearch.search.rerank import CrossEncoder
-from kgsearch.search.service import DocumentsCache, SearchSetup, StoreInfoCache
+from kgsearch.search.service import CoverageCache, DocumentsCache, SearchSetup, StoreInfoCache
 from kgsearch.store import connect
 from kgsearch.store.base import Store
 from kgsearch.text import EnrichmentConfig, load_enrichment_config
@@ -136,6 +136,7 @@ class EngineCore:
         self._rules: TextRules | None = None
         self._info = StoreInfoCache(store)
         self._documents = DocumentsCache(store)
+        self._coverage = CoverageCache(store)
 
     @classmethod
     def from_settings(
@@ -277,6 +278,7 @@ class EngineCore:
             self.query_cache,
             self._keywords_model,
             self._documents,
+            self._coverage,
         )
 
     def _keywords_model(self) -> LLM:

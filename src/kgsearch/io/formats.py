@@ -2,17 +2,21 @@
 
 Markdown and reStructuredText split at their headings and plain text is one section
 (:mod:`kgsearch.text.sections`). HTML splits at ``h1``–``h6``, ``<pre>`` blocks and
-tables are unmined, and so is inline ``<code>``; DOCX splits at its ``Heading N`` (and
-``Title``) paragraph styles, with tables and code-styled paragraphs unmined; a PDF is
-one section per page, ``Page N``, under the outline (bookmark) titles open on that
-page when the PDF has an outline. These three go through maintained libraries in the
-``documents`` extra (beautifulsoup4, python-docx, pypdf).
+tables are unmined, and so is inline ``<code>``; navigation (``<nav>``, and the site's
+navigation, search, banner and footer landmarks by ARIA role) is dropped. DOCX splits
+at its ``Heading N`` (and ``Title``) paragraph styles, with tables and code-styled
+paragraphs unmined; a PDF is one section per page, ``Page N``, under the outline
+(bookmark) titles open on that page when the PDF has an outline, its text
+NFKC-normalised (ligatures as letters). These three go through maintained libraries in
+the ``documents`` extra (beautifulsoup4, python-docx, pypdf).
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import re
+import unicodedata
 import zipfile
 from collections.abc import Iterator
 from typing import Any
@@ -39,7 +43,10 @@ MAX_PDF_PAGES = 5_000
 MAX_TEXT_CHARS = 50 * 1024 * 1024
 """Characters of text one document may give (a small PDF can expand to much more)."""
 _HEADING = re.compile(r"^h([1-6])$")
-_SKIPPED = frozenset({"script", "style", "noscript", "template", "head"})
+_SKIPPED = frozenset({"script", "style", "noscript", "template", "head", "nav"})
+# ARIA landmarks around the content: site navigation, search box, site header and
+# footer (a Sphinx page's sidebar and "related" bars say role="navigation")
+_SKIPPED_ROLES = frozenset({"navigation", "search", "banner", "contentinfo"})
 _INLINE_CODE = frozenset({"code", "kbd", "samp", "tt"})
 # Elements after which text starts a new paragraph (everything else runs inline).
 _BLOCKS = frozenset(
@@ -66,7 +73,6 @@ _BLOCKS = frozenset(
         "html",
         "li",
         "main",
-        "nav",
         "ol",
         "p",
         "section",
@@ -154,6 +160,8 @@ def _walk_html(node: object, flow: _Flow, *, code: bool = False) -> None:
         return
     if not isinstance(node, Tag) or node.name in _SKIPPED:
         return
+    if str(node.get("role") or "").lower() in _SKIPPED_ROLES:
+        return
     name = node.name.lower()
     heading = _HEADING.match(name)
     if heading:
@@ -195,12 +203,20 @@ def _html(data: bytes) -> tuple[str, tuple[Section, ...]]:
     return sections_from_blocks(flow.blocks)
 
 
+_QUIET = logging.NullHandler()
+
+
 def _pdf(data: bytes) -> tuple[str, tuple[Section, ...]]:
     try:
         from pypdf import PdfReader
         from pypdf.errors import PdfReadError
     except ImportError as exc:
         raise _missing("pypdf", ".pdf") from exc
+    # pypdf logs what it repairs ("invalid pdf header", "EOF marker not found"); with no
+    # handler, Python's last resort printed those on stderr after kgsearch's own message
+    # for the file. A null handler keeps them out of the terminal; an application that
+    # configures logging still receives them.
+    logging.getLogger("pypdf").addHandler(_QUIET)
     try:
         reader = PdfReader(io.BytesIO(data))
         if len(reader.pages) > MAX_PDF_PAGES:
@@ -208,7 +224,8 @@ def _pdf(data: bytes) -> tuple[str, tuple[Section, ...]]:
         pages: list[str] = []
         chars = 0
         for page in reader.pages:
-            pages.append(page.extract_text() or "")
+            # NFKC: ligatures as letters ("ﬁle" → "file"), as search and extraction expect
+            pages.append(unicodedata.normalize("NFKC", page.extract_text() or ""))
             chars += len(pages[-1])
             if chars > MAX_TEXT_CHARS:
                 raise _TooLarge(f"a PDF whose text is over {MAX_TEXT_CHARS:,} characters")

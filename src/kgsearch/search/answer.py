@@ -46,7 +46,6 @@ ANSWER_MAX_TOKENS = 800
 TOP_FACTS = 5
 """Context items an offline (``--no-llm``) answer lists."""
 
-_KINDS = {"graph": "object", "relationship": "relationship", "text": "chunk"}
 _CITE = re.compile(r"\[([ERS]\d+)\]")
 
 Result = GraphResult | RelationshipResult | TextResult
@@ -119,7 +118,7 @@ def references(
         return f"({label}) {_text(by_id[id_])}" if label else _text(by_id[id_])
 
     found = [
-        Reference(cite=cite, kind=_KINDS[by_id[id_].type], id=id_, text=text(id_))
+        Reference(cite=cite, kind=by_id[id_].kind, id=id_, text=text(id_))
         for cite, id_ in citations.items()
         if id_ in by_id
     ]

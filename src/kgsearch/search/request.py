@@ -266,6 +266,10 @@ class _Result(_Model):
     found_by: list[LegHit] = Field(default_factory=list)
 
 
+RESULT_KINDS = {"graph": "object", "relationship": "relationship", "text": "chunk"}
+"""A result's wire ``type`` (the seed's names) → what it is in the data model."""
+
+
 class GraphResult(_Result):
     """An object hit."""
 
@@ -276,6 +280,12 @@ class GraphResult(_Result):
     fields: dict[str, Any] = Field(default_factory=dict)
     labels: list[str] = Field(default_factory=list)
     text: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """What the hit is, in the data model's words (``type`` is the wire name,
+        ``graph``, kept for the seed's clients)."""
+        return "object"
 
 
 class RelationshipResult(_Result):
@@ -289,6 +299,11 @@ class RelationshipResult(_Result):
     label: str | None = None
     properties: dict[str, Any] = Field(default_factory=dict)
 
+    @property
+    def kind(self) -> str:
+        """What the hit is: ``relationship``."""
+        return "relationship"
+
 
 class TextResult(_Result):
     """A chunk hit."""
@@ -298,6 +313,11 @@ class TextResult(_Result):
     source_id: str | None = None
     section: str | None = None
     """The chunk's section path in its document (``Guide > Install > Linux``), if any."""
+
+    @property
+    def kind(self) -> str:
+        """What the hit is: ``chunk`` (``type`` is the wire name, ``text``)."""
+        return "chunk"
 
 
 SearchResult = Annotated[GraphResult | RelationshipResult | TextResult, Field(discriminator="type")]
@@ -351,6 +371,11 @@ class FusedHit(_Model):
     id: str
     score: float
     found_by: list[LegHit] = Field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        """What the hit is: ``object``, ``relationship`` or ``chunk``."""
+        return RESULT_KINDS[self.type]
 
 
 class Explain(_Model):

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kgsearch.embed.base import Embedder, Vector
 from kgsearch.embed.guard import QueryGuard
@@ -43,13 +43,14 @@ from kgsearch.search.request import (
     RagContext,
     SearchRequest,
     SearchResponse,
+    SearchResult,
     TextResult,
     validate_request,
 )
 from kgsearch.search.rerank import CrossEncoder
 from kgsearch.search.response import explain as explained
 from kgsearch.search.statements import Traces
-from kgsearch.store.base import GraphReads, Lifecycle, StoreInfo
+from kgsearch.store.base import EmbeddingQueue, GraphReads, Lifecycle, StoreInfo
 
 __all__ = [
     "CONTEXT_RESULTS",
@@ -68,6 +69,8 @@ __all__ = [
 # How long a search trusts the store info it read: another process's switch of model
 # shows after at most this long (sooner when the dimensions changed too).
 INFO_TTL_SECONDS = 5.0
+
+T = TypeVar("T")
 
 
 class StoreInfoCache:
@@ -109,17 +112,40 @@ class StoreInfoCache:
         self._info = None
 
 
-class DocumentsCache:
-    """Whether a project is a graph built from documents: it holds at least one chunk.
-
-    One cheap read (the first chunk of the project, if any) per project, trusted for
-    ``ttl`` seconds, so a search pays for it at most once in that time.
+class ProjectCache(Generic[T]):
+    """One cheap per-project read, trusted for ``ttl`` seconds, so a search pays for it
+    at most once in that time.
 
     Args:
-        store: The store asked.
+        read: The read, given the project.
         ttl: Seconds an answer is trusted.
         clock: Monotonic seconds (tests pass their own).
     """
+
+    def __init__(
+        self,
+        read: Callable[[str], T],
+        *,
+        ttl: float = INFO_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.read = read
+        self.ttl = ttl
+        self.clock = clock
+        self._seen: dict[str, tuple[T, float]] = {}
+
+    def get(self, project: str) -> T:
+        """The read's answer for ``project`` (read again only when due)."""
+        now = self.clock()
+        seen = self._seen.get(project)
+        if seen is None or now - seen[1] >= self.ttl:
+            seen = self._seen[project] = (self.read(project), now)
+        return seen[0]
+
+
+class DocumentsCache(ProjectCache[bool]):
+    """Whether a project is a graph built from documents: it holds at least one chunk
+    (one read of the project's first chunk, if any, per ``ttl``)."""
 
     def __init__(
         self,
@@ -128,19 +154,25 @@ class DocumentsCache:
         ttl: float = INFO_TTL_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.store = store
-        self.ttl = ttl
-        self.clock = clock
-        self._seen: dict[str, tuple[bool, float]] = {}
+        super().__init__(
+            lambda project: bool(store.list_rows(project, "chunk", limit=1).items),
+            ttl=ttl,
+            clock=clock,
+        )
 
-    def get(self, project: str) -> bool:
-        """Whether ``project`` holds chunks (read from the store only when due)."""
-        now = self.clock()
-        seen = self._seen.get(project)
-        if seen is None or now - seen[1] >= self.ttl:
-            has = bool(self.store.list_rows(project, "chunk", limit=1).items)
-            seen = self._seen[project] = (has, now)
-        return seen[0]
+
+class CoverageCache(ProjectCache[int]):
+    """How many of a project's rows have no vector (pending, failed or dead): a search
+    by meaning misses them, and says so (one indexed count per kind per ``ttl``)."""
+
+    def __init__(
+        self,
+        store: EmbeddingQueue,
+        *,
+        ttl: float = INFO_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(store.not_embedded, ttl=ttl, clock=clock)
 
 
 @dataclass(frozen=True)
@@ -162,6 +194,8 @@ class SearchSetup:
             chat model, such searches use the query as it is and say so.
         documents: Tells whether the project holds chunks (a graph built from
             documents); None: treated as a graph without documents.
+        coverage: Tells how many of the project's rows have no vector (a search
+            warns of them); None: no such warning.
     """
 
     store: SearchStore
@@ -173,6 +207,7 @@ class SearchSetup:
     cache: QueryCache | None = None
     keywords_llm: Callable[[], LLM] | None = None
     documents: DocumentsCache | None = None
+    coverage: CoverageCache | None = None
 
     @property
     def has_documents(self) -> bool:
@@ -304,7 +339,30 @@ def _run(
         raise
     if not response.results:
         _warn_unknown_project(setup, response)
+    _warn_not_embedded(setup, response)
     return response
+
+
+NOTHING_EMBEDDED = "nothing is embedded yet"
+"""How the query-embedding step's warning starts when no row has a vector."""
+
+
+def _warn_not_embedded(setup: SearchSetup, response: SearchResponse) -> None:
+    """A project with rows waiting for a vector says how many: the vector legs cannot
+    find them (unless nothing is embedded at all, which the search already says)."""
+    if setup.coverage is None:
+        return
+    warnings = response.metadata["warnings"]
+    if any(str(w).startswith(NOTHING_EMBEDDED) for w in warnings):
+        return
+    waiting = setup.coverage.get(setup.project)
+    if waiting:
+        warnings.append(
+            f"{waiting:,} row{'s' if waiting != 1 else ''} of this project "
+            f"{'have' if waiting != 1 else 'has'} no vector yet (pending, failed or dead): "
+            "search by meaning misses them; `kgsearch embed status` shows why, "
+            "`kgsearch embed generate` embeds them"
+        )
 
 
 def _warn_unknown_project(setup: SearchSetup, response: SearchResponse) -> None:
@@ -325,15 +383,39 @@ when the caller sets no ``limit``: enough passages to fill the budget."""
 
 def _documents_request(
     setup: SearchSetup, request: SearchRequest | str, options: Mapping[str, Any]
-) -> tuple[SearchRequest, bool]:
-    """The request a context or an answer runs, and whether the project is a graph
-    built from documents (then at least :data:`CONTEXT_RESULTS` results unless the
-    caller set a limit)."""
+) -> tuple[SearchRequest, int | None]:
+    """The request a context or an answer runs and, on a graph built from documents,
+    the limit it keeps to (else None).
+
+    On such a graph the limit counts passages and facts apart: the search is asked
+    for twice the limit (at least :data:`CONTEXT_RESULTS`, which is also the limit
+    when the caller sets none), and :func:`_evidence_results` keeps up to ``limit``
+    passages and up to ``limit`` entities and relationships, so facts ranked above a
+    passage never take its place; the packing shares the budget
+    (:func:`~kgsearch.search.context.pack_evidence`)."""
     req = search_request(request, options)
-    documents = setup.has_documents
-    if documents and "limit" not in req.model_fields_set and req.limit < CONTEXT_RESULTS:
-        req = validate_request({**req.model_dump(exclude_unset=True), "limit": CONTEXT_RESULTS})
-    return req, documents
+    if not setup.has_documents:
+        return req, None
+    limit = req.limit
+    if "limit" not in req.model_fields_set:
+        limit = max(limit, CONTEXT_RESULTS)
+    wide = min(max(2 * limit, CONTEXT_RESULTS), _MAX_LIMIT)
+    if wide != req.limit:
+        req = validate_request({**req.model_dump(exclude_unset=True), "limit": wide})
+    return req, limit
+
+
+_MAX_LIMIT = 100
+"""The request's own bound on ``limit``."""
+
+
+def _evidence_results(results: Sequence[SearchResult], limit: int) -> list[SearchResult]:
+    """The first ``limit`` passages and the first ``limit`` other results (the
+    search's order kept): the packing, not the ranking, shares the budget."""
+    texts = [r for r in results if isinstance(r, TextResult)][:limit]
+    others = [r for r in results if not isinstance(r, TextResult)][:limit]
+    keep = {id(r) for r in (*texts, *others)}
+    return [r for r in results if id(r) in keep]
 
 
 def passages(setup: SearchSetup, response: SearchResponse) -> dict[str, Passage]:
@@ -393,6 +475,10 @@ def context(
         raise InvalidRequest(f"unknown context style {style!r}; use lines or sections")
     req, documents = _documents_request(setup, request, options)
     response = search(setup, req, {})
+    if documents is not None:
+        response = response.model_copy(
+            update={"results": _evidence_results(response.results, documents)}
+        )
     count = setup.embedder().count_tokens
     # community reports first: they answer the broad questions their scope is asked for
     reports, citations = format_reports(
@@ -400,7 +486,7 @@ def context(
     )
     budget = max_tokens - (count(reports + "\n\n") if reports else 0)
     text = ""
-    if budget > 0 and documents:
+    if budget > 0 and documents is not None:
         text, cited = pack_evidence(
             response.results,
             passages(setup, response),
@@ -447,8 +533,12 @@ def ask(
         raise InvalidRequest("max_tokens must be between 1 and 100000")
     req, documents = _documents_request(setup, question, options)
     response = search(setup, req, {})
+    if documents is not None:
+        response = response.model_copy(
+            update={"results": _evidence_results(response.results, documents)}
+        )
     count = setup.embedder().count_tokens
-    if not documents:
+    if documents is None:
         text, citations = format_sections(
             response.results, max_tokens=max_tokens, count_tokens=count
         )

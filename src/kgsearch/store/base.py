@@ -376,6 +376,11 @@ class EmbeddingQueue(Protocol):
         """Counts by status per project and kind."""
         ...
 
+    def not_embedded(self, project: str) -> int:
+        """Live rows of the project without a vector (pending, failed or dead), of
+        every kind: cheap when there are few (a search's warning reads it)."""
+        ...
+
     def embedding_latency(self) -> tuple[int, float]:
         """(texts embedded, total milliseconds) recorded by :meth:`complete`."""
         ...

@@ -31,6 +31,7 @@ __all__ = [
     "group_counts",
     "live_count_sql",
     "live_counts",
+    "not_embedded_sql",
     "status_figures",
 ]
 
@@ -75,6 +76,16 @@ def embedding_counts_sql(table: str, scope: str) -> str:
         "sum(CASE WHEN embedded_hash IS NOT NULL AND embedded_hash != text_hash "
         f"THEN 1 ELSE 0 END) AS stale FROM {table} WHERE deleted_at IS NULL {scope} "
         "GROUP BY project, status ORDER BY project, status"
+    )
+
+
+def not_embedded_sql(table: str) -> str:
+    """Count a project's live rows of ``table`` without a vector: pending, failed or
+    dead (one parameter: the project). ``project || ''`` keeps the planner on the
+    status index (few such rows) rather than the project's (all of its rows)."""
+    return (
+        f"SELECT count(*) AS n FROM {table} WHERE status IN ('pending', 'failed', 'dead') "
+        "AND project || '' = ? AND deleted_at IS NULL"
     )
 
 

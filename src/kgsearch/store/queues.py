@@ -30,7 +30,7 @@ from kgsearch.store.common import (
     to_task,
     to_task_state,
 )
-from kgsearch.store.counts import LATENCY_SQL, embedding_counts_sql
+from kgsearch.store.counts import LATENCY_SQL, embedding_counts_sql, not_embedded_sql
 from kgsearch.store.dialect import Slice
 from kgsearch.store.records import (
     TASK_STATUSES,
@@ -291,6 +291,13 @@ class EmbeddingQueueCore(_Queue):
                 self.dialect.sql(embedding_counts_sql(kind.table, scope)), params
             )
         )
+
+    def not_embedded(self, project: str) -> int:
+        total = 0
+        for kind in Kind:
+            row = self.db.one(self.dialect.sql(not_embedded_sql(kind.table)), (project,))
+            total += int(row["n"]) if row else 0
+        return total
 
     def embedding_latency(self) -> tuple[int, float]:
         row = self.db.one(LATENCY_SQL)

@@ -304,6 +304,7 @@ class ReplicatedStore:
     iter_text_rows = _on_primary("iter_text_rows")
     next_retry_at = _on_primary("next_retry_at")
     embedding_counts = _on_primary("embedding_counts")
+    not_embedded = _on_replica("not_embedded")
     embedding_latency = _on_primary("embedding_latency")
     api_keys = _on_primary("api_keys")
     find_api_key = _on_primary("find_api_key")

@@ -3,6 +3,8 @@ and a named reason for every file that cannot be used."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import docx
@@ -99,3 +101,18 @@ def test_a_nul_byte_anywhere_in_a_text_file_marks_it_binary(tmp_path: Path) -> N
     late.write_bytes(b"Ada Lovelace wrote notes.\n" * 1000 + b"\x00tail")
     docs, problems = read_documents([late])
     assert docs == [] and "binary file" in problems[0].reason
+
+
+def test_a_non_pdf_named_pdf_leaves_no_pdf_library_noise_on_stderr(tmp_path: Path) -> None:
+    # pypdf logs its repairs; with no logging set up Python printed them on stderr
+    # after kgsearch's own message (issue 35 papercut #14). A child process, because
+    # pytest installs logging handlers of its own.
+    (tmp_path / "fake.pdf").write_text("hello, this is not a pdf", encoding="utf-8")
+    code = (
+        "from pathlib import Path; from kgsearch.io.documents import read_documents\n"
+        f"docs, problems = read_documents([Path({str(tmp_path / 'fake.pdf')!r})])\n"
+        "print(problems[0].reason)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "not a readable PDF" in done.stdout
+    assert done.stderr == ""

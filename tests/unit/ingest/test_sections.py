@@ -138,6 +138,32 @@ def test_html_headings_pre_tables_and_inline_code(tmp_path: Path) -> None:
     assert "p {}" not in text and "Done." in sections[1].text
 
 
+def test_html_navigation_is_dropped_and_inline_elements_join_into_words() -> None:
+    # a Sphinx page: a "related" bar and a sidebar by ARIA role, a <nav>, and inline
+    # markup inside a word (issue 35 papercut #15)
+    html = (
+        '<body><div class="related" role="navigation"><ul><li>index</li><li>modules</li>'
+        "</ul></div><nav><a>Home</a> <a>Library</a></nav>"
+        "<h1>json</h1><p>Use <code><span>json</span><span>.</span><span>dumps</span></code>"
+        "(<em>obj</em>) to write JSON.</p>"
+        '<div class="sphinxsidebar" role="navigation"><h3>Table of Contents</h3>'
+        "<p>Previous topic</p></div>"
+        '<div role="contentinfo">© Copyright 2001 Python Software Foundation</div></body>'
+    )
+    text, sections = read_format(".html", html.encode())
+    assert titles(sections) == ["json"]
+    assert "Use json.dumps(obj) to write JSON." in text
+    for noise in ("modules", "Library", "Table of Contents", "Previous topic", "Copyright"):
+        assert noise not in text
+
+
+def test_pdf_ligatures_read_as_letters(tmp_path: Path) -> None:
+    # \256 is the "fi" ligature in a Type 1 font's standard encoding
+    (tmp_path / "paper.pdf").write_bytes(minimal_pdf("A \\256le of Ada"))
+    ((read,), _) = read_documents([tmp_path / "paper.pdf"])
+    assert "A file of Ada" in read.text and "\ufb01" not in read.text
+
+
 def test_broken_html_is_read_as_far_as_it_goes() -> None:
     text, sections = read_format(".html", b"<h2>Open <b>bold<p>Para one<div>Unclosed <pre>code")
     assert titles(sections) == ["Open bold"]

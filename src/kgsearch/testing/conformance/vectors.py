@@ -76,6 +76,21 @@ def test_vector_search_leaves_out_rows_not_yet_embedded(engine: Engine) -> None:
     assert len(got) == 10
 
 
+def test_rows_without_a_vector_are_counted_per_project(engine: Engine) -> None:
+    engine.add_objects(random_objects(4))
+    engine.embed_pending()
+    assert engine.store.not_embedded("default") == 0
+    engine.add_objects([ObjectIn(type="Fruit", key="late", properties={"name": "apple"})])
+    engine.add_chunks([ChunkIn(id="late-chunk", text="a late chunk")])
+    engine.add_objects([ObjectIn(type="Fruit", key="other")], project="other")
+
+    assert engine.store.not_embedded("default") == 2
+    assert engine.store.not_embedded("other") == 1
+    assert engine.store.not_embedded("nowhere") == 0
+    engine.embed_pending()
+    assert engine.store.not_embedded("default") == 0
+
+
 def test_vector_search_with_other_dims_raises_dimension_mismatch(engine: Engine) -> None:
     engine.add_objects(random_objects(3))
     engine.embed_pending()
