@@ -120,7 +120,11 @@ def _errors(state: State | None) -> Iterator[None]:
             raise click.exceptions.Exit(1) from None
         message = f"{exc.message}"
         errors = exc.details.get("errors")
-        if isinstance(errors, list):
+        # the importer's errors name a place in a file; a request's (pydantic's) are
+        # already summed up in the message
+        if isinstance(errors, list) and all(
+            isinstance(e, dict) and "location" in e for e in errors
+        ):
             shown = "\n".join(f"  {e['location']}: {e['reason']}" for e in errors[:20])
             more = exc.details.get("error_count", len(errors)) - min(len(errors), 20)
             message += "\n" + shown + (f"\n  … and {more} more" if more > 0 else "")

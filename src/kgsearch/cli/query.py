@@ -9,6 +9,7 @@ Light on purpose: click, rich, :mod:`kgsearch.errors` and the declared part name
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import click
@@ -70,6 +71,14 @@ def search_options(func: Any) -> Any:
                 help="Only relationships of this type.",
             ),
             click.option(
+                "--as-of",
+                "as_of",
+                metavar="DATE",
+                help="Only relationships valid at this date (2019, 2019-06, 2019-06-30 or "
+                "an ISO date-time; a year or month means its first day): who held an "
+                "office then. Default: valid now.",
+            ),
+            click.option(
                 "--graph",
                 type=click.Choice(["none", "bfs", "ppr"]),
                 default=None,
@@ -96,6 +105,30 @@ def search_options(func: Any) -> Any:
     return func
 
 
+_YEAR_OR_MONTH = re.compile(r"^(\d{4})(?:-(\d{2}))?$")
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}([T ].*)?$")
+
+
+def as_of_date(text: str) -> str:
+    """``--as-of`` as an ISO date: a bare year or year-month is its first day (a bare
+    number would otherwise be read as seconds since 1970); an ISO date or date-time as
+    given, for the request to check further.
+
+    Raises:
+        InvalidRequest: Not a date in one of those forms.
+    """
+    text = text.strip()
+    found = _YEAR_OR_MONTH.match(text)
+    if found:
+        return f"{found.group(1)}-{found.group(2) or '01'}-01"
+    if not _ISO_DAY.match(text):
+        raise InvalidRequest(
+            f"--as-of {text!r} is not a date: give 2019, 2019-06, 2019-06-30 or an ISO "
+            "date-time such as 2019-06-30T12:00:00Z"
+        )
+    return text
+
+
 def build_request(
     query: str,
     *,
@@ -109,6 +142,7 @@ def build_request(
     reranker: str | None,
     center: str | None,
     keywords: str | None = None,
+    as_of: str | None = None,
 ) -> dict[str, Any]:
     if not query.strip():
         raise InvalidRequest('the query is empty: give words to search for, e.g. "Jesse James"')
@@ -129,6 +163,8 @@ def build_request(
         filters["object_types"] = list(object_types)
     if relationship_types:
         filters["relationship_types"] = list(relationship_types)
+    if as_of is not None:
+        filters["as_of"] = as_of_date(as_of)
     if filters:
         request["filters"] = filters
     return request
