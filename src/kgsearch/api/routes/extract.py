@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import anyio
 from fastapi import APIRouter, Depends, Path, Request, Response, status
 
 from kgsearch.api.auth import Principal, get_engine, require
 from kgsearch.api.jobs import Job, JobRegistry
-from kgsearch.api.lanes import Lanes
+from kgsearch.api.lanes import on_llm_lane
 from kgsearch.api.limits import MAX_ID_CHARS
 from kgsearch.api.schemas import (
     ExtractRun,
@@ -220,5 +219,4 @@ async def preview_extraction(
 
     spends = extractor_spends(body.extractor or engine.extract_settings.extractor)
     run = await maybe_charged(request, who, spends, run)
-    lanes: Lanes = request.app.state.lanes
-    return await anyio.to_thread.run_sync(run, limiter=lanes.llm)
+    return await on_llm_lane(request, run)
