@@ -262,6 +262,7 @@ def main() -> None:
         f"({args.slow_seconds:g} s per answer); the answers in flight (`/api/ask`, half "
         "streamed) are held by it for the whole run. Each count was run "
         f"{args.rounds} times, interleaved, {args.seconds:g} s each; the rows pool them. "
+        "With twenty closed-loop clients, latency is mostly queueing for the cores. "
         f"Search p95 against no answer in flight: {ratios}. Load average (1 min) "
         f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on "
         f"{os.cpu_count()} cores.\n\n" + table(headers, rows)

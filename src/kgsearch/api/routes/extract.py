@@ -30,7 +30,7 @@ from kgsearch.engine.extraction import IngestProgress
 from kgsearch.errors import NotFound
 from kgsearch.extract.schema import ExtractionResult
 from kgsearch.io.documents import document_from_text
-from kgsearch.lifecycle.budget import extractor_spends
+from kgsearch.lifecycle.budget import Budget, extractor_spends
 from kgsearch.lifecycle.extraction import Totals
 from kgsearch.reports import (
     DeleteReport,
@@ -91,13 +91,20 @@ def _accepted(snapshot: dict[str, Any], response: Response) -> JobSnapshot:
 
 @router.post("/documents", status_code=status.HTTP_202_ACCEPTED)
 def ingest_documents(
-    body: IngestRequest, who: Writer, engine: EngineDep, jobs: JobsDep, response: Response
+    body: IngestRequest,
+    who: Writer,
+    engine: EngineDep,
+    jobs: JobsDep,
+    response: Response,
+    request: Request,
 ) -> JobSnapshot:
     """Ingest documents given as text: store them as sources and chunks, then extract
     objects and relationships from the new or changed chunks, in the background.
 
     Returns the job (202, ``Location: /api/jobs/{id}``); its result is the
-    ``IngestReport``. Re-sending an unchanged document writes nothing.
+    ``IngestReport``. Re-sending an unchanged document writes nothing. The model calls
+    of an LLM extractor are metered to the key that started the job (its tokens and
+    cost show in ``/api/usage``); they are not refused by the budget.
     """
     who.check_body(body.project)
     _check_extractor(engine, body.extractor, body.domain)
@@ -106,16 +113,22 @@ def ingest_documents(
     else:
         documents = [document_from_text(d.text, title=d.title) for d in body.documents or ()]
 
+    budget: Budget = request.app.state.budget
+    spends = extractor_spends(body.extractor or engine.extract_settings.extractor)
+
     def work(job: Job) -> IngestReport:
-        return engine.ingest(
-            documents=documents,
-            project=who.project,
-            extractor=body.extractor,
-            domain=body.domain,
-            chunk_chars=body.chunk_chars,
-            extract=True,
-            progress=_progress(job),
-        )
+        def ingest() -> IngestReport:
+            return engine.ingest(
+                documents=documents,
+                project=who.project,
+                extractor=body.extractor,
+                domain=body.domain,
+                chunk_chars=body.chunk_chars,
+                extract=True,
+                progress=_progress(job),
+            )
+
+        return budget.run(who.project, who.key_id, ingest) if spends else ingest()
 
     started = jobs.start(who.project, "ingest", work, progress={"documents_total": len(documents)})
     return _accepted(started, response)
