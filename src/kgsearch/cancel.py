@@ -58,12 +58,25 @@ class Cancel:
 
     Args:
         parent: A token whose cancellation cancels this one too.
+        deadline: When the work it stands for must be done (``time.monotonic()``
+            seconds), if it has a deadline: a guarded call waits at most the time left
+            (:meth:`remaining`), its parent's deadline included.
     """
 
-    def __init__(self, parent: Cancel | None = None) -> None:
+    def __init__(self, parent: Cancel | None = None, *, deadline: float | None = None) -> None:
         self._parent = parent
+        self._deadline = deadline
         self._event = threading.Event()
         self._reason: str | None = None
+
+    def remaining(self) -> float | None:
+        """Seconds left before the nearest deadline (this token's or a parent's), or
+        None when neither has one."""
+        own = None if self._deadline is None else self._deadline - time.monotonic()
+        inherited = None if self._parent is None else self._parent.remaining()
+        if own is None or inherited is None:
+            return own if inherited is None else inherited
+        return min(own, inherited)
 
     def cancel(self, reason: str) -> None:
         """Cancel the calls made under this token (the first reason is kept)."""

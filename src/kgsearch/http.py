@@ -269,13 +269,25 @@ class CallGuard:
             return time.monotonic() < self._open_until
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn(*args, **kwargs)`` within the deadline.
+        """``fn(*args, **kwargs)`` within the deadline, or the caller's own when that
+        comes first (a :class:`~kgsearch.cancel.Cancel` token with a deadline: a search
+        that queued for its thread has less time left for its query embedding).
 
         Raises:
-            ProviderError: ``skipped`` when the breaker is open or every thread is
-                waiting on the provider; ``failed`` when the call took longer than the
-                deadline or raised (the ``passed`` types are raised as they are).
+            ProviderError: ``skipped`` when the breaker is open, every thread is
+                waiting on the provider or the caller's deadline has passed; ``failed``
+                when the call took longer than the deadline or raised (the ``passed``
+                types are raised as they are). Running out of the caller's time is not
+                counted as the provider's failure.
         """
+        token = Cancel(current())
+        left = token.remaining()
+        if left is not None and left <= 0:
+            raise self._skipped_error(
+                f"{self.name} was skipped: the request's deadline has passed",
+                details={"deadline": 0},
+            )
+        wait = self.deadline if left is None else min(self.deadline, left)
         with self._lock:
             now = time.monotonic()
             if now < self._open_until:
@@ -289,16 +301,15 @@ class CallGuard:
                     f"{self.name} is not answering (every thread is waiting on it)"
                 )
             self._busy += 1
-        token = Cancel(current())
         future: Future[T] = self._pool.submit(self._run, token, fn, args, kwargs)
         try:
-            value = future.result(timeout=self.deadline)
+            value = future.result(timeout=wait)
         except FutureTimeout:
-            token.cancel(f"{self.name} took longer than {self.deadline:g} s")
-            self._failure()
+            token.cancel(f"{self.name} took longer than {wait:g} s")
+            if wait >= self.deadline:  # the provider's own slowness, not the caller's haste
+                self._failure()
             raise self._failed_error(
-                f"{self.name} took longer than {self.deadline:g} s",
-                details={"deadline": self.deadline},
+                f"{self.name} took longer than {wait:g} s", details={"deadline": round(wait, 3)}
             ) from None
         except self._passed:
             raise

@@ -17,7 +17,8 @@ import pytest
 from fault_provider import FaultyProvider
 
 from kgsearch.cancel import CallCancelled, Cancel, cancellable, cancellable_transport
-from kgsearch.http import CallGuard
+from kgsearch.errors import ProviderError
+from kgsearch.http import CallGuard, ProviderSkipped
 from kgsearch.llm.base import Message
 from kgsearch.llm.guard import GuardedLLM, LLMUnavailable, llm_guard
 from kgsearch.llm.openai import OpenAIChat
@@ -125,3 +126,25 @@ def test_a_wait_ends_when_the_parent_is_cancelled() -> None:
     assert time.monotonic() - started < 1.0
     assert (child.cancelled, child.reason) == (True, "gone")
     assert Cancel().wait(0.05) is False
+
+
+def test_a_call_waits_no_longer_than_its_callers_deadline(
+    provider: FaultyProvider, chat: OpenAIChat
+) -> None:
+    # a search that queued for its thread has only the rest of its deadline left
+    provider.set_chat_mode("slow")
+    guard = CallGuard("the LLM", deadline=CLIENT_TIMEOUT, failures=1, workers=1)
+    started = time.monotonic()
+    with cancellable(Cancel(deadline=started + 0.5)), pytest.raises(ProviderError) as raised:
+        guard.call(chat.complete, QUESTION)
+    assert time.monotonic() - started < 1.5
+    assert raised.value.details == {"deadline": pytest.approx(0.5, abs=0.05)}
+    assert wait_until(lambda: provider.dropped, 1.0)  # dropped, not left running
+    assert not guard.is_open  # the caller's haste is not the provider's failure
+
+
+def test_a_call_past_its_callers_deadline_is_skipped_at_once(provider: FaultyProvider) -> None:
+    guard = CallGuard("the LLM", deadline=CLIENT_TIMEOUT)
+    with cancellable(Cancel(deadline=time.monotonic() - 0.1)), pytest.raises(ProviderSkipped):
+        guard.call(lambda: pytest.fail("the provider was called"))
+    assert provider.calls == 0

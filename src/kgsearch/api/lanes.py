@@ -21,6 +21,7 @@ import asyncio
 import json
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
@@ -73,11 +74,24 @@ _WATCH_SECONDS = 0.25
 
 
 async def on_lane(request: Request, body: Any, work: Callable[[], T]) -> T:
-    """Run ``work`` on the lane ``body`` needs (:func:`wants_llm`)."""
+    """Run ``work`` on the lane ``body`` needs (:func:`wants_llm`).
+
+    On the search lane the search deadline (``search.query_deadline_seconds``) runs
+    from now, the time queued for a thread included: a search that waited for one has
+    only the rest for its remote query embedding, and none left skips it (the vector
+    legs, with a warning), so the deadline holds end to end.
+    """
     if wants_llm(body):
         return await on_llm_lane(request, work)
     lanes: Lanes = request.app.state.lanes
-    return await anyio.to_thread.run_sync(work, limiter=lanes.search)
+    engine: Engine = request.app.state.engine
+    token = Cancel(deadline=time.monotonic() + engine.query_guard.deadline)
+
+    def within() -> T:
+        with cancellable(token):
+            return work()
+
+    return await anyio.to_thread.run_sync(within, limiter=lanes.search)
 
 
 async def on_llm_lane(request: Request, work: Callable[[], T]) -> T:
