@@ -23,7 +23,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kgsearch.cancel import CallCancelled, Cancel, cancellable, check_cancelled, current, pause
+from kgsearch.cancel import Cancel, cancellable, check_cancelled, current, pause
 from kgsearch.errors import ProviderError
 
 if TYPE_CHECKING:
@@ -220,7 +220,8 @@ class CallGuard:
     so a provider client built on :func:`~kgsearch.cancel.cancellable_transport`
     drops the request and frees its thread within a fraction of a second. A call
     whose caller cancelled it (a client that went away) is not a provider failure and
-    does not count towards the breaker. Python cannot stop a thread, so a provider
+    does not count towards the breaker and raises ``skipped`` (a job runner stops and
+    leaves its rows' attempts alone). Python cannot stop a thread, so a provider
     that does not read the token keeps its thread until its own timeout; ``workers``
     bounds how many can.
 
@@ -314,8 +315,9 @@ class CallGuard:
         except self._passed:
             raise
         except Exception as exc:
-            if token.cancelled:  # the caller gave up (a client gone): no provider failure
-                raise CallCancelled(
+            if token.cancelled:  # the caller gave up (a client gone, a job cancelled)
+                # not the provider's failure; a job runner stops, no attempt counted
+                raise self._skipped_error(
                     f"{self.name} was cancelled: {token.reason}",
                     details={"reason": token.reason},
                 ) from exc

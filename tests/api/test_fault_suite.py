@@ -190,7 +190,6 @@ def test_answers_waiting_on_a_slow_model_never_slow_search(
 ) -> None:
     provider.slow_seconds = 60.0
     engine = faulty_engine(tmp_path / "g.db", provider.url)
-    engine.llm_settings = engine.llm_settings.model_copy(update={"deadline_seconds": 120.0})
     live = LiveServer(create_app(engine, keys=False, worker=True, worker_interval=0.1))
     base = live.start()
     stop = threading.Event()
