@@ -167,8 +167,9 @@ class FaultyProvider:
                 readable, _, _ = select.select([self.connection], [], [], wait)
                 if not readable:
                     return False
+                connection: socket.socket = self.connection
                 try:
-                    return self.connection.recv(1, socket.MSG_PEEK) == b""
+                    return connection.recv(1, socket.MSG_PEEK) == b""
                 except OSError:
                     return True
 
