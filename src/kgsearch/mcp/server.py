@@ -429,9 +429,13 @@ def create_server(
         """Store free text as searchable chunks (split at paragraphs and sentences)
         and extract objects and relationships from them into the graph; the result
         counts the entities and relationships kept (``extraction``)."""
-        return await call(
-            "write", lambda: _add_text(engine, p, text, source_id, title, max_chars, extract)
-        )
+
+        def work() -> Any:
+            return _add_text(engine, p, text, source_id, title, max_chars, extract)
+
+        # an LLM extraction's calls are metered to the project (counted, not refused)
+        spends = extract and extractor_spends(engine.extract_settings.extractor)
+        return await call("write", (lambda: spending.run(p, None, work)) if spends else work)
 
     @server.tool(structured_output=False)
     async def entity_candidates(
