@@ -60,14 +60,20 @@ def delete_chunks(ctx: WriteContext, chunk_ids: Sequence[str]) -> DeleteReport:
         rebuilt = forget_chunks(inner, live)
         deleted = write_batch(store, project, GraphBatch(delete_chunks=live)).chunks_deleted
         store.delete_tasks(project, EXTRACT_JOB, live)
-        forget_chunk_replies(
-            store,
-            f"{REPLIES}/{project}",
-            live,
-            lambda ids: [c.id for c in store.get_chunks(project, list(ids))],
-        )
+        _forget_replies(ctx, live)
     ctx.committed()
     return DeleteReport(sources=0, chunks=deleted, **rebuilt.as_dict())
+
+
+def _forget_replies(ctx: WriteContext, chunk_ids: Sequence[str]) -> None:
+    """Remove the cached model replies only these (deleted) chunks used."""
+    store, project = ctx.store, ctx.project
+    forget_chunk_replies(
+        store,
+        f"{REPLIES}/{project}",
+        chunk_ids,
+        lambda ids: [c.id for c in store.get_chunks(project, list(ids))],
+    )
 
 
 def delete_documents(ctx: WriteContext, source_ids: Sequence[str]) -> DeleteReport:
@@ -140,6 +146,7 @@ def _store_group(
         if result.removed:
             forget_chunks(ctx, result.removed)
             store.delete_tasks(project, EXTRACT_JOB, result.removed)
+            _forget_replies(ctx, result.removed)
             counts["removed"] += len(result.removed)
             for gone in result.removed:  # a document given twice, changed in between
                 waiting.pop(gone, None)

@@ -245,3 +245,21 @@ def test_cli_records_a_run_and_replays_it_with_no_model(
     a, b = json.loads(first.output), json.loads(second.output)
     assert a["extraction"]["entities"] == b["extraction"]["entities"] > 0
     assert a["extraction"]["relationships"] == b["extraction"]["relationships"] > 0
+
+
+def test_a_changed_document_drops_the_replies_of_the_chunks_it_no_longer_has(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "kg.db"
+    engine = engine_for(server.url, path)
+    first, second = list(REPLY_BY_CHUNK)[:2]
+    document = tmp_path / "carol.txt"
+    document.write_text(first, encoding="utf-8")
+    engine.ingest(paths=[document])
+    document.write_text(second, encoding="utf-8")  # the first chunk is gone from it
+    changed = engine.ingest(paths=[document])
+    assert changed.removed == 1 and len(server.requests) == 2
+    assert cached(path, "llm/default") == 1  # the second chunk's reply only
+    document.write_text(first, encoding="utf-8")
+    back = engine.ingest(paths=[document])
+    assert back.extraction is not None and back.extraction.calls == 1  # asked again
