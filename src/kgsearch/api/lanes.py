@@ -69,7 +69,7 @@ def wants_llm(body: Any) -> bool:
     return bool(getattr(body, "llm", False)) or getattr(body, "keywords", "off") == "llm"
 
 
-GONE = "the client went away"
+_GONE = "the client went away"
 _WATCH_SECONDS = 0.25
 
 
@@ -121,8 +121,8 @@ async def on_llm_lane(request: Request, work: Callable[[], T]) -> T:
 async def _cancel_when_gone(request: Request, token: Cancel) -> None:
     while not await request.is_disconnected():
         await anyio.sleep(_WATCH_SECONDS)
-    log.info("%s %s: %s; its model call is dropped", request.method, request.url.path, GONE)
-    token.cancel(GONE)
+    log.info("%s %s: %s; its model call is dropped", request.method, request.url.path, _GONE)
+    token.cancel(_GONE)
 
 
 def provider_body(exc: ProviderError, engine: Engine) -> dict[str, Any]:
@@ -208,4 +208,4 @@ async def _events(
                 return
     finally:
         if not finished:  # the stream was closed before its end: nobody reads on
-            token.cancel(GONE)
+            token.cancel(_GONE)
