@@ -2,23 +2,25 @@
 slow answers in flight, against one `kgsearch serve`, in one run (issue 32, item 1).
 
 Usage: python scripts/bench_faults.py [--asks 0,2,4] [--rounds 2] [--seconds 15]
-       [--clients 20] [--slow-seconds 60] [--chat-mode slow] [--db PATH] [--no-write]
+       [--clients 20] [--slow-seconds 60] [--chat-modes slow,stall] [--db PATH]
+       [--no-write]
 
 The sample graph (data/sample/metaqa-movies.jsonl) is imported and embedded with the
 bundled model once (cached in --db, as scripts/bench_load.py does) and copied for the
 run, so the server's writes never reach the cache. The chat model is the real
-OpenAI-compatible client pointed at tests/fault_provider.py on loopback, in
---chat-mode: ``slow`` answers after --slow-seconds, ``stall`` starts its reply and
-then sends nothing. The server (`kgsearch serve --no-auth`, default threads, the LLM
-lane's 4, the background embedding worker on) runs as a subprocess; so do the
---clients load clients (tests/load_clients.py: each alternates an object write and a
-plain unified search, one more times /health every 20 ms). For each count of --asks,
-that many threads of this process keep an answer (``/api/ask``, half of them
-streamed) waiting on the model: the load starts once the model holds them all. The
-counts are run --rounds times, interleaved (0, 2, 4, 0, 2, 4…), so the machine's drift
-falls on every count alike; each row pools its rounds. Afterwards every acknowledged
-write is looked up in the store. Writes docs/benchmarks.md's "faults" section and the
-same table into docs/reliability.md.
+OpenAI-compatible client pointed at tests/fault_provider.py on loopback, in each of
+--chat-modes: ``slow`` answers after --slow-seconds, ``stall`` starts its reply (the
+stream's first piece, half a whole reply) and then sends nothing. The server
+(`kgsearch serve --no-auth`, default threads, the LLM lane's 4, the background
+embedding worker on) runs as a subprocess; so do the --clients load clients
+(tests/load_clients.py: each alternates an object write and a plain unified search,
+one more times /health every 20 ms). For each count of --asks, that many threads of
+this process keep an answer (``/api/ask``, half of them streamed) waiting on the
+model: the load starts once the model holds them all. The counts are run --rounds
+times per mode, interleaved (0, 2, 4, 0, 2, 4…), so the machine's drift falls on
+every count alike; each row pools its rounds. Afterwards every acknowledged write is
+looked up in the store. Writes docs/benchmarks.md's "faults" section and the same
+table into docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ def load(base: str, seconds: float, clients: int, prefix: str) -> dict[str, Any]
 
 
 def one_run(
-    base: str, provider: FaultyProvider, asks: int, args: argparse.Namespace, prefix: str
+    base: str, provider: FaultyProvider, mode: str, asks: int, args: argparse.Namespace
 ) -> dict[str, Any]:
     """The load with ``asks`` answers held by the model throughout."""
     asking = Asks(base, asks)
@@ -134,20 +136,23 @@ def one_run(
         time.sleep(0.05)
     if provider.held < asks:
         raise SystemExit(f"only {provider.held} of {asks} answers reached the model")
-    seen = load(base, args.seconds, args.clients, prefix)
+    seen = load(base, args.seconds, args.clients, f"{mode}{asks}-{time.monotonic_ns()}")
     seen["held_after"] = provider.held
-    asking.end(provider, args.chat_mode)
+    asking.end(provider, mode)
     seen["asks_done"] = len(asking.statuses)
     return seen
 
 
-def row(asks: int, runs: list[dict[str, Any]], seconds: float, stored: int) -> list[object]:
+def row(
+    mode: str, asks: int, runs: list[dict[str, Any]], seconds: float, stored: int
+) -> list[object]:
     searches = [s for run in runs for s in run["searches"]]
     took = [s[0] for s in searches]
     health = [h for run in runs for h in run["health"]]
     acked = sum(len(run["acked"]) for run in runs)
     errors = sum(len(run["errors"]) for run in runs) + sum(s[1] != 200 for s in searches)
     return [
+        mode,
         asks,
         len(runs),
         len(searches),
@@ -166,13 +171,16 @@ def search_p95(runs: list[dict[str, Any]]) -> float:
     return percentile([s[0] for run in runs for s in run["searches"]], 0.95)
 
 
-def stored_writes(store: Path, runs: dict[int, list[dict[str, Any]]]) -> dict[int, int]:
-    """How many acknowledged writes of each count's runs are in the store."""
-    found: dict[int, int] = {}
+Runs = dict[tuple[str, int], list[dict[str, Any]]]
+
+
+def stored_writes(store: Path, runs: Runs) -> dict[tuple[str, int], int]:
+    """How many acknowledged writes of each (mode, count)'s runs are in the store."""
+    found: dict[tuple[str, int], int] = {}
     with Engine(connect(str(store))) as engine:
-        for asks, rounds in runs.items():
+        for which, rounds in runs.items():
             keys = [key for run in rounds for key in run["acked"]]
-            found[asks] = sum(engine.get_object_by_key("Person", k) is not None for k in keys)
+            found[which] = sum(engine.get_object_by_key("Person", k) is not None for k in keys)
     return found
 
 
@@ -195,37 +203,41 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0, help="Seconds of load per run")
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--slow-seconds", type=float, default=60.0)
-    parser.add_argument("--chat-mode", choices=["slow", "stall"], default="slow")
+    parser.add_argument("--chat-modes", default="slow,stall", help="slow, stall or both")
     parser.add_argument("--db", type=Path, default=ROOT / "bench-data" / "load-sample.db")
     parser.add_argument("--no-write", action="store_true", help="Do not touch docs/")
     args = parser.parse_args()
     args.db.parent.mkdir(parents=True, exist_ok=True)
     ensure_db(args.db)
     counts = [int(n) for n in args.asks.split(",")]
+    modes = args.chat_modes.split(",")
+    if not set(modes) <= {"slow", "stall"}:
+        raise SystemExit(f"--chat-modes takes slow and stall, not {args.chat_modes!r}")
     workdir = Path(tempfile.mkdtemp(prefix="bench-faults-"))
     store = workdir / "store.db"
     shutil.copy(args.db, store)
     provider = FaultyProvider(slow_seconds=args.slow_seconds)
-    provider.set_chat_mode(args.chat_mode)
     port = free_port()
     load_before = os.getloadavg()[0]
     server = start_server(store, port, provider)
     base = f"http://127.0.0.1:{port}"
-    runs: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
+    runs: Runs = {(mode, n): [] for mode in modes for n in counts}
     try:
         for query in ("warm", "up", "the matrix"):
             httpx.post(f"{base}/api/search/unified", json={"query": query}, timeout=60)
-        for r in range(args.rounds):
-            for asks in counts:
-                seen = one_run(base, provider, asks, args, f"r{r}a{asks}")
-                runs[asks].append(seen)
-                took = [s[0] for s in seen["searches"]]
-                print(
-                    f"round {r + 1}, {asks} answers in flight (held after: "
-                    f"{seen['held_after']}): {len(took)} searches, p95 "
-                    f"{percentile(took, 0.95) * 1000:.0f} ms",
-                    file=sys.stderr,
-                )
+        for mode in modes:
+            provider.set_chat_mode(mode)
+            for r in range(args.rounds):
+                for asks in counts:
+                    seen = one_run(base, provider, mode, asks, args)
+                    runs[(mode, asks)].append(seen)
+                    took = [s[0] for s in seen["searches"]]
+                    print(
+                        f"{mode}, round {r + 1}, {asks} answers in flight (held after: "
+                        f"{seen['held_after']}): {len(took)} searches, p95 "
+                        f"{percentile(took, 0.95) * 1000:.0f} ms",
+                        file=sys.stderr,
+                    )
     finally:
         server.send_signal(signal.SIGINT)
         try:
@@ -236,6 +248,7 @@ def main() -> None:
     stored = stored_writes(store, runs)
     shutil.rmtree(workdir, ignore_errors=True)
     headers = [
+        "model",
         "answers in flight",
         "runs",
         "searches",
@@ -247,9 +260,12 @@ def main() -> None:
         "/health p95 ms",
         "writes stored / acknowledged",
     ]
-    rows = [row(n, runs[n], args.seconds, stored[n]) for n in counts]
-    ratios = ", ".join(
-        f"{n}: {search_p95(runs[n]) / search_p95(runs[counts[0]]):.2f}x" for n in counts[1:]
+    rows = [row(*k, runs[k], args.seconds, stored[k]) for k in runs]
+    ratios = "; ".join(
+        f"{mode}, {n} in flight: "
+        f"{search_p95(runs[(mode, n)]) / search_p95(runs[(mode, counts[0])]):.2f}x"
+        for mode in modes
+        for n in counts[1:]
     )
     body = (
         f"{args.clients} clients (tests/load_clients.py, a process of their own), each "
@@ -258,12 +274,13 @@ def main() -> None:
         "core for requests and as many for searches, 4 on the LLM lane, the background "
         "embedding worker on) over the sample graph (data/sample/metaqa-movies.jsonl) "
         "embedded with the bundled model. The chat model is the real OpenAI-compatible "
-        f"client pointed at tests/fault_provider.py in `{args.chat_mode}` mode "
-        f"({args.slow_seconds:g} s per answer); the answers in flight (`/api/ask`, half "
-        "streamed) are held by it for the whole run. Each count was run "
-        f"{args.rounds} times, interleaved, {args.seconds:g} s each; the rows pool them. "
+        "client pointed at tests/fault_provider.py, `slow` (an answer takes "
+        f"{args.slow_seconds:g} s) or `stall` (the reply starts, then nothing comes); "
+        "the answers in flight (`/api/ask`, half streamed) are held by it for the whole "
+        f"run. Each count was run {args.rounds} times per mode, interleaved, "
+        f"{args.seconds:g} s each; the rows pool them. "
         "With twenty closed-loop clients, latency is mostly queueing for the cores. "
-        f"Search p95 against no answer in flight: {ratios}. Load average (1 min) "
+        f"Search p95 against none in flight: {ratios}. Load average (1 min) "
         f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on "
         f"{os.cpu_count()} cores.\n\n" + table(headers, rows)
     )

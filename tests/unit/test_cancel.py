@@ -17,6 +17,8 @@ import pytest
 from fault_provider import FaultyProvider
 
 from kgsearch.cancel import CallCancelled, Cancel, cancellable, cancellable_transport
+from kgsearch.embed.guard import EmbedderUnavailable, QueryGuard
+from kgsearch.embed.openai import OpenAIEmbedder
 from kgsearch.errors import ProviderError
 from kgsearch.http import CallGuard, ProviderSkipped
 from kgsearch.llm.base import Message
@@ -148,3 +150,16 @@ def test_a_call_past_its_callers_deadline_is_skipped_at_once(provider: FaultyPro
     with cancellable(Cancel(deadline=time.monotonic() - 0.1)), pytest.raises(ProviderSkipped):
         guard.call(lambda: pytest.fail("the provider was called"))
     assert provider.calls == 0
+
+
+def test_a_query_embedding_past_its_deadline_is_dropped(provider: FaultyProvider) -> None:
+    provider.set_mode("hang")
+    embedder = OpenAIEmbedder(
+        "fault", base_url=provider.url, dims=8, timeout=CLIENT_TIMEOUT, max_retries=0
+    )
+    guard = QueryGuard(deadline=0.5, workers=1)
+    with pytest.raises(EmbedderUnavailable, match=r"longer than 0\.5 s"):
+        guard.embed(embedder.embed_query, "Ada")
+    assert wait_until(lambda: provider.dropped, 1.5), "the request was left running"
+    provider.set_mode("ok")
+    assert len(guard.embed(embedder.embed_query, "Ada")) == 8  # its only thread is free
