@@ -156,6 +156,7 @@ def create_app(
     limits = budget if budget is not None else BudgetLimits.from_settings(BudgetSettings())
     app.state.budget = Budget(engine.store, limits)
     app.state.warm = "off"
+    app.state.health = None  # (when, the store's info) of /health's last check
     for module in (graph, ingest, search, embeddings, extract, entities, explore, communities):
         app.include_router(module.router)
     web.mount(app)
@@ -170,15 +171,25 @@ def create_app(
 
 
 _HEALTH_THREADS = anyio.CapacityLimiter(2)
-"""/health runs on threads of its own, so it answers while every request thread is
-busy (a slow provider, a long import)."""
+"""/health asks the store on threads of its own, so it answers while every request
+thread is busy (a slow provider, a long import)."""
+
+HEALTH_FRESH_SECONDS = 1.0
+"""/health asks the store at most this often; in between it answers on the event loop
+with the last answer (a probe every 20 ms under load then waits for no thread)."""
 
 
 async def _health(request: Request) -> dict[str, Any]:
-    """Liveness: the store answers; ``warm`` tells whether the model and search state
-    are loaded yet (``kgsearch serve`` loads them at start). Needs no key."""
+    """Liveness: the store answers (asked at most once a second); ``warm`` tells
+    whether the model and search state are loaded yet (``kgsearch serve`` loads them at
+    start). Needs no key."""
     engine: Engine = request.app.state.engine
-    info = await anyio.to_thread.run_sync(engine.store.info, limiter=_HEALTH_THREADS)
+    checked = request.app.state.health
+    if checked is None or time.monotonic() - checked[0] > HEALTH_FRESH_SECONDS:
+        info = await anyio.to_thread.run_sync(engine.store.info, limiter=_HEALTH_THREADS)
+        request.app.state.health = (time.monotonic(), info)
+    else:
+        info = checked[1]
     return {
         "status": "ok",
         "version": kgsearch.__version__,

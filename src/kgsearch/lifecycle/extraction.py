@@ -30,6 +30,7 @@ from kgsearch.extract.glean import storable
 from kgsearch.extract.schema import ChunkText, ExtractionResult, Extractor
 from kgsearch.lifecycle.runner import Outcome, Report, RetryPolicy
 from kgsearch.lifecycle.tasks import TaskDone, run_tasks
+from kgsearch.llm.replies import chunk_texts
 from kgsearch.model import Chunk
 from kgsearch.reports import ExtractionRecord, ExtractionReport, ExtractionStatus
 from kgsearch.resolve.match import MatchRules
@@ -233,7 +234,9 @@ def _work(ctx: ExtractionContext, tasks: Sequence[Task]) -> Outcome[Task, TaskDo
         if not live:
             continue
         extractor = ctx.extractor(name, domain)
-        results = extractor.extract([ChunkText(t.row_id, texts[t.row_id]) for t in live])
+        # the replies note the chunks that used them: a deleted document takes its own
+        with chunk_texts({t.row_id: texts[t.row_id] for t in live}):
+            results = extractor.extract([ChunkText(t.row_id, texts[t.row_id]) for t in live])
         kept: list[tuple[Task, ExtractionResult]] = []
         for task, result in zip(live, results, strict=True):
             if result.error:

@@ -580,11 +580,12 @@ class Cache(Protocol):
 
     def cache_get(self, namespace: str, key: str) -> str | None:
         """The cached value, or None."""
-        ...
 
     def cache_put(self, namespace: str, key: str, value: str) -> None:
         """Store a value, replacing any under the same key."""
-        ...
+
+    def cache_delete(self, namespace: str, keys: Sequence[str]) -> int:
+        """Remove these keys' values; return how many were there."""
 
 
 class Store(

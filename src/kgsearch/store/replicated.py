@@ -348,6 +348,7 @@ class ReplicatedStore:
     release_tasks = _write("release_tasks")
     delete_tasks = _write("delete_tasks")
     cache_put = _write("cache_put")
+    cache_delete = _write("cache_delete")
     replace_communities = _write("replace_communities")
     upsert_community_reports = _write("upsert_community_reports")
     delete_communities = _write("delete_communities")
