@@ -26,7 +26,9 @@
     const k = key();
     if (k) headers.Authorization = "Bearer " + k;
     const init = { method, headers };
-    if (body !== undefined) {
+    if (body instanceof FormData) {
+      init.body = body; // multipart: the browser sets the boundary
+    } else if (body !== undefined) {
       headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
     }
