@@ -63,9 +63,7 @@ def keyless_server(path: Path, llm: LLMSettings | None) -> tuple[LiveServer, Eng
 
 
 @pytest.fixture(scope="module")
-def with_model(
-    tmp_path_factory: pytest.TempPathFactory, chat: ChatServer
-) -> Iterator[str]:
+def with_model(tmp_path_factory: pytest.TempPathFactory, chat: ChatServer) -> Iterator[str]:
     llm = LLMSettings(model="openai:local-model", base_url=chat.url)
     server, engine, url = keyless_server(tmp_path_factory.mktemp("ask") / "a.db", llm)
     yield url
@@ -109,7 +107,9 @@ def test_a_streamed_answer_links_each_citation_to_what_it_cites(
     expect(page.locator("#triple")).to_contain_text("Acme Corp")
     page.go_back()
     page.locator("#answer-text a[data-cite='S1']").click()
-    expect(page.locator("#passage-text")).to_have_text("Ada Lovelace works for Acme Corp in London.")
+    expect(page.locator("#passage-text")).to_have_text(
+        "Ada Lovelace works for Acme Corp in London."
+    )
     expect(page.locator("#passage")).to_contain_text("People")
     page.go_back()
     page.locator("#answer-text a[data-cite='E1']").click()

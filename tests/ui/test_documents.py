@@ -75,9 +75,7 @@ def test_the_list_shows_each_document_with_its_extraction(tab: Watched, docsite:
     tab.shot("documents")
 
 
-def test_a_document_shows_its_sections_chunks_and_failures(
-    tab: Watched, docsite: DocSite
-) -> None:
+def test_a_document_shows_its_sections_chunks_and_failures(tab: Watched, docsite: DocSite) -> None:
     page = tab.page
     open_documents(page, docsite)
     page.locator("tr[data-id='doc:notes.md'] .doc-title").click()
