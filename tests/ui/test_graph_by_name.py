@@ -84,7 +84,8 @@ def test_find_a_node_keeps_its_neighbours_in_view(tab: Watched, site: Site) -> N
     expect(page.locator("#graph-info h2")).to_have_text("Leaf 7")
     page.wait_for_timeout(600)  # the camera's animation
     width, height = page.evaluate(
-        "() => [document.getElementById('graph').clientWidth, document.getElementById('graph').clientHeight]"
+        "() => { const g = document.getElementById('graph');"
+        " return [g.clientWidth, g.clientHeight]; }"
     )
     for node in (site.ids["hub"], site.ids["leaf7"]):
         x, y = viewport(page, node)
