@@ -99,7 +99,7 @@ def test_a_streamed_answer_links_each_citation_to_what_it_cites(
     expect(page.locator("#references li.cited")).to_have_count(3)
     page.locator("#context summary").click()
     expect(page.locator("#context pre")).to_contain_text("Ada Lovelace works for Acme Corp")
-    tab.shot("ask")
+    tab.shot("ask", doc=True)
     # each citation opens what it cites
     page.locator("#answer-text a[data-cite='R1']").click()
     expect(page.locator("#triple")).to_contain_text("Ada Lovelace")

@@ -88,7 +88,7 @@ def test_the_communities_of_a_level_are_listed_with_their_reports(tab: Watched, 
     titles = [set(t.split(", ")) for t in rows.locator(".community-title").all_inner_texts()]
     assert sorted(titles, key=sorted) == sorted(TRIANGLES, key=sorted)
     expect(rows.first.locator("td").nth(1)).to_have_text("3")
-    tab.shot("communities")
+    tab.shot("communities", doc=True)
 
 
 def test_a_community_shows_its_report_members_and_subgraph(tab: Watched, built: str) -> None:
@@ -102,13 +102,13 @@ def test_a_community_shows_its_report_members_and_subgraph(tab: Watched, built: 
     expect(page.locator(".findings li").first).to_be_visible()
     names = set(members.all_inner_texts())
     assert names in TRIANGLES
-    tab.shot("community")
+    tab.shot("community", doc=True)
     page.click("#community-graph")
     page.wait_for_selector("#graph[data-ready='1']", timeout=20_000)
     expect(page.locator("#graph")).to_have_attribute("data-nodes", "3")
     expect(page.locator("#graph")).to_have_attribute("data-edges", "3")
     expect(page.locator("#graph-community")).to_contain_text("Subgraph of the community")
-    tab.shot("community-graph")
+    tab.shot("community-graph", doc=True)
     labels = page.evaluate("() => window.KG.graphView.graph.mapNodes((id, a) => a.label)")
     assert set(labels) == names
 

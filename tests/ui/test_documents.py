@@ -72,7 +72,7 @@ def test_the_list_shows_each_document_with_its_extraction(tab: Watched, docsite:
     expect(notes.locator(".badge.st-done")).to_have_text("done 1")
     expect(notes.locator(".badge.st-dead")).to_have_text("dead 1")
     expect(page.locator("tr[data-id='doc:paper.txt'] .badge.st-done")).to_have_text("done 1")
-    tab.shot("documents")
+    tab.shot("documents", doc=True)
 
 
 def test_a_document_shows_its_sections_chunks_and_failures(tab: Watched, docsite: DocSite) -> None:
@@ -88,7 +88,7 @@ def test_a_document_shows_its_sections_chunks_and_failures(tab: Watched, docsite
     expect(done.locator(".chunk")).to_contain_text("Ada Lovelace wrote programs")
     dead = page.locator(".chunk-item[data-status='dead']")
     expect(dead.locator(".chunk-error summary")).to_contain_text("Error: reply could not be parsed")
-    tab.shot("document")
+    tab.shot("document", doc=True)
 
 
 def test_re_extracting_retries_the_failed_chunk(tab: Watched, docsite: DocSite) -> None:

@@ -41,7 +41,7 @@ def test_a_shared_name_offers_a_picker(tab: Watched, site: Site) -> None:
     expect(choices.first).to_be_visible()
     assert choices.count() >= 2
     expect(choices.first).to_contain_text("Leaf")
-    tab.shot("graph-picker")
+    tab.shot("graph-picker", doc=True)
     choices.first.click()
     graph_ready(page)
     expect(page.locator("#graph-status")).not_to_contain_text("Loading")
@@ -73,7 +73,7 @@ def test_an_edge_shows_its_type_on_hover(tab: Watched, site: Site) -> None:
     bx, by = viewport(page, site.ids["acme"])
     page.mouse.move(box["x"] + (ax + bx) / 2, box["y"] + (ay + by) / 2)
     expect(page.locator("#graph-status")).to_have_text("Ada Lovelace —WORKS FOR→ Acme Corp")
-    tab.shot("graph-edge-hover")
+    tab.shot("graph-edge-hover", doc=True)
 
 
 def test_find_a_node_keeps_its_neighbours_in_view(tab: Watched, site: Site) -> None:

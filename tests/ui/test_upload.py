@@ -85,7 +85,7 @@ def test_pdf_html_and_docx_uploads_are_read_extracted_and_searchable(
     expect(page.locator("#job")).to_contain_text("3 document(s)")
     expect(page.locator("#extracted")).to_contain_text("Extracted")
     expect(page.locator("[data-counter='entities']")).not_to_have_text("0")
-    tab.shot("upload")
+    tab.shot("upload", doc=True)
     found = text_cards(page, "Ada Lovelace Analytical Engine")
     assert "doc:lovelace.pdf" in found
     assert "Ada Lovelace wrote the first program" in found
@@ -115,7 +115,7 @@ def test_a_file_the_server_cannot_read_is_refused_with_its_reason(
     expect(page.locator("#job .error")).to_contain_text("no file could be read (400)")
     expect(refused.filter(has_text="scan.pdf")).to_contain_text("not a readable PDF")
     expect(refused.filter(has_text="sheet.xlsx")).to_contain_text("unsupported file type .xlsx")
-    tab.shot("upload-refused")
+    tab.shot("upload-refused", doc=True)
 
 
 def test_a_mixed_upload_ingests_the_readable_files_and_names_the_others(

@@ -1,0 +1,49 @@
+"""Papercuts of issue 35 in the search, explain and status pages, each checked where a
+user sees it (Chromium, the seeded ``alpha`` and ``beta`` projects)."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+from ui_browser import Site, Watched, sign_in
+
+
+def test_relationship_cards_name_their_ends_and_scores_are_relative(
+    tab: Watched, site: Site
+) -> None:
+    """#4: the ends by name, not "source"/"target"; relevance relative to the top hit."""
+    page = sign_in(tab, site)
+    page.fill("#q", "Ada Lovelace works for Acme Corp")
+    page.press("#q", "Enter")
+    card = page.locator(".card[data-kind='relationship']", has_text="works for Acme").first
+    expect(card.locator(".triple a")).to_have_text(["Ada Lovelace", "Acme Corp"])
+    scores = page.locator("#results .card .score").all_inner_texts()
+    values = [float(s.removeprefix("relevance ")) for s in scores]
+    assert max(values) == 1.0 and all(0 <= v <= 1 for v in values), scores
+    expect(page.locator("#explain")).to_contain_text("of the explain run")
+
+
+def test_explain_tables_name_their_hits_and_keep_numbers_on_one_line(
+    tab: Watched, site: Site
+) -> None:
+    """#5: no raw ``object:<uuid>`` keys; the score column does not wrap."""
+    page = sign_in(tab, site)
+    page.fill("#q", "Leaf")
+    page.fill("#limit", "3")
+    page.press("#q", "Enter")
+    tables = page.locator("#explain .leg-table")
+    expect(tables.first).to_be_visible()
+    text = page.locator("#explain .legs-grid").inner_text()
+    assert "object:" not in text, text
+    assert "Leaf" in text
+    wraps = page.evaluate(
+        """() => [...document.querySelectorAll('#explain .leg-table td.num, #explain th.num')]
+                 .map(e => getComputedStyle(e).whiteSpace)"""
+    )
+    assert wraps and set(wraps) == {"nowrap"}
+
+
+def test_the_status_page_has_no_empty_extractors_heading(tab: Watched, site: Site) -> None:
+    """#6: a project that never extracted shows no "Extractors" heading."""
+    page = sign_in(tab, site, project="beta", hash="#/status")
+    expect(page.locator("#extraction-status")).to_be_visible()
+    expect(page.locator("#extraction-status h3", has_text="Extractors")).to_have_count(0)
