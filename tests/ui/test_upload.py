@@ -85,6 +85,7 @@ def test_pdf_html_and_docx_uploads_are_read_extracted_and_searchable(
     expect(page.locator("#job")).to_contain_text("3 document(s)")
     expect(page.locator("#extracted")).to_contain_text("Extracted")
     expect(page.locator("[data-counter='entities']")).not_to_have_text("0")
+    page.locator("#job h3").first.scroll_into_view_if_needed()
     tab.shot("upload", doc=True)
     found = text_cards(page, "Ada Lovelace Analytical Engine")
     assert "doc:lovelace.pdf" in found

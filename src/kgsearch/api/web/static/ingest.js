@@ -63,7 +63,8 @@
         j.error ? el("p", { class: "error", role: "alert" }, (j.error.error || j.error).message || JSON.stringify(j.error)) : null,
         j.state === "running" ? live(status, before) : null,
         report(j.result),
-        j.state === "done" ? el("p", {}, el("a", { href: "#/search" }, "Search what was ingested →")) : null]);
+        j.state === "done" ? el("p", { class: "row" }, el("a", { href: "#/search" }, "Search what was ingested →"),
+          el("a", { href: "#/documents" }, "See the documents →"), el("a", { href: "#/ask" }, "Ask about them →")) : null]);
     };
     const tick = async () => {
       let j, status;
@@ -135,7 +136,7 @@
         el("label", { for: "ingest-title" }, "Or paste text — title"),
         el("input", { id: "ingest-title", placeholder: "title" }),
         el("label", { for: "ingest-text", class: "sr" }, "Text"),
-        el("textarea", { id: "ingest-text", rows: "8", placeholder: "Paste a document here" }),
+        el("textarea", { id: "ingest-text", rows: "4", placeholder: "Paste a document here" }),
         el("div", { class: "row options" },
           el("label", {}, "Extractor ", el("select", { id: "extractor" },
             [["", "server default"], ["spacy", "spaCy (offline)"], ["llm", "LLM"], ["none", "none (store only)"]].map(([v, l]) => el("option", { value: v }, l)))),
