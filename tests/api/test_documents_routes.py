@@ -244,3 +244,32 @@ def test_reading_documents_needs_a_key_of_the_project(
     assert beta.get("/api/documents").json()["items"] == []
     assert beta.get("/api/documents/doc:notes.md").status_code == 404
     assert upload(beta, ("x.md", b"Eve")).status_code == 403
+
+
+def test_a_document_stored_without_extraction_says_so(api: httpx.Client) -> None:
+    finished(api, upload(api, ("notes.md", b"Ada met Grace."), extractor="none").json())
+
+    [doc] = api.get("/api/documents").json()["items"]
+    [chunk] = api.get("/api/documents/doc:notes.md").json()["chunks"]
+
+    assert doc["extraction"] == {}
+    assert chunk["extraction"] == {
+        "status": "none",
+        "attempts": 0,
+        "last_error": None,
+        "extractor": "",
+        "entities": 0,
+        "relationships": 0,
+        "rejected": {},
+    }
+
+
+def test_a_long_document_pages_its_chunks(api: httpx.Client) -> None:
+    text = "\n\n".join(f"# Part {i}\n\nPerson{i} met Person{i + 1}." for i in range(5))
+    finished(api, upload(api, ("long.md", text.encode()), extractor="none").json())
+
+    view = api.get("/api/documents/doc:long.md", params={"limit": 2, "offset": 2}).json()
+
+    assert view["document"]["chunks"] == 5
+    assert view["sections"] == [f"Part {i}" for i in range(5)]
+    assert ([c["position"] for c in view["chunks"]], view["offset"]) == ([2, 3], 2)
