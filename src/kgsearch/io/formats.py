@@ -2,17 +2,21 @@
 
 Markdown and reStructuredText split at their headings and plain text is one section
 (:mod:`kgsearch.text.sections`). HTML splits at ``h1``–``h6``, ``<pre>`` blocks and
-tables are unmined, and so is inline ``<code>``; DOCX splits at its ``Heading N`` (and
-``Title``) paragraph styles, with tables and code-styled paragraphs unmined; a PDF is
-one section per page, ``Page N``, under the outline (bookmark) titles open on that
-page when the PDF has an outline. These three go through maintained libraries in the
-``documents`` extra (beautifulsoup4, python-docx, pypdf).
+tables are unmined, and so is inline ``<code>``; navigation (``<nav>``,
+``role="navigation"``) is dropped, and a page with a ``<main>`` (or ``role="main"``)
+is read from there. DOCX splits at its ``Heading N`` (and ``Title``) paragraph styles,
+with tables and code-styled paragraphs unmined; a PDF is one section per page,
+``Page N``, under the outline (bookmark) titles open on that page when the PDF has an
+outline, its text NFKC-normalised (ligatures such as ``ﬁ`` become letters). These
+three go through maintained libraries in the ``documents`` extra (beautifulsoup4,
+python-docx, pypdf).
 """
 
 from __future__ import annotations
 
 import io
 import re
+import unicodedata
 import zipfile
 from collections.abc import Iterator
 from typing import Any
@@ -41,6 +45,7 @@ MAX_TEXT_CHARS = 50 * 1024 * 1024
 _HEADING = re.compile(r"^h([1-6])$")
 _SKIPPED = frozenset({"script", "style", "noscript", "template", "head"})
 _INLINE_CODE = frozenset({"code", "kbd", "samp", "tt"})
+_NAVIGATION_ROLES = frozenset({"navigation", "search", "menubar", "menu"})
 # Elements after which text starts a new paragraph (everything else runs inline).
 _BLOCKS = frozenset(
     [
@@ -154,6 +159,8 @@ def _walk_html(node: object, flow: _Flow, *, code: bool = False) -> None:
         return
     if not isinstance(node, Tag) or node.name in _SKIPPED:
         return
+    if node.name == "nav" or str(node.get("role", "")).lower() in _NAVIGATION_ROLES:
+        return  # menus and sidebars: links repeated on every page, not the page's text
     name = node.name.lower()
     heading = _HEADING.match(name)
     if heading:
@@ -188,8 +195,11 @@ def _html(data: bytes) -> tuple[str, tuple[Section, ...]]:
     except ImportError as exc:
         raise _missing("beautifulsoup4", ".html") from exc
     soup = BeautifulSoup(decode(data), "html.parser")
+    # a page that marks its main content is read from there: site navigation, headers
+    # and footers around it are the same on every page and would be mined as entities
+    main = soup.find("main") or soup.find(attrs={"role": "main"})
     flow = _Flow()
-    for child in soup.children:
+    for child in [main] if main is not None else soup.children:
         _walk_html(child, flow)
     flow.end_paragraph()
     return sections_from_blocks(flow.blocks)
@@ -208,7 +218,9 @@ def _pdf(data: bytes) -> tuple[str, tuple[Section, ...]]:
         pages: list[str] = []
         chars = 0
         for page in reader.pages:
-            pages.append(page.extract_text() or "")
+            # NFKC: a PDF's ligature glyphs (ﬁ, ﬂ) and compatibility forms become the
+            # letters a search types
+            pages.append(unicodedata.normalize("NFKC", page.extract_text() or ""))
             chars += len(pages[-1])
             if chars > MAX_TEXT_CHARS:
                 raise _TooLarge(f"a PDF whose text is over {MAX_TEXT_CHARS:,} characters")
