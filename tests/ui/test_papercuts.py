@@ -3,8 +3,17 @@ user sees it (Chromium, the seeded ``alpha`` and ``beta`` projects)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from live_server import LiveServer
 from playwright.sync_api import expect
 from ui_browser import Site, Watched, sign_in
+
+from kgsearch import Engine, ObjectIn, connect
+from kgsearch.api.app import create_app
+from kgsearch.testing import FakeEmbedder
 
 
 def test_relationship_cards_name_their_ends_and_scores_are_relative(
@@ -47,3 +56,35 @@ def test_the_status_page_has_no_empty_extractors_heading(tab: Watched, site: Sit
     page = sign_in(tab, site, project="beta", hash="#/status")
     expect(page.locator("#extraction-status")).to_be_visible()
     expect(page.locator("#extraction-status h3", has_text="Extractors")).to_have_count(0)
+
+
+@pytest.fixture
+def half_embedded(tmp_path: Path) -> Iterator[str]:
+    """A keyless server whose project has 4 objects, 1 of them embedded."""
+    engine = Engine(connect(str(tmp_path / "half.db")), embedder=FakeEmbedder(32))
+    engine.add_objects([ObjectIn(type="Person", key="ada", properties={"name": "Ada"})])
+    engine.embed_pending()
+    engine.add_objects(
+        [ObjectIn(type="Person", key=k, properties={"name": k.title()}) for k in "xyz"]
+    )
+    server = LiveServer(create_app(engine, keys=False))
+    yield server.start()
+    server.stop()
+    engine.close()
+
+
+def test_search_warns_when_rows_are_not_embedded(tab: Watched, half_embedded: str) -> None:
+    """#17: a project with rows not embedded says so above the results."""
+    page = tab.page
+    page.goto(half_embedded + "/ui/#/search")
+    page.fill("#q", "Ada")
+    page.press("#q", "Enter")
+    expect(page.locator("#not-embedded")).to_contain_text("75 % of this project's rows")
+
+
+def test_search_does_not_warn_when_everything_is_embedded(tab: Watched, site: Site) -> None:
+    page = sign_in(tab, site, project="beta")
+    page.fill("#q", "Vault")
+    page.press("#q", "Enter")
+    expect(page.locator("#results .card").first).to_be_visible()
+    expect(page.locator("#not-embedded")).to_have_count(0)

@@ -47,6 +47,20 @@
     return names;
   }
 
+  // Rows not embedded yet are found by keywords only: say so above the results (issue
+  // 35, #17). The project's share is read at most every 15 s.
+  let embedded = { at: -Infinity, report: null };
+  async function notEmbedded() {
+    if (performance.now() - embedded.at > 15000) {
+      embedded = { at: performance.now(), report: await api("GET", "/api/embeddings/status").catch(() => null) };
+    }
+    const r = embedded.report;
+    if (!r || r.percent_embedded >= 100) return null;
+    return el("p", { class: "warning", id: "not-embedded" },
+      fmt(100 - r.percent_embedded, r.percent_embedded > 99 ? 1 : 0) + " % of this project's rows are not embedded yet: until they are, " +
+      "search finds them by their words only (BM25), not by meaning. See the Status page.");
+  }
+
   function card(r, index, top, names) {
     // relevance as the CLI shows it: relative to the best hit of the list
     const relevance = top > 0 ? r.score / top : 0;
@@ -169,6 +183,8 @@
     clear(out);
     out.appendChild(timings(res.metadata, roundTrip));
     for (const w of (res.metadata && res.metadata.warnings) || []) out.appendChild(el("p", { class: "warning" }, w));
+    const unembedded = await notEmbedded();
+    if (unembedded) out.appendChild(unembedded);
     const names = {};
     for (const r of res.results) names[r.id] = r.name || r.triplet_text || (r.snippet || "").slice(0, 60);
     await resolveNames(names, res.results.filter((r) => r.type === "relationship").flatMap((r) => [r.source_id, r.target_id]));
