@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 from live_server import LiveServer
-from playwright.sync_api import expect
-from ui_browser import Site, Watched, sign_in
+from playwright.sync_api import Browser, expect
+from ui_browser import Site, Watched, open_page, sign_in
 
 from kgsearch import Engine, ObjectIn, connect
 from kgsearch.api.app import create_app
 from kgsearch.testing import FakeEmbedder
+
+SCROLL_WIDTH = "() => document.documentElement.scrollWidth"
 
 
 def test_relationship_cards_name_their_ends_and_scores_are_relative(
@@ -88,3 +90,29 @@ def test_search_does_not_warn_when_everything_is_embedded(tab: Watched, site: Si
     page.press("#q", "Enter")
     expect(page.locator("#results .card").first).to_be_visible()
     expect(page.locator("#not-embedded")).to_have_count(0)
+
+
+def test_the_new_pages_fit_a_narrow_window(browser: Browser, site: Site) -> None:
+    tab = open_page(browser)
+    try:
+        page = tab.page
+        page.set_viewport_size({"width": 420, "height": 800})
+        sign_in(tab, site, hash="#/ask")
+        page.fill("#question", "Who does Ada Lovelace work for?")
+        page.press("#question", "Enter")
+        expect(page.locator("#answer-how")).to_be_visible(timeout=30_000)
+        widths = {"ask": page.evaluate(SCROLL_WIDTH)}
+        tab.shot("ask-narrow")
+        for name, ready in (
+            ("documents", "#documents tbody tr"),
+            ("document/doc1", "#chunks"),
+            ("communities", "#communities"),
+            ("graph", "#graph-hint"),
+        ):
+            page.goto(site.url + "/ui/#/" + name)
+            expect(page.locator(ready).first).to_be_visible()
+            widths[name] = page.evaluate(SCROLL_WIDTH)
+        tab.shot("document-narrow")
+        assert set(widths.values()) == {420}, widths
+    finally:
+        tab.page.context.close()
