@@ -31,6 +31,9 @@ def test_relationship_cards_name_their_ends_and_scores_are_relative(
     values = [float(s.removeprefix("relevance ")) for s in scores]
     assert max(values) == 1.0 and all(0 <= v <= 1 for v in values), scores
     expect(page.locator("#explain")).to_contain_text("of the explain run")
+    # #11 where the UI shows it: an object is an "object", never "graph"
+    kinds = page.locator("#search-out .kind").all_inner_texts()
+    assert "object" in [k.lower() for k in kinds] and "graph" not in [k.lower() for k in kinds]
 
 
 def test_explain_tables_name_their_hits_and_keep_numbers_on_one_line(

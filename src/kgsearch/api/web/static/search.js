@@ -117,7 +117,7 @@
           el("tbody", {}, hits.map((h) => el("tr", {}, el("td", {}, h.rank), el("td", { title: h.key }, label(h.key)),
             el("td", { class: "num" }, fmt(h.score, 4))))))));
     const fused = el("ol", { class: "fused" }, (ex.fused || []).map((f) =>
-      el("li", {}, el("span", { class: "kind kind-" + f.type }, f.type), " ", names[f.id] || f.id, " ",
+      el("li", {}, el("span", { class: "kind kind-" + f.type }, f.type === "graph" ? "object" : f.type), " ", names[f.id] || f.id, " ",
         el("span", { class: "muted" }, fmt(f.score, 4) + " · " + (f.found_by || []).map((l) => l.leg + " #" + l.rank).join(", ")))));
     const stages = el("table", { class: "stages" },
       el("tbody", {}, Object.entries(t).map(([k, v]) => el("tr", {}, el("th", {}, k.replace(/Ms$/, "")), el("td", {}, fmt(v, 2) + " ms")))));
