@@ -91,7 +91,8 @@ async def upload_documents(
     its report's ``problems``, and when nothing could be read the answer is 400 with
     each file's reason in ``details.problems``.
     """
-    check_extractor(engine, extractor, domain)
+    # off the event loop: the first check of an extractor loads it (spaCy: seconds)
+    await anyio.to_thread.run_sync(check_extractor, engine, extractor, domain)
     given = [f for f in files or [] if f.filename or f.size]
     if len(given) > MAX_FILES:
         raise InvalidRequest(f"{len(given)} files in one upload; at most {MAX_FILES}")
@@ -164,7 +165,7 @@ def reextract_document(
     ``ExtractionReport``."""
     given = body or ReextractRequest()
     check_extractor(engine, given.extractor, given.domain)
-    engine.document(id, project=who.project, limit=1)  # 404 now, not in the job
+    engine.get_source(id, project=who.project)  # 404 now, not in the job
 
     def work(job: Job) -> ExtractionReport:
         return engine.reextract_document(
