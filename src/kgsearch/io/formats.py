@@ -197,7 +197,7 @@ def _html(data: bytes) -> tuple[str, tuple[Section, ...]]:
     soup = BeautifulSoup(decode(data), "html.parser")
     # a page that marks its main content is read from there: site navigation, headers
     # and footers around it are the same on every page and would be mined as entities
-    main = soup.find("main") or soup.find(attrs={"role": "main"})
+    main = soup.find("main") or soup.find(role="main")
     flow = _Flow()
     for child in [main] if main is not None else soup.children:
         _walk_html(child, flow)
