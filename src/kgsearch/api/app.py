@@ -37,10 +37,11 @@ from kgsearch.api import spend, web
 from kgsearch.api.background import BackfillJobs, EmbeddingWorker
 from kgsearch.api.jobs import JobRegistry
 from kgsearch.api.lanes import LLM_THREADS, Lanes, provider_body
-from kgsearch.api.limits import MAX_BODY_BYTES, MAX_BODY_SECONDS, InputGuard
+from kgsearch.api.limits import MAX_BODY_BYTES, MAX_BODY_SECONDS, MAX_UPLOAD_BYTES, InputGuard
 from kgsearch.api.routes import (
     chat,
     communities,
+    documents,
     embeddings,
     entities,
     explore,
@@ -82,6 +83,7 @@ def create_app(
     *,
     keys: bool = True,
     max_body_bytes: int = MAX_BODY_BYTES,
+    max_upload_bytes: int = MAX_UPLOAD_BYTES,
     body_seconds: float = MAX_BODY_SECONDS,
     worker: bool = False,
     worker_interval: float = 1.0,
@@ -98,6 +100,8 @@ def create_app(
             keyless mode for local use: it answers loopback clients only, with every
             scope, in the project named by ``X-Kgsearch-Project`` (or the engine's).
         max_body_bytes: Larger request bodies get 413.
+        max_upload_bytes: The same for file uploads (``POST /api/documents/upload``,
+            all files together); each file is also held to the readers' own bounds.
         body_seconds: A body that takes longer to arrive gets 408 and the connection
             is closed (slow-body clients never hold one open).
         worker: Embed pending rows in a background thread while the app runs.
@@ -157,7 +161,9 @@ def create_app(
     app.state.budget = Budget(engine.store, limits)
     app.state.warm = "off"
     app.state.health = None  # (when, the store's info) of /health's last check
-    for module in (graph, ingest, search, embeddings, extract, entities, explore, communities):
+    app.state.max_upload_bytes = max_upload_bytes
+    routers = (graph, ingest, search, embeddings, documents, extract, entities, explore)
+    for module in (*routers, communities):
         app.include_router(module.router)
     web.mount(app)
     app.include_router(search.ask_router)
@@ -165,7 +171,12 @@ def create_app(
     app.include_router(spend.router)
     app.add_api_route("/health", _health, methods=["GET"], tags=["health"])
     _add_error_handlers(app)
-    app.add_middleware(InputGuard, max_bytes=max_body_bytes, body_seconds=body_seconds)
+    app.add_middleware(
+        InputGuard,
+        max_bytes=max_body_bytes,
+        body_seconds=body_seconds,
+        upload_bytes=max_upload_bytes,
+    )
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

@@ -40,7 +40,7 @@ from kgsearch.reports import (
     IngestReport,
 )
 
-__all__ = ["router"]
+__all__ = ["JobsDep", "accepted", "check_extractor", "job_progress", "router"]
 
 router = APIRouter(prefix="/api", tags=["extraction"])
 
@@ -59,7 +59,7 @@ def _jobs(request: Request) -> JobRegistry:
 JobsDep = Annotated[JobRegistry, Depends(_jobs)]
 
 
-def _progress(job: Job) -> IngestProgress:
+def job_progress(job: Job) -> IngestProgress:
     """The engine's progress callback, feeding the job's counters (and its cancel)."""
 
     def progress(kind: str, value: object) -> None:
@@ -78,13 +78,13 @@ def _progress(job: Job) -> IngestProgress:
     return progress
 
 
-def _check_extractor(engine: Engine, name: str | None, domain: str | None) -> None:
+def check_extractor(engine: Engine, name: str | None, domain: str | None) -> None:
     """Refuse an unknown extractor or domain now (400), not later in the job."""
     if (name or engine.extract_settings.extractor) != "none":
         engine.extractor(name, domain)
 
 
-def _accepted(snapshot: dict[str, Any], response: Response) -> JobSnapshot:
+def accepted(snapshot: dict[str, Any], response: Response) -> JobSnapshot:
     response.headers["Location"] = f"/api/jobs/{snapshot['id']}"
     return JobSnapshot.model_validate(snapshot)
 
@@ -107,7 +107,7 @@ def ingest_documents(
     cost show in ``/api/usage``); they are not refused by the budget.
     """
     who.check_body(body.project)
-    _check_extractor(engine, body.extractor, body.domain)
+    check_extractor(engine, body.extractor, body.domain)
     if body.text is not None:
         documents = [document_from_text(body.text, title=body.title)]
     else:
@@ -125,13 +125,13 @@ def ingest_documents(
                 domain=body.domain,
                 chunk_chars=body.chunk_chars,
                 extract=True,
-                progress=_progress(job),
+                progress=job_progress(job),
             )
 
         return budget.run(who.project, who.key_id, ingest) if spends else ingest()
 
     started = jobs.start(who.project, "ingest", work, progress={"documents_total": len(documents)})
-    return _accepted(started, response)
+    return accepted(started, response)
 
 
 @router.delete("/documents/{id:path}")
@@ -163,10 +163,10 @@ def run_extraction(
             project=who.project,
             batch_size=body.batch_size,
             limit=body.limit,
-            progress=_progress(job),
+            progress=job_progress(job),
         )
 
-    return _accepted(jobs.start(who.project, "extract", work), response)
+    return accepted(jobs.start(who.project, "extract", work), response)
 
 
 @router.get("/jobs/{job_id}")
