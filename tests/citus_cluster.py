@@ -169,12 +169,13 @@ class CitusCluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def open_distributed(url: str) -> Store:
-    """Open (and migrate) the store at ``url``, lay it out on Citus, open it again as
-    a process started after the layout would."""
+def open_distributed(url: str, *, spread: bool = False) -> Store:
+    """Open (and migrate) the store at ``url``, lay it out on Citus (its big tables
+    spread over the workers when ``spread``), open it again as a process started after
+    the layout would."""
     store = PostgresStore(url)
     try:
-        distribute(store.db)
+        distribute(store.db, spread=spread)
     finally:
         store.close()
     return PostgresStore(url)
@@ -211,7 +212,7 @@ def _indexes(conn: psycopg.Connection[Any], schema: str) -> set[str]:
 # Emptied distributed schemas per coordinator URL, for the next store: laying out a
 # schema takes seconds on the cluster (a table per shard per node, two-phase commits),
 # emptying it a fraction of that.
-_POOL: dict[str, list[tuple[str, _Fresh]]] = {}
+_POOL: dict[tuple[str, bool], list[tuple[str, _Fresh]]] = {}
 
 
 class CitusStoreFactory(URLStoreFactory):
@@ -226,18 +227,23 @@ class CitusStoreFactory(URLStoreFactory):
         url: The coordinator's libpq URL.
         open_store: Opens a store from its URL (:func:`open_distributed` by default;
             ``PostgresStore`` gives plain stores, for a single server).
+        spread: Lay the stores out with their big tables spread over the workers
+            (``distribute(…, spread=True)``).
     """
 
     backend = "citus"
 
-    def __init__(self, url: str, open_store: Callable[[str], Store] | None = None) -> None:
+    def __init__(
+        self, url: str, open_store: Callable[[str], Store] | None = None, *, spread: bool = False
+    ) -> None:
         super().__init__(self._new_url, open_store=open_store or self._open)
         self.url = url
+        self.spread = spread
         self.recycle = open_store is None
         self.schemas: dict[str, _Fresh | None] = {}
 
     def _new_url(self) -> str:
-        pool = _POOL.get(self.url) if self.recycle else None
+        pool = _POOL.get((self.url, self.spread)) if self.recycle else None
         if pool:
             schema, fresh = pool.pop()
             self.schemas[schema] = fresh
@@ -249,7 +255,7 @@ class CitusStoreFactory(URLStoreFactory):
     def _open(self, url: str) -> Store:
         schema = url.rsplit("schema=", 1)[1]
         if self.schemas.get(schema) is None:
-            store = open_distributed(url)
+            store = open_distributed(url, spread=self.spread)
             with psycopg.connect(self.url, autocommit=True) as conn:
                 self.schemas[schema] = _Fresh(conn, schema)
             return store
@@ -262,7 +268,7 @@ class CitusStoreFactory(URLStoreFactory):
             for schema, fresh in self.schemas.items():
                 if fresh is not None and self.recycle and _indexes(conn, schema) == fresh.indexes:
                     fresh.restore(conn, schema)
-                    _POOL.setdefault(self.url, []).append((schema, fresh))
+                    _POOL.setdefault((self.url, self.spread), []).append((schema, fresh))
                 else:
                     conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         self.schemas.clear()
