@@ -88,10 +88,13 @@ class CitusCluster:
     Args:
         pginstall: A PostgreSQL install with Citus and pgvector (:func:`build_citus`).
         workers: How many workers to start beside the coordinator.
+        settings: ``postgresql.conf`` lines added after the tests' own (which they
+            override: a benchmark's durable settings and memory, say).
     """
 
-    def __init__(self, pginstall: Path, workers: int = 2) -> None:
+    def __init__(self, pginstall: Path, workers: int = 2, settings: str = "") -> None:
         self.pginstall = pginstall
+        self.settings = settings
         self.root = Path(tempfile.mkdtemp(prefix="kgsearch-citus-"))
         self.user: str | None = None
         if os.geteuid() == 0:
@@ -146,7 +149,7 @@ class CitusCluster:
                     "unix_socket_directories = ''\nshared_preload_libraries = 'citus'\n"
                     f"citus.shard_count = {TEST_SHARD_COUNT}\nmax_connections = 200\n"
                     "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
-                    "shared_buffers = 32MB\nmax_worker_processes = 16\n"
+                    "shared_buffers = 32MB\nmax_worker_processes = 16\n" + self.settings
                 )
             self._run("pg_ctl", "-D", str(data), "-l", str(data / "log"), "-w", "-t", "60", "start")
         for i in range(len(self.nodes)):
