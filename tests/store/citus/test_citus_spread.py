@@ -205,3 +205,15 @@ def test_concurrent_claims_on_spread_tables_take_each_row_once(spread_factory: A
     every = [c for batch in claimed for c in batch]
     assert sorted(every) == sorted(f"c{i}" for i in range(60))  # each once, none left
     assert store.claim(Kind.CHUNK, project="p", limit=7, now=now) == []
+
+
+def test_a_spread_legs_row_estimate_counts_every_shard(spread_factory: Any) -> None:
+    store = spread_factory()
+    engine = Engine(store, embedder=FakeEmbedder(16), project="p")
+    engine.add_chunks([ChunkIn(id=f"c{i}", text=f"text {i}") for i in range(60)])
+    assert len(rows_per_worker(store, "chunks", "p")) == 2
+    store.db.execute("ANALYZE chunks")
+    # Citus shows one shard's plan of a multi-shard statement: its estimate is scaled
+    # by the shard count (one shard's alone would be about half)
+    estimate = store._estimated_rows(Kind.CHUNK, "FROM chunks t WHERE t.project = %s", ["p"])
+    assert 45 <= estimate <= 75
