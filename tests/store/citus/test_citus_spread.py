@@ -217,3 +217,16 @@ def test_a_spread_legs_row_estimate_counts_every_shard(spread_factory: Any) -> N
     # by the shard count (one shard's alone would be about half)
     estimate = store._estimated_rows(Kind.CHUNK, "FROM chunks t WHERE t.project = %s", ["p"])
     assert 45 <= estimate <= 75
+
+
+def test_the_hnsw_settings_reach_every_worker_of_a_spread_leg(layouts: Any) -> None:
+    spread, _ = layouts
+    # a leg on a spread kind runs on every shard: each worker must see the beam
+    rows = spread.store.db.all_with(
+        {"hnsw.ef_search": "200", "hnsw.iterative_scan": "relaxed_order"},
+        "SELECT current_setting('hnsw.ef_search', true) AS ef, "
+        "current_setting('hnsw.iterative_scan', true) AS it, inet_server_port() AS port "
+        "FROM relationships WHERE project = 'films'",
+    )
+    assert len({r["port"] for r in rows}) == 2  # answered by both workers
+    assert {(r["ef"], r["it"]) for r in rows} == {("200", "relaxed_order")}
