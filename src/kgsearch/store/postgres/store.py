@@ -26,7 +26,7 @@ from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
 from kgsearch.store.communities import Communities
 from kgsearch.store.keys import ApiKeys
 from kgsearch.store.migrations import pending
-from kgsearch.store.postgres.citus import distributed
+from kgsearch.store.postgres.citus import distributed, spread_tables
 from kgsearch.store.postgres.connection import EF_SEARCH, Connection, parse_url
 from kgsearch.store.postgres.lexical import LexicalStats
 from kgsearch.store.postgres.queue import PostgresQueues
@@ -94,6 +94,8 @@ class PostgresStore(
             self.migrate()
         # on Citus a few statements take a form it accepts (store/postgres/citus.py)
         self.citus = distributed(self.db)
+        self.spread = spread_tables(self.db) if self.citus else frozenset()
+        self.lexical.spread = self.spread
         self.lexical.column_stats = not self.citus
         self.claims_by_project = self.citus
         self.db.workers_follow_settings = self.citus
