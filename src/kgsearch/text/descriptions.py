@@ -73,6 +73,8 @@ def distinct(texts: Sequence[str]) -> list[str]:
             continue
         seen.add(folded)
         pending.append((text, _words(text)))
+    if len(pending) < 2:  # nothing to compare
+        return [text for text, _ in pending]
     index = _PrefixIndex([w for _, w in pending])
     for text, these in pending:
         i = index.first_near(these, words)
