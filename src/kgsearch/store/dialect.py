@@ -74,6 +74,10 @@ class Dialect:
         lock: Appended to a query (after its ``ORDER BY``) that reads rows about to be
             written, so that two writers of the same rows wait for each other in order
             ('' where writers are serial anyway).
+        hold: Appended to a query (after its ``ORDER BY``) that reads rows which must
+            stay as they are until the transaction ends ('' where writers are serial).
+        as_text: Appended to a stored JSON column to compare it as stored text
+            (PostgreSQL's ``json`` type has no equality).
     """
 
     name: str
@@ -90,6 +94,8 @@ class Dialect:
     words: bool = False
     serialise: str = ""
     lock: str = ""
+    hold: str = ""
+    as_text: str = ""
 
     @property
     def mark(self) -> str:

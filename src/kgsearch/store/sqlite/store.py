@@ -3,10 +3,10 @@
 This module opens the file, applies the migrations, runs transactions and bulk loads,
 and keeps the store's metadata. :class:`SQLiteStore` composes the capability slices
 over one :class:`~kgsearch.store.sqlite.connection.Connection`: those written once for
-both stores (communities, API keys, the value cache, and the queues' and reads' shared
-logic) speak SQLite through :data:`~kgsearch.store.sqlite.sql.SQLITE`; this package
-holds what is SQLite's own: graph writes (``writes.py``) and reads (``reads.py``),
-claims and row writes of the queues (``queue.py``) and search (``search.py``).
+both stores (graph writes, communities, API keys, the value cache, and the queues' and
+reads' shared logic) speak SQLite through :data:`~kgsearch.store.sqlite.sql.SQLITE`;
+this package holds what is SQLite's own: reads (``reads.py``), claims and row writes of
+the queues (``queue.py``) and search (``search.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from kgsearch.store.cache import ValueCache
 from kgsearch.store.common import check_embedding_model
 from kgsearch.store.communities import Communities
 from kgsearch.store.counts import META_SQL, MIGRATIONS_SQL, PROJECTS_SQL
+from kgsearch.store.graph_writes import GraphWritesCore
 from kgsearch.store.keys import ApiKeys
 from kgsearch.store.migrations import pending
 from kgsearch.store.records import StoreInfo
@@ -36,14 +37,13 @@ from kgsearch.store.sqlite.schema import (
 )
 from kgsearch.store.sqlite.search import SQLiteSearch, VectorCache
 from kgsearch.store.sqlite.sql import SQLITE, now_iso
-from kgsearch.store.sqlite.writes import SQLiteWrites
 from kgsearch.store.usage import LLMUsage
 
 __all__ = ["SQLiteStore"]
 
 
 class SQLiteStore(
-    SQLiteWrites,
+    GraphWritesCore,
     SQLiteQueues,
     SQLiteSearch,
     ApiKeys,
