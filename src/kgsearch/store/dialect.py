@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from kgsearch.model import Kind
 
-__all__ = ["Database", "Dialect", "Slice"]
+__all__ = ["Database", "Dialect", "Slice", "Transactions"]
 
 
 class Database(Protocol):
@@ -43,6 +43,11 @@ class Database(Protocol):
 
     def transaction(self) -> AbstractContextManager[Any]:
         """A write transaction; nested calls join the outer one."""
+        ...
+
+    @property
+    def held_here(self) -> bool:
+        """Whether the calling thread is inside :meth:`transaction`."""
         ...
 
 
@@ -128,3 +133,27 @@ class Slice:
         def _changed(self, kind: Kind, *, texts: bool) -> None:
             """Refresh what the store keeps of a kind's texts or vectors (inside the
             writing transaction)."""
+
+
+class Transactions(Slice):
+    """What both stores' lifecycles do alike: transactions on their connection, and
+    closing at the end of a ``with`` block."""
+
+    if TYPE_CHECKING:
+
+        def close(self) -> None:
+            """The store's own."""
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        return self.db.transaction()
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the calling thread is inside :meth:`transaction`."""
+        return self.db.held_here
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -28,7 +28,7 @@ class PostgresWrites(GraphWritesCore, PostgresReads):
     def _upsert_rows(self, sql: str, columns: str, key: str, params: list[tuple[Any, ...]]) -> None:
         """Pipelined, or in bulk mode through COPY into a staging table (deduplicated on
         ``key``, last wins)."""
-        if not (self._bulk and self.db.in_transaction and len(params) > 1):
+        if not (self._bulk and self.db.held_here and len(params) > 1):
             self.db.executemany(sql, params)
             return
         table = sql.split()[2]
