@@ -396,15 +396,13 @@ def mention_rows(
     edges: Sequence[_Edge],
     rel_ids: Sequence[str],
 ) -> list[Mention]:
-    """Each chunk's mention of every object and relationship extracted from it (built
-    unvalidated: every field is an id this write already holds)."""
-    link = Mention.model_construct
+    """Each chunk's mention of every object and relationship extracted from it."""
     return [
-        link(project=project, chunk_id=c, source_id=sources.get(c), object_id=ends[ref].id)
+        Mention(project=project, chunk_id=c, source_id=sources.get(c), object_id=ends[ref].id)
         for ref, ent in entities.items()
         for c in ent.entries
     ] + [
-        link(project=project, chunk_id=c, source_id=sources.get(c), relationship_id=i)
+        Mention(project=project, chunk_id=c, source_id=sources.get(c), relationship_id=i)
         for e, i in zip(edges, rel_ids, strict=True)
         for c in e.entries
     ]
