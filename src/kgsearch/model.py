@@ -104,24 +104,35 @@ def check_json(value: Mapping[str, Any], what: str) -> Mapping[str, Any]:
         ValueError: With the path of the first problem.
     """
     size = 0
-    stack: list[tuple[Any, str, int]] = [(value, what, 1)]
+    # each item's place is (its parent's place, its key or index), spelled out only
+    # for an error message
+    stack: list[tuple[Any, Any, int]] = [(value, None, 1)]
     while stack:
-        item, path, depth = stack.pop()
+        item, place, depth = stack.pop()
         if isinstance(item, dict | list) and depth > MAX_JSON_DEPTH:
-            raise ValueError(f"{path} nests deeper than {MAX_JSON_DEPTH} levels")
+            raise ValueError(f"{_path(what, place)} nests deeper than {MAX_JSON_DEPTH} levels")
         if isinstance(item, dict):
             for key, inner in item.items():
                 size += len(str(key))
-                stack.append((inner, f"{path}.{key}", depth + 1))
+                stack.append((inner, (place, f".{key}"), depth + 1))
         elif isinstance(item, list):
-            stack.extend((inner, f"{path}[{i}]", depth + 1) for i, inner in enumerate(item))
+            stack.extend((inner, (place, i), depth + 1) for i, inner in enumerate(item))
         elif isinstance(item, str):
             size += len(item)
         elif isinstance(item, float) and not math.isfinite(item):
-            raise ValueError(f"{path} is {item}; numbers must be finite")
+            raise ValueError(f"{_path(what, place)} is {item}; numbers must be finite")
         if size > MAX_JSON_CHARS:
             raise ValueError(f"{what} is larger than {MAX_JSON_CHARS:,} characters")
     return value
+
+
+def _path(what: str, place: Any) -> str:
+    """``what.key[0]…`` from a place of :func:`check_json` (a chain of (parent, step))."""
+    steps: list[str] = []
+    while place is not None:
+        place, step = place
+        steps.append(f"[{step}]" if isinstance(step, int) else step)
+    return what + "".join(reversed(steps))
 
 
 def _in_range(value: datetime) -> datetime:

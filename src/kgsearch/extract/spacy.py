@@ -32,6 +32,7 @@ follow from the result.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import threading
 import time
 from collections import Counter
@@ -189,13 +190,15 @@ class SpacyExtractor:
 
     @cached_property
     def model_version(self) -> str:
-        """The pipeline's own version, read from its metadata without loading it."""
-        import spacy
+        """The pipeline's own version, read from its metadata without loading it (an
+        installed pipeline's without importing spaCy either)."""
+        try:
+            return importlib.metadata.version(self.model)
+        except importlib.metadata.PackageNotFoundError:
+            import spacy
 
-        if spacy.util.is_package(self.model):
-            return spacy.util.get_package_version(self.model) or "unknown"
-        meta = spacy.util.load_meta(Path(self.model) / "meta.json")
-        return str(meta.get("version", "unknown"))
+            meta = spacy.util.load_meta(Path(self.model) / "meta.json")
+            return str(meta.get("version", "unknown"))
 
     @property
     def version(self) -> str:
@@ -214,10 +217,11 @@ class SpacyExtractor:
                 )
             )
             digest = hashlib.sha256(settings.encode()).hexdigest()[:8]
-            from spacy.about import __version__ as SPACY_VERSION
-
+            # from the package metadata: importing spaCy takes a second, and a
+            # version is asked for before anything is known to need extracting
+            spacy_version = importlib.metadata.version("spacy")
             self._version = (
-                f"spacy-{SPACY_VERSION}/{self.model}-{self.model_version}"
+                f"spacy-{spacy_version}/{self.model}-{self.model_version}"
                 f"/x{EXTRACTOR_VERSION}/{digest}"
             )
         return self._version

@@ -17,14 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from kgsearch.errors import MigrationError
 from kgsearch.model import Kind
-from kgsearch.store.cache import ValueCache
 from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
-from kgsearch.store.communities import Communities
-from kgsearch.store.keys import ApiKeys
 from kgsearch.store.migrations import pending
 from kgsearch.store.postgres.citus import distributed, spread_tables
 from kgsearch.store.postgres.connection import EF_SEARCH, Connection, parse_url
@@ -35,7 +31,7 @@ from kgsearch.store.postgres.search import EXACT_MAX_ROWS, INDEX_MIN_ROWS, Postg
 from kgsearch.store.postgres.sql import POSTGRES
 from kgsearch.store.postgres.writes import PostgresWrites
 from kgsearch.store.records import StoreInfo
-from kgsearch.store.usage import LLMUsage
+from kgsearch.store.slices import SharedSlices
 
 __all__ = ["PostgresStore"]
 
@@ -44,10 +40,7 @@ class PostgresStore(
     PostgresWrites,
     PostgresQueues,
     PostgresSearch,
-    ApiKeys,
-    ValueCache,
-    Communities,
-    LLMUsage,
+    SharedSlices,
 ):
     """The PostgreSQL + pgvector store.
 
@@ -151,14 +144,6 @@ class PostgresStore(
         """Close the connection pool."""
         self.db.close()
 
-    def transaction(self) -> Any:
-        return self.db.transaction()
-
-    @property
-    def in_transaction(self) -> bool:
-        """Whether the calling thread is inside :meth:`transaction`."""
-        return self.db.in_transaction
-
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """One transaction for a large load; statistics and indexes refreshed after it.
@@ -179,12 +164,6 @@ class PostgresStore(
             self.db.execute(f"ANALYZE {table}")
         self.lexical.clear()
         self.build_indexes()
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # metadata ------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
