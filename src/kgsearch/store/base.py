@@ -26,7 +26,6 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from kgsearch.keys import ApiKey, KeyLimits
 from kgsearch.model import (
     Chunk,
     Filters,
@@ -39,6 +38,7 @@ from kgsearch.model import (
     Source,
 )
 from kgsearch.store.community_base import CommunityStore
+from kgsearch.store.keys_base import Cache, KeyStore
 from kgsearch.store.records import (
     TASK_STATUSES,
     Claim,
@@ -466,30 +466,6 @@ class SearchIndex(Protocol):
         ...
 
 
-class KeyStore(Protocol):
-    """API key records for the REST/MCP servers; only a digest of each secret is kept."""
-
-    def create_api_key(self, key: ApiKey, key_hash: str) -> None:
-        """Store a new API key record with the digest of its secret."""
-        ...
-
-    def api_keys(self, project: str | None = None) -> list[ApiKey]:
-        """API key records (never secrets), of one project or all, oldest first."""
-        ...
-
-    def find_api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
-        """The key record with this id and its stored digest (None when unknown)."""
-        ...
-
-    def revoke_api_key(self, key_id: str) -> bool:
-        """Revoke a key; False when no active key has this id."""
-        ...
-
-    def set_api_key_limits(self, key_id: str, limits: KeyLimits | None) -> bool:
-        """Set (None: clear) a key's own LLM budget; False when no key has this id."""
-        ...
-
-
 class TaskQueue(Protocol):
     """Generic per-row tasks of named jobs (extraction, summaries…), keyed by
     (project, job, row id), with the embedding queue's rules: claim under a lease,
@@ -573,19 +549,6 @@ class TaskQueue(Protocol):
     def delete_tasks(self, project: str, job: str, row_ids: Sequence[str]) -> int:
         """Forget the tasks of these rows; return how many were removed."""
         ...
-
-
-class Cache(Protocol):
-    """A small key/value cache shared by every project (LLM responses)."""
-
-    def cache_get(self, namespace: str, key: str) -> str | None:
-        """The cached value, or None."""
-
-    def cache_put(self, namespace: str, key: str, value: str) -> None:
-        """Store a value, replacing any under the same key."""
-
-    def cache_delete(self, namespace: str, keys: Sequence[str]) -> int:
-        """Remove these keys' values; return how many were there."""
 
 
 class Store(
