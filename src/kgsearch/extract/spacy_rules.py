@@ -58,6 +58,8 @@ _RELATIVE_PRONOUNS = frozenset({"who", "which", "that", "whom"})
 _PLACES = frozenset({"GPE", "LOC"})
 # What may come first in a comma chain of places ("Lincoln High School, Illinois").
 _CHAIN_HEADS = frozenset({"FAC", "ORG"})
+# Town, county, state, country: a longer comma run of places is a list.
+_CHAIN_MAX = 4
 # Modifiers of a role noun that say where someone or something is from.
 _ORIGINS = frozenset({"NORP", "GPE", "LOC"})
 # Dependencies that stay inside a noun phrase ("a town in X, Y and Z"); clauses
@@ -263,6 +265,8 @@ def _phrase_entities(
     for child in token.children:
         if child.dep_ not in _PHRASE_DEPS or _parenthesised(child):
             continue
+        if child.dep_ == "conj" and token.pos_ == "NOUN" and token.i not in keys:
+            continue  # "averages 135 inches, and Sapporo": another object, not a name
         if child.dep_ == "compound" and token.pos_ == "NOUN" and not _place_noun(token):
             continue  # "noted Philadelphia architect X": Philadelphia only qualifies
         if token.lemma_.lower() in _PARTITIVES:
@@ -385,14 +389,21 @@ def _comma_chains(doc: Doc, keys: dict[int, str]) -> list[list[int]]:
     West Germany", "Lincoln High School, East St. Louis, Illinois"), as read from the
     text, not the parse (which often takes them for a list): the first token of each
     mention. The first may be a facility or organisation, the others are places; a run
-    followed by "and"/"or" is a list ("Paris, London and Rome"), not a chain."""
+    followed by "and"/"or" ("Paris, London and Rome"), longer than :data:`_CHAIN_MAX`, or
+    run on by a comma into other names is a list, not a chain."""
     chains: list[list[int]] = []
     run: list[tuple[int, int]] = []
 
     def close() -> None:
-        after = [t.lower_ for t in doc[run[-1][1] : run[-1][1] + 2]] if run else []
+        if not run:
+            return
+        start, end = run[0][0], run[-1][1]
+        after = [t.lower_ for t in doc[end : end + 2]]
         listed = after[:1] in (["and"], ["or"]) or after in ([",", "and"], [",", "or"])
-        if len(run) > 1 and not listed:
+        # a comma before it, or one after it and another name: part of a longer list
+        listed = listed or (start > 0 and doc[start - 1].text == ",")
+        listed = listed or (after[:1] == [","] and end + 1 in keys)
+        if 1 < len(run) <= _CHAIN_MAX and not listed:
             chains.append([start for start, _ in run])
 
     for start, end in _mention_spans(keys):

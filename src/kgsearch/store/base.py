@@ -368,6 +368,14 @@ class EmbeddingQueue(Protocol):
         """Make rows in ``statuses`` pending again with attempts reset; return count."""
         ...
 
+    def set_skipped(
+        self, project: str, kind: Kind, *, skip: Sequence[str] = (), wake: Sequence[str] = ()
+    ) -> int:
+        """Mark the pending or failed rows ``skip`` as ``skipped`` (not embedded on their
+        own) and make the skipped rows ``wake`` pending again (embedded at once when
+        their text is the one embedded before); return how many changed."""
+        ...
+
     def next_retry_at(self, kind: Kind, *, project: str | None) -> float | None:
         """When the earliest failed row becomes due for another attempt."""
         ...

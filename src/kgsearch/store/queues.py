@@ -277,6 +277,37 @@ class EmbeddingQueueCore(_Queue):
                 self._changed(kind, texts=False)
         return count
 
+    def set_skipped(
+        self, project: str, kind: Kind, *, skip: Sequence[str] = (), wake: Sequence[str] = ()
+    ) -> int:
+        changed = 0
+        with self.db.transaction():
+            for part in batched(skip):
+                ids, params = self.dialect.listed("id", part)
+                changed += self.db.write(
+                    self.dialect.sql(
+                        f"UPDATE {kind.table} SET status = 'skipped', attempts = 0, "
+                        "last_error = NULL, next_attempt_at = 0, claimed_until = 0 "
+                        f"WHERE project = ? AND {ids} AND status IN ('pending', 'failed') "
+                        "AND deleted_at IS NULL"
+                    ),
+                    (project, *params),
+                )
+            for part in batched(wake):
+                ids, params = self.dialect.listed("id", part)
+                changed += self.db.write(
+                    self.dialect.sql(
+                        f"UPDATE {kind.table} SET status = CASE WHEN text_hash = embedded_hash "
+                        "AND vector IS NOT NULL THEN 'embedded' ELSE 'pending' END, "
+                        "next_attempt_at = 0 "
+                        f"WHERE project = ? AND {ids} AND status = 'skipped'"
+                    ),
+                    (project, *params),
+                )
+            if changed:
+                self._changed(kind, texts=False)
+        return changed
+
     def next_retry_at(self, kind: Kind, *, project: str | None) -> float | None:
         # a failed row's backoff ends or another runner's lease expires (a runner killed
         # mid-batch leaves such leases)

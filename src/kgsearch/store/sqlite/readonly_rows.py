@@ -36,7 +36,7 @@ from kgsearch.store.sqlite.readonly import ReadOnlyConnection
 
 __all__ = ["ReadOnlyRows", "Unreadable"]
 
-_STATUSES = frozenset({"pending", "embedded", "failed", "dead"})
+_STATUSES = frozenset({"pending", "embedded", "failed", "dead", "skipped"})
 """The values of ``EmbeddingStatus``."""
 
 
