@@ -335,7 +335,8 @@ def add_extractions(
         write_batch(store, project, batch)
         old = {ref for ref in entities if ObjectRef(type=ref[0], key=ref[1]) in stored}
         skip, wake = _embedding_policy(store, project, entities, objects, ids, edges, old)
-        store.set_skipped(project, Kind.OBJECT, skip=skip, wake=wake)
+        store.set_skipped(project, Kind.OBJECT, skip, skipped=True)
+        store.set_skipped(project, Kind.OBJECT, wake, skipped=False)
     ctx.committed()
     return _built(items, entities, edges, len(batch.mentions))
 

@@ -133,7 +133,7 @@ def add_relationships(
         write_batch(store, project, GraphBatch(relationships=rows))
         # an object extraction named once earns its own vector with a relationship
         ends = list(dict.fromkeys(i for r in rows for i in (r.source_id, r.target_id)))
-        store.set_skipped(project, Kind.OBJECT, wake=ends)
+        store.set_skipped(project, Kind.OBJECT, ends, skipped=False)
     ctx.committed()
     return store.get_relationships(project, [r.id for r in rows])
 
