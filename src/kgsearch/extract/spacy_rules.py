@@ -128,7 +128,8 @@ def _verb_facts(verb: Token, keys: dict[int, str]) -> Iterator[Fact]:
     An entity that only qualifies the verb's object noun through a preposition or a
     possessive ("took the phone of X", "at the request of X") is not the verb's
     argument and gets no fact, but for a copula ("is the capital of X") and a place
-    noun ("born in the city of X").
+    noun ("born in the city of X"); nor does a nationality adjective on the object of a
+    thing's verb (:func:`_origin_of_thing`).
     """
     lemma = _verb_phrase(verb)
     subjects = [s for s in _subjects(verb) if s.i in keys]
@@ -136,6 +137,8 @@ def _verb_facts(verb: Token, keys: dict[int, str]) -> Iterator[Fact]:
         for target, suffix in _object_tokens(obj, keys):
             label = f"{relation} {suffix}" if suffix else relation
             if " " in suffix and lemma != "be" and not _place_noun(obj):
+                continue
+            if lemma != "be" and _origin_of_thing(obj, target, subjects):
                 continue
             for subject in subjects:
                 if obj.dep_ == "attr" and not suffix and target == obj.i:
@@ -163,6 +166,19 @@ def aliases(doc: Doc, keys: dict[int, str]) -> Iterator[tuple[int, int]]:
                             yield obj.i, head.i
                 elif prep.dep_ == "oprd" and prep.i in keys and head.i in keys:
                     yield prep.i, head.i
+
+
+def _origin_of_thing(obj: Token, target: int, subjects: list[Token]) -> bool:
+    """The target is a nationality adjective on the object of a verb whose subject is no
+    person ("detonated over the Japanese cities", "played on Swedish radio"): it says
+    where the object is from, nothing of the subject."""
+    adjective = obj.doc[target]
+    return (
+        adjective.dep_ == "amod"
+        and adjective.head.i == obj.i
+        and adjective.ent_type_ == "NORP"
+        and not any(s.ent_type_ == "PERSON" for s in subjects)
+    )
 
 
 def _verb_family(lemma: str, relation: str, suffix: str) -> str:

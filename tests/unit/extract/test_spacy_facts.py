@@ -325,3 +325,14 @@ def test_the_topic_noun_refers_to_the_topic(extractor: SpacyExtractor) -> None:
 def test_the_topic_noun_is_left_alone_without_a_definition(extractor: SpacyExtractor) -> None:
     text = "Kraft Foods sells cheese. The company was founded by James Kraft."
     assert ("James Kraft", "found", "Kraft Foods") not in triples(extractor, text)
+
+
+def test_a_nationality_on_a_things_object_is_no_fact(extractor: SpacyExtractor) -> None:
+    text = "During the war the United States detonated two weapons over the Japanese cities."
+    assert triples(extractor, text) == []
+
+
+def test_a_nationality_on_a_persons_object_stays(extractor: SpacyExtractor) -> None:
+    assert triples(extractor, "Marie Curie joined the French army.") == [
+        ("Marie Curie", "join army", "French")
+    ]
