@@ -103,6 +103,7 @@ def run_one(mode: str, limit: int | None) -> dict[str, Any]:
             spent[0] = sum(0.0 for _ in ())  # nothing is extracted: the records exist
         seconds = time.perf_counter() - started
         stats = engine.stats().counts
+        embedding = engine.embedding_status()
         extraction = report.extraction
         assert extraction is not None
         return {
@@ -113,6 +114,8 @@ def run_one(mode: str, limit: int | None) -> dict[str, Any]:
             "version_seconds": asked[0],
             "objects": stats["objects"],
             "relationships": stats["relationships"],
+            "rows_to_embed": embedding.total - embedding.skipped,
+            "skipped": embedding.skipped,
             "entities_kept": extraction.entities,
             "relationships_kept": extraction.relationships,
             "rejected": extraction.rejected,
@@ -152,6 +155,7 @@ def main() -> None:
                 f"{overhead:.1f} ({share})",
                 r["objects"],
                 r["relationships"],
+                f"{r['rows_to_embed'] / r['passages']:.1f} ({r['skipped']})",
                 rejected,
                 f"{r['peak_rss_mb']:.0f}",
             ]
@@ -166,6 +170,7 @@ def main() -> None:
             "overhead s (share of extractor)",
             "objects",
             "relationships",
+            "rows to embed per passage (objects skipped)",
             "rejected by reason",
             "peak RSS MB",
         ],
@@ -181,10 +186,19 @@ def main() -> None:
         f"graph writes, {per:.1f} objects and relationships per passage). spaCy target "
         f"≥ 30 passages/s: extractor alone {spacy['passages'] / spacy['extractor_seconds']:.1f}."
     )
+    rows_per = spacy["rows_to_embed"] / spacy["passages"]
     body += (
-        "\n\nMuSiQue train-100 corpus (HippoRAG v1 subset, CC BY 4.0), each passage one "
-        "document of title + text, one chunk each, into a fresh SQLite store, no embedding "
-        "(embedding is measured in the embed sections). *Overhead* is everything outside the "
+        f" Target (issue 30): rows to embed per passage ≤ 8: "
+        f"**{'met' if rows_per <= 8 else 'not met'}** ({rows_per:.1f} with spaCy: chunks, "
+        f"relationships and objects, less the {spacy['skipped']} objects named once with no "
+        "relationship, which are not embedded on their own)."
+    )
+    body += (
+        "\n\n"
+        "MuSiQue train-100 corpus (HippoRAG v1 subset, CC BY 4.0), each passage one document "
+        "of title + text, one chunk each, into a fresh SQLite store, no embedding (embedding "
+        "is measured in the embed sections; the rows to embed are counted from the embedding "
+        "queue: every row but the skipped objects). *Overhead* is everything outside the "
         "extractor's own `extract` calls: chunking, queueing and claiming tasks, keeping the "
         "records, resolving and writing objects, relationships and mentions. The OpenIE row "
         "replays the recorded gpt-3.5-turbo-1106 triples (no descriptions, so relationship "

@@ -179,12 +179,18 @@ _KIND_TABLES = {
 
 
 class EmbeddingStatus(StrEnum):
-    """Lifecycle of one row's embedding (pending → embedded | failed → dead)."""
+    """Lifecycle of one row's embedding (pending → embedded | failed → dead).
+
+    ``skipped``: an object extraction named once (one passage, no relationship) is not
+    embedded on its own (it stays found by full text, its passage and its name); it
+    becomes pending when a second passage names it or a relationship reaches it.
+    """
 
     PENDING = "pending"
     EMBEDDED = "embedded"
     FAILED = "failed"
     DEAD = "dead"
+    SKIPPED = "skipped"
 
 
 class EmbeddingState(_Frozen):
@@ -526,6 +532,7 @@ class EmbeddingStatusRow(_Frozen):
     dead: int
     stale: int
     percent_embedded: float
+    skipped: int = 0
 
 
 class EmbeddingStatusReport(_Frozen):
@@ -536,7 +543,9 @@ class EmbeddingStatusReport(_Frozen):
         dims: Its dimensions.
         rows: One row per project and kind.
         stale: Rows embedded from a text that has changed since (pending again).
-        percent_embedded: Share of all rows embedded, in percent (100 when empty).
+        skipped: Objects not embedded on their own (named once, no relationship).
+        percent_embedded: Share of the rows to embed (all but skipped) that are
+            embedded, in percent (100 when none).
         failure_rate: Share of rows failed or dead, 0..1.
         mean_latency_ms_per_text: Mean embedder time per text, None before any.
     """
@@ -552,6 +561,7 @@ class EmbeddingStatusReport(_Frozen):
     stale: int
     percent_embedded: float
     failure_rate: float
+    skipped: int = 0
     mean_latency_ms_per_text: float | None
 
 

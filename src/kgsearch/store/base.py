@@ -1,19 +1,18 @@
 """The store's seam: one small protocol per capability, and ``Store`` as their union.
 
-A store persists projects' objects, relationships, sources, chunks and mentions,
-keeps a lexical index in step with them inside the same transaction, holds each
-embeddable row's embedding state and vector, queues generic tasks for jobs, caches
-values, and offers search primitives that return ranked ``(id, score)`` lists with
-higher scores better. Functions take the narrowest capability they need
-(:class:`GraphReads`, :class:`SearchIndex`, :class:`TaskQueue`…); the engine and the
-backends use :class:`Store`. Every method takes the project explicitly (where rows
-belong to one) and never returns rows of another project; soft-deleted rows are
-invisible to every read. No SQL lives here, and the records these protocols exchange
-live in :mod:`kgsearch.store.records` (re-exported here).
+A store persists projects' objects, relationships, sources, chunks and mentions, keeps a
+lexical index in step with them inside the same transaction, holds each embeddable row's
+embedding state and vector, queues generic tasks for jobs, caches values, and offers search
+primitives that return ranked ``(id, score)`` lists with higher scores better. Functions
+take the narrowest capability they need (:class:`GraphReads`, :class:`SearchIndex`,
+:class:`TaskQueue`…); the engine and the backends use :class:`Store`. Every method takes the
+project explicitly (where rows belong to one) and never returns rows of another project;
+soft-deleted rows are invisible to every read. No SQL lives here, and the records these
+protocols exchange live in :mod:`kgsearch.store.records` (re-exported here).
 
-The reads a search makes accept ``trace``: a :data:`Trace` called with every SQL
-statement the call runs and its parameters (see :mod:`kgsearch.store.tracing`), so
-that ``explain`` can show each leg's work; without one a call reports nothing.
+The reads a search makes accept ``trace``: a :data:`Trace` called with every SQL statement
+the call runs and its parameters (see :mod:`kgsearch.store.tracing`), so that ``explain``
+can show each leg's work; without one a call reports nothing.
 """
 
 from __future__ import annotations
@@ -367,6 +366,9 @@ class EmbeddingQueue(Protocol):
     def requeue(self, kind: Kind, *, project: str | None, statuses: Sequence[str]) -> int:
         """Make rows in ``statuses`` pending again with attempts reset; return count."""
         ...
+
+    def set_skipped(self, project: str, kind: Kind, ids: Sequence[str], *, skipped: bool) -> int:
+        """Pending or failed ``ids`` → skipped, or skipped ``ids`` → pending; return count."""
 
     def next_retry_at(self, kind: Kind, *, project: str | None) -> float | None:
         """When the earliest failed row becomes due for another attempt."""

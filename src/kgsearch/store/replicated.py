@@ -328,6 +328,7 @@ class ReplicatedStore:
     delete_mentions = _write("delete_mentions")
     purge = _write("purge")
     set_texts = _write("set_texts")
+    set_skipped = _write("set_skipped")
     claim = _write("claim")
     complete = _write("complete")
     fail = _write("fail")

@@ -375,6 +375,16 @@ def m011_llm_budgets(execute: Execute) -> None:
     execute("ALTER TABLE api_keys ADD COLUMN llm_limits TEXT")
 
 
+def m012_embedding_skipped(execute: Execute) -> None:
+    """Objects may be ``skipped`` for embedding (named once by extraction, no
+    relationship: docs/extraction.md)."""
+    execute("ALTER TABLE objects DROP CONSTRAINT IF EXISTS objects_status_check")
+    execute(
+        "ALTER TABLE objects ADD CONSTRAINT objects_status_check "
+        "CHECK (status IN ('pending', 'embedded', 'failed', 'dead', 'skipped'))"
+    )
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_index_object_names", m002_index_object_names),
@@ -387,5 +397,6 @@ MIGRATIONS = [
     Migration("m009_index_float_vectors", m009_index_float_vectors),
     Migration("m010_associations_not_facts", m010_associations_not_facts),
     Migration("m011_llm_budgets", m011_llm_budgets),
+    Migration("m012_embedding_skipped", m012_embedding_skipped),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

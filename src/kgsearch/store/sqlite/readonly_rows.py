@@ -38,7 +38,7 @@ __all__ = ["ReadOnlyRows", "Unreadable"]
 
 T = TypeVar("T")
 
-_STATUSES = frozenset({"pending", "embedded", "failed", "dead"})
+_STATUSES = frozenset({"pending", "embedded", "failed", "dead", "skipped"})
 """The values of ``EmbeddingStatus``."""
 
 
