@@ -122,12 +122,18 @@ def facts(doc: Doc, keys: dict[int, str]) -> Iterator[Fact]:
         yield from _verb_facts(token, keys)
 
 
+_LINKING = frozenset({"be", "become", "remain"})
+"""Verbs that link their subject to the object noun ("became CEO of Apple"): the name
+after the noun is the fact's, as after a copula."""
+
+
 def _verb_facts(verb: Token, keys: dict[int, str]) -> Iterator[Fact]:
     """Subject → verb → object facts, passive agents turned active.
 
     An entity that only qualifies the verb's object noun through a preposition or a
     possessive ("took the phone of X", "at the request of X") is not the verb's
-    argument and gets no fact, but for a copula ("is the capital of X") and a place
+    argument and gets no fact, but for a linking verb ("is the capital of X", "became
+    CEO of X") and a place
     noun ("born in the city of X"); nor does a nationality adjective on the object of a
     thing's verb (:func:`_origin_of_thing`).
     """
@@ -136,9 +142,9 @@ def _verb_facts(verb: Token, keys: dict[int, str]) -> Iterator[Fact]:
     for obj, relation, passive_agent in _objects(verb, lemma):
         for target, suffix in _object_tokens(obj, keys):
             label = f"{relation} {suffix}" if suffix else relation
-            if " " in suffix and lemma != "be" and not _place_noun(obj):
+            if " " in suffix and lemma not in _LINKING and not _place_noun(obj):
                 continue
-            if lemma != "be" and _origin_of_thing(obj, target, subjects):
+            if lemma not in _LINKING and _origin_of_thing(obj, target, subjects):
                 continue
             for subject in subjects:
                 if obj.dep_ == "attr" and not suffix and target == obj.i:
