@@ -71,6 +71,12 @@ def _speed_child(spec: str) -> None:
         for i in range(0, len(items), 64):
             embedder.embed_documents(items[i : i + 64])
         out[kind] = len(items) / (time.perf_counter() - started)
+    singles = []
+    for question in texts()["MetaQA questions"][:200]:
+        started = time.perf_counter()
+        embedder.embed_query(question)
+        singles.append(1000 * (time.perf_counter() - started))
+    out["query p50 ms"] = statistics.median(singles)
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(out))
 
@@ -99,7 +105,9 @@ def run_speed(rounds: int) -> str:
     for spec, label in MODELS.items():
         medians = [statistics.median(r[k] for r in runs[spec]) for k in kinds]
         peak = max(r["peak_mb"] for r in runs[spec])
-        rows.append([label, *(f"{m:.0f}" for m in medians), f"{peak:.0f}"])
+        rows.append(
+            [label, *(f"{m:.1f}" if m < 100 else f"{m:.0f}" for m in medians), f"{peak:.0f}"]
+        )
     ratios = [
         statistics.median(
             f[k] / b[k] for f, b in zip(runs["bundled:fast"], runs["bundled"], strict=True)
@@ -107,11 +115,13 @@ def run_speed(rounds: int) -> str:
         for k in kinds
     ]
     rows.append(["ratio fast / today (median of rounds)", *(f"{r:.2f}×" for r in ratios), ""])
+    heads = [k if k.endswith(" ms") else f"{k} texts/s" for k in kinds]
     return (
         f"Texts per second, median of {rounds} rounds (each round: each model in a fresh "
         "process, 64 texts per call after a warm-up call; the models alternate). Peak RSS: "
-        "the highest of a model's processes.\n\n"
-        + table(["model", *(f"{k} texts/s" for k in kinds), "peak RSS MB"], rows)
+        "the highest of a model's processes. Query p50: 200 questions embedded one at a "
+        "time (`embed_query`), as a search does.\n\n"
+        + table(["model", *heads, "peak RSS MB"], rows)
     )
 
 

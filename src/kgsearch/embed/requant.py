@@ -26,7 +26,6 @@ again.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -289,6 +288,8 @@ def _quiet_root_logger() -> Iterator[None]:
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (one build at a time per model)."""
+    import fcntl  # POSIX only; imported here so that importing kgsearch never needs it
+
     with path.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
