@@ -50,6 +50,8 @@ from kgsearch.store.sqlite import search as sqlite_search
 ROOT = Path(__file__).resolve().parent.parent
 EVAL = ROOT.parent / "shared" / "eval-data"
 DATA = ROOT / "bench-data"
+FULL_DB = DATA / "metaqa-full.db"
+"""The bundled model's full MetaQA store (other scripts read it)."""
 EMBEDDER = "bundled"
 """The embedder measured (--embedder), and the folder of its stores (--data)."""
 SAMPLE = ROOT / "data" / "sample" / "metaqa-movies.jsonl"
