@@ -347,3 +347,31 @@ def test_facts_ranked_first_do_not_take_the_passages_place(documents: Engine) ->
     sources = [c for c in found.citations if c.startswith("S")]
     assert len(sources) == 2, found.context
     assert ANSWER in found.context
+
+
+def test_the_context_is_the_same_from_run_to_run(tmp_path: Path) -> None:
+    # issue 35 papercut #16: tied results must not swap places between runs (each run
+    # a fresh engine over the same store, as `make demo` twice)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(6):  # six identical passages under different titles: all tied
+        (notes / f"n{i}.md").write_text(
+            f"## Note {i}\n\nTwo Dollar Radio is based in Columbus, Ohio.\n", encoding="utf-8"
+        )
+    url = f"sqlite:///{tmp_path / 'kg.db'}"
+
+    def engine() -> Engine:
+        return Engine(
+            connect(url), embedder=FakeEmbedder(32), extractors=lambda n, d: FakeExtractor()
+        )
+
+    with engine() as first:
+        first.ingest(sorted(notes.glob("*.md")))
+        first.embed_pending()
+    runs = []
+    for _ in range(3):
+        with engine() as again:
+            runs.append(again.context(QUESTION, max_tokens=400, style="sections").context)
+
+    assert runs[0] == runs[1] == runs[2]
+    assert runs[0].count("Columbus, Ohio") >= 3
