@@ -235,8 +235,9 @@ def build_scale(path: str, n_rel: int, n_obj: int, noise: float = NOISE, seed: i
             text = o.embedding.text or o.key
             rows.append(
                 ObjectRow(
-                    f"{o.id}~{c}", o.type, f"{o.key}~{c}", o.tags, o.properties, o.labels,
-                    text, text_hash(text), 1,
+                    id=f"{o.id}~{c}", type=o.type, key=f"{o.key}~{c}", tags=o.tags,
+                    properties=o.properties, labels=o.labels,
+                    text=text, text_hash=text_hash(text), text_version=1,
                 )
             )  # fmt: skip
         store.upsert_objects("default", rows, return_ids=False)
@@ -247,9 +248,11 @@ def build_scale(path: str, n_rel: int, n_obj: int, noise: float = NOISE, seed: i
                 text = r.embedding.text or ""
                 batch.append(
                     RelationshipRow(
-                        f"{r.id}~{c}", r.type, f"{r.source_id}~{c % obj_copies}",
-                        f"{r.target_id}~{c % obj_copies}", r.label, r.properties, r.weight,
-                        None, None, None, (), text, text_hash(text), 1,
+                        id=f"{r.id}~{c}", type=r.type, source_id=f"{r.source_id}~{c % obj_copies}",
+                        target_id=f"{r.target_id}~{c % obj_copies}", label=r.label,
+                        properties=r.properties, weight=r.weight, valid_from=None,
+                        valid_to=None, description=None, source_chunks=(),
+                        text=text, text_hash=text_hash(text), text_version=1,
                     )
                 )  # fmt: skip
             store.upsert_relationships("default", batch, endpoints_checked=True)

@@ -88,10 +88,13 @@ class CitusCluster:
     Args:
         pginstall: A PostgreSQL install with Citus and pgvector (:func:`build_citus`).
         workers: How many workers to start beside the coordinator.
+        settings: ``postgresql.conf`` lines added after the tests' own (which they
+            override: a benchmark's durable settings and memory, say).
     """
 
-    def __init__(self, pginstall: Path, workers: int = 2) -> None:
+    def __init__(self, pginstall: Path, workers: int = 2, settings: str = "") -> None:
         self.pginstall = pginstall
+        self.settings = settings
         self.root = Path(tempfile.mkdtemp(prefix="kgsearch-citus-"))
         self.user: str | None = None
         if os.geteuid() == 0:
@@ -146,7 +149,7 @@ class CitusCluster:
                     "unix_socket_directories = ''\nshared_preload_libraries = 'citus'\n"
                     f"citus.shard_count = {TEST_SHARD_COUNT}\nmax_connections = 200\n"
                     "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
-                    "shared_buffers = 32MB\nmax_worker_processes = 16\n"
+                    "shared_buffers = 32MB\nmax_worker_processes = 16\n" + self.settings
                 )
             self._run("pg_ctl", "-D", str(data), "-l", str(data / "log"), "-w", "-t", "60", "start")
         for i in range(len(self.nodes)):
@@ -169,12 +172,13 @@ class CitusCluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def open_distributed(url: str) -> Store:
-    """Open (and migrate) the store at ``url``, lay it out on Citus, open it again as
-    a process started after the layout would."""
+def open_distributed(url: str, *, spread: bool = False) -> Store:
+    """Open (and migrate) the store at ``url``, lay it out on Citus (its big tables
+    spread over the workers when ``spread``), open it again as a process started after
+    the layout would."""
     store = PostgresStore(url)
     try:
-        distribute(store.db)
+        distribute(store.db, spread=spread)
     finally:
         store.close()
     return PostgresStore(url)
@@ -211,7 +215,7 @@ def _indexes(conn: psycopg.Connection[Any], schema: str) -> set[str]:
 # Emptied distributed schemas per coordinator URL, for the next store: laying out a
 # schema takes seconds on the cluster (a table per shard per node, two-phase commits),
 # emptying it a fraction of that.
-_POOL: dict[str, list[tuple[str, _Fresh]]] = {}
+_POOL: dict[tuple[str, bool], list[tuple[str, _Fresh]]] = {}
 
 
 class CitusStoreFactory(URLStoreFactory):
@@ -226,18 +230,23 @@ class CitusStoreFactory(URLStoreFactory):
         url: The coordinator's libpq URL.
         open_store: Opens a store from its URL (:func:`open_distributed` by default;
             ``PostgresStore`` gives plain stores, for a single server).
+        spread: Lay the stores out with their big tables spread over the workers
+            (``distribute(…, spread=True)``).
     """
 
     backend = "citus"
 
-    def __init__(self, url: str, open_store: Callable[[str], Store] | None = None) -> None:
+    def __init__(
+        self, url: str, open_store: Callable[[str], Store] | None = None, *, spread: bool = False
+    ) -> None:
         super().__init__(self._new_url, open_store=open_store or self._open)
         self.url = url
+        self.spread = spread
         self.recycle = open_store is None
         self.schemas: dict[str, _Fresh | None] = {}
 
     def _new_url(self) -> str:
-        pool = _POOL.get(self.url) if self.recycle else None
+        pool = _POOL.get((self.url, self.spread)) if self.recycle else None
         if pool:
             schema, fresh = pool.pop()
             self.schemas[schema] = fresh
@@ -249,7 +258,7 @@ class CitusStoreFactory(URLStoreFactory):
     def _open(self, url: str) -> Store:
         schema = url.rsplit("schema=", 1)[1]
         if self.schemas.get(schema) is None:
-            store = open_distributed(url)
+            store = open_distributed(url, spread=self.spread)
             with psycopg.connect(self.url, autocommit=True) as conn:
                 self.schemas[schema] = _Fresh(conn, schema)
             return store
@@ -262,7 +271,7 @@ class CitusStoreFactory(URLStoreFactory):
             for schema, fresh in self.schemas.items():
                 if fresh is not None and self.recycle and _indexes(conn, schema) == fresh.indexes:
                     fresh.restore(conn, schema)
-                    _POOL.setdefault(self.url, []).append((schema, fresh))
+                    _POOL.setdefault((self.url, self.spread), []).append((schema, fresh))
                 else:
                     conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         self.schemas.clear()

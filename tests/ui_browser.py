@@ -8,6 +8,8 @@ and rows whose names, properties, descriptions and chunk text are HTML and
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,6 +102,8 @@ def seed(engine: Engine) -> dict[str, str]:
 
 
 ARTIFACTS = Path(__file__).parent / "ui" / "artifacts"
+DOC_IMAGES = Path(__file__).resolve().parents[1] / "docs" / "img"
+DOC_SCREENSHOTS = "UI_DOC_SCREENSHOTS"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -131,11 +135,15 @@ class Watched:
     errors: list[str]
     dialogs: list[str]
 
-    def shot(self, name: str) -> Path:
-        """Save a screenshot under tests/ui/artifacts/ and return its path."""
+    def shot(self, name: str, *, doc: bool = False) -> Path:
+        """Save a screenshot under tests/ui/artifacts/ and return its path; a ``doc``
+        one is also copied to docs/img/ui-<name>.png when ``UI_DOC_SCREENSHOTS``
+        is set (the pictures of docs/ui.md and the README are made that way)."""
         ARTIFACTS.mkdir(exist_ok=True)
         path = ARTIFACTS / f"{name}.png"
         self.page.screenshot(path=str(path), full_page=False)
+        if doc and os.environ.get(DOC_SCREENSHOTS):
+            shutil.copyfile(path, DOC_IMAGES / f"ui-{name}.png")
         return path
 
 

@@ -109,6 +109,12 @@ class LLMSettings(BaseModel):
     breaker_cooldown_seconds: float = Field(
         default=60.0, ge=0, description="Calls are refused this long after the failures"
     )
+    answer_deadline_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description="An answer (ask) waits this long for the model, streamed or not; a "
+        "stream still running then is cut",
+    )
     keywords_deadline_seconds: float = Field(
         default=10.0,
         gt=0,

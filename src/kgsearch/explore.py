@@ -220,16 +220,41 @@ def subgraph(
     seeds = known[:limit]
     if not seeds:
         raise NotFound(f"none of the {len(ids)} object id(s) is in project {project!r}")
-    wanted = set(types or ())
     nodes = [SubgraphNode(id=e.id, type=e.type, name=e.name, depth=0) for e in seeds]
-    seen = {e.id for e in seeds}
-    frontier = [e.id for e in seeds]
-    truncated = len(known) > limit
-    # one hop at a time, and a hop's frontier a slice at a time, so the reads stop
-    # as soon as the limit is reached (a hub's far neighbourhood is never read)
+    truncated = len(known) > limit or _walk(
+        store, project, nodes, depth, limit, set(types or ()), associations
+    )
+    edges, edge_types = _edges(store, project, nodes, associations)
+    communities, node_communities = _communities(store, project, nodes)
+    return Subgraph(
+        seeds=[e.id for e in seeds],
+        nodes=nodes,
+        edges=edges,
+        edge_types=edge_types,
+        truncated=truncated,
+        communities=communities,
+        node_communities=node_communities,
+    )
+
+
+def _walk(
+    store: _Subgraphs,
+    project: str,
+    nodes: list[SubgraphNode],
+    depth: int,
+    limit: int,
+    wanted: set[str],
+    associations: bool,
+) -> bool:
+    """Add to ``nodes`` (the seeds) what lies within ``depth`` hops, until ``limit``;
+    True when some were left out. One hop at a time, and a hop's frontier a slice at a
+    time, so the reads stop as soon as the limit is reached (a hub's far neighbourhood
+    is never read)."""
+    seen = {n.id for n in nodes}
+    frontier = [n.id for n in nodes]
     for hop in range(1, depth + 1):
-        if not frontier or truncated:
-            break
+        if not frontier:
+            return False
         current, frontier = frontier, []
         for start in range(0, len(current), FRONTIER_SLICE):
             part = current[start : start + FRONTIER_SLICE]
@@ -238,10 +263,16 @@ def subgraph(
                 reached += [i for i in _associated(store, project, part) if i not in seen]
             reached = list(dict.fromkeys(reached))
             seen.update(reached)
-            truncated = _take(store, project, reached, wanted, hop, limit, nodes, frontier)
-            if truncated:
-                break
-    seed_ids = [e.id for e in seeds]
+            if _take(store, project, reached, wanted, hop, limit, nodes, frontier):
+                return True
+    return False
+
+
+def _edges(
+    store: _Subgraphs, project: str, nodes: Sequence[SubgraphNode], associations: bool
+) -> tuple[list[tuple[int, int, int]], list[str]]:
+    """The edges among ``nodes`` as (node index, node index, type index), relationships
+    first, then associations where asked; and the edge types in index order."""
     index = {n.id: i for i, n in enumerate(nodes)}
     types_seen: dict[str, int] = {}
     edges: list[tuple[int, int, int]] = []
@@ -255,16 +286,7 @@ def subgraph(
         pairs = co_mentions(_mentions(store, project, list(index)))
         for x, y in sorted(pairs):
             edges.append((index[x], index[y], types_seen.setdefault(ASSOCIATION, len(types_seen))))
-    communities, node_communities = _communities(store, project, nodes)
-    return Subgraph(
-        seeds=seed_ids,
-        nodes=nodes,
-        edges=edges,
-        edge_types=list(types_seen),
-        truncated=truncated,
-        communities=communities,
-        node_communities=node_communities,
-    )
+    return edges, list(types_seen)
 
 
 def _mentions(store: GraphReads, project: str, ids: Sequence[str]) -> list[tuple[str, str]]:

@@ -23,6 +23,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kgsearch.cancel import Cancel, cancellable, check_cancelled, current, pause
 from kgsearch.errors import ProviderError
 
 if TYPE_CHECKING:
@@ -120,19 +121,23 @@ def post_json(
 
     Raises:
         ProviderError: Every attempt timed out or failed to connect.
+        CallCancelled: The current call was cancelled (:mod:`kgsearch.cancel`): no
+            further attempt is made, and a backoff wait ends at once.
     """
     import httpx  # imported when used: the engine and the CLI start faster without it
 
     gate = limit if limit is not None else contextlib.nullcontext()
     attempt = 0
     while True:
+        check_cancelled(url)
         try:
             with gate:
                 response = client.post(url, json=body)
         except httpx.TransportError as exc:
+            check_cancelled(url)  # a cancelled call's read ends in a TransportError
             if attempt >= policy.max_retries:
                 raise _transport_error(client, url, exc, attempt + 1) from exc
-            time.sleep(policy.delay(attempt, None))
+            pause(policy.delay(attempt, None))
         else:
             if (
                 response.is_success
@@ -140,7 +145,7 @@ def post_json(
                 or attempt >= policy.max_retries
             ):
                 return response, attempt + 1
-            time.sleep(policy.delay(attempt, response.headers.get("retry-after")))
+            pause(policy.delay(attempt, response.headers.get("retry-after")))
         attempt += 1
 
 
@@ -208,9 +213,17 @@ class CallGuard:
     ``deadline`` seconds for it. A call that times out or fails counts as a failure;
     after ``failures`` in a row the breaker opens and calls are refused at once for
     ``cooldown`` seconds, then one is let through to probe the provider. When every
-    thread still waits on a hung call, a new call is refused at once too. Python cannot
-    cancel a thread, so a hung call keeps its thread until the client's own timeout;
-    ``workers`` bounds how many can.
+    thread still waits on a hung call, a new call is refused at once too.
+
+    Each call runs under a :class:`~kgsearch.cancel.Cancel` token of its own (a child
+    of the caller's, if the caller has one): at the deadline the token is cancelled,
+    so a provider client built on :func:`~kgsearch.cancel.cancellable_transport`
+    drops the request and frees its thread within a fraction of a second. A call
+    whose caller cancelled it (a client that went away) is not a provider failure and
+    does not count towards the breaker and raises ``skipped`` (a job runner stops and
+    leaves its rows' attempts alone). Python cannot stop a thread, so a provider
+    that does not read the token keeps its thread until its own timeout; ``workers``
+    bounds how many can.
 
     Args:
         name: What is guarded, for messages (``the embedder``, ``the LLM``).
@@ -257,13 +270,25 @@ class CallGuard:
             return time.monotonic() < self._open_until
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn(*args, **kwargs)`` within the deadline.
+        """``fn(*args, **kwargs)`` within the deadline, or the caller's own when that
+        comes first (a :class:`~kgsearch.cancel.Cancel` token with a deadline: a search
+        that queued for its thread has less time left for its query embedding).
 
         Raises:
-            ProviderError: ``skipped`` when the breaker is open or every thread is
-                waiting on the provider; ``failed`` when the call took longer than the
-                deadline or raised (the ``passed`` types are raised as they are).
+            ProviderError: ``skipped`` when the breaker is open, every thread is
+                waiting on the provider or the caller's deadline has passed; ``failed``
+                when the call took longer than the deadline or raised (the ``passed``
+                types are raised as they are). Running out of the caller's time is not
+                counted as the provider's failure.
         """
+        token = Cancel(current())
+        left = token.remaining()
+        if left is not None and left <= 0:
+            raise self._skipped_error(
+                f"{self.name} was skipped: the request's deadline has passed",
+                details={"deadline": 0},
+            )
+        wait = self.deadline if left is None else min(self.deadline, left)
         with self._lock:
             now = time.monotonic()
             if now < self._open_until:
@@ -277,18 +302,25 @@ class CallGuard:
                     f"{self.name} is not answering (every thread is waiting on it)"
                 )
             self._busy += 1
-        future: Future[T] = self._pool.submit(self._run, fn, args, kwargs)
+        future: Future[T] = self._pool.submit(self._run, token, fn, args, kwargs)
         try:
-            value = future.result(timeout=self.deadline)
+            value = future.result(timeout=wait)
         except FutureTimeout:
-            self._failure()
+            token.cancel(f"{self.name} took longer than {wait:g} s")
+            if wait >= self.deadline:  # the provider's own slowness, not the caller's haste
+                self._failure()
             raise self._failed_error(
-                f"{self.name} took longer than {self.deadline:g} s",
-                details={"deadline": self.deadline},
+                f"{self.name} took longer than {wait:g} s", details={"deadline": round(wait, 3)}
             ) from None
         except self._passed:
             raise
         except Exception as exc:
+            if token.cancelled:  # the caller gave up (a client gone, a job cancelled)
+                # not the provider's failure; a job runner stops, no attempt counted
+                raise self._skipped_error(
+                    f"{self.name} was cancelled: {token.reason}",
+                    details={"reason": token.reason},
+                ) from exc
             self._failure()
             raise self._failed_error(
                 f"{type(exc).__name__}: {exc}",
@@ -298,9 +330,12 @@ class CallGuard:
             self._failed = 0
         return value
 
-    def _run(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+    def _run(
+        self, token: Cancel, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> T:
         try:
-            return fn(*args, **kwargs)
+            with cancellable(token):
+                return fn(*args, **kwargs)
         finally:
             with self._lock:
                 self._busy -= 1

@@ -104,24 +104,35 @@ def check_json(value: Mapping[str, Any], what: str) -> Mapping[str, Any]:
         ValueError: With the path of the first problem.
     """
     size = 0
-    stack: list[tuple[Any, str, int]] = [(value, what, 1)]
+    # each item's place is (its parent's place, its key or index), spelled out only
+    # for an error message
+    stack: list[tuple[Any, Any, int]] = [(value, None, 1)]
     while stack:
-        item, path, depth = stack.pop()
+        item, place, depth = stack.pop()
         if isinstance(item, dict | list) and depth > MAX_JSON_DEPTH:
-            raise ValueError(f"{path} nests deeper than {MAX_JSON_DEPTH} levels")
+            raise ValueError(f"{_path(what, place)} nests deeper than {MAX_JSON_DEPTH} levels")
         if isinstance(item, dict):
             for key, inner in item.items():
                 size += len(str(key))
-                stack.append((inner, f"{path}.{key}", depth + 1))
+                stack.append((inner, (place, f".{key}"), depth + 1))
         elif isinstance(item, list):
-            stack.extend((inner, f"{path}[{i}]", depth + 1) for i, inner in enumerate(item))
+            stack.extend((inner, (place, i), depth + 1) for i, inner in enumerate(item))
         elif isinstance(item, str):
             size += len(item)
         elif isinstance(item, float) and not math.isfinite(item):
-            raise ValueError(f"{path} is {item}; numbers must be finite")
+            raise ValueError(f"{_path(what, place)} is {item}; numbers must be finite")
         if size > MAX_JSON_CHARS:
             raise ValueError(f"{what} is larger than {MAX_JSON_CHARS:,} characters")
     return value
+
+
+def _path(what: str, place: Any) -> str:
+    """``what.key[0]…`` from a place of :func:`check_json` (a chain of (parent, step))."""
+    steps: list[str] = []
+    while place is not None:
+        place, step = place
+        steps.append(f"[{step}]" if isinstance(step, int) else step)
+    return what + "".join(reversed(steps))
 
 
 def _in_range(value: datetime) -> datetime:
@@ -168,12 +179,18 @@ _KIND_TABLES = {
 
 
 class EmbeddingStatus(StrEnum):
-    """Lifecycle of one row's embedding (pending → embedded | failed → dead)."""
+    """Lifecycle of one row's embedding (pending → embedded | failed → dead).
+
+    ``skipped``: an object extraction named once (one passage, no relationship) is not
+    embedded on its own (it stays found by full text, its passage and its name); it
+    becomes pending when a second passage names it or a relationship reaches it.
+    """
 
     PENDING = "pending"
     EMBEDDED = "embedded"
     FAILED = "failed"
     DEAD = "dead"
+    SKIPPED = "skipped"
 
 
 class EmbeddingState(_Frozen):
@@ -515,6 +532,7 @@ class EmbeddingStatusRow(_Frozen):
     dead: int
     stale: int
     percent_embedded: float
+    skipped: int = 0
 
 
 class EmbeddingStatusReport(_Frozen):
@@ -525,7 +543,9 @@ class EmbeddingStatusReport(_Frozen):
         dims: Its dimensions.
         rows: One row per project and kind.
         stale: Rows embedded from a text that has changed since (pending again).
-        percent_embedded: Share of all rows embedded, in percent (100 when empty).
+        skipped: Objects not embedded on their own (named once, no relationship).
+        percent_embedded: Share of the rows to embed (all but skipped) that are
+            embedded, in percent (100 when none).
         failure_rate: Share of rows failed or dead, 0..1.
         mean_latency_ms_per_text: Mean embedder time per text, None before any.
     """
@@ -541,6 +561,7 @@ class EmbeddingStatusReport(_Frozen):
     stale: int
     percent_embedded: float
     failure_rate: float
+    skipped: int = 0
     mean_latency_ms_per_text: float | None
 
 

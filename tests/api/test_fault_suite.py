@@ -9,6 +9,9 @@ times ``/health``, and an ingest job waits on the LLM. Then the provider comes b
 Asserted, for every fault: ``/health`` answers quickly throughout, every acknowledged
 write is stored, every search answers 200 well before the provider's timeout with a
 warning in ``metadata.warnings``, and every row ends ``embedded``.
+
+The chat model's own faults (slow, stalled mid-reply) are run with answers waiting on
+it: plain searches, writes and ``/health`` under the same load must not notice them.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,4 +150,81 @@ def test_a_faulty_provider_never_stalls_the_server(
     )
     assert recovered, engine.embedding_status()
     assert job.status_code == 202 and ingest["state"] == "done", ingest
+    engine.close()
+
+
+# A slow or stalled chat model with answers waiting on it (issue 32, item 1): the same
+# twenty clients and /health prober run twice against one server, first with no answer
+# in flight, then with ASKS answers (plain and streamed) held by the model. The answers
+# wait on the LLM lane, so plain searches, writes and /health must not notice them.
+
+ASKS = 4
+# Measured: docs/reliability.md ("Separate lanes"), by scripts/bench_faults.py. The
+# bound asserted is far looser than the 1.5x measured there (a shared machine's noise
+# over 3 s runs), and still far below what answers on the search threads would do: every
+# search would then wait for a model that takes 60 s.
+P95_RATIO = 2.0
+P95_SLACK = 0.25
+
+
+def asks_in_flight(base: str, count: int, stop: threading.Event) -> list[threading.Thread]:
+    def ask(n: int) -> None:
+        body = {"query": "who wrote programs", "stream": n % 2 == 1}
+        with httpx.Client(base_url=base, timeout=120, trust_env=False) as c:
+            while not stop.is_set():
+                c.post("/api/ask", json=body)
+
+    threads = [threading.Thread(target=ask, args=(n,), daemon=True) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def p95(values: list[float]) -> float:
+    return float(np.percentile(np.asarray(values), 95))
+
+
+@pytest.mark.parametrize("chat_mode", ["slow", "stall"])
+def test_answers_waiting_on_a_slow_model_never_slow_search(
+    provider: FaultyProvider, tmp_path: Path, chat_mode: str
+) -> None:
+    provider.slow_seconds = 60.0
+    engine = faulty_engine(tmp_path / "g.db", provider.url)
+    live = LiveServer(create_app(engine, keys=False, worker=True, worker_interval=0.1))
+    base = live.start()
+    stop = threading.Event()
+    try:
+        with httpx.Client(base_url=base, timeout=30, trust_env=False) as c:
+            for query in ("warm", "up"):  # the first searches load the search state
+                assert c.post("/api/search/unified", json={"query": query}).status_code == 200
+        quiet = load(base, "quiet")
+        provider.set_chat_mode(chat_mode)
+        askers = asks_in_flight(base, ASKS, stop)
+        deadline = time.monotonic() + 30
+        while provider.held < ASKS and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert provider.held == ASKS  # every answer is waiting on the model
+        busy = load(base, chat_mode)
+        held_after = provider.held
+        stop.set()
+        provider.set_chat_mode("ok")  # let the answers end
+        for thread in askers:
+            thread.join(30)
+    finally:
+        live.stop()
+
+    before = [s[0] for s in quiet["searches"]]
+    during = [s[0] for s in busy["searches"]]
+    print(  # the figures, for a reader running with -s
+        f"{chat_mode}: search p95 {p95(before) * 1000:.0f} ms with no answer in flight, "
+        f"{p95(during) * 1000:.0f} ms with {ASKS}; /health p95 "
+        f"{p95(busy['health']) * 1000:.0f} ms; searches {len(before)} vs {len(during)}"
+    )
+    assert held_after == ASKS  # the answers were in flight for the whole run
+    assert busy["errors"] == [] and quiet["errors"] == []
+    assert {status for _, status, _ in busy["searches"]} == {200}
+    assert all(engine.get_object_by_key("Person", key) for key in busy["acked"])
+    assert p95(during) < P95_RATIO * p95(before) + P95_SLACK
+    assert max(during) < SEARCH_BOUND
+    assert p95(busy["health"]) < HEALTH_P95
     engine.close()

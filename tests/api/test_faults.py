@@ -127,3 +127,31 @@ def test_a_hung_embedder_never_stalls_the_server(hanging_url: str) -> None:
     assert len(health) > 5 and max(health) < SLACK
     assert engine.get_object_by_key("Person", "bob").embedding.status == "pending"
     engine.close()
+
+
+def test_the_search_deadline_holds_end_to_end(hanging_url: str) -> None:
+    # issue 32: the deadline runs from the request, time queued for a search thread
+    # included. With one search thread and a 1 s deadline, four searches at once used to
+    # take 1, 2, 3 and 3 s (each waited out the ones before, until the breaker opened);
+    # the ones that queued now have no time left for the embedder and skip it at once.
+    engine = hung_engine(hanging_url, ":memory:")
+    engine.query_guard = QueryGuard(deadline=1.0, failures=3, cooldown=60.0)
+    server = LiveServer(create_app(engine, keys=False, threads=1))
+    base = server.start()
+
+    def search(i: int) -> tuple[float, str]:
+        with httpx.Client(base_url=base, timeout=30) as c:
+            started = time.perf_counter()
+            response = c.post("/api/search/unified", json={"query": f"Ada {i}"})
+            assert response.status_code == 200, response.text
+            return time.perf_counter() - started, " ".join(response.json()["metadata"]["warnings"])
+
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            done = list(pool.map(search, range(4)))
+    finally:
+        server.stop()
+    took = sorted(seconds for seconds, _ in done)
+    assert took[-1] < 1.0 + 0.9, took  # the deadline, plus a loaded machine's slack
+    assert sum("deadline has passed" in warning for _, warning in done) >= 2, done
+    engine.close()

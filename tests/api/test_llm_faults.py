@@ -51,7 +51,7 @@ def llm_server() -> Iterator[Callable[[Responder], ChatServer]]:
         httpd.server_close()
 
 
-def llm_engine(path: Path, url: str) -> Engine:
+def llm_engine(path: Path, url: str, deadline: float = DEADLINE) -> Engine:
     return Engine(
         connect(str(path)),
         embedder=FakeEmbedder(16),
@@ -62,7 +62,7 @@ def llm_engine(path: Path, url: str) -> Engine:
             timeout=PROVIDER_TIMEOUT,
             max_retries=0,
             cache=False,
-            deadline_seconds=DEADLINE,
+            deadline_seconds=deadline,
             breaker_failures=2,
             breaker_cooldown_seconds=60,
         ),
@@ -158,4 +158,31 @@ def test_after_a_few_failures_an_extraction_run_stops_at_once_and_burns_no_attem
     # once their lease ends), the attempted ones failed and wait for their retry
     counts = status["counts"]
     assert (counts["dead"], counts["done"], sum(counts.values())) == (0, 0, 6)
+    engine.close()
+
+
+def test_cancelling_a_job_drops_its_model_call_and_burns_no_attempt(
+    tmp_path: Path, llm_server: Callable[[Responder], ChatServer]
+) -> None:
+    # issue 32: a cancelled job used to wait for its model call to end (up to the
+    # deadline, here 60 s); the call is dropped now, and its chunk is left queued
+    server = llm_server(hang)
+    engine = llm_engine(tmp_path / "g.db", server.url, deadline=60.0)
+    live = LiveServer(create_app(engine, keys=False))
+    base = live.start()
+    try:
+        with httpx.Client(base_url=base, timeout=10) as c:
+            job = _start(c, DOC)
+            wait_for(lambda: len(server.requests) == 1)  # the model holds the call
+            started = time.perf_counter()
+            assert c.delete(f"/api/jobs/{job}").status_code == 200
+            wait_for(lambda: c.get(f"/api/jobs/{job}").json()["state"] != "running")
+            seconds = time.perf_counter() - started
+            state = c.get(f"/api/jobs/{job}").json()["state"]
+            status = c.get("/api/extraction/status").json()
+    finally:
+        live.stop()
+    assert state == "cancelled"
+    assert seconds < 3.0  # not the 60 s deadline
+    assert (status["counts"]["failed"], status["counts"]["dead"]) == (0, 0)
     engine.close()

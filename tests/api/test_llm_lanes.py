@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from chat_server import ChatServer, chat_reply, sse_reply, start_chat_server
+from fault_provider import FaultyProvider
 
 from kgsearch import Engine, ObjectIn, RelationshipIn, connect
 from kgsearch.api.app import create_app
@@ -123,3 +124,82 @@ def test_the_llm_lane_bounds_the_answers_waiting_at_once(
     for thread in askers:
         thread.join(SLOW * 4)
     assert len(done) == 2 and max(done) - started >= 2 * SLOW * 0.9
+
+
+# A model call nobody waits for any more is dropped (its connection closed, its lane
+# token freed), not left to run to its end: the faulty provider notes when the server's
+# client drops a request it holds open.
+
+
+@pytest.fixture
+def faulty() -> Iterator[FaultyProvider]:
+    served = FaultyProvider(slow_seconds=60.0)
+    yield served
+    served.stop()
+
+
+def faulty_engine(path: Path, provider: FaultyProvider, **llm: Any) -> Engine:
+    settings = LLMSettings(
+        model="openai:fault", base_url=provider.url, cache=False, max_retries=0, **llm
+    )
+    engine = Engine(connect(str(path)), embedder=FakeEmbedder(32), llm_settings=settings)
+    engine.add_objects([ObjectIn(type="Person", key="ada", properties={"name": "Ada Lovelace"})])
+    engine.embed_pending()
+    return engine
+
+
+def dropped_within(provider: FaultyProvider, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while not provider.dropped and time.monotonic() < end:
+        time.sleep(0.05)
+    return bool(provider.dropped)
+
+
+def test_an_answer_whose_client_went_away_is_dropped(
+    serve: Serve, faulty: FaultyProvider, tmp_path: Path
+) -> None:
+    with faulty_engine(tmp_path / "g.db", faulty) as engine:
+        base = serve(create_app(engine, keys=False, threads=2, llm_threads=1))
+        faulty.set_chat_mode("slow")  # 60 s per answer
+        body = {"query": "who is Ada"}
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{base}/api/ask", json=body, timeout=1.5)
+        gone = time.monotonic()
+        assert dropped_within(faulty, 3.0), "the model call ran on for nobody"
+        assert faulty.dropped[0] - gone < 2.0
+        # the only LLM-lane token is free again: the next answer does not queue
+        faulty.set_chat_mode("ok")
+        answered = httpx.post(f"{base}/api/ask", json=body, timeout=10)
+        assert answered.status_code == 200, answered.text
+
+
+def test_a_stream_its_client_stopped_reading_is_dropped(
+    serve: Serve, faulty: FaultyProvider, tmp_path: Path
+) -> None:
+    with faulty_engine(tmp_path / "g.db", faulty) as engine:
+        base = serve(create_app(engine, keys=False, threads=2, llm_threads=1))
+        faulty.set_chat_mode("trickle")  # a piece every 0.2 s, never ending
+        body = {"query": "who is Ada", "stream": True}
+        with httpx.stream("POST", f"{base}/api/ask", json=body, timeout=10) as response:
+            lines = response.iter_lines()
+            assert next(line for line in lines if line.startswith("data:"))
+        gone = time.monotonic()
+        assert dropped_within(faulty, 3.0), "the stream ran on for nobody"
+        assert faulty.dropped[0] - gone < 2.0
+
+
+def test_a_stalled_answer_stream_is_cut_at_the_answer_deadline(
+    serve: Serve, faulty: FaultyProvider, tmp_path: Path
+) -> None:
+    with faulty_engine(tmp_path / "g.db", faulty, answer_deadline_seconds=1.5) as engine:
+        base = serve(create_app(engine, keys=False, threads=2, llm_threads=1))
+        faulty.set_chat_mode("stall")  # the first piece, then silence
+        started = time.monotonic()
+        body = {"query": "who is Ada", "stream": True}
+        streamed = httpx.post(f"{base}/api/ask", json=body, timeout=30)
+        took = time.monotonic() - started
+        assert streamed.status_code == 200
+        assert "Ada Lovelace " in streamed.text  # the piece that came
+        assert "event: error" in streamed.text and "longer than 1.5 s" in streamed.text
+        assert took < 1.5 + 3.0
+        assert dropped_within(faulty, 2.0), "the stalled stream was left open"

@@ -8,7 +8,9 @@ answer is one model call. Keys are real keys of the engine's store.
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,12 @@ Serve = Callable[..., str]
 TOKENS = 1873 + 231  # what each reply reports
 ASK = {"query": "who is Ada"}
 SECRET = "upstream says: quota of org-9f3a exhausted"
+EXTRACTION = json.dumps(
+    {
+        "entities": [{"name": "Ada Lovelace", "type": "person", "description": "A writer."}],
+        "relationships": [],
+    }
+)
 
 
 @pytest.fixture
@@ -37,6 +45,8 @@ def chat() -> Iterator[ChatServer]:
     def answer(number: int, body: dict[str, Any]) -> tuple[Any, ...]:
         if "PLEASE-FAIL" in body["messages"][-1]["content"]:
             return (500, {"error": {"message": SECRET}})
+        if "response_format" in body:  # an extraction
+            return (200, chat_reply(EXTRACTION))
         return (200, chat_reply("Ada is a person [E1]."))
 
     server, httpd = start_chat_server(answer, stopping)
@@ -242,3 +252,29 @@ def test_a_model_failure_names_the_provider_but_not_its_url_or_error(
         assert "127.0.0.1" not in text and "org-9f3a" not in text and chat.url not in text
     assert "event: error" in streamed.text and '"provider": "openai"' in streamed.text
     assert any("org-9f3a" in r.getMessage() for r in caplog.records)  # logged server-side
+
+
+def test_an_llm_ingest_is_metered_to_the_key_that_started_it(
+    serve: Serve, engine: Engine, chat: ChatServer
+) -> None:
+    base = serve(create_app(engine))
+    writer = key(engine, "read,write")  # no llm scope: an ingest needs none
+    texts = ["Ada Lovelace wrote programs.", "Ada Lovelace met Babbage in London."]
+    started = httpx.post(
+        f"{base}/api/documents",
+        json={"documents": [{"text": t} for t in texts], "extractor": "llm"},
+        headers=writer,
+    )
+    assert started.status_code == 202, started.text
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        job = httpx.get(f"{base}{started.headers['Location']}", headers=writer).json()
+        if job["state"] != "running":
+            break
+        time.sleep(0.1)
+
+    assert job["state"] == "done", job
+    assert job["result"]["extraction"]["calls"] == len(chat.requests) == 2
+    writer_id = writer["Authorization"].split("_")[1]
+    [row] = engine.llm_usage().keys
+    assert (row.key_id, row.today.tokens) == (writer_id, 2 * TOKENS)

@@ -18,7 +18,7 @@ from chat_server import ChatServer, chat_reply, start_chat_server
 from mcp import Client
 
 from kgsearch import Engine, ObjectIn, connect
-from kgsearch.config import LLMSettings
+from kgsearch.config import ExtractSettings, LLMSettings
 from kgsearch.keys import Scope
 from kgsearch.lifecycle.budget import BudgetLimits, Limits
 from kgsearch.mcp.server import create_server, tool_payload
@@ -113,3 +113,24 @@ def test_a_model_failure_hides_the_url_and_the_error_text(engine: Engine, chat: 
 
     assert failed and payload["error"]["details"]["provider"] == "openai"
     assert "sk-live-123" not in str(payload) and chat.url not in str(payload)
+
+
+def test_add_text_with_the_llm_extractor_is_metered(tmp_path: Path, chat: ChatServer) -> None:
+    llm = LLMSettings(model="openai:test-model", base_url=chat.url, cache=False, max_retries=0)
+    with Engine(
+        connect(str(tmp_path / "add.db")),
+        embedder=FakeEmbedder(32),
+        llm_settings=llm,
+        extract_settings=ExtractSettings(extractor="llm", max_attempts=1),
+    ) as engine:
+        [(failed, added)] = calls(
+            engine,
+            ("add_text", {"text": "Ada Lovelace wrote programs.", "extract": True}),
+            scopes=("read", "write"),  # an ingest needs no llm scope: it is counted only
+        )
+        usage = engine.llm_usage(project="default")
+
+    assert not failed, added
+    assert len(chat.requests) == 1
+    [row] = usage.keys
+    assert (row.key_id, row.today.tokens) == ("", 1873 + 231)

@@ -384,6 +384,7 @@ def test_embedding_status_reports_percent_failure_rate_and_stale(store: Store) -
                 "dead": 0,
                 "stale": 2,
                 "percent_embedded": 57.14,
+                "skipped": 0,
             }
         ],
         "total": 14,
@@ -394,6 +395,7 @@ def test_embedding_status_reports_percent_failure_rate_and_stale(store: Store) -
         "stale": 2,
         "percent_embedded": 57.14,
         "failure_rate": 0.3571,
+        "skipped": 0,
     }
 
 

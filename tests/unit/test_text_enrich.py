@@ -565,3 +565,48 @@ def test_config_fingerprint_changes_when_config_is_edited() -> None:
     edited = EnrichmentConfig(overrides={"person": TypeRule(max_fields=3)})
     assert config_fingerprint(base) != config_fingerprint(edited)
     assert config_fingerprint(base) != config_fingerprint(EnrichmentConfig())
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        "",
+        "  ",
+        "x",
+        0,
+        False,
+        1.5,
+        date(2024, 1, 2),
+        {},
+        {"name": " "},
+        {"name": "Ada"},
+        {"a": 1},
+        [],
+        [None, "", {}],
+        [[], [" "]],
+        ["", 3],
+        ({"key": "k"},),
+    ],
+)
+def test_renders_agrees_with_render_value(value: Any) -> None:
+    from kgsearch.text.fields import render_value, renders
+
+    assert renders(value) == bool(render_value(value))
+
+
+def test_text_rules_count_tokens_only_for_texts_as_long_as_the_budget() -> None:
+    from kgsearch.writes.rows import TextRules
+
+    counted: list[str] = []
+
+    def count(text: str) -> int:
+        counted.append(text)
+        return len(text.split())
+
+    rules = TextRules(EnrichmentConfig(), count_tokens=count, max_tokens=100)
+    short = rules.object_text("Person", "ada", {"name": "Ada"}, [])
+    assert (short, counted) == ("[Type: #person] Ada", [])
+    long = rules.object_text("Person", "ada", {"name": "Ada", "description": "word " * 60}, [])
+    assert long == "[Type: #person] Ada — " + " ".join(["word"] * 60)
+    assert counted == [long]

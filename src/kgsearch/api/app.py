@@ -37,10 +37,11 @@ from kgsearch.api import spend, web
 from kgsearch.api.background import BackfillJobs, EmbeddingWorker
 from kgsearch.api.jobs import JobRegistry
 from kgsearch.api.lanes import LLM_THREADS, Lanes, provider_body
-from kgsearch.api.limits import MAX_BODY_BYTES, MAX_BODY_SECONDS, InputGuard
+from kgsearch.api.limits import MAX_BODY_BYTES, MAX_BODY_SECONDS, MAX_UPLOAD_BYTES, InputGuard
 from kgsearch.api.routes import (
     chat,
     communities,
+    documents,
     embeddings,
     entities,
     explore,
@@ -82,6 +83,7 @@ def create_app(
     *,
     keys: bool = True,
     max_body_bytes: int = MAX_BODY_BYTES,
+    max_upload_bytes: int = MAX_UPLOAD_BYTES,
     body_seconds: float = MAX_BODY_SECONDS,
     worker: bool = False,
     worker_interval: float = 1.0,
@@ -98,6 +100,8 @@ def create_app(
             keyless mode for local use: it answers loopback clients only, with every
             scope, in the project named by ``X-Kgsearch-Project`` (or the engine's).
         max_body_bytes: Larger request bodies get 413.
+        max_upload_bytes: The same for file uploads (``POST /api/documents/upload``,
+            all files together); each file is also held to the readers' own bounds.
         body_seconds: A body that takes longer to arrive gets 408 and the connection
             is closed (slow-body clients never hold one open).
         worker: Embed pending rows in a background thread while the app runs.
@@ -156,7 +160,10 @@ def create_app(
     limits = budget if budget is not None else BudgetLimits.from_settings(BudgetSettings())
     app.state.budget = Budget(engine.store, limits)
     app.state.warm = "off"
-    for module in (graph, ingest, search, embeddings, extract, entities, explore, communities):
+    app.state.health = None  # (when, the store's info) of /health's last check
+    app.state.max_upload_bytes = max_upload_bytes
+    routers = (graph, ingest, search, embeddings, documents, extract, entities, explore)
+    for module in (*routers, communities):
         app.include_router(module.router)
     web.mount(app)
     app.include_router(search.ask_router)
@@ -164,21 +171,36 @@ def create_app(
     app.include_router(spend.router)
     app.add_api_route("/health", _health, methods=["GET"], tags=["health"])
     _add_error_handlers(app)
-    app.add_middleware(InputGuard, max_bytes=max_body_bytes, body_seconds=body_seconds)
+    app.add_middleware(
+        InputGuard,
+        max_bytes=max_body_bytes,
+        body_seconds=body_seconds,
+        upload_bytes=max_upload_bytes,
+    )
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 
 
 _HEALTH_THREADS = anyio.CapacityLimiter(2)
-"""/health runs on threads of its own, so it answers while every request thread is
-busy (a slow provider, a long import)."""
+"""/health asks the store on threads of its own, so it answers while every request
+thread is busy (a slow provider, a long import)."""
+
+HEALTH_FRESH_SECONDS = 1.0
+"""/health asks the store at most this often; in between it answers on the event loop
+with the last answer (a probe every 20 ms under load then waits for no thread)."""
 
 
 async def _health(request: Request) -> dict[str, Any]:
-    """Liveness: the store answers; ``warm`` tells whether the model and search state
-    are loaded yet (``kgsearch serve`` loads them at start). Needs no key."""
+    """Liveness: the store answers (asked at most once a second); ``warm`` tells
+    whether the model and search state are loaded yet (``kgsearch serve`` loads them at
+    start). Needs no key."""
     engine: Engine = request.app.state.engine
-    info = await anyio.to_thread.run_sync(engine.store.info, limiter=_HEALTH_THREADS)
+    checked = request.app.state.health
+    if checked is None or time.monotonic() - checked[0] > HEALTH_FRESH_SECONDS:
+        info = await anyio.to_thread.run_sync(engine.store.info, limiter=_HEALTH_THREADS)
+        request.app.state.health = (time.monotonic(), info)
+    else:
+        info = checked[1]
     return {
         "status": "ok",
         "version": kgsearch.__version__,

@@ -4,7 +4,10 @@ A job runs one engine call in its own thread and can be polled by id. The work
 reports progress through :meth:`Job.update`, which is also where a job asked to stop
 (server shutdown, ``DELETE /api/jobs/{id}``) ends: it raises :class:`Cancelled`
 between two steps, after the engine has recorded the last one, so a cancelled
-ingest leaves stored documents and queued chunks for a later run. Jobs of other
+ingest leaves stored documents and queued chunks for a later run. A model call in
+flight is not waited for: the job's work runs under a
+:class:`~kgsearch.cancel.Cancel` token that cancelling the job cancels, so the call
+is dropped at once and its chunks are left for a later run, no attempt counted. Jobs of other
 projects do not exist for the caller. The engine's store serialises statements, so
 job threads share it safely with request handlers.
 """
@@ -18,6 +21,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from kgsearch.cancel import Cancel, cancellable
 from kgsearch.errors import Conflict, KgsearchError, NotFound
 
 __all__ = ["Cancelled", "Job", "JobRegistry"]
@@ -49,7 +53,13 @@ class Job:
         self.started_at = datetime.now(UTC)
         self.finished_at: datetime | None = None
         self.cancel = threading.Event()
+        self.calls = Cancel()  # the model calls of the work
         self.thread: threading.Thread | None = None
+
+    def stop(self) -> None:
+        """Ask the work to stop after its current step; drop its model calls now."""
+        self.cancel.set()
+        self.calls.cancel("the job was cancelled")
 
     @property
     def running(self) -> bool:
@@ -146,14 +156,14 @@ class JobRegistry:
             NotFound: No job with this id in ``project``.
         """
         job = self._find(project, job_id)
-        job.cancel.set()
+        job.stop()
         return job.snapshot()
 
     def stop_all(self, timeout: float = 30.0) -> None:
         """Cancel every running job and wait for each to reach a stopping point."""
         jobs = list(self._jobs.values())
         for job in jobs:
-            job.cancel.set()
+            job.stop()
         for job in jobs:
             if job.thread is not None and job.thread.is_alive():
                 job.thread.join(timeout)
@@ -173,7 +183,10 @@ class JobRegistry:
     def _run(job: Job, work: Callable[[Job], Any]) -> None:
         state, result, error = "done", None, None
         try:
-            result = work(job)
+            with cancellable(job.calls):
+                result = work(job)
+            if job.cancel.is_set():  # its model calls were dropped: the run stopped
+                state = "cancelled"
         except Cancelled:
             state = "cancelled"
         except KgsearchError as exc:

@@ -6,6 +6,13 @@ runs on the search lane. A slow or stalled model then fills only the LLM lane: p
 searches keep their threads, and writes, lookups and ``/health`` keep the request
 threads. A streamed answer holds one LLM-lane token while its model call runs and no
 request thread at all (the events are relayed to the event loop as they come).
+
+Work on the LLM lane runs under a :class:`~kgsearch.cancel.Cancel` token of its
+request: when the client goes away (it closed the connection, or stopped reading a
+stream), the token is cancelled and the model call in flight is dropped within a
+fraction of a second (its connection closed, its lane token and threads freed)
+instead of running to its end for nobody. The model call's own deadline
+(``llm.answer_deadline_seconds``, ``llm.deadline_seconds``) cuts it the same way.
 """
 
 from __future__ import annotations
@@ -14,12 +21,14 @@ import asyncio
 import json
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 import anyio
 from fastapi import Request
 
+from kgsearch.cancel import Cancel, cancellable
 from kgsearch.engine import Engine
 from kgsearch.errors import KgsearchError, ProviderError
 from kgsearch.http import public_provider_error
@@ -28,6 +37,7 @@ __all__ = [
     "LLM_THREADS",
     "Lanes",
     "on_lane",
+    "on_llm_lane",
     "provider_body",
     "relay",
     "stream_events",
@@ -59,11 +69,60 @@ def wants_llm(body: Any) -> bool:
     return bool(getattr(body, "llm", False)) or getattr(body, "keywords", "off") == "llm"
 
 
+_GONE = "the client went away"
+_WATCH_SECONDS = 0.25
+
+
 async def on_lane(request: Request, body: Any, work: Callable[[], T]) -> T:
-    """Run ``work`` on the lane ``body`` needs (:func:`wants_llm`)."""
+    """Run ``work`` on the lane ``body`` needs (:func:`wants_llm`).
+
+    On the search lane the search deadline (``search.query_deadline_seconds``) runs
+    from now, the time queued for a thread included: a search that waited for one has
+    only the rest for its remote query embedding, and none left skips it (the vector
+    legs, with a warning), so the deadline holds end to end.
+    """
+    if wants_llm(body):
+        return await on_llm_lane(request, work)
     lanes: Lanes = request.app.state.lanes
-    limiter = lanes.llm if wants_llm(body) else lanes.search
-    return await anyio.to_thread.run_sync(work, limiter=limiter)
+    engine: Engine = request.app.state.engine
+    token = Cancel(deadline=time.monotonic() + engine.query_guard.deadline)
+
+    def within() -> T:
+        with cancellable(token):
+            return work()
+
+    return await anyio.to_thread.run_sync(within, limiter=lanes.search)
+
+
+async def on_llm_lane(request: Request, work: Callable[[], T]) -> T:
+    """Run ``work`` on the LLM lane under a token of its own, cancelled (its model
+    call dropped) if the client goes away before it ends."""
+    lanes: Lanes = request.app.state.lanes
+    token = Cancel()
+
+    def within() -> T:
+        with cancellable(token):
+            return work()
+
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_cancel_when_gone, request, token)
+        try:
+            done = await anyio.to_thread.run_sync(within, limiter=lanes.llm)
+        except Exception as exc:  # raised below, not wrapped in the group's ExceptionGroup
+            failure = exc
+        finally:
+            tasks.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return done
+
+
+async def _cancel_when_gone(request: Request, token: Cancel) -> None:
+    while not await request.is_disconnected():
+        await anyio.sleep(_WATCH_SECONDS)
+    log.info("%s %s: %s; its model call is dropped", request.method, request.url.path, _GONE)
+    token.cancel(_GONE)
 
 
 def provider_body(exc: ProviderError, engine: Engine) -> dict[str, Any]:
@@ -86,7 +145,8 @@ def stream_events(
 
     ``run(on_text)`` makes the answer in a thread of its own; the lane's token is taken
     before it starts and given back when it ends, so streamed answers are bounded like
-    the others, and no request thread waits on the stream.
+    the others, and no request thread waits on the stream. A client that stops
+    reading (the server then closes the stream) cancels the model call.
     """
     return _sse(relay(request, run))
 
@@ -111,15 +171,17 @@ async def _events(
 ) -> AsyncIterator[tuple[str, Any]]:
     loop = asyncio.get_running_loop()
     pieces: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-    token = object()
+    token = Cancel()
     await limiter.acquire_on_behalf_of(token)
+    finished = False
 
     def put(item: tuple[str, Any]) -> None:
         loop.call_soon_threadsafe(pieces.put_nowait, item)
 
     def work() -> None:
         try:
-            answer = run(lambda piece: put(("text", piece)))
+            with cancellable(token):
+                answer = run(lambda piece: put(("text", piece)))
             put(("answer", answer.model_dump(mode="json")))
         except ProviderError as exc:
             put(("error", provider_body(exc, engine)))
@@ -136,8 +198,14 @@ async def _events(
     except BaseException:
         limiter.release_on_behalf_of(token)
         raise
-    while True:
-        item = await pieces.get()
-        yield item
-        if item[0] != "text":
-            return
+    try:
+        while True:
+            item = await pieces.get()
+            if item[0] != "text":
+                finished = True
+            yield item
+            if finished:
+                return
+    finally:
+        if not finished:  # the stream was closed before its end: nobody reads on
+            token.cancel(_GONE)

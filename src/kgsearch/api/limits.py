@@ -1,6 +1,7 @@
 """Request limits of the REST API and the ASGI middleware that guards request bodies.
 
-The body limit is checked before any parsing: a request announcing a larger
+The body limit is checked before any parsing (file uploads, ``UPLOAD_PATH``, have a
+larger one of their own, ``MAX_UPLOAD_BYTES``): a request announcing a larger
 ``Content-Length`` is refused at once, and a streamed (chunked) body is read only
 up to the limit. Both get the one error shape with status 413.
 
@@ -32,6 +33,8 @@ __all__ = [
     "MAX_ID_CHARS",
     "MAX_LIMIT",
     "MAX_QUERY_CHARS",
+    "MAX_UPLOAD_BYTES",
+    "UPLOAD_PATH",
     "InputGuard",
     "PayloadTooLarge",
     "RequestTimeout",
@@ -40,6 +43,10 @@ __all__ = [
 
 MAX_BODY_BYTES = 1_048_576
 MAX_BODY_SECONDS = 30.0
+MAX_UPLOAD_BYTES = 32 * 1024 * 1024
+"""The largest multipart upload (all its files together): a PDF or DOCX is rarely
+under the 1 MiB of a JSON body."""
+UPLOAD_PATH = "/api/documents/upload"
 MAX_QUERY_CHARS = 800
 MAX_LIMIT = 100
 MAX_BULK_ITEMS = 1000
@@ -80,23 +87,31 @@ class InputGuard:
         app: The wrapped ASGI application.
         max_bytes: Largest accepted body.
         body_seconds: Longest time to receive a whole body.
+        upload_bytes: Largest accepted body at ``UPLOAD_PATH`` (file uploads).
     """
 
     def __init__(
-        self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES, body_seconds: float = MAX_BODY_SECONDS
+        self,
+        app: ASGIApp,
+        max_bytes: int = MAX_BODY_BYTES,
+        body_seconds: float = MAX_BODY_SECONDS,
+        upload_bytes: int = MAX_UPLOAD_BYTES,
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.body_seconds = body_seconds
+        self.upload_bytes = upload_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass the request on, or answer 413 when its body is too large."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        upload = scope.get("path") == UPLOAD_PATH
+        limit = self.upload_bytes if upload else self.max_bytes
         declared = _content_length(scope)
-        if declared is not None and declared > self.max_bytes:
-            await self._refuse(send)
+        if declared is not None and declared > limit:
+            await self._refuse(send, limit, upload)
             return
         body = bytearray()
         with anyio.move_on_after(self.body_seconds) as waited:
@@ -105,8 +120,8 @@ class InputGuard:
                 if message["type"] != "http.request":
                     return  # the client went away before sending its whole body
                 body += message.get("body", b"")
-                if len(body) > self.max_bytes:
-                    await self._refuse(send)
+                if len(body) > limit:
+                    await self._refuse(send, limit, upload)
                     return
                 if not message.get("more_body", False):
                     break
@@ -137,10 +152,10 @@ class InputGuard:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send: Send) -> None:
+    async def _refuse(self, send: Send, limit: int, upload: bool) -> None:
+        hint = "upload fewer or smaller files at once" if upload else "send fewer items per request"
         error = PayloadTooLarge(
-            f"request body is larger than {self.max_bytes} bytes; send fewer items per request",
-            details={"max_bytes": self.max_bytes},
+            f"request body is larger than {limit} bytes; {hint}", details={"max_bytes": limit}
         )
         await _send_error(send, error)
 

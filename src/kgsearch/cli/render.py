@@ -29,7 +29,16 @@ def render_stats(value: Mapping[str, Any]) -> None:
     output.out.print(grid)
 
 
-_COUNTS = ("total", "embedded", "pending", "failed", "dead", "stale", "percent_embedded")
+_COUNTS = (
+    "total",
+    "embedded",
+    "pending",
+    "failed",
+    "dead",
+    "skipped",
+    "stale",
+    "percent_embedded",
+)
 
 
 def render_status(value: Mapping[str, Any]) -> None:
@@ -42,6 +51,7 @@ def render_status(value: Mapping[str, Any]) -> None:
         "pending",
         "failed",
         "dead",
+        "skipped",
         "stale",
         "% embedded",
         title=f"model {value['model'] or '(none yet)'}",

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from kgsearch.cancel import cancellable_transport
 from kgsearch.embed.base import Vector, batched, unit_vectors
 from kgsearch.errors import MissingCredentials, ProviderError
 from kgsearch.http import OPENAI_HOST, RetryPolicy, json_body, post_json, status_error
@@ -99,7 +100,10 @@ class OpenAIEmbedder:
         import httpx  # imported when a client is made: the engine loads faster without it
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(headers=headers, timeout=timeout)
+        # a query embedding past its search's deadline is dropped, not left running
+        self._client = httpx.Client(
+            headers=headers, timeout=timeout, transport=cancellable_transport()
+        )
         self._dims_lock = threading.Lock()
 
     @property

@@ -107,6 +107,13 @@ class EngineCore:
             cooldown=self.llm_settings.breaker_cooldown_seconds,
             workers=2 * self.llm_settings.max_concurrency,
         )
+        # a person waits for an answer: its own deadline, threads and breaker
+        self.answer_guard = llm_guard(
+            deadline=self.llm_settings.answer_deadline_seconds,
+            failures=self.llm_settings.breaker_failures,
+            cooldown=self.llm_settings.breaker_cooldown_seconds,
+            workers=2 * self.llm_settings.max_concurrency,
+        )
         # a search waits seconds, not minutes, for its keywords: a guard of its own
         self.keywords_guard = llm_guard(
             deadline=self.llm_settings.keywords_deadline_seconds,
@@ -220,6 +227,7 @@ class EngineCore:
         self.query_guard.close()
         self.llm_guard.close()
         self.keywords_guard.close()
+        self.answer_guard.close()
         self.store.close()
 
     def __enter__(self) -> Self:

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from kgsearch import explore
 from kgsearch.engine.core import EngineCore
 from kgsearch.explore import EmbeddingFailure, ObjectView, Overview, Subgraph
+from kgsearch.lifecycle import documents
+from kgsearch.lifecycle.documents import DocumentPage, DocumentView
 
 __all__ = ["ExploreMethods"]
 
@@ -61,3 +63,21 @@ class ExploreMethods(EngineCore):
     def overview(self, *, project: str | None = None) -> Overview:
         """The project's row counts, embedding model and object types."""
         return explore.overview(self.store, self._p(project))
+
+    def documents(
+        self, *, project: str | None = None, limit: int = 20, cursor: str | None = None
+    ) -> DocumentPage:
+        """A page of the project's documents (sources), oldest first, each with its
+        chunk count and its chunks per extraction status."""
+        return documents.list_documents(self.store, self._p(project), limit=limit, cursor=cursor)
+
+    def document(
+        self, id: str, *, project: str | None = None, limit: int = 100, offset: int = 0
+    ) -> DocumentView:
+        """One document: its sections, and chunks ``offset`` to ``offset + limit`` with
+        their text, section and extraction state (errors included).
+
+        Raises:
+            NotFound: The project has no such document.
+        """
+        return documents.document_view(self.store, self._p(project), id, limit=limit, offset=offset)

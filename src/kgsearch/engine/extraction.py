@@ -9,7 +9,7 @@ from typing import Any
 
 from kgsearch.engine import providers
 from kgsearch.engine.core import EngineCore, llm_scoped
-from kgsearch.errors import InvalidRequest
+from kgsearch.errors import InvalidRequest, NotFound
 from kgsearch.extract.imported import ImportedExtractor
 from kgsearch.extract.ontology import GraphSchema, schema_from_mapping
 from kgsearch.extract.openie import load_openie
@@ -17,7 +17,8 @@ from kgsearch.extract.quality import QualityFiltered
 from kgsearch.extract.run import LLMExtractor
 from kgsearch.extract.schema import ChunkText, ExtractionResult, Extractor
 from kgsearch.io.documents import DEFAULT_MAX_BYTES, Document, document_from_text, read_documents
-from kgsearch.lifecycle import extraction, ingest, summaries
+from kgsearch.lifecycle import documents, extraction, ingest, summaries
+from kgsearch.lifecycle.documents import document_chunk_ids
 from kgsearch.lifecycle.extraction import ExtractionContext, Totals
 from kgsearch.lifecycle.runner import RetryPolicy
 from kgsearch.reports import (
@@ -280,6 +281,33 @@ class ExtractionMethods(EngineCore):
             self.extractor(extractor, domain),
             domain or self.extract_settings.domain,
         )
+
+    @llm_scoped
+    def reextract_document(
+        self,
+        id: str,
+        *,
+        project: str | None = None,
+        extractor: str | None = None,
+        domain: str | None = None,
+        progress: IngestProgress | None = None,
+    ) -> ExtractionReport:
+        """Extract one document's chunks again: those whose text or extractor changed
+        (another extractor, domain or version) and those that failed or gave up; chunks
+        already extracted the same way stay as they are.
+
+        Raises:
+            NotFound: The project has no such document.
+        """
+        p = self._p(project)
+        found = self.store.get_sources(p, [id])
+        if not found:
+            raise NotFound(f"no document {id!r} in this project")
+        ids = document_chunk_ids(found[0])
+        if ids:
+            documents.forget_failed(self.store, p, ids)
+            self.extract_chunks(ids, project=p, extractor=extractor, domain=domain)
+        return self.extract(project=p, progress=progress, chunk_ids=ids)
 
     def extraction_status(self, *, project: str | None = None) -> ExtractionStatus:
         """Chunks per extraction status; entities and relationships kept, rejected

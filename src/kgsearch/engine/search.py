@@ -124,7 +124,7 @@ class SearchMethods(EngineCore):
         """The configured chat model, made once (behind the store's LLM cache)."""
         if self._chat is None:
             try:
-                self._chat = providers.make_llm(self.llm_settings, self.store, self.llm_guard)
+                self._chat = providers.make_llm(self.llm_settings, self.store, self.answer_guard)
             except MissingCredentials as exc:  # the request's problem here: a 400
                 raise InvalidRequest(
                     f"no chat model is configured for ask ({exc.message}). Set "

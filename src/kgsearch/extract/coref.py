@@ -28,9 +28,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from spacy.tokens import Doc, Token
+    from spacy.tokens import Doc, Span, Token
 
-__all__ = ["Mention", "merge_aliases", "resolve_pronouns", "resolve_short_names"]
+__all__ = [
+    "Mention",
+    "merge_aliases",
+    "resolve_nominals",
+    "resolve_pronouns",
+    "resolve_short_names",
+]
 
 _MALE_FEMALE = frozenset({"he", "him", "his", "himself", "she", "her", "hers", "herself"})
 _FEMALE = frozenset({"she", "her", "hers", "herself"})
@@ -39,6 +45,8 @@ _SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass"})
 # "it" as an expletive ("it is said that", "it was decided to") refers to nothing.
 _EXPLETIVE_HEADS = frozenset({"ccomp", "xcomp"})
 _PERSON = "PERSON"
+# Where "the company" may stand for the topic: a subject or a possessor.
+_NOMINAL_DEPS = frozenset({"nsubj", "nsubjpass", "poss"})
 
 
 @dataclass(frozen=True)
@@ -141,6 +149,58 @@ def resolve_pronouns(doc: Doc, mentions: list[Mention]) -> dict[int, str]:
         if target is not None:
             resolved[token.i] = target
     return resolved
+
+
+def resolve_nominals(doc: Doc, mentions: list[Mention]) -> dict[int, tuple[int, str]]:
+    """Each "the company" that names the text's topic: noun token → (its determiner's
+    token, the topic's key).
+
+    The topic is the non-person subject of the text's first statement when that says
+    what it is ("Kraft Foods is an American company"); later, "the company" or "this
+    company" as a subject or possessor is the topic, as a reader takes it.
+    """
+    found: dict[int, tuple[int, str]] = {}
+    defined = _defined_topic(doc, mentions)
+    if defined is None:
+        return found
+    topic, noun, after = defined
+    inside = {i for m in mentions for i in range(m.start, m.end)}
+    for token in doc[after:]:
+        if token.i in inside or token.pos_ != "NOUN" or token.lemma_.lower() != noun:
+            continue
+        dets = [c for c in token.children if c.dep_ == "det" and c.lower_ in ("the", "this")]
+        if dets and token.dep_ in _NOMINAL_DEPS and dets[0].i == token.left_edge.i:
+            found[token.i] = (dets[0].i, topic)
+    return found
+
+
+def _defined_topic(doc: Doc, mentions: list[Mention]) -> tuple[str, str, int] | None:
+    """(topic key, the noun that says what it is, where its sentence ends) when the
+    text's first statement is "X is a <noun>" with X no person."""
+    first = _first_statement(doc)
+    if first is None:
+        return None
+    for m in mentions:
+        if m.start < first.start:
+            continue
+        head = doc[_head(doc, m)]
+        if m.start >= first.end or head.dep_ not in _SUBJECT_DEPS:
+            break
+        if m.label == _PERSON or head.head.lemma_ != "be":
+            return None
+        for attr in head.head.children:
+            if attr.dep_ == "attr" and attr.pos_ == "NOUN":
+                return m.key, attr.lemma_.lower(), first.end
+        return None
+    return None
+
+
+def _first_statement(doc: Doc) -> Span | None:
+    """The first sentence with a verb (a title line has none)."""
+    for sent in doc.sents:
+        if any(t.pos_ in ("VERB", "AUX") for t in sent):
+            return sent
+    return None
 
 
 def _is_subject(doc: Doc, mention: Mention, head: int) -> bool:

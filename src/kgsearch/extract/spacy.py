@@ -32,14 +32,15 @@ follow from the result.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # spaCy is imported when a model is loaded, not with the engine
     from spacy.language import Language
@@ -48,6 +49,7 @@ if TYPE_CHECKING:  # spaCy is imported when a model is loaded, not with the engi
 from kgsearch.extract.coref import (
     Mention,
     merge_aliases,
+    resolve_nominals,
     resolve_pronouns,
     resolve_short_names,
 )
@@ -60,7 +62,7 @@ from kgsearch.extract.schema import (
     ExtractionResult,
 )
 from kgsearch.extract.spacy_names import clean_name, junk_reason, name_key, repaired_entities
-from kgsearch.extract.spacy_rules import Fact, aliases, facts
+from kgsearch.extract.spacy_rules import LOCATED_IN, Fact, aliases, facts
 
 __all__ = [
     "COOCCURS",
@@ -68,6 +70,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "EXTRACTOR_VERSION",
     "LABEL_TYPES",
+    "Origin",
     "SpacyExtractor",
 ]
 
@@ -114,6 +117,15 @@ class _Entity:
     sentences: list[str] = field(default_factory=list)
 
 
+class Origin(NamedTuple):
+    """How a relationship was found: its pattern family
+    (:data:`~kgsearch.extract.spacy_rules.FAMILIES`, or ``co-occurrence``) and whether
+    an end is a resolved pronoun."""
+
+    family: str
+    pronoun: bool
+
+
 @dataclass(frozen=True)
 class _Edge:
     source: str
@@ -123,6 +135,7 @@ class _Edge:
     sentence: str
     strength: float
     description: str
+    origin: Origin
     valid_from: str | None = None
     valid_to: str | None = None
 
@@ -189,13 +202,15 @@ class SpacyExtractor:
 
     @cached_property
     def model_version(self) -> str:
-        """The pipeline's own version, read from its metadata without loading it."""
-        import spacy
+        """The pipeline's own version, read from its metadata without loading it (an
+        installed pipeline's without importing spaCy either)."""
+        try:
+            return importlib.metadata.version(self.model)
+        except importlib.metadata.PackageNotFoundError:
+            import spacy
 
-        if spacy.util.is_package(self.model):
-            return spacy.util.get_package_version(self.model) or "unknown"
-        meta = spacy.util.load_meta(Path(self.model) / "meta.json")
-        return str(meta.get("version", "unknown"))
+            meta = spacy.util.load_meta(Path(self.model) / "meta.json")
+            return str(meta.get("version", "unknown"))
 
     @property
     def version(self) -> str:
@@ -214,10 +229,11 @@ class SpacyExtractor:
                 )
             )
             digest = hashlib.sha256(settings.encode()).hexdigest()[:8]
-            from spacy.about import __version__ as SPACY_VERSION
-
+            # from the package metadata: importing spaCy takes a second, and a
+            # version is asked for before anything is known to need extracting
+            spacy_version = importlib.metadata.version("spacy")
             self._version = (
-                f"spacy-{SPACY_VERSION}/{self.model}-{self.model_version}"
+                f"spacy-{spacy_version}/{self.model}-{self.model_version}"
                 f"/x{EXTRACTOR_VERSION}/{digest}"
             )
         return self._version
@@ -274,6 +290,11 @@ class SpacyExtractor:
 
     def graph(self, doc: Doc) -> ExtractedGraph:
         """The entities and relationships of one parsed text."""
+        return self.read(doc)[0]
+
+    def read(self, doc: Doc) -> tuple[ExtractedGraph, list[Origin]]:
+        """The entities and relationships of one parsed text, and how each
+        relationship was found (in the order of ``relationships``)."""
         mentions = self._mentions(doc)
         entities: dict[str, _Entity] = {}
         for mention in mentions:
@@ -288,10 +309,15 @@ class SpacyExtractor:
         pronouns = resolve_pronouns(doc, mentions) if self.resolve else {}
         for i in pronouns:
             spans[i] = (i, i + 1)
+        nominals = resolve_nominals(doc, mentions) if self.resolve else {}
+        for i, (_, key) in nominals.items():  # "the company": read as a pronoun
+            spans[i] = (i, i + 1)
+            pronouns[i] = key
         edges = self._fact_edges(doc, {**keys, **pronouns}, spans, pronouns, entities)
+        edges += _transitive_places(edges, entities)
         if self.cooccurrence:
             edges += self._cooccurrence_edges(doc, keys, edges)
-        return ExtractedGraph(
+        graph = ExtractedGraph(
             entities=[
                 ExtractedEntity(
                     name=e.name,
@@ -315,6 +341,7 @@ class SpacyExtractor:
                 for e in edges
             ],
         )
+        return graph, [e.origin for e in edges]
 
     def _mentions(self, doc: Doc) -> list[Mention]:
         """The kept entity mentions in text order, aliases and short names resolved."""
@@ -380,6 +407,7 @@ class SpacyExtractor:
                     sentence,
                     _DEPENDENCY_STRENGTH,
                     description,
+                    Origin(fact.family, fact.source in pronouns or fact.target in pronouns),
                     *fact_dates(doc, fact.trigger),
                 )
             )
@@ -408,9 +436,36 @@ class SpacyExtractor:
                             text,
                             self.cooccurrence_strength,
                             _trim(text, self.description_chars),
+                            Origin(COOCCURS, False),
                         )
                     )
         return edges
+
+
+def _transitive_places(edges: list[_Edge], entities: dict[str, _Entity]) -> list[_Edge]:
+    """ "A located in B" and "B located in C" in one text give "A located in C", as a
+    comma chain of places does within a sentence."""
+    up: dict[str, list[_Edge]] = {}
+    for e in edges:
+        if e.relation == LOCATED_IN:
+            up.setdefault(e.source, []).append(e)
+    have = {(e.source, e.target) for e in edges}
+    out: list[_Edge] = []
+    for e in [e for e in edges if e.relation == LOCATED_IN]:
+        todo, seen = [e.target], {e.source, e.target}
+        while todo:
+            for step in up.get(todo.pop(), []):
+                if step.target in seen:
+                    continue
+                seen.add(step.target)
+                todo.append(step.target)
+                if (e.source, step.target) not in have:
+                    have.add((e.source, step.target))
+                    names = entities[e.source].name, entities[step.target].name
+                    text = f"{names[0]} {LOCATED_IN} {names[1]}"
+                    origin = Origin("transitive place", e.origin.pronoun or step.origin.pronoun)
+                    out.append(replace(e, target=step.target, description=text, origin=origin))
+    return out
 
 
 def _line_breaks_component() -> str:
@@ -474,7 +529,7 @@ def _render(doc: Doc, start: int, end: int, names: dict[int, str]) -> str:
         text = token.text
         if token.i in names:
             text = names[token.i]
-            if token.dep_ == "poss":
+            if token.dep_ == "poss" and token.pos_ == "PRON":
                 text += "'s"
         parts.append(text + token.whitespace_)
     return " ".join("".join(parts).split())

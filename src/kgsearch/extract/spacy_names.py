@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # spaCy is imported when a model is loaded, not with the engine
-    from spacy.tokens import Doc, Span
+    from spacy.tokens import Doc, Span, Token
 
 __all__ = [
     "MAX_NAME_CHARS",
@@ -40,6 +40,26 @@ _STOP_NAMES = frozenset(
     | {"today", "yesterday", "tomorrow", "tonight"}
     | _DETERMINERS
 )
+# Titles and offices that stand before a person's name in running text ("Governor Rick
+# Scott", "Pope Benedict XVI", "Sir John Boyd"): not part of the name, which is then
+# the one other mentions use ("Rick Scott"). _TITLE_MODIFIERS may come first
+# ("Prime Minister", "Petty Officer").
+_TITLES = frozenset(
+    {"mr", "mrs", "ms", "miss", "dr", "prof", "professor", "sir", "dame", "lady", "lord"}
+    | {"king", "queen", "prince", "princess", "emperor", "empress", "pope", "tsar", "czar"}
+    | {"sultan", "shah", "sheikh", "duke", "duchess", "countess", "baron", "baroness"}
+    | {"earl", "marquess", "viscount", "rev", "reverend", "bishop", "archbishop"}
+    | {"cardinal", "general", "gen", "colonel", "col", "captain", "capt", "lieutenant"}
+    | {"lt", "sergeant", "sgt", "admiral", "commander", "officer", "corporal", "president"}
+    | {"senator", "sen", "governor", "gov", "mayor", "judge", "justice", "chancellor"}
+    | {"minister", "secretary", "commissioner", "ambassador", "chairman", "coach"}
+    | {"guitarist", "singer", "drummer", "bassist", "pianist", "composer", "rapper"}
+    | {"actor", "actress", "director", "producer", "author", "poet", "painter"}
+)
+_TITLE_MODIFIERS = frozenset(
+    {"vice", "prime", "home", "foreign", "chief", "petty", "deputy", "field", "rear"}
+    | {"grand", "crown", "attorney", "supreme", "lord", "first", "state"}
+)
 _CODE_CHARS = re.compile(r"[_(){}\[\]<>=;`|\\#@$*^~]|::|->")
 # A dotted identifier (os.path, numpy.ndarray); web domains are names, not code.
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[a-z_]\w*)+$")
@@ -63,6 +83,7 @@ def repaired_entities(doc: Doc) -> list[Span]:
         while ent.label_ == "PERSON" and start > ent.sent.start:
             prev = doc[start - 1]
             joins = prev.pos_ == "PROPN" and prev.dep_ == "compound"
+            joins = joins and prev.lower_.rstrip(".") not in _TITLES | _TITLE_MODIFIERS
             joins = joins and start <= prev.head.i < ent.end
             alone = prev.ent_iob_ == "O" or (
                 bool(out) and out[-1].start == prev.i and out[-1].end == start
@@ -88,9 +109,25 @@ def clean_name(mention: Span) -> str:
         tokens.pop(0)
     while tokens and (tokens[-1].is_punct or tokens[-1].lower_ in ("'s", "’s")):
         tokens.pop()
+    if mention.label_ == "PERSON":
+        tokens = tokens[_title_words(tokens) :]
     if not tokens:
         return ""
     return mention.doc[tokens[0].i : tokens[-1].i + 1].text.strip()
+
+
+def _title_words(tokens: list[Token]) -> int:
+    """How many leading tokens are a title before the name ("Prime Minister", "Sir"):
+    the longest run of titles and title modifiers that ends with a title and leaves a
+    word that is neither."""
+    words = [t.lower_.rstrip(".") for t in tokens]
+    cut = 0
+    for n, word in enumerate(words[:-1]):
+        if word in _TITLES:
+            cut = n + 1
+        elif word not in _TITLE_MODIFIERS:
+            break
+    return cut
 
 
 def name_key(name: str) -> str:
@@ -119,6 +156,8 @@ def junk_reason(name: str) -> str | None:
         return "long"
     if name.casefold() in _STOP_NAMES and not name.isupper():  # "US", "IT" are names
         return "stop"
+    if name.casefold().rstrip(".") in _TITLES:  # "Bishop", "Queen": a title, no name
+        return "title"
     if _CODE_CHARS.search(name):
         return "code"
     if len(words) > 1 and words[-1].casefold() in _OPEN_ENDS:

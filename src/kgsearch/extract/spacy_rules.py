@@ -29,7 +29,24 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
 
-__all__ = ["Fact", "aliases", "facts"]
+__all__ = ["FAMILIES", "LOCATED_IN", "Fact", "aliases", "facts"]
+
+LOCATED_IN = "located in"
+
+FAMILIES = (
+    "verb object",  # "Jobs founded Apple"
+    "verb prep",  # "born in Warsaw", "based in Chicago"
+    "passive agent",  # "founded by Jobs"
+    "verb noun",  # through the object's own name: "joined the band Queen"
+    "copula noun",  # "Paris is the capital of France", "X is a French physicist"
+    "role apposition",  # "Tim Cook, the CEO of Apple", "Apple's CEO Tim Cook"
+    "role modifier",  # "Cuban photographer Alberto Korda"
+    "possessive",  # "Iceland's Yohanna"
+    "place apposition",  # "Berlin, Germany", "Huangpi, Wuhan, Hubei, China"
+    "place in place",  # "Buttenhausen in Münsingen"
+    "place noun",  # "the U.S. state of Michigan"
+)
+"""The pattern families of :func:`facts`, for measuring each on its own."""
 
 _SUBJECTS = frozenset({"nsubj", "nsubjpass", "csubj"})
 _OBJECTS = frozenset({"dobj", "attr", "dative", "oprd"})
@@ -39,6 +56,10 @@ _VERBS = frozenset({"VERB", "AUX"})
 _INHERITS_SUBJECT = frozenset({"conj", "xcomp", "advcl"})
 _RELATIVE_PRONOUNS = frozenset({"who", "which", "that", "whom"})
 _PLACES = frozenset({"GPE", "LOC"})
+# What may come first in a comma chain of places ("Lincoln High School, Illinois").
+_CHAIN_HEADS = frozenset({"FAC", "ORG"})
+# Town, county, state, country: a longer comma run of places is a list.
+_CHAIN_MAX = 4
 # Modifiers of a role noun that say where someone or something is from.
 _ORIGINS = frozenset({"NORP", "GPE", "LOC"})
 # Dependencies that stay inside a noun phrase ("a town in X, Y and Z"); clauses
@@ -70,6 +91,7 @@ class Fact:
         relation: Normalised relation type (``bear in``, ``ceo of``).
         keyword: The verb lemma or noun that states it.
         trigger: Token index of that verb or noun.
+        family: The pattern that found it (:data:`FAMILIES`).
     """
 
     source: int
@@ -77,31 +99,61 @@ class Fact:
     relation: str
     keyword: str
     trigger: int
+    family: str = "verb object"
 
 
 def facts(doc: Doc, keys: dict[int, str]) -> Iterator[Fact]:
     """Every fact the parse states between the mentions in ``keys``."""
+    for chain in _comma_chains(doc, keys):
+        for n, near in enumerate(chain):
+            for far in chain[n + 1 :]:
+                yield Fact(near, far, LOCATED_IN, "appos", far, "place apposition")
     for token in doc:
         if token.dep_ == "appos":
             yield from _apposition(token, keys)
-        if token.i in keys and token.ent_type_ in _PLACES:
-            yield from _place_in_place(token, keys)
+        if token.i in keys:
+            yield from _name_modifiers(token, keys)
+            if token.ent_type_ in _PLACES:
+                yield from _place_in_place(token, keys)
+        elif _place_noun(token):
+            yield from _place_kind(token, keys)
         if token.pos_ not in _VERBS or token.dep_ in ("aux", "auxpass") or _negated(token):
             continue
-        lemma = _verb_phrase(token)
-        subjects = [s for s in _subjects(token) if s.i in keys]
-        for obj, relation, passive_agent in _objects(token, lemma):
-            for target, suffix in _object_tokens(obj, keys):
-                label = f"{relation} {suffix}" if suffix else relation
-                for subject in subjects:
-                    if obj.dep_ == "attr" and not suffix and target == obj.i:
-                        continue  # "X is Y" between two names: no fact (identity at best)
-                    if passive_agent and not suffix:
-                        yield Fact(target, subject.i, label, lemma, token.i)
-                    elif passive_agent:
-                        continue  # "founded by men in New York": New York founded nothing
-                    else:
-                        yield Fact(subject.i, target, label, lemma, token.i)
+        yield from _verb_facts(token, keys)
+
+
+_LINKING = frozenset({"be", "become", "remain"})
+"""Verbs that link their subject to the object noun ("became CEO of Apple"): the name
+after the noun is the fact's, as after a copula."""
+
+
+def _verb_facts(verb: Token, keys: dict[int, str]) -> Iterator[Fact]:
+    """Subject → verb → object facts, passive agents turned active.
+
+    An entity that only qualifies the verb's object noun through a preposition or a
+    possessive ("took the phone of X", "at the request of X") is not the verb's
+    argument and gets no fact, but for a linking verb ("is the capital of X", "became
+    CEO of X") and a place
+    noun ("born in the city of X"); nor does a nationality adjective on the object of a
+    thing's verb (:func:`_origin_of_thing`).
+    """
+    lemma = _verb_phrase(verb)
+    subjects = [s for s in _subjects(verb) if s.i in keys]
+    for obj, relation, passive_agent in _objects(verb, lemma):
+        for target, suffix in _object_tokens(obj, keys):
+            label = f"{relation} {suffix}" if suffix else relation
+            if " " in suffix and lemma not in _LINKING and not _place_noun(obj):
+                continue
+            if lemma not in _LINKING and _origin_of_thing(obj, target, subjects):
+                continue
+            for subject in subjects:
+                if obj.dep_ == "attr" and not suffix and target == obj.i:
+                    continue  # "X is Y" between two names: no fact (identity at best)
+                if passive_agent and not suffix:
+                    yield Fact(target, subject.i, label, lemma, verb.i, "passive agent")
+                elif not passive_agent:  # "founded by men in New York": not New York
+                    family = _verb_family(lemma, relation, suffix)
+                    yield Fact(subject.i, target, label, lemma, verb.i, family)
 
 
 def aliases(doc: Doc, keys: dict[int, str]) -> Iterator[tuple[int, int]]:
@@ -120,6 +172,25 @@ def aliases(doc: Doc, keys: dict[int, str]) -> Iterator[tuple[int, int]]:
                             yield obj.i, head.i
                 elif prep.dep_ == "oprd" and prep.i in keys and head.i in keys:
                     yield prep.i, head.i
+
+
+def _origin_of_thing(obj: Token, target: int, subjects: list[Token]) -> bool:
+    """The target is a nationality adjective on the object of a verb whose subject is no
+    person ("detonated over the Japanese cities", "played on Swedish radio"): it says
+    where the object is from, nothing of the subject."""
+    adjective = obj.doc[target]
+    return (
+        adjective.dep_ == "amod"
+        and adjective.head.i == obj.i
+        and adjective.ent_type_ == "NORP"
+        and not any(s.ent_type_ == "PERSON" for s in subjects)
+    )
+
+
+def _verb_family(lemma: str, relation: str, suffix: str) -> str:
+    if suffix:
+        return "copula noun" if lemma == "be" else "verb noun"
+    return "verb object" if relation == lemma else "verb prep"
 
 
 def _negated(verb: Token) -> bool:
@@ -216,6 +287,8 @@ def _phrase_entities(
     for child in token.children:
         if child.dep_ not in _PHRASE_DEPS or _parenthesised(child):
             continue
+        if child.dep_ == "conj" and token.pos_ == "NOUN" and token.i not in keys:
+            continue  # "averages 135 inches, and Sapporo": another object, not a name
         if child.dep_ == "compound" and token.pos_ == "NOUN" and not _place_noun(token):
             continue  # "noted Philadelphia architect X": Philadelphia only qualifies
         if token.lemma_.lower() in _PARTITIVES:
@@ -257,21 +330,52 @@ def _apposition(appos: Token, keys: dict[int, str]) -> list[Fact]:
     if head.i in keys and appos.i in keys:
         both_places = head.ent_type_ in _PLACES and appos.ent_type_ in _PLACES
         if both_places and _next_to(head, appos, keys):
-            return [Fact(head.i, appos.i, "located in", "appos", appos.i)]
+            return [Fact(head.i, appos.i, LOCATED_IN, "appos", appos.i, "place apposition")]
         return []  # two names side by side: an alias or a list, not a fact
     if head.i in keys:
-        return [Fact(head.i, t, rel, rel, appos.i) for t, rel in _noun_links(appos, keys)]
+        return [
+            Fact(head.i, t, rel, rel, appos.i, "role apposition")
+            for t, rel in _noun_links(appos, keys)
+        ]
     if appos.i in keys and head.pos_ in ("NOUN", "PROPN"):
         facts = []
         place = _place_noun(head) or appos.ent_type_ in _PLACES
         for t, rel in _noun_links(head, keys):
             if place and head.doc[t].ent_type_ in _PLACES and _next_to(head, appos, keys):
                 # "Kanyakumari district, Tamil Nadu": the place named is in the other
-                facts.append(Fact(t, appos.i, "located in", "appos", appos.i))
+                facts.append(Fact(t, appos.i, LOCATED_IN, "appos", appos.i, "place apposition"))
             else:  # "Apple's CEO Tim Cook": the name stands in apposition to its role
-                facts.append(Fact(appos.i, t, rel, rel, head.i))
+                facts.append(Fact(appos.i, t, rel, rel, head.i, "role apposition"))
         return facts
     return []
+
+
+def _name_modifiers(name: Token, keys: dict[int, str]) -> Iterator[Fact]:
+    """ "Cuban photographer Alberto Korda" → Korda ``photographer`` Cuban (a role noun
+    before a person's name, with where the person is from); "Iceland's Yohanna" →
+    Yohanna ``of`` Iceland."""
+    for child in name.children:
+        if child.i in keys:
+            if child.dep_ == "poss" and keys[child.i] != keys[name.i]:
+                yield Fact(name.i, child.i, "of", "'s", child.i, "possessive")
+        elif child.dep_ == "compound" and child.pos_ == "NOUN" and name.ent_type_ == "PERSON":
+            word = child.lemma_.lower()
+            for mod in child.children:
+                if mod.i in keys and mod.dep_ in ("amod", "compound") and mod.ent_type_ in _ORIGINS:
+                    yield Fact(name.i, mod.i, word, word, child.i, "role modifier")
+
+
+def _place_kind(noun: Token, keys: dict[int, str]) -> Iterator[Fact]:
+    """ "the U.S. state of Michigan", "the Canadian province of Saskatchewan" →
+    Michigan ``located in`` U.S."""
+    outer = [c for c in noun.children if c.i in keys and c.dep_ in ("compound", "amod", "poss")]
+    outer = [c for c in outer if c.ent_type_ in _ORIGINS]
+    if not outer:
+        return
+    for place in _places_named(noun, keys):
+        for o in outer:
+            if keys[o.i] != keys[place.i]:
+                yield Fact(place.i, o.i, LOCATED_IN, "of", noun.i, "place noun")
 
 
 def _place_in_place(place: Token, keys: dict[int, str]) -> Iterator[Fact]:
@@ -283,12 +387,57 @@ def _place_in_place(place: Token, keys: dict[int, str]) -> Iterator[Fact]:
                 if obj.dep_ != "pobj":
                     continue
                 for target in _places_named(obj, keys):
-                    yield Fact(place.i, target.i, "located in", "in", prep.i)
+                    yield Fact(place.i, target.i, LOCATED_IN, "in", prep.i, "place in place")
     if place.dep_ not in ("appos", "conj") and not _parenthesised(place):
         chain = _place_chain(place, keys)
         for n, near in enumerate(chain):
             for far in chain[n + 1 :]:
-                yield Fact(near.i, far.i, "located in", "appos", far.i)
+                yield Fact(near.i, far.i, LOCATED_IN, "appos", far.i, "place apposition")
+
+
+def _mention_spans(keys: dict[int, str]) -> list[tuple[int, int]]:
+    """[start, end) of each mention: runs of tokens with one key."""
+    spans: list[tuple[int, int]] = []
+    for i in sorted(keys):
+        if spans and spans[-1][1] == i and keys[i] == keys[i - 1]:
+            spans[-1] = (spans[-1][0], i + 1)
+        else:
+            spans.append((i, i + 1))
+    return spans
+
+
+def _comma_chains(doc: Doc, keys: dict[int, str]) -> list[list[int]]:
+    """Places written one after another with only a comma between them ("Dortmund,
+    West Germany", "Lincoln High School, East St. Louis, Illinois"), as read from the
+    text, not the parse (which often takes them for a list): the first token of each
+    mention. The first may be a facility or organisation, the others are places; a run
+    followed by "and"/"or" ("Paris, London and Rome"), longer than :data:`_CHAIN_MAX`, or
+    run on by a comma into other names is a list, not a chain."""
+    chains: list[list[int]] = []
+    run: list[tuple[int, int]] = []
+
+    def close() -> None:
+        if not run:
+            return
+        start, end = run[0][0], run[-1][1]
+        after = [t.lower_ for t in doc[end : end + 2]]
+        listed = after[:1] in (["and"], ["or"]) or after in ([",", "and"], [",", "or"])
+        # a comma before it, or one after it and another name: part of a longer list
+        listed = listed or (start > 0 and doc[start - 1].text == ",")
+        listed = listed or (after[:1] == [","] and end + 1 in keys)
+        if 1 < len(run) <= _CHAIN_MAX and not listed:
+            chains.append([start for start, _ in run])
+
+    for start, end in _mention_spans(keys):
+        label = doc[start].ent_type_
+        joined = bool(run) and [t.text for t in doc[run[-1][1] : start]] == [","]
+        if joined and label in _PLACES and doc[start].sent == doc[run[-1][0]].sent:
+            run.append((start, end))
+            continue
+        close()
+        run = [(start, end)] if label in _PLACES or label in _CHAIN_HEADS else []
+    close()
+    return chains
 
 
 def _place_noun(token: Token) -> bool:

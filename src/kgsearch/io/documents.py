@@ -26,6 +26,7 @@ __all__ = [
     "TEXT_SUFFIXES",
     "Document",
     "DocumentProblem",
+    "document_from_bytes",
     "document_from_text",
     "read_documents",
     "supported_suffixes",
@@ -78,10 +79,14 @@ def _source_id(path: Path) -> str:
     return "doc:" + shown.as_posix()
 
 
+def _too_large(size: int, max_bytes: int) -> ValueError:
+    return ValueError(f"file is {size:,} bytes, larger than the limit of {max_bytes:,}")
+
+
 def _read_one(path: Path, max_bytes: int) -> Document:
     size = path.stat().st_size
     if size > max_bytes:
-        raise ValueError(f"file is {size:,} bytes, larger than the limit of {max_bytes:,}")
+        raise _too_large(size, max_bytes)
     data = path.read_bytes()
     text, sections = read_format(path.suffix.lower(), data)
     if not text.strip():
@@ -93,6 +98,43 @@ def _read_one(path: Path, max_bytes: int) -> Document:
         uri=path.resolve().as_uri(),
         sha256=_digest(text),
         metadata={"path": str(path), "format": path.suffix.lower().lstrip("."), "bytes": size},
+        sections=sections,
+    )
+
+
+def document_from_bytes(name: str, data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
+    """A document made from a file's bytes sent by a client (an upload), read by its
+    suffix with the same readers as a file given to ``ingest``.
+
+    Only the base name of ``name`` is kept (a browser may send a path); the source id
+    is ``doc:<name>``, so uploading a file of the same name again replaces it.
+
+    Raises:
+        ValueError: The file cannot be used: unsupported type, too large, empty,
+            binary, not UTF-8, or unreadable as its format (the message says which).
+        MissingDependency: The format needs the ``documents`` extra.
+    """
+    base = name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    if not base:
+        raise ValueError("the file has no name; its name's suffix tells its format")
+    suffix = Path(base).suffix.lower()
+    supported = supported_suffixes()
+    if suffix not in supported:
+        shown = suffix or "(none)"
+        raise ValueError(
+            f"unsupported file type {shown}; the server reads " + ", ".join(sorted(supported))
+        )
+    if len(data) > max_bytes:
+        raise _too_large(len(data), max_bytes)
+    text, sections = read_format(suffix, data)
+    if not text.strip():
+        raise ValueError("empty document (no text)")
+    return Document(
+        source_id="doc:" + base,
+        title=base,
+        text=text,
+        sha256=_digest(text),
+        metadata={"upload": base, "format": suffix.lstrip("."), "bytes": len(data)},
         sections=sections,
     )
 

@@ -3,12 +3,13 @@
 Markdown and reStructuredText split at their headings and plain text is one section
 (:mod:`kgsearch.text.sections`). HTML splits at ``h1``–``h6``, ``<pre>`` blocks and
 tables are unmined, and so is inline ``<code>``; navigation (``<nav>``, and the site's
-navigation, search, banner and footer landmarks by ARIA role) is dropped. DOCX splits
-at its ``Heading N`` (and ``Title``) paragraph styles, with tables and code-styled
-paragraphs unmined; a PDF is one section per page, ``Page N``, under the outline
-(bookmark) titles open on that page when the PDF has an outline, its text
-NFKC-normalised (ligatures as letters). These three go through maintained libraries in
-the ``documents`` extra (beautifulsoup4, python-docx, pypdf).
+navigation, search, menu, banner and footer landmarks by ARIA role) is dropped, and a
+page with a ``<main>`` (or ``role="main"``) is read from there. DOCX splits at its
+``Heading N`` (and ``Title``) paragraph styles, with tables and code-styled paragraphs
+unmined; a PDF is one section per page, ``Page N``, under the outline (bookmark) titles
+open on that page when the PDF has an outline, its text NFKC-normalised (ligatures such
+as ``ﬁ`` become letters). These three go through maintained libraries in the
+``documents`` extra (beautifulsoup4, python-docx, pypdf).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ _HEADING = re.compile(r"^h([1-6])$")
 _SKIPPED = frozenset({"script", "style", "noscript", "template", "head", "nav"})
 # ARIA landmarks around the content: site navigation, search box, site header and
 # footer (a Sphinx page's sidebar and "related" bars say role="navigation")
-_SKIPPED_ROLES = frozenset({"navigation", "search", "banner", "contentinfo"})
+_SKIPPED_ROLES = frozenset({"navigation", "search", "menubar", "menu", "banner", "contentinfo"})
 _INLINE_CODE = frozenset({"code", "kbd", "samp", "tt"})
 # Elements after which text starts a new paragraph (everything else runs inline).
 _BLOCKS = frozenset(
@@ -161,7 +162,7 @@ def _walk_html(node: object, flow: _Flow, *, code: bool = False) -> None:
     if not isinstance(node, Tag) or node.name in _SKIPPED:
         return
     if str(node.get("role") or "").lower() in _SKIPPED_ROLES:
-        return
+        return  # menus, sidebars, site header and footer: not the page's text
     name = node.name.lower()
     heading = _HEADING.match(name)
     if heading:
@@ -196,8 +197,11 @@ def _html(data: bytes) -> tuple[str, tuple[Section, ...]]:
     except ImportError as exc:
         raise _missing("beautifulsoup4", ".html") from exc
     soup = BeautifulSoup(decode(data), "html.parser")
+    # a page that marks its main content is read from there: site navigation, headers
+    # and footers around it are the same on every page and would be mined as entities
+    main = soup.find("main") or soup.find(role="main")
     flow = _Flow()
-    for child in soup.children:
+    for child in [main] if main is not None else soup.children:
         _walk_html(child, flow)
     flow.end_paragraph()
     return sections_from_blocks(flow.blocks)
@@ -224,7 +228,8 @@ def _pdf(data: bytes) -> tuple[str, tuple[Section, ...]]:
         pages: list[str] = []
         chars = 0
         for page in reader.pages:
-            # NFKC: ligatures as letters ("ﬁle" → "file"), as search and extraction expect
+            # NFKC: a PDF's ligature glyphs (ﬁ, ﬂ) and compatibility forms become the
+            # letters a search types
             pages.append(unicodedata.normalize("NFKC", page.extract_text() or ""))
             chars += len(pages[-1])
             if chars > MAX_TEXT_CHARS:

@@ -30,6 +30,7 @@ from kgsearch.extract.glean import storable
 from kgsearch.extract.schema import ChunkText, ExtractionResult, Extractor
 from kgsearch.lifecycle.runner import Outcome, Report, RetryPolicy
 from kgsearch.lifecycle.tasks import TaskDone, run_tasks
+from kgsearch.llm.replies import chunk_texts
 from kgsearch.model import Chunk
 from kgsearch.reports import ExtractionRecord, ExtractionReport, ExtractionStatus
 from kgsearch.resolve.match import MatchRules
@@ -217,47 +218,73 @@ def _work(ctx: ExtractionContext, tasks: Sequence[Task]) -> Outcome[Task, TaskDo
     for task in tasks:
         name, domain = task.payload.get("extractor", ""), task.payload.get("domain", "")
         groups[(task.project, str(name), str(domain))].append(task)
-    for (project, name, domain), claimed in groups.items():
-        chunks = {c.id: c for c in ctx.store.get_chunks(project, [t.row_id for t in claimed])}
-        gone = [t for t in claimed if t.row_id not in chunks]
-        done.extend(TaskDone(t, {"skipped": "chunk deleted"}) for t in gone)
-        texts = {t.row_id: mined_text(chunks[t.row_id]) for t in claimed if t.row_id in chunks}
-        # a chunk of code or tables only is kept for search but has nothing to mine
-        blank = [t for t in claimed if t.row_id in texts and not texts[t.row_id].strip()]
-        if blank:  # what an earlier extraction of them contributed goes
-            forget_chunks(ctx.writes(project), [t.row_id for t in blank])
-            done.extend(
-                TaskDone(t, {"skipped": "nothing to mine (code or tables only)"}) for t in blank
-            )
-        live = [t for t in claimed if texts.get(t.row_id, "").strip()]
-        if not live:
-            continue
-        extractor = ctx.extractor(name, domain)
-        results = extractor.extract([ChunkText(t.row_id, texts[t.row_id]) for t in live])
-        kept: list[tuple[Task, ExtractionResult]] = []
-        for task, result in zip(live, results, strict=True):
-            if result.error:
-                failures[_failure(result)].append(task)
-            else:
-                kept.append((task, result))
-        writes = ctx.writes(project)
-        try:
-            written = [(kept, _write(writes, chunks, kept))]
-        except Exception:
-            written = []
-            for one in kept:  # only the chunk the store refuses fails
-                try:
-                    written.append(([one], _write(writes, chunks, [one])))
-                except Exception as exc:
-                    message = f"write_failed: {type(exc).__name__}: {exc}"
-                    failures[storable(message)].append(one[0])
-        empty = BuiltGraph()
-        for group, built in written:
-            for task, result in group:
-                ctx.totals.add(result)
-                counts = built.per_chunk.get(task.row_id, empty).as_dict()
-                done.append(TaskDone(task, _record(result, counts)))
+    for group, claimed in groups.items():
+        _work_group(ctx, group, claimed, done, failures)
     return Outcome(results=done, failures=failures)
+
+
+def _work_group(
+    ctx: ExtractionContext,
+    group: tuple[str, str, str],
+    claimed: Sequence[Task],
+    done: list[TaskDone],
+    failures: dict[str, list[Task]],
+) -> None:
+    """Extract and write the tasks of one (project, extractor, domain): deleted
+    chunks and chunks with nothing to mine are skipped, failed extractions and chunks
+    the store refuses fail, the others are done with their record."""
+    project, name, domain = group
+    chunks = {c.id: c for c in ctx.store.get_chunks(project, [t.row_id for t in claimed])}
+    gone = [t for t in claimed if t.row_id not in chunks]
+    done.extend(TaskDone(t, {"skipped": "chunk deleted"}) for t in gone)
+    texts = {t.row_id: mined_text(chunks[t.row_id]) for t in claimed if t.row_id in chunks}
+    # a chunk of code or tables only is kept for search but has nothing to mine
+    blank = [t for t in claimed if t.row_id in texts and not texts[t.row_id].strip()]
+    if blank:  # what an earlier extraction of them contributed goes
+        forget_chunks(ctx.writes(project), [t.row_id for t in blank])
+        done.extend(
+            TaskDone(t, {"skipped": "nothing to mine (code or tables only)"}) for t in blank
+        )
+    live = [t for t in claimed if texts.get(t.row_id, "").strip()]
+    if not live:
+        return
+    extractor = ctx.extractor(name, domain)
+    # the replies note the chunks that used them: a deleted document takes its own
+    with chunk_texts({t.row_id: texts[t.row_id] for t in live}):
+        results = extractor.extract([ChunkText(t.row_id, texts[t.row_id]) for t in live])
+    kept: list[tuple[Task, ExtractionResult]] = []
+    for task, result in zip(live, results, strict=True):
+        if result.error:
+            failures[_failure(result)].append(task)
+        else:
+            kept.append((task, result))
+    empty = BuiltGraph()
+    for together, built in _write_each(ctx.writes(project), chunks, kept, failures):
+        for task, result in together:
+            ctx.totals.add(result)
+            counts = built.per_chunk.get(task.row_id, empty).as_dict()
+            done.append(TaskDone(task, _record(result, counts)))
+
+
+def _write_each(
+    writes: WriteContext,
+    chunks: Mapping[str, Chunk],
+    kept: Sequence[tuple[Task, ExtractionResult]],
+    failures: dict[str, list[Task]],
+) -> list[tuple[Sequence[tuple[Task, ExtractionResult]], BuiltGraph]]:
+    """Write the kept extractions together, or, when the store refuses that, one by
+    one, so that only the chunk it refuses fails (into ``failures``)."""
+    try:
+        return [(kept, _write(writes, chunks, kept))]
+    except Exception:
+        written: list[tuple[Sequence[tuple[Task, ExtractionResult]], BuiltGraph]] = []
+        for one in kept:
+            try:
+                written.append(([one], _write(writes, chunks, [one])))
+            except Exception as exc:
+                message = f"write_failed: {type(exc).__name__}: {exc}"
+                failures[storable(message)].append(one[0])
+        return written
 
 
 def _write(

@@ -20,6 +20,7 @@ from kgsearch.errors import NotFound
 from kgsearch.extract.schema import Extractor, TokenEstimator
 from kgsearch.io.documents import DocumentProblem
 from kgsearch.lifecycle.extraction import EXTRACT_JOB, queue_chunks
+from kgsearch.llm.replies import REPLIES, forget_chunk_replies
 from kgsearch.model import Chunk
 from kgsearch.reports import DeleteReport, IngestProblem, IngestReport
 from kgsearch.store.base import GraphReads, TaskQueue
@@ -48,9 +49,10 @@ class ChunkQueue(GraphReads, TaskQueue, Protocol):
 
 
 def delete_chunks(ctx: WriteContext, chunk_ids: Sequence[str]) -> DeleteReport:
-    """Delete chunks with their extraction tasks, mention links and what they
+    """Delete chunks with their extraction tasks, mention links, what they
     contributed to the graph (rows no other chunk supports go; the rest have their
-    descriptions derived again from the remaining chunks), in one transaction."""
+    descriptions derived again from the remaining chunks) and the cached model replies
+    no other chunk used, in one transaction."""
     store, project = ctx.store, ctx.project
     live = [c.id for c in store.get_chunks(project, list(dict.fromkeys(chunk_ids)))]
     inner = replace(ctx, after_commit=None)
@@ -58,8 +60,20 @@ def delete_chunks(ctx: WriteContext, chunk_ids: Sequence[str]) -> DeleteReport:
         rebuilt = forget_chunks(inner, live)
         deleted = write_batch(store, project, GraphBatch(delete_chunks=live)).chunks_deleted
         store.delete_tasks(project, EXTRACT_JOB, live)
+        _forget_replies(ctx, live)
     ctx.committed()
     return DeleteReport(sources=0, chunks=deleted, **rebuilt.as_dict())
+
+
+def _forget_replies(ctx: WriteContext, chunk_ids: Sequence[str]) -> None:
+    """Remove the cached model replies only these (deleted) chunks used."""
+    store, project = ctx.store, ctx.project
+    forget_chunk_replies(
+        store,
+        f"{REPLIES}/{project}",
+        chunk_ids,
+        lambda ids: [c.id for c in store.get_chunks(project, list(ids))],
+    )
 
 
 def delete_documents(ctx: WriteContext, source_ids: Sequence[str]) -> DeleteReport:
@@ -132,6 +146,7 @@ def _store_group(
         if result.removed:
             forget_chunks(ctx, result.removed)
             store.delete_tasks(project, EXTRACT_JOB, result.removed)
+            _forget_replies(ctx, result.removed)
             counts["removed"] += len(result.removed)
             for gone in result.removed:  # a document given twice, changed in between
                 waiting.pop(gone, None)

@@ -9,7 +9,9 @@ later run on the same store; :class:`DictCache` is the in-memory one.
 Replies are kept per project: the engine runs every call that may ask a model inside
 :func:`cache_scope` for its project, and :class:`CachedLLM` files the reply under
 ``llm/<project>``. One tenant's cache hit (and its cost of 0) never tells it what
-another tenant ingested or asked.
+another tenant ingested or asked. Each reply an extraction uses notes the chunks that
+used it (:mod:`kgsearch.llm.replies`), so deleting a document deletes the replies
+only it used.
 
 :class:`RecordingLLM` appends every call and its reply to a JSON-lines file and
 :class:`ReplayLLM` answers from such a file, so a run can be recorded against a real
@@ -31,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from kgsearch.errors import ConfigError, ProviderError
 from kgsearch.llm.base import LLM, Completion, Forgetting, Message, Usage, complete_streaming
+from kgsearch.llm.replies import REPLIES, chunks_in, note_chunks
 
 __all__ = [
     "CachedLLM",
@@ -183,7 +186,7 @@ class CachedLLM:
     second write wins); nothing is locked around the model call.
     """
 
-    def __init__(self, llm: LLM, cache: ResponseCache, *, namespace: str = "llm") -> None:
+    def __init__(self, llm: LLM, cache: ResponseCache, *, namespace: str = REPLIES) -> None:
         self._llm = llm
         self._cache = cache
         self._namespace = namespace
@@ -209,15 +212,23 @@ class CachedLLM:
             temperature=temperature,
             max_tokens=max_tokens,
         )
-        hit = self._hit(key)
+        hit = self._hit(key, messages)
         if hit is not None:
             return hit
         completion = self._llm.complete(
             messages, json_schema=json_schema, temperature=temperature, max_tokens=max_tokens
         )
-        value = _json_text(_reply_record(completion))
-        self._cache.cache_put(self._space(), key, value)
+        self._put(key, completion, messages)
         return completion
+
+    def _put(self, key: str, completion: Completion, messages: Sequence[Message]) -> None:
+        """Cache ``completion`` with the chunks its request carries, and index it."""
+        record = _reply_record(completion)
+        chunks = chunks_in(messages)
+        if chunks:
+            record["chunks"] = chunks
+        self._cache.cache_put(self._space(), key, _json_text(record))
+        note_chunks(self._cache, self._space(), key, chunks)
 
     def _space(self) -> str:
         """The namespace of the current project (:func:`cache_scope`)."""
@@ -235,24 +246,26 @@ class CachedLLM:
         """The cached reply handed to ``on_text`` whole, or the model's streamed (then
         cached under the same key as :meth:`complete`)."""
         key = request_key(self.model_id, messages, temperature=temperature, max_tokens=max_tokens)
-        hit = self._hit(key)
+        hit = self._hit(key, messages)
         if hit is not None:
             on_text(hit.text)
             return hit
         completion = complete_streaming(
             self._llm, messages, on_text=on_text, temperature=temperature, max_tokens=max_tokens
         )
-        value = _json_text(_reply_record(completion))
-        self._cache.cache_put(self._space(), key, value)
+        self._put(key, completion, messages)
         return completion
 
-    def _hit(self, key: str) -> Completion | None:
+    def _hit(self, key: str, messages: Sequence[Message]) -> Completion | None:
         stored = self._cache.cache_get(self._space(), key)
         if stored is not None:
             try:
-                return _cached_completion(json.loads(stored))
+                hit = _cached_completion(json.loads(stored))
             except (ValueError, KeyError, TypeError):
-                pass  # an unreadable entry is a miss; the fresh reply replaces it
+                return None  # an unreadable entry is a miss; the fresh reply replaces it
+            # another chunk with the same text (another document's) uses it too
+            note_chunks(self._cache, self._space(), key, chunks_in(messages))
+            return hit
         return None
 
     def estimate_cost(self, usage: Usage) -> float | None:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
+from kgsearch.cancel import cancellable_transport, check_cancelled
 from kgsearch.errors import MissingCredentials, ProviderError
 from kgsearch.http import (
     OPENAI_HOST,
@@ -119,7 +120,10 @@ class OpenAIChat:
         import httpx  # imported when a client is made: the engine loads faster without it
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(headers=headers, timeout=timeout)
+        # reads that stop when the call is cancelled (its deadline, its client gone)
+        self._client = httpx.Client(
+            headers=headers, timeout=timeout, transport=cancellable_transport()
+        )
 
     @property
     def model_id(self) -> str:
@@ -192,11 +196,14 @@ class OpenAIChat:
         A server that answers with a whole completion instead is read as one. Nothing
         is retried once text has arrived (it was shown already); before that, a
         refused connection or a timeout is a :class:`ProviderError` like
-        :meth:`complete`'s.
+        :meth:`complete`'s. A stream whose call is cancelled (:mod:`kgsearch.cancel`:
+        its guard's deadline passed, its client went away) is cut there, stalled or
+        not, and its connection closed.
 
         Raises:
             ProviderError: The server failed, timed out or sent no chat completion.
             MissingCredentials: The server answered 401 and no key was configured.
+            CallCancelled: The call was cancelled while the stream was read.
         """
         body: dict[str, Any] = {
             "model": self._model,
@@ -233,6 +240,7 @@ class OpenAIChat:
                             on_text(piece)
                         finish = choice.get("finish_reason") or finish
         except httpx.HTTPError as exc:
+            check_cancelled(self._url)  # cut at its deadline or its client gone
             raise ProviderError(
                 f"{self._url} failed while streaming: {type(exc).__name__}: {exc}",
                 details={"url": self._url},

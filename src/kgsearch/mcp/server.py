@@ -165,6 +165,10 @@ def _lone_surrogate(value: object) -> bool:
     return False
 
 
+LLM_TOOL_THREADS = 4
+"""Tool calls that wait on the chat model at once (the others keep the rest)."""
+
+
 def create_server(
     engine: Engine,
     *,
@@ -190,6 +194,8 @@ def create_server(
     allowed = frozenset(scopes)
     limits = budget if budget is not None else BudgetLimits.from_settings(BudgetSettings())
     spending = Budget(engine.store, limits)
+    # tools that wait on the chat model have threads of their own: never all of them
+    llm_lane = anyio.CapacityLimiter(LLM_TOOL_THREADS)
     server = _Server(
         name,
         version=kgsearch.__version__,
@@ -216,7 +222,7 @@ def create_server(
                 await anyio.to_thread.run_sync(spending.admit, p, None)
                 work = fn
                 fn = lambda: spending.run(p, None, work)  # noqa: E731
-            value = await anyio.to_thread.run_sync(fn)
+            value = await anyio.to_thread.run_sync(fn, limiter=llm_lane if spends else None)
         except ProviderError as exc:
             return _result(_provider_body(engine, exc), error=True)
         except KgsearchError as exc:
@@ -423,9 +429,13 @@ def create_server(
         """Store free text as searchable chunks (split at paragraphs and sentences)
         and extract objects and relationships from them into the graph; the result
         counts the entities and relationships kept (``extraction``)."""
-        return await call(
-            "write", lambda: _add_text(engine, p, text, source_id, title, max_chars, extract)
-        )
+
+        def work() -> Any:
+            return _add_text(engine, p, text, source_id, title, max_chars, extract)
+
+        # an LLM extraction's calls are metered to the project (counted, not refused)
+        spends = extract and extractor_spends(engine.extract_settings.extractor)
+        return await call("write", (lambda: spending.run(p, None, work)) if spends else work)
 
     @server.tool(structured_output=False)
     async def entity_candidates(

@@ -1,19 +1,18 @@
 """The store's seam: one small protocol per capability, and ``Store`` as their union.
 
-A store persists projects' objects, relationships, sources, chunks and mentions,
-keeps a lexical index in step with them inside the same transaction, holds each
-embeddable row's embedding state and vector, queues generic tasks for jobs, caches
-values, and offers search primitives that return ranked ``(id, score)`` lists with
-higher scores better. Functions take the narrowest capability they need
-(:class:`GraphReads`, :class:`SearchIndex`, :class:`TaskQueue`…); the engine and the
-backends use :class:`Store`. Every method takes the project explicitly (where rows
-belong to one) and never returns rows of another project; soft-deleted rows are
-invisible to every read. No SQL lives here, and the records these protocols exchange
-live in :mod:`kgsearch.store.records` (re-exported here).
+A store persists projects' objects, relationships, sources, chunks and mentions, keeps a
+lexical index in step with them inside the same transaction, holds each embeddable row's
+embedding state and vector, queues generic tasks for jobs, caches values, and offers search
+primitives that return ranked ``(id, score)`` lists with higher scores better. Functions
+take the narrowest capability they need (:class:`GraphReads`, :class:`SearchIndex`,
+:class:`TaskQueue`…); the engine and the backends use :class:`Store`. Every method takes the
+project explicitly (where rows belong to one) and never returns rows of another project;
+soft-deleted rows are invisible to every read. No SQL lives here, and the records these
+protocols exchange live in :mod:`kgsearch.store.records` (re-exported here).
 
-The reads a search makes accept ``trace``: a :data:`Trace` called with every SQL
-statement the call runs and its parameters (see :mod:`kgsearch.store.tracing`), so
-that ``explain`` can show each leg's work; without one a call reports nothing.
+The reads a search makes accept ``trace``: a :data:`Trace` called with every SQL statement
+the call runs and its parameters (see :mod:`kgsearch.store.tracing`), so that ``explain``
+can show each leg's work; without one a call reports nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from kgsearch.keys import ApiKey, KeyLimits
 from kgsearch.model import (
     Chunk,
     Filters,
@@ -39,6 +37,7 @@ from kgsearch.model import (
     Source,
 )
 from kgsearch.store.community_base import CommunityStore
+from kgsearch.store.keys_base import Cache, KeyStore
 from kgsearch.store.records import (
     TASK_STATUSES,
     Claim,
@@ -368,6 +367,9 @@ class EmbeddingQueue(Protocol):
         """Make rows in ``statuses`` pending again with attempts reset; return count."""
         ...
 
+    def set_skipped(self, project: str, kind: Kind, ids: Sequence[str], *, skipped: bool) -> int:
+        """Pending or failed ``ids`` → skipped, or skipped ``ids`` → pending; return count."""
+
     def next_retry_at(self, kind: Kind, *, project: str | None) -> float | None:
         """When the earliest failed row becomes due for another attempt."""
         ...
@@ -466,30 +468,6 @@ class SearchIndex(Protocol):
         ...
 
 
-class KeyStore(Protocol):
-    """API key records for the REST/MCP servers; only a digest of each secret is kept."""
-
-    def create_api_key(self, key: ApiKey, key_hash: str) -> None:
-        """Store a new API key record with the digest of its secret."""
-        ...
-
-    def api_keys(self, project: str | None = None) -> list[ApiKey]:
-        """API key records (never secrets), of one project or all, oldest first."""
-        ...
-
-    def find_api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
-        """The key record with this id and its stored digest (None when unknown)."""
-        ...
-
-    def revoke_api_key(self, key_id: str) -> bool:
-        """Revoke a key; False when no active key has this id."""
-        ...
-
-    def set_api_key_limits(self, key_id: str, limits: KeyLimits | None) -> bool:
-        """Set (None: clear) a key's own LLM budget; False when no key has this id."""
-        ...
-
-
 class TaskQueue(Protocol):
     """Generic per-row tasks of named jobs (extraction, summaries…), keyed by
     (project, job, row id), with the embedding queue's rules: claim under a lease,
@@ -572,18 +550,6 @@ class TaskQueue(Protocol):
 
     def delete_tasks(self, project: str, job: str, row_ids: Sequence[str]) -> int:
         """Forget the tasks of these rows; return how many were removed."""
-        ...
-
-
-class Cache(Protocol):
-    """A small key/value cache shared by every project (LLM responses)."""
-
-    def cache_get(self, namespace: str, key: str) -> str | None:
-        """The cached value, or None."""
-        ...
-
-    def cache_put(self, namespace: str, key: str, value: str) -> None:
-        """Store a value, replacing any under the same key."""
         ...
 
 

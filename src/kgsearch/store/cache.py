@@ -6,6 +6,8 @@ by a digest of the request.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kgsearch.errors import InvalidRequest
 from kgsearch.store.dialect import Slice
 
@@ -35,3 +37,13 @@ class ValueCache(Slice):
             ),
             (text(namespace), text(key), text(value), self.dialect.stamp()),
         )
+
+    def cache_delete(self, namespace: str, keys: Sequence[str]) -> int:
+        text = self.dialect.text
+        gone = 0
+        for key in dict.fromkeys(keys):
+            gone += self.db.write(
+                self.dialect.sql("DELETE FROM cache WHERE namespace = ? AND key = ?"),
+                (text(namespace), text(key)),
+            )
+        return gone

@@ -136,6 +136,7 @@ def status_figures(
     for project, kind, by_status, kind_stale in counts:
         total = sum(by_status.values())
         embedded = by_status.get("embedded", 0)
+        wanted = total - by_status.get("skipped", 0)
         rows.append(
             {
                 "project": project,
@@ -146,13 +147,15 @@ def status_figures(
                 "failed": by_status.get("failed", 0),
                 "dead": by_status.get("dead", 0),
                 "stale": kind_stale,
-                "percent_embedded": round(100.0 * embedded / total, 2) if total else 100.0,
+                "percent_embedded": round(100.0 * embedded / wanted, 2) if wanted else 100.0,
+                "skipped": by_status.get("skipped", 0),
             }
         )
         for status, n in by_status.items():
             totals[status] = totals.get(status, 0) + n
         stale += kind_stale
     total = sum(totals.values())
+    wanted = total - totals.get("skipped", 0)
     texts, ms = latency
     bad = totals.get("failed", 0) + totals.get("dead", 0)
     return {
@@ -165,7 +168,10 @@ def status_figures(
         "failed": totals.get("failed", 0),
         "dead": totals.get("dead", 0),
         "stale": stale,
-        "percent_embedded": round(100.0 * totals.get("embedded", 0) / total, 2) if total else 100.0,
+        "percent_embedded": (
+            round(100.0 * totals.get("embedded", 0) / wanted, 2) if wanted else 100.0
+        ),
         "failure_rate": round(bad / total, 4) if total else 0.0,
         "mean_latency_ms_per_text": round(ms / texts, 3) if texts else None,
+        "skipped": totals.get("skipped", 0),
     }

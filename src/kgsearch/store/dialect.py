@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from kgsearch.model import Kind
 
-__all__ = ["Database", "Dialect", "Slice"]
+__all__ = ["Database", "Dialect", "Slice", "Transactions"]
 
 
 class Database(Protocol):
@@ -43,6 +43,11 @@ class Database(Protocol):
 
     def transaction(self) -> AbstractContextManager[Any]:
         """A write transaction; nested calls join the outer one."""
+        ...
+
+    @property
+    def held_here(self) -> bool:
+        """Whether the calling thread is inside :meth:`transaction`."""
         ...
 
 
@@ -74,6 +79,10 @@ class Dialect:
         lock: Appended to a query (after its ``ORDER BY``) that reads rows about to be
             written, so that two writers of the same rows wait for each other in order
             ('' where writers are serial anyway).
+        hold: Appended to a query (after its ``ORDER BY``) that reads rows which must
+            stay as they are until the transaction ends ('' where writers are serial).
+        as_text: Appended to a stored JSON column to compare it as stored text
+            (PostgreSQL's ``json`` type has no equality).
     """
 
     name: str
@@ -90,6 +99,8 @@ class Dialect:
     words: bool = False
     serialise: str = ""
     lock: str = ""
+    hold: str = ""
+    as_text: str = ""
 
     @property
     def mark(self) -> str:
@@ -122,3 +133,27 @@ class Slice:
         def _changed(self, kind: Kind, *, texts: bool) -> None:
             """Refresh what the store keeps of a kind's texts or vectors (inside the
             writing transaction)."""
+
+
+class Transactions(Slice):
+    """What both stores' lifecycles do alike: transactions on their connection, and
+    closing at the end of a ``with`` block."""
+
+    if TYPE_CHECKING:
+
+        def close(self) -> None:
+            """The store's own."""
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        return self.db.transaction()
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the calling thread is inside :meth:`transaction`."""
+        return self.db.held_here
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -182,14 +182,17 @@ class GraphReadsCore(Slice):
             last = rows[-1]["_pos"]
             yield from (to_mention(r) for r in rows)
 
-    def _live_object_ids(self, project: str, ids: Sequence[str]) -> set[str]:
-        """Which of ``ids`` are live objects of the project."""
+    def _live_object_ids(self, project: str, ids: Sequence[str], *, hold: bool = False) -> set[str]:
+        """Which of ``ids`` are live objects of the project (with ``hold``, kept live
+        until this transaction ends, where writers run side by side)."""
         listed, params = self.dialect.listed("id", list(ids))
+        held = f" ORDER BY id{self.dialect.hold}" if hold and self.dialect.hold else ""
         return {
             r["id"]
             for r in self.db.all(
                 self.dialect.sql(
-                    f"SELECT id FROM objects WHERE project = ? AND deleted_at IS NULL AND {listed}"
+                    "SELECT id FROM objects WHERE project = ? AND deleted_at IS NULL "
+                    f"AND {listed}{held}"
                 ),
                 (project, *params),
             )

@@ -277,6 +277,30 @@ class EmbeddingQueueCore(_Queue):
                 self._changed(kind, texts=False)
         return count
 
+    def set_skipped(self, project: str, kind: Kind, ids: Sequence[str], *, skipped: bool) -> int:
+        # skipped → pending, or embedded at once when its text is the one embedded before
+        assign = (
+            "status = 'skipped', attempts = 0, last_error = NULL, claimed_until = 0"
+            if skipped
+            else "status = CASE WHEN text_hash = embedded_hash AND vector IS NOT NULL "
+            "THEN 'embedded' ELSE 'pending' END"
+        )
+        wanted = "status IN ('pending', 'failed')" if skipped else "status = 'skipped'"
+        changed = 0
+        with self.db.transaction():
+            for part in batched(ids):
+                listed, params = self.dialect.listed("id", part)
+                changed += self.db.write(
+                    self.dialect.sql(
+                        f"UPDATE {kind.table} SET {assign}, next_attempt_at = 0 "
+                        f"WHERE project = ? AND {listed} AND {wanted} AND deleted_at IS NULL"
+                    ),
+                    (project, *params),
+                )
+            if changed:
+                self._changed(kind, texts=False)
+        return changed
+
     def next_retry_at(self, kind: Kind, *, project: str | None) -> float | None:
         # a failed row's backoff ends or another runner's lease expires (a runner killed
         # mid-batch leaves such leases)

@@ -24,6 +24,7 @@ __all__ = [
     "TASK_STATUSES",
     "Claim",
     "Direction",
+    "EmbeddableRow",
     "EmbeddingCounts",
     "EmbeddingResult",
     "Endpoint",
@@ -57,8 +58,21 @@ class StoreInfo:
     distance: str = "cosine"
 
 
+@dataclass(frozen=True, kw_only=True)
+class EmbeddableRow:
+    """What every embeddable row carries to the store besides its own fields: the text
+    to embed, its hash and the text rules' version, and its times (kept when given, as
+    a migration carries them over; the store's clock otherwise)."""
+
+    text: str
+    text_hash: str
+    text_version: int
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
 @dataclass(frozen=True)
-class ObjectRow:
+class ObjectRow(EmbeddableRow):
     """An object ready to write: input fields plus the text to embed and its hash."""
 
     id: str
@@ -67,16 +81,10 @@ class ObjectRow:
     tags: Sequence[str]
     properties: dict[str, Any]
     labels: Sequence[str]
-    text: str
-    text_hash: str
-    text_version: int
-    # Kept when given (a migration carries them over); the store's clock otherwise.
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True)
-class RelationshipRow:
+class RelationshipRow(EmbeddableRow):
     """A relationship ready to write, endpoints resolved to object ids."""
 
     id: str
@@ -90,11 +98,6 @@ class RelationshipRow:
     valid_to: datetime | None
     description: str | None
     source_chunks: Sequence[str]
-    text: str
-    text_hash: str
-    text_version: int
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from kgsearch.errors import NotFound
 from kgsearch.store.dialect import Dialect
-from kgsearch.store.records import ObjectRow, RelationshipRow
+from kgsearch.store.records import EmbeddableRow, ObjectRow, RelationshipRow
 from kgsearch.store.values import words
 
 __all__ = [
@@ -79,7 +79,7 @@ def relationship_values(
     ]
 
 
-def _embeddable(d: Dialect, r: ObjectRow | RelationshipRow, now: Any) -> tuple[Any, ...]:
+def _embeddable(d: Dialect, r: EmbeddableRow, now: Any) -> tuple[Any, ...]:
     """The columns every embeddable row ends with: times, text, and words where kept."""
     return (
         d.time(r.created_at) or now,

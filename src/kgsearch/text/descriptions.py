@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import math
 import re
 from collections import Counter
@@ -73,15 +74,18 @@ def distinct(texts: Sequence[str]) -> list[str]:
             continue
         seen.add(folded)
         pending.append((text, _words(text)))
+    if len(pending) < 2:  # nothing to compare
+        return [text for text, _ in pending]
     index = _PrefixIndex([w for _, w in pending])
     for text, these in pending:
-        i = index.first_near(these, words)
+        prefix = index.prefix(these)
+        i = index.first_near(these, prefix, words)
         if i is None:
-            index.add(len(kept), these)
+            index.add(len(kept), prefix)
             kept.append(text)
             words.append(these)
         elif len(text) > len(kept[i]):
-            index.add(i, these)
+            index.add(i, prefix)
             kept[i], words[i] = text, these
     return kept
 
@@ -94,28 +98,33 @@ class _PrefixIndex:
     those exactly. The first match in kept order wins, as in a plain scan."""
 
     def __init__(self, sets: Sequence[frozenset[str]]) -> None:
-        counts: Counter[str] = Counter(w for s in sets for w in s)
+        counts: Counter[str] = Counter(itertools.chain.from_iterable(sets))
         self.rank = {w: (n, w) for w, n in counts.items()}
         self.postings: dict[str, list[int]] = {}
 
-    def _prefix(self, these: frozenset[str]) -> list[str]:
+    def prefix(self, these: frozenset[str]) -> list[str]:
+        """The words of ``these`` a near-duplicate must share one of: the rarest
+        ``n - ceil(t·n) + 1``."""
         size = len(these)
         # ceil(t·n), nudged down against rounding: a shorter overlap bound only makes
         # the prefix longer (more candidates), never misses one
         overlap = max(1, math.ceil(NEAR_DUPLICATE * size - 1e-9))
         return sorted(these, key=self.rank.__getitem__)[: size - overlap + 1]
 
-    def add(self, position: int, these: frozenset[str]) -> None:
-        """Index a kept set (again, when a longer text replaced it: stale words only
-        add candidates, which are checked against the current set)."""
-        for w in self._prefix(these):
+    def add(self, position: int, prefix: list[str]) -> None:
+        """Index a kept set by its :meth:`prefix` (again, when a longer text replaced
+        it: stale words only add candidates, which are checked against the current set)."""
+        for w in prefix:
             self.postings.setdefault(w, []).append(position)
 
-    def first_near(self, these: frozenset[str], words: Sequence[frozenset[str]]) -> int | None:
-        """The first kept position whose words are a near-duplicate of ``these``."""
+    def first_near(
+        self, these: frozenset[str], prefix: list[str], words: Sequence[frozenset[str]]
+    ) -> int | None:
+        """The first kept position whose words are a near-duplicate of ``these`` (whose
+        :meth:`prefix` is ``prefix``)."""
         if not these:
             return None
-        near = {i for w in self._prefix(these) for i in self.postings.get(w, ())}
+        near = {i for w in prefix for i in self.postings.get(w, ())}
         for i in sorted(near):
             if _jaccard(these, words[i]) >= NEAR_DUPLICATE:
                 return i
@@ -124,30 +133,41 @@ class _PrefixIndex:
 
 def sentences(text: str) -> list[str]:
     """``text`` cut after ``.``, ``!`` or ``?`` followed by a capital or a digit."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    return list(_sentences(text))
 
 
-def _vector(text: str) -> Counter[str]:
-    return Counter(w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS)
+# Cached, as _words is: a long description is summarised again, sentence by sentence,
+# each time a chunk adds to it. The cached values are never changed.
+@functools.lru_cache(maxsize=1 << 14)
+def _sentences(text: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in _SENTENCE_END.split(text) if s.strip())
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _vector(text: str) -> tuple[Counter[str], float]:
+    """The content words of ``text`` counted, and the counts' norm."""
+    counts = Counter(w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS)
+    return counts, _norm(counts)
 
 
 def _norm(a: Counter[str]) -> float:
     return math.sqrt(sum(v * v for v in a.values()))
 
 
-def _cosine(a: Counter[str], b: Counter[str], b_norm: float) -> float:
-    dot = sum(v * b.get(k, 0) for k, v in a.items())
+def _cosine(a: tuple[Counter[str], float], b: Counter[str], b_norm: float) -> float:
+    counts, norm = a
+    dot = sum(v * b.get(k, 0) for k, v in counts.items())
     if not dot:
         return 0.0
-    return dot / (_norm(a) * b_norm)
+    return dot / (norm * b_norm)
 
 
 def _summary(texts: Sequence[str], budget: int) -> str:
-    pieces = distinct([s for t in texts for s in sentences(t)])
+    pieces = distinct([s for t in texts for s in _sentences(t)])
     vectors = [_vector(p) for p in pieces]
     centroid: Counter[str] = Counter()
-    for v in vectors:
-        centroid.update(v)
+    for counts, _ in vectors:
+        centroid.update(counts)
     # The centroid's norm once, not once per sentence (it was most of the time spent).
     size = _norm(centroid)
     ranked = sorted(range(len(pieces)), key=lambda i: (-_cosine(vectors[i], centroid, size), i))

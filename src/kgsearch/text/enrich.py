@@ -30,6 +30,7 @@ from kgsearch.text.fields import (
     field_label,
     normalize_tag,
     render_value,
+    renders,
 )
 from kgsearch.text.triplet import display_name
 
@@ -238,7 +239,7 @@ def _select_fields(properties: Mapping[str, Any], rule: TypeRule) -> list[tuple[
     candidates = [
         (key, value)
         for key, value in properties.items()
-        if key != "name" and key not in CONTENT_FIELDS and render_value(value)
+        if key != "name" and key not in CONTENT_FIELDS and renders(value)
     ]
     defaults = [(key, value) for key, value in candidates if _is_default_field(key, value)]
     if rule.include_fields is None:

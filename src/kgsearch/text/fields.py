@@ -173,6 +173,16 @@ def render_value(value: Any) -> str:
     return _collapse(str(value))
 
 
+def renders(value: Any) -> bool:
+    """Whether :func:`render_value` gives ``value`` a non-empty text, found without
+    rendering a dict (a non-empty one always has its name or its JSON)."""
+    if isinstance(value, Mapping):
+        return bool(value)
+    if isinstance(value, list | tuple):
+        return any(renders(item) for item in value)
+    return bool(render_value(value))
+
+
 def _is_date_value(value: Any) -> bool:
     if isinstance(value, date):
         return True

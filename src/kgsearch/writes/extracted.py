@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kgsearch.extract.schema import ExtractionResult
-from kgsearch.model import Mention, ObjectIn, ObjectRef, Relationship, RelationshipIn
+from kgsearch.model import Kind, Mention, ObjectIn, ObjectRef, Relationship, RelationshipIn
 from kgsearch.store.records import Endpoint
 from kgsearch.text.names import entity_key, entity_type, relation_type
 from kgsearch.writes.batch import GraphBatch, write_batch, write_objects
@@ -32,7 +32,7 @@ from kgsearch.writes.contributions import (
 )
 from kgsearch.writes.graph import WriteContext
 from kgsearch.writes.rows import relationship_id
-from kgsearch.writes.stores import NameLookup
+from kgsearch.writes.stores import NameLookup, WriteStore
 from kgsearch.writes.validity import close_superseded, groups_of
 
 __all__ = [
@@ -345,11 +345,47 @@ def add_extractions(
             endpoints_checked=True,
         )
         write_batch(store, project, batch)
+        old = {ref for ref in entities if ObjectRef(type=ref[0], key=ref[1]) in stored}
+        skip, wake = _embedding_policy(store, project, entities, objects, ids, edges, old)
+        store.set_skipped(project, Kind.OBJECT, skip, skipped=True)
+        store.set_skipped(project, Kind.OBJECT, wake, skipped=False)
         if any(e.single_valued for e in edges):
             written = store.get_relationships(project, rel_ids)
             close_superseded(ctx, groups_of(written))
     ctx.committed()
     return _built(items, entities, edges, len(batch.mentions))
+
+
+def _embedding_policy(
+    store: WriteStore,
+    project: str,
+    entities: dict[Ref, _Entity],
+    objects: Sequence[ObjectIn],
+    ids: Sequence[str],
+    edges: Sequence[_Edge],
+    old: set[Ref],
+) -> tuple[list[str], list[str]]:
+    """(object ids to skip for embedding, object ids to wake): an object extraction
+    created is not embedded on its own while one passage names it and no relationship
+    reaches it (it stays found by full text, its passage and its name, and the graph
+    legs read its mention); a second passage or a relationship wakes it. Objects that
+    were there before extraction (imported, written by hand) are never skipped."""
+    ends = {e.source for e in edges} | {e.target for e in edges}
+    skip: list[str] = []
+    wake: list[str] = []
+    for ref, obj, id in zip(entities, objects, ids, strict=True):
+        alone = len(contributions(obj.properties)) < 2 and ref not in ends
+        (skip if alone and obj.properties.get(EXTRACTED) is True else wake).append(id)
+    existing = [id for ref, id in zip(entities, ids, strict=True) if ref in old and id in skip]
+    if existing:  # a relationship written by hand also earns the object its vector
+        linked = {
+            i
+            for r in store.relationships_touching(project, existing)
+            for i in (r.source_id, r.target_id)
+        }
+        wake += [i for i in skip if i in linked]
+        skip = [i for i in skip if i not in linked]
+    return skip, wake
 
 
 def object_in(ent: _Entity, old: Endpoint | None, stamp: str) -> ObjectIn:

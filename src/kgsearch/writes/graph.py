@@ -15,6 +15,7 @@ from typing import Any, Literal
 from kgsearch.errors import InvalidRequest, NotFound
 from kgsearch.model import (
     GraphObject,
+    Kind,
     Mention,
     MentionIn,
     ObjectIn,
@@ -130,6 +131,9 @@ def add_relationships(
     with store.transaction():
         rows = relationship_rows(ctx, relationships)
         write_batch(store, project, GraphBatch(relationships=rows))
+        # an object extraction named once earns its own vector with a relationship
+        ends = list(dict.fromkeys(i for r in rows for i in (r.source_id, r.target_id)))
+        store.set_skipped(project, Kind.OBJECT, ends, skipped=False)
     ctx.committed()
     return store.get_relationships(project, [r.id for r in rows])
 

@@ -68,13 +68,6 @@ class TextRules:
         self, type_: str, key: str, properties: dict[str, object], tags: Sequence[str]
     ) -> str:
         """The embedding text of an object under these rules."""
-        plain = object_text(
-            type_, key, properties, tags=tags, config=self.config, graph_aware=self.graph_aware
-        )
-        # Counting tokens is the slow part; a text shorter than the budget in
-        # characters cannot exceed it in tokens (a token covers at least one character).
-        if self.count_tokens is None or self.max_tokens is None or len(plain) < self.max_tokens - 2:
-            return plain
         return object_text(
             type_,
             key,
@@ -82,9 +75,18 @@ class TextRules:
             tags=tags,
             config=self.config,
             graph_aware=self.graph_aware,
-            count_tokens=self.count_tokens,
+            count_tokens=self._tokens_at_most(),
             max_tokens=self.max_tokens,
         )
+
+    def _tokens_at_most(self) -> Callable[[str], int] | None:
+        """An upper bound of a text's tokens: its length while that is under the budget
+        (a token covers at least one character, and two are special), else the
+        embedder's count, which is the slow part. None without a budget."""
+        count, budget = self.count_tokens, self.max_tokens
+        if count is None or budget is None:
+            return None
+        return lambda text: len(text) if len(text) < budget - 2 else count(text)
 
     def object_row(self, project: str, item: ObjectIn) -> ObjectRow:
         """A write-ready object row."""

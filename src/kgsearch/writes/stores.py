@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from kgsearch.store.base import (
+    Cache,
     EmbeddingQueue,
     GraphReads,
     GraphWrites,
@@ -39,8 +40,9 @@ class GraphStore(Lifecycle, GraphReads, GraphWrites, EmbeddingQueue, Protocol):
 
 
 class WriteStore(
-    Lifecycle, GraphReads, GraphWrites, EmbeddingQueue, SearchIndex, TaskQueue, Protocol
+    Lifecycle, GraphReads, GraphWrites, EmbeddingQueue, SearchIndex, TaskQueue, Cache, Protocol
 ):
     """What a :class:`~kgsearch.writes.graph.WriteContext` carries: graph reads and
     writes in transactions, embedding texts, the name index (extracted entities land on
-    stored objects by name) and the task queue (a deleted chunk takes its tasks)."""
+    stored objects by name), the task queue (a deleted chunk takes its tasks) and the
+    cache (a deleted chunk takes the model replies only it used)."""

@@ -89,3 +89,32 @@ def test_distribute_refuses_a_sqlite_store(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["--db", str(tmp_path / "kg.db"), "citus", "distribute"])
     assert result.exit_code == 1
     assert "needs a PostgreSQL store" in result.output
+
+
+def test_distribute_spread_lays_out_big_tables_by_row_id_and_keeps_it(
+    run: Any, tmp_path: Path
+) -> None:
+    first = run("--json", "citus", "distribute", "--spread")
+    assert first.exit_code == 0, first.output
+    columns = {t["table"]: t["column"] for t in json.loads(first.stdout)["tables"]}
+    assert (columns["relationships"], columns["chunks"], columns["objects"]) == (
+        "id",
+        "id",
+        "project",
+    )
+    again = run("--json", "citus", "distribute")  # without --spread: kept as it is
+    assert [t for t in json.loads(again.stdout)["tables"] if t["changed"]] == []
+    data = tmp_path / "movies.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in records()) + "\n", encoding="utf-8")
+    assert run("import", str(data)).exit_code == 0
+    assert run("embed", "generate").exit_code == 0
+    found = run("--json", "search", "who directed Jesse James", "--limit", "3")
+    assert found.exit_code == 0, found.output
+    assert "Jesse James" in [r.get("key") for r in json.loads(found.stdout)["results"]]
+
+
+def test_distribute_spread_refuses_a_store_distributed_by_project(run: Any) -> None:
+    assert run("citus", "distribute").exit_code == 0
+    refused = run("citus", "distribute", "--spread")
+    assert refused.exit_code == 1
+    assert "kgsearch migrate" in refused.output

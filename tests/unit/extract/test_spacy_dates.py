@@ -55,7 +55,7 @@ def dated(
         (  # 2Wiki, "Elisa Godínez Gómez de Batista": no date, none made up
             "Elisa Godínez was the First Lady of Cuba. She was the first wife of Cuban "
             "President Fulgencio Batista.",
-            ("Elisa Godínez", "be wife of", "President Fulgencio Batista"),
+            ("Elisa Godínez", "be wife of", "Fulgencio Batista"),
             (None, None),
         ),
     ],

@@ -258,3 +258,81 @@ def test_a_place_stated_by_a_comma_is_described_by_its_relation_and_kept(
     facts = {(r.source, r.relation, r.target): r.description for r in result.graph.relationships}
     assert facts[("Mobile", "located in", "Alabama")] == "Mobile located in Alabama"
     assert not [r for r in result.rejected if r.reason == "trivial_description"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "At the championships in Dortmund, West Germany, they finished last.",
+            [("Dortmund", "located in", "West Germany", "place apposition")],
+        ),
+        (
+            "Clark Lake is a lake in the U.S. state of Michigan.",
+            [("Michigan", "located in", "U.S.", "place noun")],
+        ),
+        (
+            "The cover shows a photo by Cuban photographer Alberto Korda.",
+            [("Alberto Korda", "photographer", "Cuban", "role modifier")],
+        ),
+        ("The song preceded Iceland's Yohanna.", [("Yohanna", "of", "Iceland", "possessive")]),
+        (
+            "He grew up in Springfield, Illinois. Later he toured Illinois, United States.",
+            [("Springfield", "located in", "United States", "transitive place")],
+        ),
+        (
+            "Marie Curie was born in the city of Warsaw.",
+            [("Marie Curie", "born in city of", "Warsaw", "verb noun")],
+        ),
+    ],
+)
+def test_each_pattern_family_finds_its_fact(
+    extractor: SpacyExtractor, text: str, expected: list[tuple[str, str, str, str]]
+) -> None:
+    graph, origins = extractor.read(extractor.nlp(text))
+    found = [
+        (r.source, r.relation, r.target, o.family)
+        for r, o in zip(graph.relationships, origins, strict=True)
+    ]
+    assert set(expected) <= set(found)
+
+
+def test_a_list_of_places_is_no_chain(extractor: SpacyExtractor) -> None:
+    assert triples(extractor, "She toured Paris, London and Rome.") == []
+
+
+def test_an_entity_that_only_qualifies_the_object_gets_no_fact(
+    extractor: SpacyExtractor,
+) -> None:
+    assert triples(extractor, "Bart takes the cell phone of Denis Leary.") == []
+
+
+def test_a_title_is_not_part_of_a_person_name(extractor: SpacyExtractor) -> None:
+    assert triples(extractor, "Governor Rick Scott signed the bill in Tallahassee.") == [
+        ("Rick Scott", "sign in", "Tallahassee")
+    ]
+
+
+def test_the_topic_noun_refers_to_the_topic(extractor: SpacyExtractor) -> None:
+    text = "Kraft Foods is an American food company. The company was founded by James Kraft."
+    assert ("James Kraft", "found", "Kraft Foods") in triples(extractor, text)
+    graph_ = graph(extractor, text)
+    assert [r.description for r in graph_.relationships if r.relation == "found"] == [
+        "Kraft Foods was founded by James Kraft"
+    ]
+
+
+def test_the_topic_noun_is_left_alone_without_a_definition(extractor: SpacyExtractor) -> None:
+    text = "Kraft Foods sells cheese. The company was founded by James Kraft."
+    assert ("James Kraft", "found", "Kraft Foods") not in triples(extractor, text)
+
+
+def test_a_nationality_on_a_things_object_is_no_fact(extractor: SpacyExtractor) -> None:
+    text = "During the war the United States detonated two weapons over the Japanese cities."
+    assert triples(extractor, text) == []
+
+
+def test_a_nationality_on_a_persons_object_stays(extractor: SpacyExtractor) -> None:
+    assert triples(extractor, "Marie Curie joined the French army.") == [
+        ("Marie Curie", "join army", "French")
+    ]

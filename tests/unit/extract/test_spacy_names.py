@@ -26,6 +26,8 @@ from kgsearch.extract.spacy_names import junk_reason, name_key
         ("Monday", "stop"),
         ("The", "stop"),
         ("Church of", "fragment"),
+        ("Bishop", "title"),
+        ("Queen", "title"),
         ("sandy beach", "lowercase"),
         ("A" * 81, "long"),
         (" ".join(["Word"] * 11), "long"),

@@ -63,3 +63,8 @@ def test_any_input_fits_the_budget_and_is_deterministic(texts: list[str], budget
     merged = merge_descriptions(texts, budget=budget)
     assert len(merged) <= budget
     assert merged == merge_descriptions(list(texts), budget=budget)
+
+
+def test_one_description_is_kept_as_it_is_with_whitespace_collapsed() -> None:
+    assert merge_descriptions(["  Ada   wrote\nnotes. "]) == "Ada wrote notes."
+    assert merge_descriptions(["", " "]) == ""

@@ -5,7 +5,9 @@ MIT; the book is Project Gutenberg #24022, public domain in the US)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,13 +95,50 @@ def test_recorded_gpt4o_replies_become_a_graph_and_a_rerun_calls_no_model(
     assert all(r.properties["prompt"].startswith("extract/general@") for r in rels)
     status = engine.extraction_status()
     assert status.counts["done"] == 3 and status.entities == report.extraction.entities
-    # the documents deleted and ingested again in the same project: every reply
-    # comes from the project's cache
-    engine.delete_documents([s.id for s in engine.list_rows("source", limit=10).items])
-    again = engine.ingest(texts=list(REPLY_BY_CHUNK), title="again")
+    # the texts again as other documents of the project: every reply comes from the
+    # project's cache
+    for number, text in enumerate(REPLY_BY_CHUNK):
+        (tmp_path / f"{number}.txt").write_text(text, encoding="utf-8")
+    again = engine.ingest(paths=[tmp_path / f"{n}.txt" for n in range(3)])
     assert again.extraction is not None and again.extraction.extracted == 3
     assert again.extraction.calls == 0 and len(server.requests) == 3
     assert again.extraction.entities == report.extraction.entities
+
+
+def cached(path: Path, namespace: str) -> int:
+    """Values in a cache namespace, read from the store's file."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        query = "SELECT count(*) FROM cache WHERE namespace = ?"
+        return int(db.execute(query, (namespace,)).fetchone()[0])
+
+
+def test_deleting_a_document_deletes_the_replies_only_it_used(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    # issue 32: a deleted document takes its cached replies; a reply another document's
+    # identical chunk used stays (and is that document's from then on)
+    path = tmp_path / "kg.db"
+    engine = engine_for(server.url, path)
+    texts = list(REPLY_BY_CHUNK)
+    first = engine.ingest(texts=texts, title="first")
+    assert first.extraction is not None and first.extraction.calls == 3
+    firsts = [s.id for s in engine.list_rows("source", limit=10).items]
+    (tmp_path / "copy.txt").write_text(texts[0], encoding="utf-8")
+    shared = engine.ingest(paths=[tmp_path / "copy.txt"])  # one identical chunk
+    assert shared.extraction is not None and shared.extraction.calls == 0
+    other = engine.ingest(texts=texts, title="other", project="beta")
+    assert other.extraction is not None and other.extraction.calls == 3
+    assert (cached(path, "llm/default"), cached(path, "llm/beta")) == (3, 3)
+
+    engine.delete_documents(firsts)
+    assert (cached(path, "llm/default"), cached(path, "llm/beta")) == (1, 3)
+    again = engine.ingest(texts=texts, title="again")
+    assert again.extraction is not None and again.extraction.calls == 2  # one kept
+    assert len(server.requests) == 8
+
+    engine.delete_documents([s.id for s in engine.list_rows("source", limit=10).items])
+    assert (cached(path, "llm/default"), cached(path, "llm/beta")) == (0, 3)
+    assert cached(path, "llm-chunks/default") == 0  # no index entry is left behind
 
 
 def test_one_project_cannot_tell_from_the_cache_what_another_ingested(
@@ -206,3 +245,21 @@ def test_cli_records_a_run_and_replays_it_with_no_model(
     a, b = json.loads(first.output), json.loads(second.output)
     assert a["extraction"]["entities"] == b["extraction"]["entities"] > 0
     assert a["extraction"]["relationships"] == b["extraction"]["relationships"] > 0
+
+
+def test_a_changed_document_drops_the_replies_of_the_chunks_it_no_longer_has(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "kg.db"
+    engine = engine_for(server.url, path)
+    first, second = list(REPLY_BY_CHUNK)[:2]
+    document = tmp_path / "carol.txt"
+    document.write_text(first, encoding="utf-8")
+    engine.ingest(paths=[document])
+    document.write_text(second, encoding="utf-8")  # the first chunk is gone from it
+    changed = engine.ingest(paths=[document])
+    assert changed.removed == 1 and len(server.requests) == 2
+    assert cached(path, "llm/default") == 1  # the second chunk's reply only
+    document.write_text(first, encoding="utf-8")
+    back = engine.ingest(paths=[document])
+    assert back.extraction is not None and back.extraction.calls == 1  # asked again

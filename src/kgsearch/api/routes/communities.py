@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.lanes import Lanes
 from kgsearch.api.limits import MAX_ID_CHARS
 from kgsearch.api.spend import maybe_charged
 from kgsearch.community_values import (
@@ -71,8 +72,14 @@ async def build_communities(
             force=given.force,
         )
 
-    work = await maybe_charged(request, who, given.method == "llm", build)
-    return await anyio.to_thread.run_sync(work)
+    spends = given.method == "llm"
+    work = await maybe_charged(request, who, spends, build)
+    if not spends:
+        return await anyio.to_thread.run_sync(work)
+    # the reports wait on the model: on the LLM lane, never on the request threads (a
+    # build outlives its client's connection: it is not cancelled when that closes)
+    lanes: Lanes = request.app.state.lanes
+    return await anyio.to_thread.run_sync(work, limiter=lanes.llm)
 
 
 @router.get("/communities/status")

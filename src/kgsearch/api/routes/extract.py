@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import anyio
 from fastapi import APIRouter, Depends, Path, Request, Response, status
 
 from kgsearch.api.auth import Principal, get_engine, require
 from kgsearch.api.jobs import Job, JobRegistry
-from kgsearch.api.lanes import Lanes
+from kgsearch.api.lanes import on_llm_lane
 from kgsearch.api.limits import MAX_ID_CHARS
 from kgsearch.api.schemas import (
     ExtractRun,
@@ -31,7 +30,7 @@ from kgsearch.engine.extraction import IngestProgress
 from kgsearch.errors import NotFound
 from kgsearch.extract.schema import ExtractionResult
 from kgsearch.io.documents import document_from_text
-from kgsearch.lifecycle.budget import extractor_spends
+from kgsearch.lifecycle.budget import Budget, extractor_spends
 from kgsearch.lifecycle.extraction import Totals
 from kgsearch.reports import (
     DeleteReport,
@@ -41,7 +40,7 @@ from kgsearch.reports import (
     IngestReport,
 )
 
-__all__ = ["router"]
+__all__ = ["JobsDep", "accepted", "check_extractor", "job_progress", "router"]
 
 router = APIRouter(prefix="/api", tags=["extraction"])
 
@@ -60,7 +59,7 @@ def _jobs(request: Request) -> JobRegistry:
 JobsDep = Annotated[JobRegistry, Depends(_jobs)]
 
 
-def _progress(job: Job) -> IngestProgress:
+def job_progress(job: Job) -> IngestProgress:
     """The engine's progress callback, feeding the job's counters (and its cancel)."""
 
     def progress(kind: str, value: object) -> None:
@@ -79,47 +78,60 @@ def _progress(job: Job) -> IngestProgress:
     return progress
 
 
-def _check_extractor(engine: Engine, name: str | None, domain: str | None) -> None:
+def check_extractor(engine: Engine, name: str | None, domain: str | None) -> None:
     """Refuse an unknown extractor or domain now (400), not later in the job."""
     if (name or engine.extract_settings.extractor) != "none":
         engine.extractor(name, domain)
 
 
-def _accepted(snapshot: dict[str, Any], response: Response) -> JobSnapshot:
+def accepted(snapshot: dict[str, Any], response: Response) -> JobSnapshot:
     response.headers["Location"] = f"/api/jobs/{snapshot['id']}"
     return JobSnapshot.model_validate(snapshot)
 
 
 @router.post("/documents", status_code=status.HTTP_202_ACCEPTED)
 def ingest_documents(
-    body: IngestRequest, who: Writer, engine: EngineDep, jobs: JobsDep, response: Response
+    body: IngestRequest,
+    who: Writer,
+    engine: EngineDep,
+    jobs: JobsDep,
+    response: Response,
+    request: Request,
 ) -> JobSnapshot:
     """Ingest documents given as text: store them as sources and chunks, then extract
     objects and relationships from the new or changed chunks, in the background.
 
     Returns the job (202, ``Location: /api/jobs/{id}``); its result is the
-    ``IngestReport``. Re-sending an unchanged document writes nothing.
+    ``IngestReport``. Re-sending an unchanged document writes nothing. The model calls
+    of an LLM extractor are metered to the key that started the job (its tokens and
+    cost show in ``/api/usage``); they are not refused by the budget.
     """
     who.check_body(body.project)
-    _check_extractor(engine, body.extractor, body.domain)
+    check_extractor(engine, body.extractor, body.domain)
     if body.text is not None:
         documents = [document_from_text(body.text, title=body.title)]
     else:
         documents = [document_from_text(d.text, title=d.title) for d in body.documents or ()]
 
+    budget: Budget = request.app.state.budget
+    spends = extractor_spends(body.extractor or engine.extract_settings.extractor)
+
     def work(job: Job) -> IngestReport:
-        return engine.ingest(
-            documents=documents,
-            project=who.project,
-            extractor=body.extractor,
-            domain=body.domain,
-            chunk_chars=body.chunk_chars,
-            extract=True,
-            progress=_progress(job),
-        )
+        def ingest() -> IngestReport:
+            return engine.ingest(
+                documents=documents,
+                project=who.project,
+                extractor=body.extractor,
+                domain=body.domain,
+                chunk_chars=body.chunk_chars,
+                extract=True,
+                progress=job_progress(job),
+            )
+
+        return budget.run(who.project, who.key_id, ingest) if spends else ingest()
 
     started = jobs.start(who.project, "ingest", work, progress={"documents_total": len(documents)})
-    return _accepted(started, response)
+    return accepted(started, response)
 
 
 @router.delete("/documents/{id:path}")
@@ -151,10 +163,10 @@ def run_extraction(
             project=who.project,
             batch_size=body.batch_size,
             limit=body.limit,
-            progress=_progress(job),
+            progress=job_progress(job),
         )
 
-    return _accepted(jobs.start(who.project, "extract", work), response)
+    return accepted(jobs.start(who.project, "extract", work), response)
 
 
 @router.get("/jobs/{job_id}")
@@ -220,5 +232,4 @@ async def preview_extraction(
 
     spends = extractor_spends(body.extractor or engine.extract_settings.extractor)
     run = await maybe_charged(request, who, spends, run)
-    lanes: Lanes = request.app.state.lanes
-    return await anyio.to_thread.run_sync(run, limiter=lanes.llm)
+    return await on_llm_lane(request, run)

@@ -364,7 +364,7 @@ class Connection:
             self.after_commit()
 
     @property
-    def in_transaction(self) -> bool:
+    def held_here(self) -> bool:
         """Whether the calling thread is inside :meth:`transaction`."""
         return getattr(self._local, "conn", None) is not None
 
@@ -408,7 +408,7 @@ class Connection:
         the query and COMMIT go in one pipeline: a single round trip to the server."""
         with self._connection() as conn:
             try:
-                if self.in_transaction:  # the settings last until the caller's commit
+                if self.held_here:  # the settings last until the caller's commit
                     self._set_local(conn, settings)
                     return conn.execute(sql, params).fetchall()
                 with conn.pipeline():
@@ -451,7 +451,7 @@ class Connection:
     def meta(self, key: str) -> str | None:
         """A value of the store's ``meta`` table: remembered for ``_META_TTL_SECONDS``
         outside transactions, always read inside one (which may have changed it)."""
-        fresh = self.in_transaction
+        fresh = self.held_here
         cached = None if fresh else self._meta.get(key)
         now = time.monotonic()
         if cached is not None and now - cached[0] < _META_TTL_SECONDS:

@@ -76,6 +76,28 @@ def _count_sql(kind: Kind, query: str) -> str:
     )
 
 
+# The stems of query terms (no table: on Citus the coordinator answers it alone).
+_STEMS = (
+    "SELECT w.term, array(SELECT lexeme FROM unnest(to_tsvector('kgsearch', w.term)) "
+    "ORDER BY positions[1]) AS lexemes FROM unnest(%s::text[]) AS w(term)"
+)
+
+
+def _spread_counts(db: Connection, project: str, kind: Kind, queries: list[str]) -> list[int]:
+    """Rows of a project's kind matching each ``tsquery`` text, on a spread table (Citus
+    refuses the per-query count of :func:`_count_sql`, a subquery correlated with an
+    array's elements, across shards): one join counted on every shard, summed by the
+    coordinator, uncapped."""
+    rows = db.all(
+        f"SELECT w.i, count(*) AS n FROM unnest(%s::text[]) WITH ORDINALITY AS w(q, i) "
+        f"JOIN {kind.table} t ON t.tsv @@ w.q::tsquery WHERE t.project = %s "
+        "AND t.deleted_at IS NULL GROUP BY w.i",
+        (queries, project),
+    )
+    counts = {int(r["i"]) - 1: int(r["n"]) for r in rows}
+    return [counts.get(i, 0) for i in range(len(queries))]
+
+
 class LexicalStats:
     """Cached BM25 statistics per (project, kind): row count, mean length, lexeme df,
     kept warm.
@@ -94,6 +116,8 @@ class LexicalStats:
     def __init__(self, *, column_stats: bool = True) -> None:
         # False on Citus: no column statistics (see _NO_COMMON_ELEMS)
         self.column_stats = column_stats
+        # tables distributed by row id on Citus: counted by _spread_counts
+        self.spread: frozenset[str] = frozenset()
         self._lock = threading.Lock()
         self.lock = self._lock
         # values are (when read, figure); a stale figure has its time set to -inf
@@ -234,12 +258,16 @@ class LexicalStats:
             if not words:
                 return estimated
         queries = [tsquery([x], prefix={x} if prefix else None) for x, prefix in words]
-        rows = db.all(
-            f"SELECT w.i, {_count_sql(kind, 'w.q::tsquery')} AS n "
-            "FROM unnest(%s::text[]) WITH ORDINALITY AS w(q, i)",
-            (project, cap, queries),
-        )
-        counts = {int(r["i"]) - 1: int(r["n"]) for r in rows}
+        if kind.table in self.spread:
+            counts = dict(enumerate(_spread_counts(db, project, kind, queries)))
+            cap = None
+        else:
+            rows = db.all(
+                f"SELECT w.i, {_count_sql(kind, 'w.q::tsquery')} AS n "
+                "FROM unnest(%s::text[]) WITH ORDINALITY AS w(q, i)",
+                (project, cap, queries),
+            )
+            counts = {int(r["i"]) - 1: int(r["n"]) for r in rows}
         counted = self._remember(
             project, kind, [(x, p, counts.get(i, 0)) for i, (x, p) in enumerate(words)], cap
         )
@@ -275,7 +303,11 @@ class LexicalStats:
         with self._lock:
             known = {t: stems for t in terms if (stems := self.stems.get(t)) is not None}
         missing = list(dict.fromkeys(t for t in terms if t not in known))
-        if missing:
+        if missing and kind.table in self.spread:
+            found, counted = self._stem_spread(db, project, kind, missing)
+            known.update(found)
+            self._remember(project, kind, sorted(counted), None)
+        elif missing:
             # on a large kind a common lexeme is not counted here: its share of the rows
             # comes from the column statistics, read by the same statement (a thousand
             # lexemes sent as a parameter cost more than the lookup)
@@ -306,6 +338,21 @@ class LexicalStats:
         wanted = list(dict.fromkeys(x for t in terms for x in known.get(t, ())))
         prefixed = set(known.get(terms[-1], ())[-1:]) if prefix and terms else set()
         return wanted, prefixed, self.dfs(db, project, kind, wanted, prefixed)
+
+    def _stem_spread(
+        self, db: Connection, project: str, kind: Kind, terms: list[str]
+    ) -> tuple[dict[str, tuple[str, ...]], set[tuple[str, bool, int]]]:
+        """The terms' lexemes and the lexemes' counts on a spread table: stemmed by the
+        coordinator, counted by :func:`_spread_counts` (two statements, not one)."""
+        rows = db.all(_STEMS, (terms,))
+        found = {r["term"]: tuple(r["lexemes"] or ()) for r in rows}
+        lexemes = sorted({x for stems in found.values() for x in stems})
+        counts = _spread_counts(db, project, kind, [tsquery([x]) for x in lexemes])
+        with self._lock:
+            if len(self.stems) > 100_000:
+                self.stems.clear()
+            self.stems.update(found)
+        return found, {(x, False, n) for x, n in zip(lexemes, counts, strict=True)}
 
     def _refresh_later(self, db: Connection, project: str, kind: Kind) -> None:
         """Read the (project, kind)'s stale figures again on the background thread."""

@@ -10,13 +10,14 @@ one statement each.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from kgsearch.model import Kind
+from kgsearch.store.postgres.citus import shard_groups
 from kgsearch.store.postgres.lexical import LexicalStats
 from kgsearch.store.postgres.reads import PostgresReads
 from kgsearch.store.postgres.sql import clean
@@ -27,24 +28,67 @@ from kgsearch.store.values import words
 __all__ = ["PostgresQueues"]
 
 
+# A claim on a spread table reads this many times its limit of due rows, up to
+# _SPREAD_READS times while other workers claim all of them first.
+_SPREAD_CANDIDATES = 4
+_SPREAD_READS = 5
+
+
+def _claim_sql(sql: Callable[[str], str], claim: ClaimSql, inner: str, outer: str = "") -> str:
+    """A claim statement: due rows (and ``inner``) locked with ``SKIP LOCKED``, leased."""
+    return sql(
+        f"UPDATE {claim.table} t SET {claim.lease} FROM (SELECT project, seq "
+        f"FROM {claim.table} WHERE {claim.due}{inner} ORDER BY seq LIMIT ? "
+        f"FOR UPDATE SKIP LOCKED) due WHERE t.project = due.project AND t.seq = due.seq{outer} "
+        "RETURNING t.seq, " + ", ".join(f"t.{c.strip()}" for c in claim.columns.split(","))
+    )
+
+
+def _claim_params(claim: ClaimSql, ids: list[str] | None = None) -> tuple[Any, ...]:
+    """The parameters of :func:`_claim_sql` (with the ids of a shard's claim twice)."""
+    if ids is None:
+        return (*claim.lease_params, *claim.params, claim.limit)
+    return (*claim.lease_params, *claim.params, ids, claim.limit, ids)
+
+
 class PostgresQueues(PostgresReads, EmbeddingQueueCore, TaskQueueCore):
     """The ``EmbeddingQueue`` and ``TaskQueue`` capabilities over PostgreSQL."""
 
     lexical: LexicalStats
 
     def _claim_rows(self, claim: ClaimSql) -> list[Any]:
-        sql = self.dialect.sql
+        if claim.table in self.spread:
+            return self._claim_spread(claim)
         with self.db.transaction():
-            rows = self.db.all(
-                sql(
-                    f"UPDATE {claim.table} t SET {claim.lease} FROM (SELECT project, seq "
-                    f"FROM {claim.table} WHERE {claim.due} ORDER BY seq LIMIT ? "
-                    "FOR UPDATE SKIP LOCKED) due WHERE t.project = due.project "
-                    f"AND t.seq = due.seq RETURNING t.seq, "
-                    + ", ".join(f"t.{c.strip()}" for c in claim.columns.split(","))
-                ),
-                (*claim.lease_params, *claim.params, claim.limit),
+            rows = self.db.all(_claim_sql(self.dialect.sql, claim, ""), _claim_params(claim))
+        rows.sort(key=lambda r: r["seq"])
+        return rows
+
+    def _claim_spread(self, claim: ClaimSql) -> list[Any]:
+        """A claim on a spread table (Citus refuses ``FOR UPDATE`` across shards): the
+        oldest due rows are read without locks, then claimed shard by shard, each a
+        router claim with ``SKIP LOCKED`` that checks again that its rows are due. A
+        read whose rows other workers all took first is made again (a few times)."""
+        sql = self.dialect.sql
+        rows: list[Any] = []
+        for _ in range(_SPREAD_READS):
+            due = self.db.all(
+                sql(f"SELECT id FROM {claim.table} WHERE {claim.due} ORDER BY seq LIMIT ?"),
+                (*claim.params, claim.limit * _SPREAD_CANDIDATES),
             )
+            if not due:
+                break
+            for ids in shard_groups(self.db, claim.table, [r["id"] for r in due]):
+                wanted = claim.limit - len(rows)
+                if wanted <= 0:
+                    break
+                with self.db.transaction():
+                    rows += self.db.all(
+                        _claim_sql(sql, claim, " AND id = ANY(?)", " AND t.id = ANY(?)"),
+                        _claim_params(claim._replace(limit=wanted), ids),
+                    )
+            if rows:
+                break
         rows.sort(key=lambda r: r["seq"])
         return rows
 

@@ -28,6 +28,8 @@ class PostgresReads(GraphReadsCore):
     """The PostgreSQL side of ``GraphReads``."""
 
     db: Connection
+    # the store's tables distributed by row id on Citus (none elsewhere)
+    spread: frozenset[str] = frozenset()
 
     def resolve(self, project: str, refs: Sequence[ObjectRef]) -> dict[ObjectRef, Endpoint]:
         unique = list(dict.fromkeys(refs))
@@ -131,11 +133,36 @@ class PostgresReads(GraphReadsCore):
             if among
             else ""
         )
+        if "relationships" in self.spread:
+            return self._capped_spread_edges(project, ids, limit, both, cond)
         return self.db.all(
             "WITH asked AS (SELECT * FROM unnest(%s::text[]) WITH ORDINALITY AS a(id, pos)) "
             f"SELECT e.id, e.source_id, e.target_id, e.type FROM asked o, "
             f"LATERAL ({out_side} UNION ALL {in_side}) e{both} ORDER BY o.pos, e.side, e.seq",
             (ids, project, *params, project, *params),
+        )
+
+    def _capped_spread_edges(
+        self, project: str, ids: list[str], limit: int, both: str, cond: Any
+    ) -> list[Any]:
+        """:meth:`_capped_edges` on spread relationships (Citus runs no subquery correlated
+        with an array's elements across shards): every live edge touching the ids is read
+        from the shards into the coordinator, which caps each id's sides there."""
+        where, params = cond
+        side = (
+            "(SELECT {n} AS side, t.id, t.source_id, t.target_id, t.type, t.seq "
+            "FROM touching t WHERE t.{column} = o.id ORDER BY t.seq LIMIT {limit:d})"
+        )
+        out_side = side.format(n=0, column="source_id", limit=limit)
+        in_side = side.format(n=1, column="target_id", limit=limit)
+        return self.db.all(
+            "WITH asked AS (SELECT * FROM unnest(%s::text[]) WITH ORDINALITY AS a(id, pos)), "
+            "touching AS MATERIALIZED (SELECT t.id, t.source_id, t.target_id, t.type, t.seq "
+            "FROM relationships t WHERE t.project = %s AND t.deleted_at IS NULL "
+            f"AND (t.source_id = ANY(%s) OR t.target_id = ANY(%s)){where}) "
+            "SELECT e.id, e.source_id, e.target_id, e.type FROM asked o, "
+            f"LATERAL ({out_side} UNION ALL {in_side}) e{both} ORDER BY o.pos, e.side, e.seq",
+            (ids, project, ids, ids, *params),
         )
 
     @traced

@@ -15,6 +15,8 @@ would keep "3.12", host names, e-mail addresses and paths whole.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kgsearch.store.migrations import Execute, Migration
 
 __all__ = [
@@ -209,25 +211,22 @@ def m004_create_cache(execute: Execute) -> None:
     )
 
 
-def m005_store_halfvec(execute: Execute) -> None:
-    """Vectors as ``halfvec`` (2 bytes a dimension: a 384-dim row is 776 bytes, stored
-    inline instead of TOASTed; needs pgvector 0.7+). Each kind's vector index (built on
-    the old type) is dropped and, when there was one, built again over ``halfvec``."""
-    tables = ", ".join(f"'{t}'" for t in _VECTOR_TABLES)
-    hnsw = _HNSW_HALFVEC_SQL.replace("%s", "' || d || '")
-    ivfflat = _IVFFLAT_HALFVEC_SQL.replace("%s", "' || d || '", 1).replace("%s", "100")
-    execute(
-        f"""DO $$
+def _rebuild_vector_indexes(
+    tables: Sequence[str], hnsw: str, ivfflat: str, *, first: str = "", then: str = ""
+) -> str:
+    """A ``DO`` block that drops each table's vector index and, when there was one,
+    builds it again of the same kind (``hnsw``, ``ivfflat``: the ``USING`` clauses),
+    running ``first`` before the loop and ``then`` after each drop."""
+    listed = ", ".join(f"'{t}'" for t in tables)
+    return f"""DO $$
         DECLARE t text; had text; d int;
         BEGIN
-            SELECT value::int INTO d FROM meta WHERE key = 'dims';
-            FOREACH t IN ARRAY ARRAY[{tables}] LOOP
+            SELECT value::int INTO d FROM meta WHERE key = 'dims';{first}
+            FOREACH t IN ARRAY ARRAY[{listed}] LOOP
                 had := NULL;
                 SELECT am.amname INTO had FROM pg_class c JOIN pg_am am ON am.oid = c.relam
                     WHERE c.oid = to_regclass(quote_ident(t || '_vector'));
-                EXECUTE format('DROP INDEX IF EXISTS %I', t || '_vector');
-                EXECUTE format(
-                    'ALTER TABLE %I ALTER COLUMN vector TYPE halfvec USING vector::halfvec', t);
+                EXECUTE format('DROP INDEX IF EXISTS %I', t || '_vector');{then}
                 IF had = 'ivfflat' AND d IS NOT NULL THEN
                     EXECUTE format('CREATE INDEX %I ON %I USING %s WHERE dims = %s',
                         t || '_vector', t, '{ivfflat}', d);
@@ -237,6 +236,23 @@ def m005_store_halfvec(execute: Execute) -> None:
                 END IF;
             END LOOP;
         END $$"""
+
+
+def m005_store_halfvec(execute: Execute) -> None:
+    """Vectors as ``halfvec`` (2 bytes a dimension: a 384-dim row is 776 bytes, stored
+    inline instead of TOASTed; needs pgvector 0.7+). Each kind's vector index (built on
+    the old type) is dropped and, when there was one, built again over ``halfvec``."""
+    hnsw = _HNSW_HALFVEC_SQL.replace("%s", "' || d || '")
+    ivfflat = _IVFFLAT_HALFVEC_SQL.replace("%s", "' || d || '", 1).replace("%s", "100")
+    execute(
+        _rebuild_vector_indexes(
+            _VECTOR_TABLES,
+            hnsw,
+            ivfflat,
+            then="""
+                EXECUTE format(
+                    'ALTER TABLE %I ALTER COLUMN vector TYPE halfvec USING vector::halfvec', t);""",
+        )
     )
 
 
@@ -314,29 +330,16 @@ def m009_index_float_vectors(execute: Execute) -> None:
     """Vector indexes over ``vector`` (float32) casts of the ``halfvec`` column, whose
     distances pgvector computes several times faster (see ``HNSW_SQL``). Each kind's
     index is dropped and, when there was one, built again (minutes on 10^5 rows)."""
-    tables = ", ".join(f"'{t}'" for t in (*_VECTOR_TABLES, "community_reports"))
     hnsw = HNSW_SQL.replace("%s", "' || d || '")
     ivfflat = IVFFLAT_SQL.replace("%s", "' || d || '", 1).replace("%s", "100")
     execute(
-        f"""DO $$
-        DECLARE t text; had text; d int;
-        BEGIN
-            SELECT value::int INTO d FROM meta WHERE key = 'dims';
-            SET LOCAL maintenance_work_mem = '512MB';
-            FOREACH t IN ARRAY ARRAY[{tables}] LOOP
-                had := NULL;
-                SELECT am.amname INTO had FROM pg_class c JOIN pg_am am ON am.oid = c.relam
-                    WHERE c.oid = to_regclass(quote_ident(t || '_vector'));
-                EXECUTE format('DROP INDEX IF EXISTS %I', t || '_vector');
-                IF had = 'ivfflat' AND d IS NOT NULL THEN
-                    EXECUTE format('CREATE INDEX %I ON %I USING %s WHERE dims = %s',
-                        t || '_vector', t, '{ivfflat}', d);
-                ELSIF had IS NOT NULL AND d IS NOT NULL THEN
-                    EXECUTE format('CREATE INDEX %I ON %I USING %s WHERE dims = %s',
-                        t || '_vector', t, '{hnsw}', d);
-                END IF;
-            END LOOP;
-        END $$"""
+        _rebuild_vector_indexes(
+            (*_VECTOR_TABLES, "community_reports"),
+            hnsw,
+            ivfflat,
+            first="""
+            SET LOCAL maintenance_work_mem = '512MB';""",
+        )
     )
 
 
@@ -372,6 +375,16 @@ def m011_llm_budgets(execute: Execute) -> None:
     execute("ALTER TABLE api_keys ADD COLUMN llm_limits TEXT")
 
 
+def m012_embedding_skipped(execute: Execute) -> None:
+    """Objects may be ``skipped`` for embedding (named once by extraction, no
+    relationship: docs/extraction.md)."""
+    execute("ALTER TABLE objects DROP CONSTRAINT IF EXISTS objects_status_check")
+    execute(
+        "ALTER TABLE objects ADD CONSTRAINT objects_status_check "
+        "CHECK (status IN ('pending', 'embedded', 'failed', 'dead', 'skipped'))"
+    )
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_index_object_names", m002_index_object_names),
@@ -384,5 +397,6 @@ MIGRATIONS = [
     Migration("m009_index_float_vectors", m009_index_float_vectors),
     Migration("m010_associations_not_facts", m010_associations_not_facts),
     Migration("m011_llm_budgets", m011_llm_budgets),
+    Migration("m012_embedding_skipped", m012_embedding_skipped),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -105,5 +105,7 @@ POSTGRES = Dialect(
     words=True,
     serialise="SELECT pg_advisory_xact_lock(hashtext(?))",
     lock=" FOR UPDATE",
+    hold=" FOR SHARE",
+    as_text="::text",
 )
 """The PostgreSQL words of the shared capability SQL: a list is one array parameter."""

@@ -17,16 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from kgsearch.errors import MigrationError
 from kgsearch.model import Kind
-from kgsearch.store.cache import ValueCache
 from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
-from kgsearch.store.communities import Communities
-from kgsearch.store.keys import ApiKeys
 from kgsearch.store.migrations import pending
-from kgsearch.store.postgres.citus import distributed
+from kgsearch.store.postgres.citus import distributed, spread_tables
 from kgsearch.store.postgres.connection import EF_SEARCH, Connection, parse_url
 from kgsearch.store.postgres.lexical import LexicalStats
 from kgsearch.store.postgres.queue import PostgresQueues
@@ -35,7 +31,7 @@ from kgsearch.store.postgres.search import EXACT_MAX_ROWS, INDEX_MIN_ROWS, Postg
 from kgsearch.store.postgres.sql import POSTGRES
 from kgsearch.store.postgres.writes import PostgresWrites
 from kgsearch.store.records import StoreInfo
-from kgsearch.store.usage import LLMUsage
+from kgsearch.store.slices import SharedSlices
 
 __all__ = ["PostgresStore"]
 
@@ -44,10 +40,7 @@ class PostgresStore(
     PostgresWrites,
     PostgresQueues,
     PostgresSearch,
-    ApiKeys,
-    ValueCache,
-    Communities,
-    LLMUsage,
+    SharedSlices,
 ):
     """The PostgreSQL + pgvector store.
 
@@ -94,6 +87,8 @@ class PostgresStore(
             self.migrate()
         # on Citus a few statements take a form it accepts (store/postgres/citus.py)
         self.citus = distributed(self.db)
+        self.spread = spread_tables(self.db) if self.citus else frozenset()
+        self.lexical.spread = self.spread
         self.lexical.column_stats = not self.citus
         self.claims_by_project = self.citus
         self.db.workers_follow_settings = self.citus
@@ -149,14 +144,6 @@ class PostgresStore(
         """Close the connection pool."""
         self.db.close()
 
-    def transaction(self) -> Any:
-        return self.db.transaction()
-
-    @property
-    def in_transaction(self) -> bool:
-        """Whether the calling thread is inside :meth:`transaction`."""
-        return self.db.in_transaction
-
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """One transaction for a large load; statistics and indexes refreshed after it.
@@ -177,12 +164,6 @@ class PostgresStore(
             self.db.execute(f"ANALYZE {table}")
         self.lexical.clear()
         self.build_indexes()
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # metadata ------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:

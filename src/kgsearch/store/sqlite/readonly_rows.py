@@ -20,7 +20,7 @@ import math
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from kgsearch.store.rowsql import (
     OBJECT_COLUMNS,
@@ -36,7 +36,9 @@ from kgsearch.store.sqlite.readonly import ReadOnlyConnection
 
 __all__ = ["ReadOnlyRows", "Unreadable"]
 
-_STATUSES = frozenset({"pending", "embedded", "failed", "dead"})
+T = TypeVar("T")
+
+_STATUSES = frozenset({"pending", "embedded", "failed", "dead", "skipped"})
 """The values of ``EmbeddingStatus``."""
 
 
@@ -176,14 +178,20 @@ def _plain(value: Any, depth: int = 0) -> Any:
     raise Unreadable(value)
 
 
-def _json(value: Any, kind: type) -> Any:
-    """A stored JSON column (text) of ``kind`` (list or dict)."""
+def _parsed(value: Any, parse: Callable[[str], T]) -> T:
+    """A stored text column read by ``parse`` (JSON, a timestamp); anything else, or a
+    text it refuses, is unreadable."""
     if not isinstance(value, str):
         raise Unreadable(value)
     try:
-        found = json.loads(value)
+        return parse(value)
     except ValueError:
         raise Unreadable(value) from None
+
+
+def _json(value: Any, kind: type) -> Any:
+    """A stored JSON column (text) of ``kind`` (list or dict)."""
+    found = _parsed(value, json.loads)
     if not isinstance(found, kind):
         raise Unreadable(value)
     return _plain(found)
@@ -201,12 +209,7 @@ def _time(value: Any) -> str | None:
     """A stored ISO-8601 timestamp as the model dumps it: UTC ends in ``Z``."""
     if value is None or value == "":
         return None
-    if not isinstance(value, str):
-        raise Unreadable(value)
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise Unreadable(value) from None
+    parsed = _parsed(value, datetime.fromisoformat)
     if parsed.utcoffset() != _UTC:  # naive or another offset: the model's own rules
         raise Unreadable(value)
     return parsed.replace(tzinfo=None).isoformat() + "Z"

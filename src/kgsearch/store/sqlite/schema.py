@@ -319,6 +319,23 @@ def m011_llm_budgets(execute: Execute) -> None:
     execute("ALTER TABLE api_keys ADD COLUMN llm_limits TEXT")
 
 
+def m012_embedding_skipped(execute: Execute) -> None:
+    """Objects may be ``skipped`` for embedding (named once by extraction, no
+    relationship: docs/extraction.md). SQLite cannot alter a CHECK constraint, so the
+    table's stored definition is widened in place (the documented ``writable_schema``
+    way to loosen a constraint: no row changes), the connection re-reads its schema,
+    and a throwaway table bumps the schema cookie so other connections re-read it."""
+    execute("PRAGMA writable_schema = ON")
+    execute(
+        "UPDATE sqlite_master SET sql = replace(sql, "
+        "'''failed'', ''dead'')', '''failed'', ''dead'', ''skipped'')') "
+        "WHERE type = 'table' AND name = 'objects'"
+    )
+    execute("PRAGMA writable_schema = RESET")
+    execute("CREATE TABLE m012_schema_cookie (x)")
+    execute("DROP TABLE m012_schema_cookie")
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_create_api_keys", m002_create_api_keys),
@@ -331,5 +348,6 @@ MIGRATIONS = [
     Migration("m009_index_live_rows", m009_index_live_rows),
     Migration("m010_associations_not_facts", m010_associations_not_facts),
     Migration("m011_llm_budgets", m011_llm_budgets),
+    Migration("m012_embedding_skipped", m012_embedding_skipped),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

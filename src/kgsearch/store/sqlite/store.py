@@ -3,27 +3,26 @@
 This module opens the file, applies the migrations, runs transactions and bulk loads,
 and keeps the store's metadata. :class:`SQLiteStore` composes the capability slices
 over one :class:`~kgsearch.store.sqlite.connection.Connection`: those written once for
-both stores (communities, API keys, the value cache, and the queues' and reads' shared
-logic) speak SQLite through :data:`~kgsearch.store.sqlite.sql.SQLITE`; this package
-holds what is SQLite's own: graph writes (``writes.py``) and reads (``reads.py``),
-claims and row writes of the queues (``queue.py``) and search (``search.py``).
+both stores (graph writes, communities, API keys, the value cache, and the queues' and
+reads' shared logic) speak SQLite through :data:`~kgsearch.store.sqlite.sql.SQLITE`;
+this package holds what is SQLite's own: reads (``reads.py``), claims and row writes of
+the queues (``queue.py``) and search (``search.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 from kgsearch.errors import MigrationError
 from kgsearch.store.ann import ANN_MIN_ROWS
-from kgsearch.store.cache import ValueCache
 from kgsearch.store.common import check_embedding_model
-from kgsearch.store.communities import Communities
 from kgsearch.store.counts import META_SQL, MIGRATIONS_SQL, PROJECTS_SQL
-from kgsearch.store.keys import ApiKeys
+from kgsearch.store.graph_writes import GraphWritesCore
 from kgsearch.store.migrations import pending
 from kgsearch.store.records import StoreInfo
+from kgsearch.store.slices import SharedSlices
 from kgsearch.store.sqlite.connection import CACHE_PAGES_KIB, Connection
 from kgsearch.store.sqlite.lexical import LexicalStats
 from kgsearch.store.sqlite.queue import SQLiteQueues
@@ -36,20 +35,15 @@ from kgsearch.store.sqlite.schema import (
 )
 from kgsearch.store.sqlite.search import SQLiteSearch, VectorCache
 from kgsearch.store.sqlite.sql import SQLITE, now_iso
-from kgsearch.store.sqlite.writes import SQLiteWrites
-from kgsearch.store.usage import LLMUsage
 
 __all__ = ["SQLiteStore"]
 
 
 class SQLiteStore(
-    SQLiteWrites,
+    GraphWritesCore,
     SQLiteQueues,
     SQLiteSearch,
-    ApiKeys,
-    ValueCache,
-    Communities,
-    LLMUsage,
+    SharedSlices,
 ):
     """The embedded store. ``path`` is a file path or ``:memory:``.
 
@@ -118,14 +112,6 @@ class SQLiteStore(
         self.vectors_cache.clear()
         self.db.close()
 
-    def transaction(self) -> AbstractContextManager[None]:
-        return self.db.transaction()
-
-    @property
-    def in_transaction(self) -> bool:
-        """Whether the calling thread is inside :meth:`transaction`."""
-        return self.db.held_here
-
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """A write transaction tuned for loading many rows at once.
@@ -160,12 +146,6 @@ class SQLiteStore(
                 self.db.execute(sql)
         self.db.execute(f"PRAGMA cache_size={CACHE_PAGES_KIB}")
         self.lexical.clear()
-
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # metadata ------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:

@@ -20,6 +20,15 @@ def test_a_cache_put_replaces_the_value(store: Store) -> None:
     assert store.cache_get("llm", "k1") == "second"
 
 
+def test_a_cache_delete_removes_only_its_keys(store: Store) -> None:
+    store.cache_put("llm", "k1", "one")
+    store.cache_put("llm", "k2", "two")
+    store.cache_put("other", "k1", "elsewhere")
+    assert store.cache_delete("llm", ["k1", "k1", "missing"]) == 1
+    assert store.cache_get("llm", "k1") is None
+    assert (store.cache_get("llm", "k2"), store.cache_get("other", "k1")) == ("two", "elsewhere")
+
+
 @pytest.mark.parametrize("text", ["", "x" * 100_000])
 def test_the_cache_keeps_any_length_of_text(store: Store, text: str) -> None:
     store.cache_put("llm", "k", text)

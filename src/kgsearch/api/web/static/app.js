@@ -21,12 +21,17 @@
     return sessionStorage.getItem(KEY);
   }
 
-  async function api(method, path, body) {
-    const headers = { Accept: "application/json" };
+  function authHeaders() {
     const k = key();
-    if (k) headers.Authorization = "Bearer " + k;
+    return k ? { Authorization: "Bearer " + k } : {};
+  }
+
+  async function api(method, path, body) {
+    const headers = Object.assign({ Accept: "application/json" }, authHeaders());
     const init = { method, headers };
-    if (body !== undefined) {
+    if (body instanceof FormData) {
+      init.body = body; // multipart: the browser sets the boundary
+    } else if (body !== undefined) {
       headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
     }
@@ -149,6 +154,8 @@
   }
 
   let current = null;
+  // pages reached from another page's links highlight that page in the navigation
+  const PARENT = { object: "search", relationship: "ask", passage: "ask", document: "documents", community: "communities" };
 
   async function route() {
     if (!state.session) return;
@@ -157,7 +164,7 @@
     if (current && current.leave) current.leave();
     current = page;
     for (const a of document.querySelectorAll("nav a")) {
-      const on = a.dataset.page === name || (name === "object" && a.dataset.page === "search");
+      const on = a.dataset.page === (PARENT[name] || name);
       if (on) a.setAttribute("aria-current", "page");
       else a.removeAttribute("aria-current");
     }
@@ -229,5 +236,5 @@
     start();
   });
 
-  window.KG = { api, ApiError, el, append, clear, fmt, json, objectLink, errorBox, toast, can, overview, pages, state };
+  window.KG = { api, authHeaders, ApiError, el, append, clear, fmt, json, objectLink, errorBox, toast, can, overview, pages, state };
 })();

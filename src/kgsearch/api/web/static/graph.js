@@ -3,7 +3,7 @@
 "use strict";
 
 (function () {
-  const { api, el, clear, fmt, objectLink, errorBox, toast, pages } = window.KG;
+  const { api, ApiError, el, clear, fmt, objectLink, errorBox, toast, pages } = window.KG;
 
   const VENDOR = "/ui/static/vendor/";
   const PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
@@ -16,7 +16,10 @@
   const LABEL_FONT = "14px Arial";
   const FIT_LABELS_MAX_NODES = 200;
   const ALL_LABELS_MAX_NODES = 50;
+  const EDGE_LABELS_MAX_NODES = 20;
   let libs = null;
+  // an object id (a UUID); anything else typed or linked is read as a name
+  const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
   function loadScript(src) {
     return new Promise((resolve, reject) => {
@@ -122,7 +125,7 @@
         if (source === target || g.hasEdge(key)) continue;
         // associations are drawn fainter than stated relationships
         const faint = type === "co_mentioned";
-        g.addEdgeWithKey(key, source, target, { label: type, size: 1, color: faint ? "#f1f2f5" : "#e2e5ea" });
+        g.addEdgeWithKey(key, source, target, { label: type.replace(/_/g, " "), size: faint ? 1 : 1.5, color: faint ? "#dfe2e8" : "#a9b1bf" });
       }
       g.forEachNode((id, a) => {
         if (a.depth !== 0 || around) g.setNodeAttribute(id, "size", Math.min(14, 3 + Math.log2(1 + g.degree(id))));
@@ -219,8 +222,19 @@
       // the camera moves (CPU-rendered WebGL stays responsive)
       const big = this.graph.order > BIG;
       const R = this.lib.rendering;
+      // edge labels: every one on a small graph, else the hovered edge's and those
+      // of the selected node's edges
+      const small = this.graph.order <= EDGE_LABELS_MAX_NODES;
       this.renderer = new this.lib.Sigma(this.graph, this.container, {
-        renderEdgeLabels: false,
+        renderEdgeLabels: true,
+        edgeLabelSize: 12,
+        edgeReducer: (edge, data) => {
+          const g = this.graph;
+          const shown = edge === this.hoveredEdge ||
+            (this.selected && g.hasNode(this.selected) && g.hasExtremity(edge, this.selected));
+          if (shown) return Object.assign({}, data, { forceLabel: true, color: "#5d6675", size: 2 });
+          return small ? data : Object.assign({}, data, { label: "" });
+        },
         defaultEdgeType: big ? "thin" : "line",
         defaultNodeType: big ? "point" : "circle",
         edgeProgramClasses: R ? { thin: R.EdgeLineProgram } : {},
@@ -236,6 +250,53 @@
       this.renderer.on("clickNode", ({ node }) => this.select(node, true));
       this.renderer.on("enterNode", ({ node }) => { this.container.style.cursor = "pointer"; this.hover(node); });
       this.renderer.on("leaveNode", () => { this.container.style.cursor = ""; });
+      this.hoverEdges();
+    }
+
+    // The edge under the pointer (within 6 px, away from its ends) shows its label and
+    // "source —type→ target" in the status line. Found here rather than by sigma's edge
+    // events: one pass over the edges per animation frame, for graphs up to BIG edges.
+    hoverEdges() {
+      let pending = false;
+      this.container.addEventListener("mousemove", (event) => {
+        if (pending || this.graph.size > BIG) return;
+        pending = true;
+        requestAnimationFrame(() => {
+          pending = false;
+          if (this.renderer) this.edgeAt(event);
+        });
+      });
+    }
+
+    edgeAt(event) {
+      const box = this.container.getBoundingClientRect();
+      const x = event.clientX - box.left;
+      const y = event.clientY - box.top;
+      let best = null;
+      let bestDistance = 6;
+      this.graph.forEachEdge((edge, attrs, s, t, sa, ta) => {
+        if (sa.hidden || ta.hidden) return;
+        const p = this.renderer.graphToViewport(sa);
+        const q = this.renderer.graphToViewport(ta);
+        if (Math.hypot(x - p.x, y - p.y) < 10 || Math.hypot(x - q.x, y - q.y) < 10) return;
+        const dx = q.x - p.x;
+        const dy = q.y - p.y;
+        const t2 = Math.max(0, Math.min(1, ((x - p.x) * dx + (y - p.y) * dy) / (dx * dx + dy * dy || 1)));
+        const d = Math.hypot(x - (p.x + t2 * dx), y - (p.y + t2 * dy));
+        if (d < bestDistance) {
+          bestDistance = d;
+          best = edge;
+        }
+      });
+      if (best === this.hoveredEdge) return;
+      const changed = [this.hoveredEdge, best].filter((e) => e && this.graph.hasEdge(e));
+      this.hoveredEdge = best;
+      if (best) {
+        const g = this.graph;
+        this.status.textContent = g.getNodeAttribute(g.source(best), "label") + " —" + g.getEdgeAttribute(best, "label") +
+          "→ " + g.getNodeAttribute(g.target(best), "label");
+      }
+      this.renderer.refresh({ partialGraph: { edges: changed }, skipIndexation: true });
     }
 
     // A small graph fills the canvas, so the label of a node at its right edge (drawn
@@ -273,7 +334,8 @@
       const changed = [node];
       if (this.selected && this.selected !== node && this.graph.hasNode(this.selected)) changed.push(this.selected);
       this.selected = node;
-      this.renderer.refresh({ partialGraph: { nodes: changed }, skipIndexation: true });
+      const edges = changed.flatMap((n) => this.graph.edges(n));
+      this.renderer.refresh({ partialGraph: { nodes: changed, edges }, skipIndexation: true });
       if (expand) await this.expand(node);
     }
 
@@ -337,9 +399,21 @@
         toast("No node matches.");
         return;
       }
-      const pos = this.renderer.getNodeDisplayData(hit);
-      this.renderer.getCamera().animate({ x: pos.x, y: pos.y, ratio: 0.3 }, { duration: 300 });
+      this.centre(hit);
       this.select(hit, false);
+    }
+
+    // Centre the camera on a node, zoomed so that its neighbours stay in view (the
+    // framed graph spans about 1 unit at ratio 1).
+    centre(node) {
+      const pos = this.renderer.getNodeDisplayData(node);
+      let reach = 0;
+      this.graph.forEachNeighbor(node, (other) => {
+        const p = this.renderer.getNodeDisplayData(other);
+        if (p && !p.hidden) reach = Math.max(reach, Math.hypot(p.x - pos.x, p.y - pos.y));
+      });
+      const ratio = reach ? Math.min(1.2, Math.max(0.15, reach * 2.4)) : 0.5;
+      this.renderer.getCamera().animate({ x: pos.x, y: pos.y, ratio }, { duration: 300 });
     }
 
     kill() {
@@ -352,6 +426,7 @@
   function subgraphBody(id, params) {
     // associations (objects the same passages name, edge type co_mentioned) are drawn
     // too: a graph built from documents holds most of its links that way
+    if (Array.isArray(id)) return { ids: id, depth: 0, limit: id.length, associations: false };
     return {
       ids: [id],
       depth: Number(params.get("depth") || 1),
@@ -383,6 +458,30 @@
     return api("POST", "/api/explore/subgraph", body);
   }
 
+  // Objects whose name matches `text` (an object search, graph results only): one
+  // exact match opens at once, several are offered as buttons; an id opens as it is.
+  async function pick(text, picker, go, asName) {
+    clear(picker);
+    if (!text) return;
+    const res = await api("POST", "/api/search/unified", { query: text, resultTypes: "graph", relationships: null, limit: 8 });
+    const hits = res.results.filter((r) => r.type === "graph");
+    const exact = hits.filter((r) => String(r.name || "").toLowerCase() === text.toLowerCase());
+    if (exact.length === 1) return go(exact[0].id);
+    if (!hits.length) {
+      if (!asName && ID.test(text)) return go(text);
+      if (!asName) picker.appendChild(el("li", { class: "muted" }, "No object is named like “" + text + "”."));
+      return;
+    }
+    picker.appendChild(el("li", { class: "muted", id: "picker-note" }, exact.length
+      ? "Several objects have this name; pick one:" : "No object is named exactly “" + text + "”; the closest:"));
+    if (exact.length) hits.splice(0, hits.length, ...exact);
+    for (const r of hits) {
+      picker.appendChild(el("li", {}, el("button", { type: "button", "data-id": r.id, onclick: () => go(r.id) },
+        r.name || r.key, " ", el("span", { class: "type" }, r.object_type))));
+    }
+    picker.querySelector("button").focus();
+  }
+
   pages.graph = {
     title: "Graph",
     leave() {
@@ -393,30 +492,61 @@
       const started = performance.now();
       const depth = Number(params.get("depth") || 1);
       const limit = Number(params.get("limit") || 500);
-      const seedForm = el("form", { class: "row graph-form" },
-        el("label", {}, "Object id ", el("input", { id: "seed", value: id || "", required: true, size: "28" })),
+      const community = params.get("community");
+      const picker = el("ul", { id: "picker", class: "picker", "aria-label": "objects with this name" });
+      const seedForm = el("form", { class: "row graph-form", autocomplete: "off" },
+        el("label", {}, "Object ", el("input", { id: "seed", type: "search", value: "", required: true, size: "28",
+          placeholder: "a name (or an id)" })),
         el("label", {}, "Depth ", el("select", { id: "depth" }, [1, 2, 3].map((d) => el("option", { value: d, selected: d === depth }, d)))),
         el("label", {}, "Max nodes ", el("input", { id: "max-nodes", type: "number", min: "1", max: "10000", value: limit })),
         el("button", { type: "submit" }, "Show"));
-      seedForm.addEventListener("submit", (event) => {
-        event.preventDefault();
-        const seed = seedForm.querySelector("#seed").value.trim();
+      const go = (seed) => {
         location.hash = "#/graph/" + encodeURIComponent(seed) + "?depth=" + seedForm.querySelector("#depth").value +
           "&limit=" + seedForm.querySelector("#max-nodes").value;
+      };
+      seedForm.addEventListener("submit", (event) => {
+        event.preventDefault();
+        pick(seedForm.querySelector("#seed").value.trim(), picker, go).catch((e) => clear(picker).appendChild(errorBox(e)));
       });
-      root.append(el("h1", { class: "sr" }, "Graph"), seedForm);
-      if (!id) {
-        root.appendChild(el("p", { class: "muted" }, "Open a graph from a search result or an object page, or enter an object id."));
+      root.append(el("h1", { class: "sr" }, "Graph"), seedForm, picker);
+      if (!id && !community) {
+        root.appendChild(el("p", { class: "muted", id: "graph-hint" }, "Type an object's name and pick it, or open a graph from a search result, an object page or a community."));
+        seedForm.querySelector("#seed").focus();
         return;
+      }
+      let seeds = id;
+      let title = null;
+      if (community) {
+        const d = await api("GET", "/api/communities/" + encodeURIComponent(community) + "?members=100");
+        seeds = d.members.map((m) => m.id);
+        title = el("p", { id: "graph-community" }, "Subgraph of the community ",
+          el("a", { href: "#/community/" + encodeURIComponent(community) }, d.report ? d.report.title : community),
+          d.community.size > seeds.length ? " (its first " + seeds.length + " of " + d.community.size + " members)" : "");
+        if (!seeds.length) throw new Error("the community has no live members");
       }
       const status = el("p", { id: "graph-status", class: "muted", role: "status" }, "Loading…");
       const container = el("div", { id: "graph", class: "graph", "aria-label": "graph view (click a node to expand it)" });
       const info = el("aside", { id: "graph-info", class: "panel" }, el("p", { class: "muted" }, "Click a node to expand it."));
       const legend = el("ul", { id: "legend", class: "legend", "aria-label": "types (untick to hide)" });
       const find = el("input", { id: "find-node", type: "search", placeholder: "Find a node (Enter)" });
-      root.append(status, el("div", { class: "graph-layout" }, container,
+      root.append(title || "", status, el("div", { class: "graph-layout" }, container,
         el("div", { class: "graph-side" }, find, info, el("h2", {}, "Types"), legend)));
-      const [lib, data] = await Promise.all([loadLibs(), fetchSubgraph(subgraphBody(id, params))]);
+      let lib, data;
+      try {
+        [lib, data] = await Promise.all([loadLibs(), fetchSubgraph(subgraphBody(seeds, params))]);
+      } catch (e) {
+        status.textContent = "";  // no "Loading…" left over an error
+        if (!community && e instanceof ApiError && e.status === 404 && !ID.test(id)) {
+          // not an object id of this project: read it as a name
+          container.closest(".graph-layout").remove();
+          status.remove();
+          seedForm.querySelector("#seed").value = id;
+          await pick(id, picker, go, true);
+          if (!picker.querySelector("button")) root.appendChild(errorBox(e));
+          return;
+        }
+        throw e;
+      }
       const fetched = performance.now();
       const v = (view = new View(lib, container, info, legend, status));
       v.add(data, null);

@@ -33,10 +33,41 @@
       [el("dt", {}, k), el("dd", {}, shown(v))]));
   }
 
-  function card(r, index) {
+  // Names of objects by id: those of the results, then one bounded read for the rest
+  // (relationship ends, explain hits outside the fused list).
+  async function resolveNames(names, ids) {
+    const missing = [...new Set(ids)].filter((id) => id && !names[id]).slice(0, 100);
+    if (!missing.length) return names;
+    try {
+      const g = await api("POST", "/api/explore/subgraph", { ids: missing, depth: 0, limit: missing.length });
+      for (const n of g.nodes) names[n.id] = n.name;
+    } catch (e) {
+      // none of them is an object any more: the ids stay
+    }
+    return names;
+  }
+
+  // Rows not embedded yet are found by keywords only: say so above the results (issue
+  // 35, #17). The project's share is read at most every 15 s.
+  let embedded = { at: -Infinity, report: null };
+  async function notEmbedded() {
+    if (performance.now() - embedded.at > 15000) {
+      embedded = { at: performance.now(), report: await api("GET", "/api/embeddings/status").catch(() => null) };
+    }
+    const r = embedded.report;
+    if (!r || r.percent_embedded >= 100) return null;
+    return el("p", { class: "warning", id: "not-embedded" },
+      fmt(100 - r.percent_embedded, r.percent_embedded > 99 ? 1 : 0) + " % of this project's rows are not embedded yet: until they are, " +
+      "search finds them by their words only (BM25), not by meaning. See the Status page.");
+  }
+
+  function card(r, index, top, names) {
+    // relevance as the CLI shows it: relative to the best hit of the list
+    const relevance = top > 0 ? r.score / top : 0;
     const head = el("div", { class: "card-head" },
       el("span", { class: "kind kind-" + r.type }, r.type === "graph" ? "object" : r.type),
-      el("span", { class: "score", title: "fused score" }, fmt(r.score, 4)));
+      el("span", { class: "score", title: "fused score " + fmt(r.score, 4) + " (relevance: relative to the top hit)" },
+        "relevance " + relevance.toFixed(2)));
     const body = [];
     if (r.type === "graph") {
       head.appendChild(el("h3", {}, objectLink(r.id, r.name || r.key)));
@@ -48,8 +79,8 @@
     } else if (r.type === "relationship") {
       head.appendChild(el("h3", {}, r.triplet_text || r.relationship_type));
       body.push(el("p", { class: "triple" },
-        objectLink(r.source_id, "source"), " —", el("span", { class: "type" }, r.relationship_type), "→ ",
-        objectLink(r.target_id, "target")));
+        objectLink(r.source_id, names[r.source_id] || "source"), " —", el("span", { class: "type" }, r.relationship_type), "→ ",
+        objectLink(r.target_id, names[r.target_id] || "target")));
       body.push(fields(r.properties));
     } else {
       head.appendChild(el("h3", {}, "text " + (r.source_id ? "from " + r.source_id : "") + (r.section ? " · " + r.section : "")));
@@ -63,15 +94,17 @@
   function timings(meta, roundTrip) {
     const t = (meta && meta.executionTime) || {};
     return el("p", { class: "latency" },
-      "total ", el("strong", {}, fmt(t.totalMs, 1) + " ms"), " on the server, ",
+      "this search: ", el("strong", {}, fmt(t.totalMs, 1) + " ms"), " on the server, ",
       fmt(roundTrip, 1) + " ms round trip · ",
       Object.entries(t).filter(([k]) => k !== "totalMs").map(([k, v]) => k.replace(/Ms$/, "") + " " + fmt(v, 1) + " ms").join(" · "));
   }
 
   function explainPanel(ex, names) {
     const label = (key) => {
+      const kind = key.split(":")[0];
       const id = key.split(":").slice(1).join(":");
-      return names[id] ? names[id] + " (" + key.split(":")[0] + ")" : key;
+      if (names[id]) return names[id] + " (" + kind + ")";
+      return kind + " " + (id.length > 14 ? id.slice(0, 8) + "…" : id);
     };
     const t = (ex.metadata && ex.metadata.executionTime) || {};
     const legMs = ex.leg_ms || {};
@@ -80,10 +113,11 @@
         el("h4", {}, leg, " ", el("span", { class: "muted" }, hits.length + " hits" +
           (legMs[leg] !== undefined ? " · " + fmt(legMs[leg], 1) + " ms" : ""))),
         el("table", {},
-          el("thead", {}, el("tr", {}, el("th", {}, "rank"), el("th", {}, "hit"), el("th", {}, "score"))),
-          el("tbody", {}, hits.map((h) => el("tr", {}, el("td", {}, h.rank), el("td", {}, label(h.key)), el("td", {}, fmt(h.score, 4))))))));
+          el("thead", {}, el("tr", {}, el("th", {}, "rank"), el("th", {}, "hit"), el("th", { class: "num" }, "score"))),
+          el("tbody", {}, hits.map((h) => el("tr", {}, el("td", {}, h.rank), el("td", { title: h.key }, label(h.key)),
+            el("td", { class: "num" }, fmt(h.score, 4))))))));
     const fused = el("ol", { class: "fused" }, (ex.fused || []).map((f) =>
-      el("li", {}, el("span", { class: "kind kind-" + f.type }, f.type), " ", names[f.id] || f.id, " ",
+      el("li", {}, el("span", { class: "kind kind-" + f.type }, f.type === "graph" ? "object" : f.type), " ", names[f.id] || f.id, " ",
         el("span", { class: "muted" }, fmt(f.score, 4) + " · " + (f.found_by || []).map((l) => l.leg + " #" + l.rank).join(", ")))));
     const stages = el("table", { class: "stages" },
       el("tbody", {}, Object.entries(t).map(([k, v]) => el("tr", {}, el("th", {}, k.replace(/Ms$/, "")), el("td", {}, fmt(v, 2) + " ms")))));
@@ -93,7 +127,9 @@
     return el("section", { id: "explain", class: "panel explain", "aria-label": "explain" },
       el("h2", {}, "Explain"),
       el("div", { class: "explain-grid" },
-        el("div", {}, el("h3", {}, "Time per stage"), stages,
+        el("div", {}, el("h3", {}, "Time per stage"),
+          el("p", { class: "muted small" }, "of the explain run: a second run of the same search that also records each stage's SQL, so its times differ from the line above"),
+          stages,
           el("h3", {}, "Fused order"), fused),
         el("div", { class: "legs-grid" }, legTables)),
       statements.length ? el("div", {}, el("h3", {}, "Statements"), statements) : null);
@@ -147,15 +183,22 @@
     clear(out);
     out.appendChild(timings(res.metadata, roundTrip));
     for (const w of (res.metadata && res.metadata.warnings) || []) out.appendChild(el("p", { class: "warning" }, w));
+    const unembedded = await notEmbedded();
+    if (unembedded) out.appendChild(unembedded);
     const names = {};
     for (const r of res.results) names[r.id] = r.name || r.triplet_text || (r.snippet || "").slice(0, 60);
+    await resolveNames(names, res.results.filter((r) => r.type === "relationship").flatMap((r) => [r.source_id, r.target_id]));
+    const top = res.results.reduce((m, r) => Math.max(m, r.score), 0);
     const list = el("div", { id: "results", class: "results" },
-      res.results.length ? res.results.map(card) : el("p", { class: "muted" }, "No results."));
+      res.results.length ? res.results.map((r, i) => card(r, i, top, names)) : el("p", { class: "muted" }, "No results."));
     const layout = el("div", { class: "search-layout" }, list);
     out.appendChild(layout);
     if (explainOn && explainOn.checked) {
       try {
         const ex = await api("POST", "/api/search/explain", body);
+        const legIds = Object.values(ex.legs || {}).flat().map((h) => h.key)
+          .filter((k) => k.startsWith("object:")).map((k) => k.slice("object:".length));
+        await resolveNames(names, legIds);
         layout.appendChild(explainPanel(ex, names));
       } catch (e) {
         layout.appendChild(errorBox(e));

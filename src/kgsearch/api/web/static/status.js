@@ -55,8 +55,8 @@
       kv(Object.entries(s.counts || {}).map(([k, v]) => ["chunks " + k, v]).concat([
         ["entities", s.entities], ["relationships", s.relationships], ["prompt tokens", s.prompt_tokens],
         ["completion tokens", s.completion_tokens], ["cost (USD)", s.cost_usd]])),
-      el("h3", {}, "Extractors"),
-      kv(Object.entries(s.extractors || {})),
+      // no empty "Extractors" heading before anything was extracted (issue 35, #6)
+      Object.keys(s.extractors || {}).length ? [el("h3", {}, "Extractors"), kv(Object.entries(s.extractors))] : null,
       el("h3", {}, "Rejected"),
       Object.keys(s.rejected || {}).length ? kv(Object.entries(s.rejected)) : el("p", { class: "muted" }, "Nothing rejected."),
       el("h3", {}, "Failures"),
