@@ -1,6 +1,11 @@
 """Retrieval-quality benchmarks over shared/eval-data with the real bundled model.
 
 Usage: python scripts/bench_quality.py [--part metaqa|typed|scifact|all] [--questions 1000]
+       [--embedder bundled:fast --data DIR]
+
+``--embedder`` measures another embedder (its stores must be embedded with it:
+``--data`` names a folder holding copies, e.g. made with ``kgsearch embed generate
+--model bundled:fast --force``); its sections are written apart from the default's.
 
 * metaqa  — MetaQA 1-hop dev (1,000 questions, drawn as in shared/notes/baselines.md):
   triple hits@10 / recall@10 / MRR@10 of relationship search (dense, BM25, hybrid) and
@@ -37,13 +42,18 @@ from bench_import import ensure_full
 from benchdoc import table, write_section
 
 from kgsearch import ChunkIn, Engine, Kind, SearchRequest, connect
+from kgsearch.embed import create_embedder
 from kgsearch.search.request import ScopeConfig
 from kgsearch.store.sqlite import lexical as sqlite_lexical
 from kgsearch.store.sqlite import search as sqlite_search
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL = ROOT.parent / "shared" / "eval-data"
-FULL_DB = ROOT / "bench-data" / "metaqa-full.db"
+DATA = ROOT / "bench-data"
+FULL_DB = DATA / "metaqa-full.db"
+"""The bundled model's full MetaQA store (other scripts read it)."""
+EMBEDDER = "bundled"
+"""The embedder measured (--embedder), and the folder of its stores (--data)."""
 SAMPLE = ROOT / "data" / "sample" / "metaqa-movies.jsonl"
 
 
@@ -52,16 +62,22 @@ def kgsearch_cli(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "kgsearch", *args], check=True)
 
 
+def engine_for(path: Path | str, **options: Any) -> Engine:
+    """An engine on the store at ``path`` with the embedder measured."""
+    return Engine(connect(str(path)), embedder=create_embedder(EMBEDDER), **options)
+
+
 def ensure_full_db() -> Path:
     """Import and embed the full MetaQA graph once."""
-    if not FULL_DB.exists():
-        kgsearch_cli("--db", str(FULL_DB), "import", str(ensure_full()))
-    engine = Engine(connect(str(FULL_DB)))
+    full_db = DATA / "metaqa-full.db"
+    if not full_db.exists():
+        kgsearch_cli("--db", str(full_db), "import", str(ensure_full()))
+    engine = engine_for(full_db)
     status = engine.embedding_status()
     if status.pending or status.failed:
         engine.embed_pending(batch_size=128)
     engine.close()
-    return FULL_DB
+    return full_db
 
 
 # MetaQA 1-hop ---------------------------------------------------------------------------
@@ -139,7 +155,7 @@ def score_triples(
 
 def run_metaqa(n: int, split: str = "dev", offset: int = 0) -> str:
     """Relationship search and unified search on MetaQA 1-hop."""
-    engine = Engine(connect(str(ensure_full_db())))
+    engine = engine_for(ensure_full_db())
     store = engine.store
     for kind in Kind:
         getattr(store, "wait_for_index", lambda *a, **k: True)("default", kind, 600)
@@ -221,7 +237,7 @@ def run_typed() -> str:
     pairs: list[tuple[str, str]] = []
     for graph_aware in (True, False):
         with tempfile.TemporaryDirectory() as tmp:
-            engine = Engine(connect(str(Path(tmp) / "t.db")), graph_aware=graph_aware)
+            engine = engine_for(Path(tmp) / "t.db", graph_aware=graph_aware)
             engine.import_files([SAMPLE])
             if not pairs:
                 by_key: dict[str, set[str]] = collections.defaultdict(set)
@@ -306,8 +322,7 @@ def run_scifact() -> str:
         queries[r["id"]] = r["claim"]
         qrels[r["id"]].update(r["cited_doc_ids"].strip("[]").split())
     queries = {q: text for q, text in queries.items() if qrels[q]}
-    db = ROOT / "bench-data" / "scifact.db"
-    engine = Engine(connect(str(db)))
+    engine = engine_for(DATA / "scifact.db")
     if engine.store.counts("default")["chunks"] != len(chunks):
         for start in range(0, len(chunks), 500):
             engine.add_chunks(chunks[start : start + 500])
@@ -381,7 +396,11 @@ def main() -> None:
     parser.add_argument(
         "--offset", type=int, default=0, help="skip this many MetaQA questions (tuning slices)"
     )
+    parser.add_argument("--embedder", default="bundled", help="provider:model to measure")
+    parser.add_argument("--data", type=Path, help="folder of the stores (default: bench-data)")
     args = parser.parse_args()
+    global DATA, EMBEDDER
+    DATA, EMBEDDER = args.data or DATA, args.embedder
     for name in PARTS if args.part == "all" else [args.part]:
         title, func = PARTS[name]
         body = func(args.questions, args.split, args.offset) if name == "metaqa" else func()
@@ -394,6 +413,11 @@ def main() -> None:
                 command += f" --split {args.split} --offset {args.offset}"
                 section += f"-{args.split}-{args.offset}"
                 title += f" ({args.split} split, from question {args.offset})"
+        if EMBEDDER != "bundled":
+            command += f" --embedder {EMBEDDER} --data {DATA}"
+            section += f"-{EMBEDDER.replace(':', '-')}"
+            title += f", embedder {EMBEDDER}"
+            body = f"Embedder `{EMBEDDER}`.\n\n{body}"
         write_section(section, title, command, body)
 
 

@@ -47,7 +47,10 @@ _RERANKERS = f"{_SEARCH}.rerankers"
 
 BUILTINS: dict[str, dict[str, Builtin]] = {
     "embedder": {
-        "bundled": Builtin("kgsearch.embed", "the offline default model (ONNX, in the wheel)"),
+        "bundled": Builtin(
+            "kgsearch.embed",
+            "the offline default model (ONNX, in the wheel); `bundled:fast` is it re-quantised",
+        ),
         "fake": Builtin("kgsearch.embed", "hashed bag of words, for tests"),
         "fastembed": Builtin("kgsearch.embed", "a fastembed model (extra `fastembed`)"),
         "openai": Builtin("kgsearch.embed", "an OpenAI-compatible /embeddings endpoint"),

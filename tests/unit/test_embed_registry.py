@@ -42,11 +42,23 @@ def test_bundled_passes_options() -> None:
     assert create_embedder("bundled", batch_size=8)._batch_size == 8  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("spec", ["bundled:fast", "bundled:all-MiniLM-L6-v2-int8pc"])
+def test_bundled_fast_specs_build_the_requantised_model_with_its_own_id(spec: str) -> None:
+    embedder = create_embedder(spec)  # nothing is built or loaded until the first text
+    assert (type(embedder), embedder.model_id, embedder.dims) == (
+        BundledEmbedder,
+        "bundled:all-MiniLM-L6-v2-int8pc",
+        384,
+    )
+
+
 def test_bundled_with_another_model_is_a_config_error() -> None:
-    with pytest.raises(
-        ConfigError, match=r"^The bundled embedder only has 'all-MiniLM-L6-v2-int8'"
-    ):
+    with pytest.raises(ConfigError) as caught:
         create_embedder("bundled:bge-small")
+    assert caught.value.message == (
+        "The bundled embedder has 'all-MiniLM-L6-v2-int8' (the default) and "
+        "'all-MiniLM-L6-v2-int8pc' ('bundled:fast'), not 'bge-small'."
+    )
 
 
 def test_openai_spec_builds_openai_embedder() -> None:

