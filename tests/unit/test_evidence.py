@@ -45,6 +45,20 @@ def body(n: int, word: str = "word") -> str:
 # --- packing ----------------------------------------------------------------------------
 
 
+def test_passages_have_the_budget_first_and_facts_fill_what_they_leave() -> None:
+    results: list[Result] = [
+        fact("r1", "Radio co_occurs Arcade"),
+        *(text_hit(f"c{i}") for i in range(6)),
+    ]
+    passages = {f"c{i}": Passage(text=body(30, f"p{i}")) for i in range(6)}
+
+    text, _ = pack_evidence(results, passages, max_tokens=100, count_tokens=words)
+
+    sources, relationships = text.split("\n\n")
+    assert "[S3]" in sources and "[S4]" not in sources  # three passages of 31 words
+    assert relationships == "## Relationships\n[R1] Radio co_occurs Arcade"
+
+
 def test_passages_are_packed_whole_with_title_and_section_not_as_snippets() -> None:
     results: list[Result] = [text_hit("c1")]
     passages = {"c1": Passage(text=body(300), title="Guide", section="Install > Linux")}
@@ -104,7 +118,10 @@ def test_the_budget_is_never_exceeded(budget: int) -> None:
         assert words(text) <= budget
 
 
-def test_facts_are_cited_beside_the_passages_in_their_share_of_the_budget() -> None:
+def test_facts_are_cited_beside_the_passages_in_their_share_of_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("kgsearch.search.context.FACT_SHARE", 0.2)
     results: list[Result] = [
         fact("r1", "Radio co_occurs Arcade"),
         fact("r2", "Radio co_occurs PlayStation"),
