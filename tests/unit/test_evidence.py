@@ -45,6 +45,20 @@ def body(n: int, word: str = "word") -> str:
 # --- packing ----------------------------------------------------------------------------
 
 
+def test_passages_have_the_budget_first_and_facts_fill_what_they_leave() -> None:
+    results: list[Result] = [
+        fact("r1", "Radio co_occurs Arcade"),
+        *(text_hit(f"c{i}") for i in range(6)),
+    ]
+    passages = {f"c{i}": Passage(text=body(30, f"p{i}")) for i in range(6)}
+
+    text, _ = pack_evidence(results, passages, max_tokens=100, count_tokens=words)
+
+    sources, relationships = text.split("\n\n")
+    assert "[S3]" in sources and "[S4]" not in sources  # three passages of 31 words
+    assert relationships == "## Relationships\n[R1] Radio co_occurs Arcade"
+
+
 def test_passages_are_packed_whole_with_title_and_section_not_as_snippets() -> None:
     results: list[Result] = [text_hit("c1")]
     passages = {"c1": Passage(text=body(300), title="Guide", section="Install > Linux")}
@@ -104,7 +118,10 @@ def test_the_budget_is_never_exceeded(budget: int) -> None:
         assert words(text) <= budget
 
 
-def test_facts_are_cited_beside_the_passages_in_their_share_of_the_budget() -> None:
+def test_facts_are_cited_beside_the_passages_in_their_share_of_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("kgsearch.search.context.FACT_SHARE", 0.2)
     results: list[Result] = [
         fact("r1", "Radio co_occurs Arcade"),
         fact("r2", "Radio co_occurs PlayStation"),
@@ -347,3 +364,31 @@ def test_facts_ranked_first_do_not_take_the_passages_place(documents: Engine) ->
     sources = [c for c in found.citations if c.startswith("S")]
     assert len(sources) == 2, found.context
     assert ANSWER in found.context
+
+
+def test_the_context_is_the_same_from_run_to_run(tmp_path: Path) -> None:
+    # issue 35 papercut #16: tied results must not swap places between runs (each run
+    # a fresh engine over the same store, as `make demo` twice)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(6):  # six identical passages under different titles: all tied
+        (notes / f"n{i}.md").write_text(
+            f"## Note {i}\n\nTwo Dollar Radio is based in Columbus, Ohio.\n", encoding="utf-8"
+        )
+    url = f"sqlite:///{tmp_path / 'kg.db'}"
+
+    def engine() -> Engine:
+        return Engine(
+            connect(url), embedder=FakeEmbedder(32), extractors=lambda n, d: FakeExtractor()
+        )
+
+    with engine() as first:
+        first.ingest(sorted(notes.glob("*.md")))
+        first.embed_pending()
+    runs = []
+    for _ in range(3):
+        with engine() as again:
+            runs.append(again.context(QUESTION, max_tokens=400, style="sections").context)
+
+    assert runs[0] == runs[1] == runs[2]
+    assert runs[0].count("Columbus, Ohio") >= 3
