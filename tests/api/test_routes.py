@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -319,6 +320,20 @@ def test_sources_and_chunks_round_trip(api: Api) -> None:
     assert api().delete("/api/chunks/c1").json() == {"deleted": 1}
     assert api().delete("/api/sources/s1").json() == {"deleted": 1}
     assert api().get("/api/chunks/c1").status_code == 404
+
+
+def test_a_chunk_of_a_document_in_a_subdirectory_is_read_and_deleted_by_its_id(
+    api: Api,
+) -> None:
+    # the CLI names a chunk of notes/press/a.md "doc:notes/press/a.md#0": the Ask page's
+    # passage links ask for it with the slashes (and #) escaped
+    chunk_id = "doc:notes/press/a.md#0"
+    api().post("/api/chunks", json={"id": chunk_id, "text": "hello world"})
+    path = "/api/chunks/" + quote(chunk_id, safe="")
+
+    assert api().get(path).json()["id"] == chunk_id
+    assert api().delete(path).json() == {"deleted": 1}
+    assert api().get(path).status_code == 404
 
 
 def test_bulk_sources_and_chunks(api: Api) -> None:

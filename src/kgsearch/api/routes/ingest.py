@@ -99,13 +99,13 @@ def list_chunks(
     return ChunkPage(items=page.items, next_cursor=page.next_cursor)
 
 
-@router.get("/chunks/{id}", tags=["chunks"])
+@router.get("/chunks/{id:path}", tags=["chunks"])
 def get_chunk(id: IdPath, who: Reader, engine: EngineDep) -> Chunk:
     """One chunk by id."""
     return engine.get_chunk(id, project=who.project)
 
 
-@router.delete("/chunks/{id}", tags=["chunks"])
+@router.delete("/chunks/{id:path}", tags=["chunks"])
 def delete_chunk(id: IdPath, who: Writer, engine: EngineDep) -> Deleted:
     """Delete a chunk with its extraction record and what it contributed to the graph."""
     return _deleted(engine.delete("chunk", [id], project=who.project), "chunk", id)
