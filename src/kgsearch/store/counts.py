@@ -172,6 +172,7 @@ def status_figures(
             round(100.0 * totals.get("embedded", 0) / wanted, 2) if wanted else 100.0
         ),
         "failure_rate": round(bad / total, 4) if total else 0.0,
-        "mean_latency_ms_per_text": round(ms / texts, 3) if texts else None,
+        # in EmbeddingStatusReport's field order: the light CLI prints this dict as it is
         "skipped": totals.get("skipped", 0),
+        "mean_latency_ms_per_text": round(ms / texts, 3) if texts else None,
     }
