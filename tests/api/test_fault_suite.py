@@ -104,7 +104,8 @@ def load(base: str, prefix: str) -> dict[str, Any]:
 
 def all_embedded(c: httpx.Client) -> bool:
     status = c.get("/api/embeddings/status").json()
-    return bool(status["embedded"] == status["total"])
+    # an object the ingested text names once, with no fact, waits as skipped by design
+    return bool(status["embedded"] + status["skipped"] == status["total"])
 
 
 @pytest.mark.parametrize("mode", MODES)
