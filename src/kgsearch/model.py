@@ -179,12 +179,10 @@ _KIND_TABLES = {
 
 
 class EmbeddingStatus(StrEnum):
-    """Lifecycle of one row's embedding (pending → embedded | failed → dead).
-
-    ``skipped``: an object extraction named once (one passage, no relationship) is not
-    embedded on its own (it stays found by full text, its passage and its name); it
-    becomes pending when a second passage names it or a relationship reaches it.
-    """
+    """Lifecycle of one row's embedding (pending → embedded | failed → dead), and
+    ``skipped``: an object extraction named once, with no relationship, is found by
+    full text, its passage and its name until a second passage or a fact makes it
+    pending."""
 
     PENDING = "pending"
     EMBEDDED = "embedded"
