@@ -43,19 +43,8 @@ _COUNTS = (
 
 def render_status(value: Mapping[str, Any]) -> None:
     """Print an embedding report (``Engine.embedding_status`` as JSON) as a table."""
-    grid = table(
-        "project",
-        "kind",
-        "total",
-        "embedded",
-        "pending",
-        "failed",
-        "dead",
-        "skipped",
-        "stale",
-        "% embedded",
-        title=f"model {value['model'] or '(none yet)'}",
-    )
+    headings = (c.replace("percent_embedded", "% embedded") for c in _COUNTS)
+    grid = table("project", "kind", *headings, title=f"model {value['model'] or '(none yet)'}")
     for r in value["rows"]:
         grid.add_row(
             r["project"],

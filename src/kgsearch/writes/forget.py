@@ -27,6 +27,7 @@ from kgsearch.writes.contributions import (
     without_chunks,
 )
 from kgsearch.writes.graph import WriteContext, add_objects, relationship_rows
+from kgsearch.writes.rows import rewritten
 from kgsearch.writes.validity import close_superseded, groups_of
 
 __all__ = ["Rebuilt", "forget_chunks", "object_changes", "rebuild", "relationship_changes"]
@@ -116,19 +117,17 @@ def relationship_changes(
             entries,
             [c for c in r.source_chunks if c not in gone],
         )
-        updated = RelationshipIn(
-            id=r.id,
-            type=r.type,
-            source=r.source_id,
-            target=r.target_id,
-            label=r.label,
-            properties=props,
-            weight=fields.weight if fields is not None else r.weight,
-            valid_from=fields.valid_from if fields is not None else r.valid_from,
-            valid_to=fields.valid_to if fields is not None else r.valid_to,
-            description=fields.description if fields is not None else r.description,
-            source_chunks=chunks,
+        derived = (
+            {}
+            if fields is None
+            else {
+                "weight": fields.weight,
+                "valid_from": fields.valid_from,
+                "valid_to": fields.valid_to,
+                "description": fields.description,
+            }
         )
+        updated = rewritten(r, properties=props, source_chunks=chunks, **derived)
         now = (props, updated.weight, updated.description, chunks)
         validity = (updated.valid_from, updated.valid_to)
         if (*now, *validity) != (

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kgsearch.errors import NotFound
 from kgsearch.model import ChunkIn, Kind, ObjectIn, ObjectRef, Relationship, RelationshipIn
@@ -34,6 +35,7 @@ __all__ = [
     "relationship_id",
     "require_endpoints",
     "resolve_endpoints",
+    "rewritten",
 ]
 
 _KEY = b"kgsearch-ids-v1"
@@ -183,6 +185,25 @@ def require_endpoints(
             details={"missing": [describe_ref(r) for r in missing]},
         )
     return found
+
+
+def rewritten(r: Relationship, **changes: Any) -> RelationshipIn:
+    """A stored relationship as the input that writes it again, with ``changes`` (any
+    of :class:`RelationshipIn`'s fields; an unknown one is refused by the model)."""
+    fields: dict[str, Any] = {
+        "id": r.id,
+        "type": r.type,
+        "source": r.source_id,
+        "target": r.target_id,
+        "label": r.label,
+        "properties": r.properties,
+        "weight": r.weight,
+        "valid_from": r.valid_from,
+        "valid_to": r.valid_to,
+        "description": r.description,
+        "source_chunks": list(r.source_chunks),
+    }
+    return RelationshipIn(**{**fields, **changes})
 
 
 def refresh_relationship_texts(store: TextStore, project: str, rels: Sequence[Relationship]) -> int:

@@ -31,6 +31,7 @@ from kgsearch.model import Relationship, RelationshipIn
 from kgsearch.writes.batch import GraphBatch, write_batch
 from kgsearch.writes.contributions import INVALIDATED, ONE_VALUE_PER
 from kgsearch.writes.graph import WriteContext, relationship_rows
+from kgsearch.writes.rows import rewritten
 
 __all__ = ["Group", "close_superseded", "groups_of", "superseded"]
 
@@ -124,19 +125,5 @@ def superseded(members: Sequence[Relationship], side: Side) -> list[Relationship
                 }
         if valid_to == r.valid_to and props == r.properties:
             continue
-        changes.append(
-            RelationshipIn(
-                id=r.id,
-                type=r.type,
-                source=r.source_id,
-                target=r.target_id,
-                label=r.label,
-                properties=props,
-                weight=r.weight,
-                valid_from=r.valid_from,
-                valid_to=valid_to,
-                description=r.description,
-                source_chunks=list(r.source_chunks),
-            )
-        )
+        changes.append(rewritten(r, properties=props, valid_to=valid_to))
     return changes
