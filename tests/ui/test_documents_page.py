@@ -28,6 +28,7 @@ NOTES = (
     b"# Later\n\nUNPARSEABLE Grace Hopper built compilers at Remington Rand.\n"
 )
 PAPER = b"Alan Turing worked at Bletchley Park with Joan Clarke."
+PAIR = b"Mary met Percy."  # two entities, one relationship: counts in the singular
 
 
 @dataclass
@@ -50,6 +51,7 @@ def docsite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocSite]:
         documents=[
             document_from_bytes("notes.md", NOTES),
             document_from_bytes("paper.txt", PAPER),
+            document_from_bytes("pair.txt", PAIR),
         ],
         chunk_chars=100,
     )
@@ -89,6 +91,27 @@ def test_a_document_shows_its_sections_chunks_and_failures(tab: Watched, docsite
     dead = page.locator(".chunk-item[data-status='dead']")
     expect(dead.locator(".chunk-error summary")).to_contain_text("Error: reply could not be parsed")
     tab.shot("document", doc=True)
+
+
+def noun(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def test_chunk_counts_read_in_the_right_number(tab: Watched, docsite: DocSite) -> None:
+    page = tab.page
+    page.goto(docsite.url + "/ui/#/document/" + "doc%3Apair.txt")
+    done = page.locator(".chunk-item[data-status='done']")
+    expect(done).to_have_count(1)
+    view = page.request.get(docsite.url + "/api/documents/doc%3Apair.txt").json()
+    x = view["chunks"][0]["extraction"]
+    expected = (
+        noun(x["entities"], "entity", "entities")
+        + " · "
+        + noun(x["relationships"], "relationship", "relationships")
+    )
+    assert x["relationships"] == 1
+    expect(done.locator(".chunk-head")).to_contain_text(expected)
+    expect(done.locator(".chunk-head")).not_to_contain_text("1 relationships")
 
 
 def test_re_extracting_retries_the_failed_chunk(tab: Watched, docsite: DocSite) -> None:

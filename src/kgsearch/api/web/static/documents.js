@@ -6,6 +6,11 @@
 (function () {
   const { api, el, append, clear, fmt, errorBox, toast, can, pages } = window.KG;
 
+  // "1 relationship", "2 relationships": a count with its noun in the right number.
+  function count(n, one, many) {
+    return fmt(n) + " " + (n === 1 ? one : many || one + "s");
+  }
+
   const STATUSES = ["done", "pending", "running", "failed", "dead"];
   const docHref = (id) => "#/document/" + encodeURIComponent(id);
   const docApi = (id) => "/api/documents/" + encodeURIComponent(id).replace(/%2F/g, "/");
@@ -113,7 +118,7 @@
       el("div", { class: "chunk-head" },
         el("span", { class: "muted" }, "#" + c.position), " ",
         el("span", { class: "badge st-" + x.status }, x.status), " ",
-        x.status === "done" ? el("span", {}, fmt(x.entities) + " entities · " + fmt(x.relationships) + " relationships" +
+        x.status === "done" ? el("span", {}, count(x.entities, "entity", "entities") + " · " + count(x.relationships, "relationship") +
           (x.extractor ? " · " + x.extractor : "")) : null,
         x.attempts ? el("span", { class: "muted" }, " · " + x.attempts + " attempt(s)") : null,
         rejected.length ? el("span", { class: "muted" }, " · rejected " + rejected.map(([r, n]) => r + " " + n).join(", ")) : null),
@@ -150,8 +155,8 @@
       }
       const r = j.result || {};
       status.textContent = j.state === "done"
-        ? "Extracted " + fmt(r.extracted) + " of " + fmt(r.processed) + " chunk(s): " + fmt(r.entities) + " entities, " +
-          fmt(r.relationships) + " relationships; " + fmt(r.failed) + " failed, " + fmt(r.dead) + " dead."
+        ? "Extracted " + fmt(r.extracted) + " of " + count(r.processed, "chunk") + ": " + count(r.entities, "entity", "entities") + ", " +
+          count(r.relationships, "relationship") + "; " + fmt(r.failed) + " failed, " + fmt(r.dead) + " dead."
         : "Job " + j.state + (j.error ? ": " + ((j.error.error || j.error).message || "") : "");
       done();
     };
