@@ -48,6 +48,7 @@ from kgsearch.keys import (
 from kgsearch.lifecycle.budget import Budget, BudgetLimits, extractor_spends
 from kgsearch.mcp.communities import add_community_tools
 from kgsearch.mcp.stdio import run_stdio
+from kgsearch.mcp.threads import run_tool
 from kgsearch.model import Filters, ObjectIn, RelationshipIn
 from kgsearch.reports import ExtractionReport
 from kgsearch.search.request import SearchRequest
@@ -222,7 +223,7 @@ def create_server(
                 await anyio.to_thread.run_sync(spending.admit, p, None)
                 work = fn
                 fn = lambda: spending.run(p, None, work)  # noqa: E731
-            value = await anyio.to_thread.run_sync(fn, limiter=llm_lane if spends else None)
+            value = await run_tool(fn, limiter=llm_lane if spends else None)
         except ProviderError as exc:
             return _result(_provider_body(engine, exc), error=True)
         except KgsearchError as exc:
