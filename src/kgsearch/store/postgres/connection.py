@@ -409,18 +409,19 @@ class Connection:
         with self._connection() as conn:
             try:
                 if self.held_here:  # the settings last until the caller's commit
-                    self._set_local(conn, settings)
+                    self.set_local(conn, settings)
                     return conn.execute(sql, params).fetchall()
                 with conn.pipeline():
                     with conn.transaction():
-                        self._set_local(conn, settings)
+                        self.set_local(conn, settings)
                         cursor = conn.execute(sql, params)
                     return cursor.fetchall()
             except (psycopg.Error, UnicodeEncodeError, OverflowError, ValueError) as exc:
                 raise wrap_error(exc) from exc
 
-    def _set_local(self, conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> None:
-        """Set run-time settings for the current transaction. On Citus they are sent as
+    def set_local(self, conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> None:
+        """Set run-time settings for ``conn``'s current transaction (one of
+        :meth:`transaction`, or a pipeline's). On Citus they are sent as
         ``SET LOCAL`` statements with ``citus.propagate_set_commands = 'local'``, the
         one form Citus passes on to the workers that run the statement (``set_config``
         and session settings stay on the coordinator)."""

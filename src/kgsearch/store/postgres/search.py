@@ -53,6 +53,10 @@ _INDEX_TTL_SECONDS = 60.0
 _FILTERED_FETCH = 4
 # Fewer embedded rows than this are searched exactly; no index is built.
 INDEX_MIN_ROWS = 10_000
+# ``maintenance_work_mem`` of a vector index build: an HNSW graph of 10^5 384-dim rows
+# (m = 32) takes about 3 KB a row; one that outgrows it is built on disk, many times
+# slower (pgvector says "hnsw graph no longer fits into maintenance_work_mem").
+BUILD_MEMORY = "512MB"
 # A vector leg whose conditions (project, filters) leave at most this many rows, by the
 # planner's estimate, scans those rows exactly instead of walking the index.
 EXACT_MAX_ROWS = 10_000
@@ -73,10 +77,20 @@ def vector_index_exists(db: Connection, kind: Kind) -> bool:
 
 
 def build_vector_index(
-    db: Connection, kind: Kind, dims: int, method: str, *, min_rows: int = INDEX_MIN_ROWS
+    db: Connection,
+    kind: Kind,
+    dims: int,
+    method: str,
+    *,
+    min_rows: int = INDEX_MIN_ROWS,
+    memory: str = BUILD_MEMORY,
 ) -> bool:
     """Create the kind's ANN index over embedded rows if it is missing and the table
-    holds at least ``min_rows`` vectors; return whether one was built now."""
+    holds at least ``min_rows`` vectors, with ``memory`` as ``maintenance_work_mem``;
+    return whether one was built now. On Citus the setting is sent on to the workers
+    (see :meth:`Connection.set_local`), which build the index of each shard: the
+    coordinator's own setting never reaches them, and a worker's default (64 MB) holds
+    the graph of about 20,000 rows."""
     if method == "none" or vector_index_exists(db, kind):
         return False
     row = db.one(
@@ -97,7 +111,7 @@ def build_vector_index(
         ).fetchone()
         if not lock or not lock["ok"] or vector_index_exists(db, kind):
             return False
-        conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+        db.set_local(conn, {"maintenance_work_mem": memory})
         conn.execute(
             f"CREATE INDEX IF NOT EXISTS {kind.table}_vector ON {kind.table} USING {using} "
             f"WHERE dims = {int(dims)}"
