@@ -23,7 +23,9 @@ from kgsearch.store.postgres.search import build_vector_index, vector_index_exis
 from kgsearch.testing import FakeEmbedder
 
 
-def test_the_build_memory_reaches_the_workers(store_factory: CitusStoreFactory) -> None:
+def test_the_build_memory_reaches_the_workers(
+    citus_url: str, store_factory: CitusStoreFactory
+) -> None:
     store = store_factory()
     assert isinstance(store, PostgresStore) and store.citus
     engine = Engine(store, embedder=FakeEmbedder(32), project="big")
@@ -43,5 +45,15 @@ def test_the_build_memory_reaches_the_workers(store_factory: CitusStoreFactory) 
     with pytest.raises(StoreError) as refused:
         build_vector_index(store.db, Kind.OBJECT, 32, "ivfflat", min_rows=1, memory="1MB")
     assert "maintenance_work_mem is 1 MB" in str(refused.value.__cause__)
+    assert not vector_index_exists(store.db, Kind.OBJECT)
+    # the store's own builds ask for the URL's build_memory
+    url = f"{citus_url}{'&' if '?' in citus_url else '?'}schema={store.db.schema}"
+    small = PostgresStore(f"{url}&vector_index=ivfflat&build_memory=1MB", index_min_rows=1)
+    try:
+        with pytest.raises(StoreError) as refused:
+            small.build_indexes()
+        assert "maintenance_work_mem is 1 MB" in str(refused.value.__cause__)
+    finally:
+        small.close()
     assert not vector_index_exists(store.db, Kind.OBJECT)
     assert build_vector_index(store.db, Kind.OBJECT, 32, "ivfflat", min_rows=1)

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from kgsearch.model import Filters, Kind
 from kgsearch.store.postgres.citus import plan_rows
-from kgsearch.store.postgres.connection import Connection, StoreOptions
+from kgsearch.store.postgres.connection import BUILD_MEMORY, Connection, StoreOptions
 from kgsearch.store.postgres.lexical import LexicalStats, bm25
 from kgsearch.store.postgres.schema import HNSW_SQL, INDEXED_DISTANCE, IVFFLAT_SQL
 from kgsearch.store.postgres.sql import filter_sql, tsquery
@@ -53,10 +53,6 @@ _INDEX_TTL_SECONDS = 60.0
 _FILTERED_FETCH = 4
 # Fewer embedded rows than this are searched exactly; no index is built.
 INDEX_MIN_ROWS = 10_000
-# ``maintenance_work_mem`` of a vector index build: an HNSW graph of 10^5 384-dim rows
-# (m = 32) takes about 3 KB a row; one that outgrows it is built on disk, many times
-# slower (pgvector says "hnsw graph no longer fits into maintenance_work_mem").
-BUILD_MEMORY = "512MB"
 # A vector leg whose conditions (project, filters) leave at most this many rows, by the
 # planner's estimate, scans those rows exactly instead of walking the index.
 EXACT_MAX_ROWS = 10_000
@@ -179,7 +175,12 @@ class PostgresSearch(SearchCore):
             return built
         for kind in Kind:
             if build_vector_index(
-                self.db, kind, dims, self.options.vector_index, min_rows=self.index_min_rows
+                self.db,
+                kind,
+                dims,
+                self.options.vector_index,
+                min_rows=self.index_min_rows,
+                memory=self.options.build_memory,
             ):
                 built.append(kind.value)
             self._indexed.pop(kind, None)
