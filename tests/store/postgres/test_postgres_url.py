@@ -6,7 +6,7 @@ import pytest
 
 from kgsearch.errors import ConfigError
 from kgsearch.model import Kind
-from kgsearch.store.postgres.connection import EF_SEARCH, parse_url
+from kgsearch.store.postgres.connection import BUILD_MEMORY, EF_SEARCH, parse_url
 
 
 def test_own_parameters_are_removed_and_libpq_ones_kept() -> None:
@@ -39,6 +39,12 @@ def test_defaults() -> None:
     assert {explicit.beam(k) for k in Kind} == {64}
 
 
+def test_build_memory() -> None:
+    libpq, options = parse_url("postgresql://localhost/kg?build_memory=4GB&sslmode=require")
+    assert (libpq, options.build_memory) == ("postgresql://localhost/kg?sslmode=require", "4GB")
+    assert parse_url("postgresql://localhost/kg")[1].build_memory == BUILD_MEMORY == "512MB"
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [
@@ -49,6 +55,10 @@ def test_defaults() -> None:
         ("pool_size=0", "pool_size must be"),
         ("pool_size=lots", "pool_size must be"),
         ("ef_search=5", "ef_search must be"),
+        ("build_memory=lots", "build_memory must be"),
+        ("build_memory=512", "build_memory must be"),
+        ("build_memory=64kB", "build_memory must be"),
+        ("build_memory=1GB;reset all", "build_memory must be"),
     ],
 )
 def test_bad_parameters_raise_config_error(query: str, message: str) -> None:

@@ -39,6 +39,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 __all__ = [
+    "BUILD_MEMORY",
     "EF_SEARCH",
     "POOL_SIZE",
     "Connection",
@@ -63,6 +64,12 @@ POOL_SIZE = 4
 # the MetaQA benchmark with some room (docs/benchmarks.md: objects, short texts crowded
 # together, need 200; relationships, longer and more distinct, 0.97 at 64).
 EF_SEARCH = {Kind.OBJECT: 200, Kind.RELATIONSHIP: 64, Kind.CHUNK: 200, Kind.COMMUNITY: 200}
+# ``maintenance_work_mem`` of a vector index build, unless the URL's ``build_memory``
+# sets it: an HNSW graph of 384-dim rows (m = 32) takes about 2.7 KB a row, so 512 MB
+# holds about 190,000; one that outgrows it is finished on disk, many times slower
+# (pgvector says "hnsw graph no longer fits into maintenance_work_mem").
+BUILD_MEMORY = "512MB"
+_BUILD_MEMORY = re.compile(r"[1-9][0-9]{0,5}(MB|GB)")
 
 
 class StoreOptions:
@@ -74,15 +81,23 @@ class StoreOptions:
     * ``pool_size`` — most connections kept open (default :data:`POOL_SIZE`).
     * ``ef_search`` — HNSW candidates per query, every kind (at least the limit);
       without it, :data:`EF_SEARCH` per kind.
+    * ``build_memory`` — ``maintenance_work_mem`` of the vector index builds, in MB or
+      GB (default :data:`BUILD_MEMORY`); on Citus, of each worker's shard builds.
     """
 
     def __init__(
-        self, schema: str, vector_index: str, pool_size: int, ef_search: int | None = None
+        self,
+        schema: str,
+        vector_index: str,
+        pool_size: int,
+        ef_search: int | None = None,
+        build_memory: str = BUILD_MEMORY,
     ) -> None:
         self.schema = schema
         self.vector_index = vector_index
         self.pool_size = pool_size
         self.ef_search = ef_search
+        self.build_memory = build_memory
 
     def beam(self, kind: Kind) -> int:
         """The HNSW candidates a vector query of the kind walks."""
@@ -98,7 +113,8 @@ def parse_url(url: str) -> tuple[str, StoreOptions]:
     parts = urlsplit(url)
     scheme = parts.scheme.split("+", 1)[0]
     params = parse_qsl(parts.query, keep_blank_values=True)
-    ours = {k: v for k, v in params if k in {"schema", "vector_index", "pool_size", "ef_search"}}
+    own = {"schema", "vector_index", "pool_size", "ef_search", "build_memory"}
+    ours = {k: v for k, v in params if k in own}
     rest = [(k, v) for k, v in params if k not in ours]
     schema = ours.get("schema", "public")
     if not schema or set(schema) - _IDENT_CHARS or schema[0].isdigit() or len(schema) > 63:
@@ -120,10 +136,13 @@ def parse_url(url: str) -> tuple[str, StoreOptions]:
         ef_search = 0
     if ef_search is not None and not 10 <= ef_search <= 1000:
         raise ConfigError("ef_search must be a whole number between 10 and 1000")
+    memory = ours.get("build_memory", BUILD_MEMORY)
+    if not _BUILD_MEMORY.fullmatch(memory):
+        raise ConfigError(f"build_memory must be a size in MB or GB, like 2GB, not {memory!r}")
     libpq = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(rest), ""))
     if scheme not in {"postgresql", "postgres"}:
         raise ConfigError(f"not a PostgreSQL URL: {url!r}")
-    return libpq, StoreOptions(schema, index, pool_size, ef_search)
+    return libpq, StoreOptions(schema, index, pool_size, ef_search, memory)
 
 
 # Serialises first-time set-up (schema, extension) among processes opening one database.
@@ -409,18 +428,19 @@ class Connection:
         with self._connection() as conn:
             try:
                 if self.held_here:  # the settings last until the caller's commit
-                    self._set_local(conn, settings)
+                    self.set_local(conn, settings)
                     return conn.execute(sql, params).fetchall()
                 with conn.pipeline():
                     with conn.transaction():
-                        self._set_local(conn, settings)
+                        self.set_local(conn, settings)
                         cursor = conn.execute(sql, params)
                     return cursor.fetchall()
             except (psycopg.Error, UnicodeEncodeError, OverflowError, ValueError) as exc:
                 raise wrap_error(exc) from exc
 
-    def _set_local(self, conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> None:
-        """Set run-time settings for the current transaction. On Citus they are sent as
+    def set_local(self, conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> None:
+        """Set run-time settings for ``conn``'s current transaction (one of
+        :meth:`transaction`, or a pipeline's). On Citus they are sent as
         ``SET LOCAL`` statements with ``citus.propagate_set_commands = 'local'``, the
         one form Citus passes on to the workers that run the statement (``set_config``
         and session settings stay on the coordinator)."""

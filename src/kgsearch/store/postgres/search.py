@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from kgsearch.model import Filters, Kind
 from kgsearch.store.postgres.citus import plan_rows
-from kgsearch.store.postgres.connection import Connection, StoreOptions
+from kgsearch.store.postgres.connection import BUILD_MEMORY, Connection, StoreOptions
 from kgsearch.store.postgres.lexical import LexicalStats, bm25
 from kgsearch.store.postgres.schema import HNSW_SQL, INDEXED_DISTANCE, IVFFLAT_SQL
 from kgsearch.store.postgres.sql import filter_sql, tsquery
@@ -73,10 +73,20 @@ def vector_index_exists(db: Connection, kind: Kind) -> bool:
 
 
 def build_vector_index(
-    db: Connection, kind: Kind, dims: int, method: str, *, min_rows: int = INDEX_MIN_ROWS
+    db: Connection,
+    kind: Kind,
+    dims: int,
+    method: str,
+    *,
+    min_rows: int = INDEX_MIN_ROWS,
+    memory: str = BUILD_MEMORY,
 ) -> bool:
     """Create the kind's ANN index over embedded rows if it is missing and the table
-    holds at least ``min_rows`` vectors; return whether one was built now."""
+    holds at least ``min_rows`` vectors, with ``memory`` as ``maintenance_work_mem``;
+    return whether one was built now. On Citus the setting is sent on to the workers
+    (see :meth:`Connection.set_local`), which build the index of each shard: the
+    coordinator's own setting never reaches them, and a worker's default (64 MB) holds
+    the graph of about 20,000 rows."""
     if method == "none" or vector_index_exists(db, kind):
         return False
     row = db.one(
@@ -97,7 +107,7 @@ def build_vector_index(
         ).fetchone()
         if not lock or not lock["ok"] or vector_index_exists(db, kind):
             return False
-        conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+        db.set_local(conn, {"maintenance_work_mem": memory})
         conn.execute(
             f"CREATE INDEX IF NOT EXISTS {kind.table}_vector ON {kind.table} USING {using} "
             f"WHERE dims = {int(dims)}"
@@ -165,7 +175,12 @@ class PostgresSearch(SearchCore):
             return built
         for kind in Kind:
             if build_vector_index(
-                self.db, kind, dims, self.options.vector_index, min_rows=self.index_min_rows
+                self.db,
+                kind,
+                dims,
+                self.options.vector_index,
+                min_rows=self.index_min_rows,
+                memory=self.options.build_memory,
             ):
                 built.append(kind.value)
             self._indexed.pop(kind, None)

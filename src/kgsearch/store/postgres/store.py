@@ -46,7 +46,8 @@ class PostgresStore(
 
     Args:
         url: ``postgresql://…`` with optional ``schema``, ``vector_index`` (``hnsw``,
-            ``ivfflat`` or ``none``), ``pool_size`` and ``ef_search`` parameters.
+            ``ivfflat`` or ``none``), ``pool_size``, ``ef_search`` and ``build_memory``
+            parameters (:class:`~kgsearch.store.postgres.connection.StoreOptions`).
         migrate: Apply pending migrations on open (default True).
         index_min_rows: Build the vector index once a kind holds this many vectors.
         exact_max_rows: A vector leg whose conditions leave at most this many rows (the
