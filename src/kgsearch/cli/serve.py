@@ -120,6 +120,7 @@ def serve(
 
     from kgsearch.api.app import create_app
 
+    _one_blas_thread()
     settings = load_settings()
     if read_url:
         store = settings.store.model_copy(update={"read_url": read_url})
@@ -155,6 +156,18 @@ def serve(
             server.run()
         finally:
             withdraw(identity)
+
+
+def _one_blas_thread() -> None:
+    """Keep numpy's BLAS to one thread in this process: searches already run side by
+    side on the search lane, and a vector product that spreads over every core as well
+    only makes them wait for each other (with 8 clients on 2 loaded cores a server
+    answered 2x faster with one BLAS thread; docs/benchmarks.md, "load")."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - part of the server extra
+        return
+    threadpool_limits(1, user_api="blas")
 
 
 def _announce_when_started(server: Any, identity: str, host: str, auth: bool) -> None:
