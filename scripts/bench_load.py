@@ -4,6 +4,7 @@ Usage: python scripts/bench_load.py [--clients 20[,8...]] [--seconds 60] [--base
        [--compare-threads 40] [--compare-seconds 20] [--max-requests 100000]
        [--writes-per-second 10] [--db bench-data/load-sample.db] [--no-write]
        [--postgres [--compare-pool 8]] [--workers 1] [--compare-workers 2]
+       [--before ../wt-main/src]
 
 The sample graph (data/sample/metaqa-movies.jsonl) is imported and embedded with the
 bundled model once (cached in --db). The server runs as a subprocess on a free
@@ -133,18 +134,23 @@ def free_port() -> int:
 
 
 def start_server(
-    store: str, port: int, threads: int | None, workers: int = 1
+    store: str, port: int, threads: int | None, workers: int = 1, src: Path | None = None
 ) -> subprocess.Popen[bytes]:
-    """Run `kgsearch serve` and wait until /health answers."""
+    """Run `kgsearch serve` (of the sources in ``src``, default this checkout's) and wait
+    until /health answers."""
     command = [sys.executable, "-m", "kgsearch", "--db", store, "serve", "--no-worker"]
     if threads is not None:
         command += ["--threads", str(threads)]
     if workers > 1:
         command += ["--workers", str(workers)]
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")])
     proc = subprocess.Popen(
         [*command, "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=env,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -164,6 +170,7 @@ class Result:
         self.clients = clients
         self.threads = threads
         self.workers = 1
+        self.version = "this commit"
         self.rss_mb: list[int] = []
         self.latencies: list[float] = []
         self.writes: list[float] = []
@@ -180,6 +187,7 @@ class Result:
             return f"{percentile(values, q):.1f}" if values else "-"
 
         return [
+            self.version,
             self.clients,
             self.workers,
             self.threads,
@@ -291,11 +299,12 @@ def measure(
     max_requests: int,
     writes_per_second: float = 0.0,
     workers: int = 1,
+    src: Path | None = None,
 ) -> list[Result]:
     """Start a server with ``threads`` and ``workers`` and do each (clients, seconds) run
     against it. Every search asks a question asked nowhere else in the benchmark."""
     port = free_port()
-    server = start_server(store, port, threads, workers)
+    server = start_server(store, port, threads, workers, src)
     results = []
     try:
         queries = questions(100_000)
@@ -314,6 +323,7 @@ def measure(
                 queries = queries[len(result.latencies) + result.errors + clients :]
                 result.threads = str(threads) if threads else "default"
                 result.workers = workers
+                result.version = "before" if src is not None else "this commit"
                 result.rss_mb = server_rss_mb(server.pid)
                 results.append(result)
     finally:
@@ -349,6 +359,12 @@ def main() -> None:
         "--workers", type=int, default=1, help="Server processes (`kgsearch serve --workers`)"
     )
     parser.add_argument(
+        "--before",
+        type=Path,
+        help="The src/ of another checkout (e.g. a detached worktree of main): each client "
+        "count also runs against its server, taking turns with this commit's",
+    )
+    parser.add_argument(
         "--compare-workers",
         type=int,
         default=0,
@@ -382,6 +398,19 @@ def main() -> None:
         args.writes_per_second,
         args.workers,
     )
+    if args.before is not None:  # before, after, before, after: the noise falls on both
+        for n in client_counts:
+            for src in (args.before, None):
+                runs += measure(
+                    store,
+                    key,
+                    None,
+                    [(n, args.seconds)],
+                    args.max_requests,
+                    args.writes_per_second,
+                    1,
+                    src,
+                )
     if args.compare_workers:
         runs += measure(
             store,
@@ -414,6 +443,7 @@ def main() -> None:
             args.writes_per_second,
         )
     headers = [
+        "version",
         "clients",
         "processes",
         "server threads",
@@ -450,7 +480,15 @@ def main() -> None:
         f"{args.writes_per_second:g} times a second (writes, write p50/p95: whether writes "
         f"queue behind searches). Load average (1 min) {load_before:.1f} before the runs, "
         f"{os.getloadavg()[0]:.1f} after: other work shared the cores when it is above 2."
-        "\n\n" + table(headers, rows)
+        + (
+            f" The rows marked before run the server of {args.before} (same store, same "
+            "client), taking turns with this commit's (before, this commit, per client "
+            "count) after the first rows."
+            if args.before is not None
+            else ""
+        )
+        + "\n\n"
+        + table(headers, rows)
     )
     print(table(headers, rows))
     errors = sum(r.errors for r in runs)

@@ -108,9 +108,13 @@ def _is_server(pid: int) -> bool:
 
 
 def test_only_the_first_process_takes_the_embedding_worker(tmp_path: Path) -> None:
-    from kgsearch.cli.serve_workers import _first
+    from kgsearch.cli.serve_workers import _first, _held
 
     lock = tmp_path / "worker.lock"
     lock.write_bytes(b"")
-    assert _first(str(lock)) is True
-    assert _first(str(lock)) is False  # another open file: as another process would
+    try:
+        assert _first(str(lock)) is True
+        assert _first(str(lock)) is False  # another open file: as another process would
+    finally:
+        while _held:
+            _held.pop().close()
