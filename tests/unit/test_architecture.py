@@ -34,6 +34,8 @@ LAZY_IMPORTS = {
     ("cli/serve.py", "kgsearch.api.app"),
     ("cli/serve.py", "kgsearch.api.background"),
     ("cli/serve.py", "kgsearch.mcp.server"),
+    # each `serve --workers` process builds its app there (the CLI imports the module)
+    ("cli/serve_workers.py", "kgsearch.api.app"),
     # `kgsearch search` answered by a running server never loads the engine and model
     ("cli/search.py", "kgsearch.cli.local"),
     ("cli/stats.py", "kgsearch.cli.graph"),

@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from kgsearch.config import BudgetSettings
+from kgsearch.embed.batching import WINDOW_SECONDS
 from kgsearch.errors import MissingDependency
 
 try:
@@ -91,6 +92,7 @@ def create_app(
     llm_threads: int = LLM_THREADS,
     warm: bool = False,
     budget: BudgetLimits | None = None,
+    batch_window: float | None = WINDOW_SECONDS,
 ) -> FastAPI:
     """Build the REST app over ``engine`` (the caller keeps owning and closing it).
 
@@ -122,6 +124,9 @@ def create_app(
         budget: Limits on LLM spend per key and per project (default: the ``[budget]``
             defaults, safe for a shared server; :meth:`BudgetLimits.unlimited` only
             counts). Usage is kept in the engine's store.
+        batch_window: Concurrent searches share model calls for their query vectors
+            (:meth:`Engine.batch_queries`): a query waits at most this many seconds for
+            others while queries arrive together. None embeds each query alone.
     """
 
     @asynccontextmanager
@@ -151,6 +156,8 @@ def create_app(
         lifespan=lifespan,
         responses=_ERROR_RESPONSES,
     )
+    if batch_window is not None:
+        engine.batch_queries(window=batch_window)
     jobs = BackfillJobs(engine)
     app.state.engine = engine
     app.state.lanes = Lanes(search=threads or max(2, os.cpu_count() or 1), llm=llm_threads)

@@ -6,6 +6,9 @@ imported inside the commands, so every other command works without them.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import tempfile
 import threading
 import time
 from typing import Any
@@ -23,6 +26,7 @@ from kgsearch.cli.common import (
     pass_state,
 )
 from kgsearch.cli.remote import announce, client_url, store_identity, withdraw
+from kgsearch.cli.serve_workers import OPTIONS_ENV, ProcessOptions, one_blas_thread
 from kgsearch.errors import MissingDependency
 from kgsearch.keys import ApiKey, KeyLimits, is_loopback, parse_scopes
 from kgsearch.lifecycle.budget import BudgetLimits, UsageReport
@@ -95,6 +99,14 @@ def _check_keyless(no_auth: bool, host: str) -> None:
     help="postgresql://… of a read replica of the store: searches and listings read "
     "there, writes and workers use the store (default: store.read_url).",
 )
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Server processes on one socket, each with its own engine over the store "
+    '(searches in one process share its GIL; see docs/benchmarks.md, "load").',
+)
 @pass_state
 @handle_errors
 def serve(
@@ -108,6 +120,7 @@ def serve(
     llm_threads: int,
     warm: bool,
     read_url: str | None,
+    workers: int,
 ) -> None:
     """Run the REST API (OpenAPI docs at /docs); requests need an API key.
 
@@ -125,6 +138,22 @@ def serve(
         store = settings.store.model_copy(update={"read_url": read_url})
         settings = settings.model_copy(update={"store": store})
     url = state.db or settings.store.url
+    one_blas_thread()
+    if workers > 1:
+        options = ProcessOptions(
+            url=url,
+            project=state.project,
+            read_url=read_url,
+            keys=not no_auth,
+            max_body_bytes=max_body,
+            worker_lock=None,
+            threads=threads,
+            llm_threads=llm_threads,
+            warm=warm,
+        )
+        engine_from(state, settings=settings, create=True).close()  # made, migrated once
+        _serve_processes(options, host, port, workers, worker, store_identity(url))
+        return
     with engine_from(state, settings=settings, create=True) as engine:
         app = create_app(
             engine,
@@ -155,6 +184,45 @@ def serve(
             server.run()
         finally:
             withdraw(identity)
+
+
+def _serve_processes(
+    options: ProcessOptions,
+    host: str,
+    port: int,
+    workers: int,
+    embed_worker: bool,
+    identity: str | None,
+) -> None:
+    """Serve with ``workers`` processes on one socket (:mod:`kgsearch.cli.serve_workers`)."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    with tempfile.TemporaryDirectory(prefix="kgsearch-serve-") as folder:
+        if embed_worker:
+            lock = os.path.join(folder, "embedding-worker.lock")
+            open(lock, "wb").close()
+            options = dataclasses.replace(options, worker_lock=lock)
+        os.environ[OPTIONS_ENV] = options.to_env()
+        config = uvicorn.Config(
+            "kgsearch.cli.serve_workers:app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="info",
+        )
+        sock = config.bind_socket()
+        shown = f"[{host}]" if ":" in host else host
+        bound = sock.getsockname()[1]
+        click.echo(f"Web UI: http://{shown}:{bound}/ui ({workers} processes)", err=True)
+        if identity is not None:
+            announce(identity, client_url(host, bound), auth=options.keys)
+        try:
+            Multiprocess(config, sockets=[sock]).run()
+        finally:
+            if identity is not None:
+                withdraw(identity)
 
 
 def _announce_when_started(server: Any, identity: str, host: str, auth: bool) -> None:

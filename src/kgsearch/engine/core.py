@@ -12,6 +12,7 @@ from typing import Any, Self, TypeVar, cast
 from kgsearch.config import ExtractSettings, LLMSettings, Settings
 from kgsearch.embed import create_embedder
 from kgsearch.embed.base import Embedder
+from kgsearch.embed.batching import MAX_BATCH, WINDOW_SECONDS, QueryBatcher, query_batch_of
 from kgsearch.embed.guard import QueryGuard
 from kgsearch.engine import providers
 from kgsearch.engine.providers import ExtractorFactory
@@ -193,6 +194,28 @@ class EngineCore:
                     factory = self._embedder_factory or (lambda: create_embedder("bundled"))
                     self._embedder = factory()
         return self._embedder
+
+    def batch_queries(self, *, window: float = WINDOW_SECONDS, max_batch: int = MAX_BATCH) -> None:
+        """Let concurrent searches share model calls for their query vectors
+        (:class:`~kgsearch.embed.batching.QueryBatcher`): a server calls it once before
+        serving. Embedders that cannot batch queries are left as they are.
+
+        Args:
+            window: Seconds a query waits for others while queries arrive together.
+            max_batch: Queries in one model call at most.
+        """
+
+        def wrapped(embedder: Embedder) -> Embedder:
+            if isinstance(embedder, QueryBatcher) or query_batch_of(embedder) is None:
+                return embedder
+            return QueryBatcher(embedder, window=window, max_batch=max_batch)
+
+        with self._embedder_lock:
+            if self._embedder is not None:
+                self._embedder = wrapped(self._embedder)
+            else:
+                factory = self._embedder_factory or (lambda: create_embedder("bundled"))
+                self._embedder_factory = lambda: wrapped(factory())
 
     def extractor(self, name: str | None = None, domain: str | None = None) -> Extractor:
         """The extractor for ``name`` and ``domain`` (settings' defaults when None),

@@ -1,0 +1,110 @@
+"""``kgsearch serve --workers N``: several server processes behind one socket.
+
+One process serves searches on one core's worth of Python at a time (the GIL): the
+query embedding and the vector products run beside it, but parsing, ranking, fusing
+and encoding a search do not. With ``--workers N`` uvicorn's supervisor binds the
+socket once and starts N processes, each of which calls :func:`app` here: it builds
+an engine of its own over the same store (SQLite in WAL mode, or a PostgreSQL pool per
+process) from the options the parent left in :data:`OPTIONS_ENV`, and the app over
+it. The supervisor restarts a process that dies.
+
+What each process holds for itself: the embedding model, the store's vectors and
+caches, and the in-memory registries of background jobs (a job's status is answered
+by the process that started it). The embedding worker (``--worker``) runs in one
+process only: the first to take :data:`OPTIONS_ENV`'s lock file.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+from dataclasses import asdict, dataclass
+from typing import IO, Any
+
+from kgsearch.cli.common import load_settings
+from kgsearch.engine import Engine
+from kgsearch.lifecycle.budget import BudgetLimits
+
+__all__ = ["OPTIONS_ENV", "ProcessOptions", "app", "one_blas_thread"]
+
+OPTIONS_ENV = "KGSEARCH_SERVE_PROCESS"
+"""The environment variable that carries :class:`ProcessOptions` (JSON) to the workers."""
+
+_held: list[IO[bytes]] = []  # the embedding worker's lock, held for the process's life
+
+
+@dataclass(frozen=True)
+class ProcessOptions:
+    """What every server process needs from the command line."""
+
+    url: str
+    project: str | None
+    read_url: str | None
+    keys: bool
+    max_body_bytes: int
+    worker_lock: str | None
+    threads: int | None
+    llm_threads: int
+    warm: bool
+
+    def to_env(self) -> str:
+        """The options as the JSON the workers read."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_env(cls) -> ProcessOptions:
+        """The options the parent left in :data:`OPTIONS_ENV`."""
+        fields: dict[str, Any] = json.loads(os.environ[OPTIONS_ENV])
+        return cls(**fields)
+
+
+def one_blas_thread() -> None:
+    """Keep numpy's BLAS to one thread in this process: searches already run side by
+    side on the search lane (and in other processes), and a vector product spread over
+    every core as well only makes them wait for each other (with 8 clients on 2
+    loaded cores a server answered about 2x faster with one BLAS thread;
+    docs/benchmarks.md, "load")."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - part of the server extra
+        return
+    threadpool_limits(1, user_api="blas")
+
+
+def app() -> Any:
+    """The app of one worker process (uvicorn calls it: ``factory=True``)."""
+    from kgsearch.api.app import create_app
+
+    options = ProcessOptions.from_env()
+    one_blas_thread()
+    settings = load_settings()
+    if options.read_url:
+        store = settings.store.model_copy(update={"read_url": options.read_url})
+        settings = settings.model_copy(update={"store": store})
+    engine = Engine.from_settings(settings, project=options.project, store_url=options.url)
+    atexit.register(engine.close)
+    return create_app(
+        engine,
+        keys=options.keys,
+        max_body_bytes=options.max_body_bytes,
+        worker=options.worker_lock is not None and _first(options.worker_lock),
+        threads=options.threads,
+        llm_threads=options.llm_threads,
+        warm=options.warm,
+        budget=BudgetLimits.from_settings(settings.budget),
+    )
+
+
+def _first(lock_path: str) -> bool:
+    """Whether this process is the first to lock ``lock_path`` (held until it exits)."""
+    import fcntl
+
+    handle = open(lock_path, "rb")  # noqa: SIM115 - held open for the process's life
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return False
+    _held.append(handle)
+    return True
