@@ -76,14 +76,17 @@ def _child(db: str, queries: str, passes: int, embed: bool) -> None:
         store.wait_for_index("default", kind, 900)  # type: ignore[attr-defined]
     requests = [SearchRequest(query=q, limit=10) for q in vectors]
     times: list[float] = []
+    cpu: list[float] = []
     for request in requests[:20]:
         engine.search(request)
     for _ in range(passes):
         for request in requests:
+            started = time.process_time()
             meta = engine.search(request).metadata["executionTime"]
+            cpu.append((time.process_time() - started) * 1000)
             times.append(meta["totalMs"] - meta["embedQueryMs"])
     engine.close()
-    print(json.dumps({"search": times, "embed": embedded}))
+    print(json.dumps({"search": times, "cpu": cpu, "embed": embedded}))
 
 
 def _base_copy(tree: Path, db: Path, copy: Path) -> None:
@@ -118,7 +121,7 @@ def _turn(tree: Path, db: Path, queries: Path, passes: int, embed: bool) -> dict
     if done.returncode:
         sys.exit(f"the search run in {tree} failed:\n{done.stderr}")
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    return {name: [float(t) for t in found[name]] for name in ("search", "embed")}
+    return {name: [float(t) for t in found[name]] for name in ("search", "cpu", "embed")}
 
 
 def _series(
@@ -126,7 +129,10 @@ def _series(
 ) -> list[tuple[str, list[list[float]]]]:
     """(timing, per-turn times) of one version: search, and with embedding times also
     the embedding and end to end (each question's embedding plus each of its searches)."""
-    out = [("search", [turn["search"] for turn in turns])]
+    out = [
+        ("search", [turn["search"] for turn in turns]),
+        ("search CPU time", [turn["cpu"] for turn in turns]),
+    ]
     if all(turn["embed"] for turn in turns):
         out.append(("query embedding", [turn["embed"] for turn in turns]))
         out.append(
@@ -237,7 +243,9 @@ def main() -> None:
         f"+ BM25 each, RRF), limit 10, query embedding excluded from the search rows; each "
         f"version searched them {args.passes} times per turn, {args.rounds} turns each, "
         f"taking turns with the other version ({args.rounds * args.passes * args.queries} "
-        "searches per version)."
+        "searches per version). Search CPU time is the process's CPU time during each "
+        "search (all its threads): on a loaded machine it shows the work a search does "
+        "better than the wall clock, which also holds the time spent waiting for a core."
         + (
             " The embedding rows time each version's bundled model on each question once "
             "per turn (one warm-up question first); end to end is a question's embedding "
