@@ -132,11 +132,12 @@ def test_text_beyond_max_tokens_is_ignored(embedder: BundledEmbedder) -> None:
     )
 
 
-def test_pool_threads_stop_spinning_when_a_run_returns(embedder: BundledEmbedder) -> None:
-    # a spinning pool would take a core from the search legs that follow a query
+def test_pool_threads_never_spin(embedder: BundledEmbedder) -> None:
+    # a spinning pool takes a core from the other thread of a run and from the search
+    # legs that follow a query
     embedder.embed_query("warm up")
     options = embedder._get_session().get_session_options()
-    assert options.get_session_config_entry("session.force_spinning_stop") == "1"
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
 def test_concurrent_first_use_from_threads_gives_sequential_results() -> None:

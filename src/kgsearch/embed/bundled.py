@@ -264,10 +264,12 @@ def _open_session(path: Path, threads: int) -> Any:
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    # ORT's pool threads spin after each run, waiting for more work; after a query's
-    # embedding that spin takes a core from the search legs that follow. Spinning
-    # still speeds up each run, but stops as soon as the run returns.
-    options.add_session_config_entry("session.force_spinning_stop", "1")
+    # ORT's pool threads spin while they wait for work, inside a run and after it. On 2
+    # shared cores that spin takes the core the other thread needs: without it a
+    # question's embedding took 23.2/39.3 ms (p50/p95) instead of 43.1/86.0 at load 13-18
+    # (docs/benchmarks.md, ab-latency), and batches of 600 texts lost nothing (27-30
+    # texts/s instead of 23-25 at load 21). The vectors are the same, bit for bit.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     # no memory pattern: it plans buffers per input shape and keeps them, and every
     # batch of a document has another length (1.5 GB kept on 700 passages)
     options.enable_mem_pattern = False

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from kgsearch.errors import InvalidRequest
@@ -98,7 +97,10 @@ def relevance_floor(
     }
 
 
-@dataclass(frozen=True, slots=True)
+_Place = tuple[str, int, float]
+"""Where one leg placed a key: (leg, 1-based rank, raw score)."""
+
+
 class Fused:
     """One fused key with its combined score and the legs that found it.
 
@@ -107,17 +109,55 @@ class Fused:
         score: The fused score; higher is better.
         found_by: One entry per leg that returned the key, in the order the legs
             were given; ``rank`` is 1-based within that leg and ``score`` is the
-            leg's raw score.
+            leg's raw score. Fusion keeps them as plain tuples and makes the
+            :class:`~kgsearch.model.LegHit` models on first access: a search fuses
+            a hundred keys or more and reads ``found_by`` only for the few it keeps.
     """
 
-    key: str
-    score: float
-    found_by: tuple[LegHit, ...]
+    __slots__ = ("_found_by", "_places", "key", "score")
+
+    def __init__(
+        self,
+        key: str,
+        score: float,
+        found_by: Sequence[LegHit] = (),
+        *,
+        places: Sequence[_Place] | None = None,
+    ) -> None:
+        self.key = key
+        self.score = score
+        self._found_by: tuple[LegHit, ...] | None = None
+        if places is None:
+            self._found_by = tuple(found_by)
+            places = [(h.leg, h.rank, h.score) for h in self._found_by]
+        self._places = tuple(places)
+
+    @property
+    def found_by(self) -> tuple[LegHit, ...]:
+        """The legs that found the key (see the class docstring)."""
+        if self._found_by is None:
+            # built without validation: leg, rank and score are already a str, int and float
+            self._found_by = tuple(
+                LegHit.model_construct(leg=leg, rank=rank, score=score)
+                for leg, rank, score in self._places
+            )
+        return self._found_by
 
     @property
     def best_rank(self) -> int:
         """The best (lowest) rank any leg gave this key."""
-        return min(hit.rank for hit in self.found_by)
+        return min(rank for _, rank, _ in self._places)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Fused):
+            return NotImplemented
+        return (self.key, self.score, self._places) == (other.key, other.score, other._places)
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.score, self._places))
+
+    def __repr__(self) -> str:
+        return f"Fused(key={self.key!r}, score={self.score!r}, found_by={self.found_by!r})"
 
 
 def rrf(
@@ -156,8 +196,8 @@ def rrf(
     leg_weights = _check_weights(lists, weights)
     hits = _collect(lists, left_out or {})
     scores = {
-        key: math.fsum(leg_weights[hit.leg] / (k + hit.rank) for hit in leg_hits)
-        for key, leg_hits in hits.items()
+        key: math.fsum(leg_weights[leg] / (k + rank) for leg, rank, _ in places)
+        for key, places in hits.items()
     }
     return _finish(scores, hits)
 
@@ -200,12 +240,11 @@ def weighted(
     scores: dict[str, float] = {}
     for key, leg_hits in hits.items():
         parts = []
-        for hit in leg_hits:
-            value = hit.score
+        for leg, _, value in leg_hits:
             if normalization == "minmax":
-                low, high = bounds[hit.leg]
+                low, high = bounds[leg]
                 value = 1.0 if high == low else (value - low) / (high - low)
-            parts.append(leg_weights[hit.leg] * value)
+            parts.append(leg_weights[leg] * value)
         scores[key] = math.fsum(parts)
     return _finish(scores, hits)
 
@@ -227,10 +266,10 @@ def _check_weights(lists: RankedLists, weights: Mapping[str, float] | None) -> d
 
 def _collect(
     lists: RankedLists, left_out: Mapping[str, Collection[str]] | None = None
-) -> dict[str, list[LegHit]]:
-    """Key → the LegHits that found it, legs in input order, duplicates dropped (and
-    the ``left_out`` ones, whose ranks stay taken)."""
-    hits: dict[str, list[LegHit]] = {}
+) -> dict[str, list[_Place]]:
+    """Key → where each leg that found it placed it, legs in input order, duplicates
+    dropped (and the ``left_out`` ones, whose ranks stay taken)."""
+    hits: dict[str, list[_Place]] = {}
     for leg, ranked in lists.items():
         seen: set[str] = set()
         skip = (left_out or {}).get(leg, ())
@@ -240,9 +279,12 @@ def _collect(
             seen.add(key)
             if key in skip:
                 continue
-            # built without validation: leg, rank and score are already a str, int and float
-            hit = LegHit.model_construct(leg=leg, rank=len(seen), score=float(score))
-            hits.setdefault(key, []).append(hit)
+            place = (leg, len(seen), float(score))
+            found = hits.get(key)
+            if found is None:
+                hits[key] = [place]
+            else:
+                found.append(place)
     return hits
 
 
@@ -260,8 +302,7 @@ def _bounds(leg: str, ranked: Sequence[tuple[str, float]]) -> tuple[float, float
     return (min(values), max(values))
 
 
-def _finish(scores: Mapping[str, float], hits: Mapping[str, list[LegHit]]) -> list[Fused]:
+def _finish(scores: Mapping[str, float], hits: Mapping[str, list[_Place]]) -> list[Fused]:
     """Build Fused values and sort them: score desc, best rank asc, key asc."""
-    fused = [Fused(key=key, score=scores[key], found_by=tuple(hits[key])) for key in hits]
-    fused.sort(key=lambda item: (-item.score, item.best_rank, item.key))
-    return fused
+    order = sorted(hits, key=lambda key: (-scores[key], min(p[1] for p in hits[key]), key))
+    return [Fused(key, scores[key], places=hits[key]) for key in order]

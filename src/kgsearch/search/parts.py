@@ -62,15 +62,22 @@ class SearchReads(GraphSearch, Lifecycle, Protocol):
     write transaction is open (its legs then run in the calling thread)."""
 
 
+# Each kind's key prefix, and the kinds by value: a search makes and splits a few
+# hundred keys, and an enum's value and its constructor are slow next to a dict.
+_PREFIX = {k: f"{k.value}:" for k in Kind}
+_KINDS = {k.value: k for k in Kind}
+
+
 def key(kind: Kind, id: str) -> str:
     """The fusion key of a row."""
-    return f"{kind.value}:{id}"
+    return f"{_PREFIX[kind]}{id}"
 
 
 def split_key(value: str) -> tuple[Kind, str]:
     """Inverse of :func:`key`."""
     kind, _, id = value.partition(":")
-    return Kind(kind), id
+    found = _KINDS.get(kind)
+    return (Kind(kind) if found is None else found), id
 
 
 @dataclass
