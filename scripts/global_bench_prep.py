@@ -1,0 +1,65 @@
+"""Prepare the stores ``scripts/bench_global.py`` reads: community builds with embedded
+reports on a copy of the full MetaQA store and on the MuSiQue train-100 graph.
+
+MetaQA: ``bench-data/metaqa-full.db`` is copied (a read-only online backup), its
+communities are built (extractive reports) and the reports embedded with the bundled
+model the store was embedded with. MuSiQue: the recorded GPT-3.5 OpenIE extraction of
+the 1,890 train-100 passages (shared/eval-data/musique-hipporag-train100, MIT
+HippoRAG; text CC BY 4.0) is imported into a fresh store, built and its reports
+embedded with the bundled model (objects and relationships are left unembedded: the
+communities scope reads reports only).
+
+    python scripts/global_bench_prep.py OUT_DIR [--metaqa PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import time
+from pathlib import Path
+
+from kgsearch import Engine
+from kgsearch.embed import create_embedder
+from kgsearch.model import Kind
+from kgsearch.store import connect
+
+ROOT = Path(__file__).resolve().parent.parent
+METAQA = Path("/work/bench-data/metaqa-full.db")
+OPENIE = (
+    ROOT.parent / "shared" / "eval-data" / "musique-hipporag-train100"
+    / "openie_gpt-3.5-turbo-1106.json"
+)
+
+
+def _build_and_embed(engine: Engine, name: str) -> None:
+    started = time.perf_counter()
+    report = engine.build_communities()
+    print(name, "built", report.build and report.build.communities, f"{time.perf_counter() - started:.0f}s", flush=True)
+    embedded = engine.embed_pending(kinds=[Kind.COMMUNITY])
+    print(name, "embedded", embedded, f"{time.perf_counter() - started:.0f}s", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--metaqa", type=Path, default=METAQA)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    copy = args.out / "metaqa.db"
+    if not copy.exists():
+        source = sqlite3.connect(f"file:{args.metaqa}?mode=ro", uri=True)
+        target = sqlite3.connect(copy)
+        with target:
+            source.backup(target)
+        source.close()
+        target.close()
+    with Engine(connect(str(copy)), embedder=create_embedder("bundled")) as engine:
+        _build_and_embed(engine, "metaqa")
+    with Engine(connect(str(args.out / "musique.db")), embedder=create_embedder("bundled")) as engine:
+        engine.import_extractions(OPENIE)
+        _build_and_embed(engine, "musique")
+
+
+if __name__ == "__main__":
+    main()
