@@ -27,7 +27,10 @@ from kgsearch.store import connect
 ROOT = Path(__file__).resolve().parent.parent
 METAQA = Path("/work/bench-data/metaqa-full.db")
 OPENIE = (
-    ROOT.parent / "shared" / "eval-data" / "musique-hipporag-train100"
+    ROOT.parent
+    / "shared"
+    / "eval-data"
+    / "musique-hipporag-train100"
     / "openie_gpt-3.5-turbo-1106.json"
 )
 
@@ -35,7 +38,13 @@ OPENIE = (
 def _build_and_embed(engine: Engine, name: str) -> None:
     started = time.perf_counter()
     report = engine.build_communities()
-    print(name, "built", report.build and report.build.communities, f"{time.perf_counter() - started:.0f}s", flush=True)
+    print(
+        name,
+        "built",
+        report.build and report.build.communities,
+        f"{time.perf_counter() - started:.0f}s",
+        flush=True,
+    )
     embedded = engine.embed_pending(kinds=[Kind.COMMUNITY])
     print(name, "embedded", embedded, f"{time.perf_counter() - started:.0f}s", flush=True)
 
@@ -56,7 +65,9 @@ def main() -> None:
         target.close()
     with Engine(connect(str(copy)), embedder=create_embedder("bundled")) as engine:
         _build_and_embed(engine, "metaqa")
-    with Engine(connect(str(args.out / "musique.db")), embedder=create_embedder("bundled")) as engine:
+    with Engine(
+        connect(str(args.out / "musique.db")), embedder=create_embedder("bundled")
+    ) as engine:
         engine.import_extractions(OPENIE)
         _build_and_embed(engine, "musique")
 

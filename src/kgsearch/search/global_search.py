@@ -188,7 +188,7 @@ def parse_points(
             continue
         said = " ".join(item["description"].split())[:2000]
         cites = tuple(dict.fromkeys(c for c in _REPORT_CITE.findall(said) if c in reports))
-        plain = " ".join(_REPORT_CITE.sub("", said).split())
+        plain = " ".join(re.sub(r"\s*\[C\d+\]", "", said).split())
         if not plain:
             continue
         if not cites:
