@@ -150,12 +150,25 @@ def _best_finding(text: str, reports: Sequence[CommunityReport]) -> Finding | No
     return best
 
 
+def _closest(text: str, reports: Mapping[str, CommunityReport]) -> str:
+    """The label of the report with the one part (title and summary, or a finding) that
+    shares the most words with ``text``: a point restates a part, and a long report
+    would win a count over its whole text."""
+    words = _terms(text)
+
+    def shared(report: CommunityReport) -> int:
+        parts = [f"{report.title} {report.summary}", *map(_finding_text, report.findings)]
+        return max(len(words & _terms(part)) for part in parts)
+
+    return max(reports, key=lambda c: shared(reports[c]))
+
+
 def parse_points(
     text: str, reports: Mapping[str, CommunityReport], *, limit: int = 20
 ) -> list[Point]:
     """The points of a map reply (JSON ``{"points": [{"description", "score"}]}``, in a
     code fence or not). A point cites the batch's reports by label; one that cites none
-    rests on the report it shares the most words with. Scores are clamped to 0–100;
+    rests on the report with the part it shares the most words with. Scores are clamped to 0–100;
     points without a text or a numeric score are skipped.
 
     Args:
@@ -192,8 +205,7 @@ def parse_points(
         if not plain:
             continue
         if not cites:
-            words = _terms(plain)
-            cites = (max(reports, key=lambda c: len(words & _terms(reports[c].text()))),)
+            cites = (_closest(plain, reports),)
         finding = _best_finding(plain, [reports[c] for c in cites])
         facts = finding.relationships[:FACTS_PER_POINT] if finding else ()
         points.append(Point(cites, plain, score, tuple(facts)))

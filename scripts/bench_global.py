@@ -1,0 +1,170 @@
+"""Which communities a broad question selects, before and after the global-search change.
+
+Runs the ``communities`` recipe (the selection ``ask --recipe global`` map-reduces
+over) for broad questions on two stores that ``scripts/global_bench_prep.py`` made:
+a copy of the full MetaQA store and the MuSiQue train-100 graph (recorded GPT-3.5
+OpenIE), each with a community build whose extractive reports are embedded with the
+bundled model. Each side runs in a subprocess of its own with its own sources first on
+``PYTHONPATH`` (``--before``: a checkout of the old code, ``--after``: this one), the
+two interleaved question by question; per question it records the level, size and rank
+of the ten communities selected and the time the search took.
+
+    python scripts/bench_global.py --stores /tmp/global-bench \\
+        --before /work/wt-head/src --after src [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchdoc import table, write_section
+
+QUESTIONS = [
+    "What are the main themes?",
+    "What is this dataset about?",
+    "What are the most important topics in this collection?",
+    "Summarize the key subjects covered.",
+]
+LIMIT = 10
+STORES = {"MetaQA (full)": "metaqa.db", "MuSiQue train-100 (GPT-3.5 OpenIE)": "musique.db"}
+
+_CHILD = r"""
+import json, sys, time
+from kgsearch import Engine, connect
+from kgsearch.embed import create_embedder
+path, limit, questions = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+with Engine(connect(path), embedder=create_embedder("bundled")) as engine:
+    engine.search("warm-up", recipe="communities", limit=1)
+    out = []
+    for q in questions:
+        started = time.perf_counter()
+        found = engine.search(q, recipe="communities", limit=limit)
+        ms = (time.perf_counter() - started) * 1000
+        ids = [c.id for c in found.communities]
+        records = {c.id: c for c in engine.store.communities(engine.project, ids=ids)}
+        out.append({"question": q, "ms": ms, "picked": [
+            {"id": c.id, "level": c.level, "size": records[c.id].size,
+             "rank": records[c.id].rank, "title": c.title} for c in found.communities]})
+    total = len(engine.store.communities(engine.project, level=0))
+print(json.dumps({"runs": out, "level0": total}))
+"""
+
+
+def _side(src: str, path: Path, question: str) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(Path(src).resolve())}
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(path), str(LIMIT), json.dumps([question])],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def _summary(picked: list[dict[str, Any]]) -> dict[str, Any]:
+    sizes = [p["size"] for p in picked]
+    return {
+        "levels": "/".join(str(p["level"]) for p in picked),
+        "median": statistics.median(sizes) if sizes else 0,
+        "pairs": sum(1 for s in sizes if s <= 2),
+        "members": sum(sizes),
+        "rank": statistics.median([p["rank"] for p in picked]) if picked else 0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--stores", type=Path, default=Path("/tmp/global-bench"))
+    parser.add_argument("--before", default="/work/wt-head/src")
+    parser.add_argument("--after", default="src")
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    load = os.getloadavg()[0]
+    rows, examples, times = [], [], {"before": [], "after": []}
+    for graph, name in STORES.items():
+        path = args.stores / name
+        for question in QUESTIONS:
+            sides = {}
+            for side, src in (("before", args.before), ("after", args.after)):
+                sides[side] = _side(src, path, question)["runs"][0]
+                times[side].append(sides[side]["ms"])
+            for side in ("before", "after"):
+                s = _summary(sides[side]["picked"])
+                rows.append(
+                    (
+                        graph,
+                        question,
+                        side,
+                        s["levels"],
+                        f"{s['median']:g}",
+                        s["pairs"],
+                        f"{s['members']:,}",
+                        f"{s['rank']:g}",
+                        f"{sides[side]['ms']:.0f} ms",
+                    )
+                )
+            if question == QUESTIONS[0]:
+                examples.append((graph, sides))
+        print(graph, "done", time.strftime("%H:%M:%S"), file=sys.stderr)
+    load_after = os.getloadavg()[0]
+    body = [
+        f"The ten communities the `communities` recipe (what `ask --recipe global` "
+        f"map-reduces over) selects for four broad questions, with the old selection "
+        f"(`--before`, RRF of the report legs times a size factor) and the new one "
+        f"(relevance times size and rank, the coarse levels' highest-ranked communities "
+        f"always candidates, nested ones dropped). Reports are extractive, embedded with "
+        f"the bundled model. *levels*: the level of each pick in order; *median size*, "
+        f"*≤ 2 members*: picks of one pair; *members*: summed size of the ten; *median "
+        f"rank*: summed relationship weight inside. Each side runs in its own process, "
+        f"the two interleaved per question; the time is one search after a warm-up.",
+        "",
+        table(
+            [
+                "graph",
+                "question",
+                "code",
+                "levels",
+                "median size",
+                "≤ 2 members",
+                "members",
+                "median rank",
+                "search",
+            ],
+            rows,
+        ),
+        "",
+        f"1-minute load average {load:.1f} at the start and {load_after:.1f} at the end "
+        "(2 cores shared with other jobs).",
+    ]
+    for graph, sides in examples:
+        body += ["", f"### {graph}: “{QUESTIONS[0]}”", ""]
+        for side in ("before", "after"):
+            picks = sides[side]["picked"][:5]
+            listed = "; ".join(
+                f"{p['title']} (level {p['level']}, {p['size']} members, rank {p['rank']:g})"
+                for p in picks
+            )
+            body.append(f"- {side}: {listed}")
+    text = "\n".join(body)
+    print(text)
+    if args.write:
+        write_section(
+            "global",
+            "Global search: the communities a broad question selects",
+            "python scripts/bench_global.py --stores /tmp/global-bench --write",
+            text,
+        )
+
+
+if __name__ == "__main__":
+    main()
