@@ -118,15 +118,15 @@ def main() -> None:
         print(graph, "done", time.strftime("%H:%M:%S"), file=sys.stderr)
     load_after = os.getloadavg()[0]
     body = [
-        f"The ten communities the `communities` recipe (what `ask --recipe global` "
-        f"map-reduces over) selects for four broad questions, with the old selection "
-        f"(`--before`, RRF of the report legs times a size factor) and the new one "
-        f"(relevance times size and rank, the coarse levels' highest-ranked communities "
-        f"always candidates, nested ones dropped). Reports are extractive, embedded with "
-        f"the bundled model. *levels*: the level of each pick in order; *median size*, "
-        f"*≤ 2 members*: picks of one pair; *members*: summed size of the ten; *median "
-        f"rank*: summed relationship weight inside. Each side runs in its own process, "
-        f"the two interleaved per question; the time is one search after a warm-up.",
+        "The ten communities the `communities` recipe (what `ask --recipe global` "
+        "map-reduces over) selects for four broad questions, with the old selection "
+        "(`--before`, RRF of the report legs times a size factor) and the new one "
+        "(relevance times size and rank, the coarse levels' highest-ranked communities "
+        "always candidates, nested ones dropped). Reports are extractive, embedded with "
+        "the bundled model. *levels*: the level of each pick in order; *median size*, "
+        "*≤ 2 members*: picks of one pair; *members*: summed size of the ten; *median "
+        "rank*: summed relationship weight inside. Each side runs in its own process, "
+        "the two interleaved per question; the time is one search after a warm-up.",
         "",
         table(
             [
