@@ -37,27 +37,18 @@ OPENIE = (
 
 def _build_and_embed(engine: Engine, name: str) -> None:
     started = time.perf_counter()
-    report = engine.build_communities()
-    print(
-        name,
-        "built",
-        report.build and report.build.communities,
-        f"{time.perf_counter() - started:.0f}s",
-        flush=True,
-    )
+    if engine.store.community_build(engine.project) is None:  # a rerun resumes embedding
+        report = engine.build_communities()
+        built = report.build.communities if report.build else 0
+        print(name, "built", built, f"{time.perf_counter() - started:.0f}s", flush=True)
     embedded = engine.embed_pending(kinds=[Kind.COMMUNITY])
     print(name, "embedded", embedded, f"{time.perf_counter() - started:.0f}s", flush=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--metaqa", type=Path, default=METAQA)
-    args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    copy = args.out / "metaqa.db"
+def _metaqa(out: Path, original: Path) -> None:
+    copy = out / "metaqa.db"
     if not copy.exists():
-        source = sqlite3.connect(f"file:{args.metaqa}?mode=ro", uri=True)
+        source = sqlite3.connect(f"file:{original}?mode=ro", uri=True)
         target = sqlite3.connect(copy)
         with target:
             source.backup(target)
@@ -65,11 +56,28 @@ def main() -> None:
         target.close()
     with Engine(connect(str(copy)), embedder=create_embedder("bundled")) as engine:
         _build_and_embed(engine, "metaqa")
-    with Engine(
-        connect(str(args.out / "musique.db")), embedder=create_embedder("bundled")
-    ) as engine:
-        engine.import_extractions(OPENIE)
+
+
+def _musique(out: Path) -> None:
+    path = out / "musique.db"
+    fresh = not path.exists()
+    with Engine(connect(str(path)), embedder=create_embedder("bundled")) as engine:
+        if fresh:
+            engine.import_extractions(OPENIE)
         _build_and_embed(engine, "musique")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--metaqa", type=Path, default=METAQA)
+    parser.add_argument("--only", choices=["metaqa", "musique"])
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.only != "musique":
+        _metaqa(args.out, args.metaqa)
+    if args.only != "metaqa":
+        _musique(args.out)
 
 
 if __name__ == "__main__":
