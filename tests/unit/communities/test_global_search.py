@@ -260,3 +260,20 @@ def test_the_offline_map_weighs_the_questions_words_then_the_rating() -> None:
     assert narrow[0].text == "Scrooge fears the ghost of Marley"
     assert [p.text for p in broad] == ["Fezziwig hosts a ball", "Scrooge fears the ghost of Marley"]
     assert broad[0].score == pytest.approx(32.0) and broad[0].facts == ("r-0",)
+
+
+def test_the_cli_replays_the_global_answer_from_the_recording(carol: Path) -> None:
+    from click.testing import CliRunner
+
+    from kgsearch.cli import cli
+
+    args = ["--db", str(carol), "--project", "carol", "--json", "ask", QUESTION]
+    result = CliRunner().invoke(
+        cli, [*args, "--recipe", "global", "--replay", str(CASSETTE)], catch_exceptions=False
+    )
+
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.output)
+    assert answer["answer"] == REDUCE_REPLY
+    assert [r["cite"] for r in answer["references"] if r["cited"]] == ["C1", "C2", "C5"]
+    assert answer["metadata"]["global"]["map_calls"] == 1
