@@ -12,6 +12,7 @@ for the legs and two for the hits' reports and communities, whatever the limit.
 from __future__ import annotations
 
 import math
+import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -115,9 +116,7 @@ def community_results(
     fused = rrf(lists)[:candidates]
     found = {f.key: f for f in fused}
     records = {c.id: c for c in store.communities(project, ids=list(found))} if found else {}
-    for level in BROAD_LEVELS:
-        broad = [c for c in store.communities(project, level=level) if c.size > 2]
-        records.update((c.id, c) for c in broad[: max(BROAD_POOL, 2 * limit)])
+    records.update((c.id, c) for c in _broad_pool(store, project, max(BROAD_POOL, 2 * limit)))
     if not records:
         return []
     relevance = _relevance(store, project, vector if use_vector else None, lists, records)
@@ -159,6 +158,33 @@ def community_results(
         for score, i in chosen
         if (report := reports.get(i)) is not None
     ]
+
+
+_POOLS: weakref.WeakKeyDictionary[object, dict[tuple[str, str, int], list[CommunityRecord]]]
+_POOLS = weakref.WeakKeyDictionary()
+
+
+def _broad_pool(store: CommunityStore, project: str, size: int) -> list[CommunityRecord]:
+    """The ``size`` highest-ranked communities of more than two members of each broad
+    level, read once per build (the levels' whole lists take a few hundred milliseconds
+    to read on MetaQA; a rebuild has a new build id)."""
+    build = store.community_build(project)
+    if build is None:
+        return []
+    key = (project, build.id, size)
+    try:
+        cache = _POOLS.setdefault(store, {})
+    except TypeError:  # a store that cannot be weakly referenced: no cache
+        cache = {}
+    found = cache.get(key)
+    if found is None:
+        found = []
+        for level in BROAD_LEVELS:
+            found += [c for c in store.communities(project, level=level) if c.size > 2][:size]
+        if len(cache) >= 16:
+            cache.clear()
+        cache[key] = found
+    return found
 
 
 def _relevance(

@@ -365,3 +365,19 @@ def test_a_broad_question_prefers_a_large_community_to_a_pair_sharing_its_words(
     # many times closer to the question than the large groups' reports
     narrow = engine.search("pasta cooking", recipe="communities", limit=3)
     assert [c.size for c in narrow.communities] == [2, 6, 6]
+
+
+def test_a_rebuild_renews_the_broad_candidates_a_search_read_before(store: Store) -> None:
+    engine = _engine(store)
+    engine.build_communities()
+    engine.embed_pending()
+    before = engine.search("What are the main themes?", recipe="communities", limit=5)
+    names = ["Oak", "Elm", "Ash", "Yew", "Fir", "Pine", "Larch", "Birch"]
+    engine.add_objects([ObjectIn(type="Thing", key=n) for n in names])
+    engine.add_relationships([_rel(a, b) for i, a in enumerate(names) for b in names[i + 1 :]])
+    engine.build_communities()
+    engine.embed_pending()
+    after = engine.search("What are the main themes?", recipe="communities", limit=5)
+
+    assert [c.size for c in before.communities] == [6, 6]
+    assert sorted(c.size for c in after.communities) == [6, 6, 8]
