@@ -301,7 +301,7 @@ def extractive_points(
         Up to :data:`POINTS_PER_REPORT` points with a score above 0, best first.
     """
     wanted = _terms(question) - _BROAD
-    candidates = [(report.summary, ())] if report.summary else []
+    candidates: list[tuple[str, tuple[str, ...]]] = [(report.summary, ())] if report.summary else []
     candidates += [(_finding_text(f), f.relationships) for f in report.findings]
     rating = min(max(report.rating, 0.0), 10.0) / 10 if report.rating else 0.5
     points = []
