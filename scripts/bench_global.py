@@ -159,6 +159,24 @@ def main() -> None:
                 for p in picks
             )
             body.append(f"- {side}: {listed}")
+    body += [
+        "",
+        "### A replayed global answer over A Christmas Carol's reports",
+        "",
+        "`pytest tests/unit/communities/test_global_search.py -k replayed` (the recording "
+        "`tests/unit/communities/carol_global.jsonl`, made by "
+        "`scripts/record_global_carol.py` from nano-graphrag's real gpt-3.5-turbo map and "
+        "reduce replies): the question “What are the top themes in this story?” selects 10 "
+        "of the book's 32 communities (real gpt-3.5-turbo reports, embedded with the bundled "
+        "model); one map call returns the five real key points (importance 90, 85, 80, 75, "
+        "70), the reduce reply is the real answer. The model cited nothing, so the "
+        "citations come from the points its sentences restate: C1 “Scrooge and Various "
+        "Characters in A Christmas Carol” (level 0, 58 members), C2 “Christmas and "
+        "Scrooge's Transformation” (level 0, 13) and C5 “Bob Cratchit and Tiny Tim in 'A "
+        "Christmas Carol'” (level 1, 5); the test checks each resolves to its community and "
+        "shares at least ten words with the answer, and that the report on names leaked from "
+        "the extraction prompt (“Washington and Project Gutenberg Community”) is not cited.",
+    ]
     text = "\n".join(body)
     print(text)
     if args.write:
