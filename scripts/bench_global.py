@@ -35,6 +35,11 @@ QUESTIONS = [
 ]
 LIMIT = 10
 STORES = {"MetaQA (full)": "metaqa.db", "MuSiQue train-100 (GPT-3.5 OpenIE)": "musique.db"}
+NARROW = {
+    "MetaQA (full)": "Which films did Hayao Miyazaki make?",
+    "MuSiQue train-100 (GPT-3.5 OpenIE)": "Which countries hosted the Winter Olympics?",
+}
+"""A narrow question per graph: relevance must still reach the community it names."""
 
 _CHILD = r"""
 import json, sys, time
@@ -61,11 +66,11 @@ print(json.dumps({"runs": out, "embedded": embedded, "reports": reports}))
 """
 
 
-def _side(src: str, path: Path) -> dict[str, Any]:
+def _side(src: str, path: Path, questions: list[str]) -> dict[str, Any]:
     """Every question on one store with one side's code, in a process of its own."""
     env = {**os.environ, "PYTHONPATH": str(Path(src).resolve())}
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(path), str(LIMIT), json.dumps(QUESTIONS)],
+        [sys.executable, "-c", _CHILD, str(path), str(LIMIT), json.dumps(questions)],
         env=env,
         capture_output=True,
         text=True,
@@ -94,10 +99,11 @@ def main() -> None:
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     load = os.getloadavg()[0]
-    rows, examples, coverage = [], [], []
+    rows, examples, coverage, narrow = [], [], [], []
     for n, (graph, name) in enumerate(STORES.items()):
         order = ("before", "after") if n % 2 == 0 else ("after", "before")
-        sides = {side: _side(getattr(args, side), args.stores / name) for side in order}
+        questions = [*QUESTIONS, NARROW[graph]]
+        sides = {side: _side(getattr(args, side), args.stores / name, questions) for side in order}
         coverage.append((graph, sides["after"]["embedded"], sides["after"]["reports"]))
         for i, question in enumerate(QUESTIONS):
             for side in ("before", "after"):
@@ -117,6 +123,7 @@ def main() -> None:
                     )
                 )
         examples.append((graph, {side: sides[side]["runs"][0] for side in sides}))
+        narrow.append((graph, {side: sides[side]["runs"][-1] for side in sides}))
         print(graph, "done", time.strftime("%H:%M:%S"), file=sys.stderr)
     load_after = os.getloadavg()[0]
     body = [
@@ -159,6 +166,14 @@ def main() -> None:
                 for p in picks
             )
             body.append(f"- {side}: {listed}")
+    for graph, sides in narrow:
+        body += ["", f"### {graph}, a narrow question: “{NARROW[graph]}”", ""]
+        for side in ("before", "after"):
+            picks = sides[side]["picked"][:3]
+            listed = "; ".join(
+                f"{p['title']} (level {p['level']}, {p['size']} members)" for p in picks
+            )
+            body.append(f"- {side}: {listed}")
     body += [
         "",
         "### A replayed global answer over A Christmas Carol's reports",
@@ -172,7 +187,7 @@ def main() -> None:
         "70), the reduce reply is the real answer. The model cited nothing, so the "
         "citations come from the points its sentences restate: C1 “Scrooge and Various "
         "Characters in A Christmas Carol” (level 0, 58 members), C2 “Christmas and "
-        "Scrooge's Transformation” (level 0, 13) and C5 “Bob Cratchit and Tiny Tim in 'A "
+        "Scrooge's Transformation” (level 0, 13) and C6 “Bob Cratchit and Tiny Tim in 'A "
         "Christmas Carol'” (level 1, 5); the test checks each resolves to its community and "
         "shares at least ten words with the answer, and that the report on names leaked from "
         "the extraction prompt (“Washington and Project Gutenberg Community”) is not cited.",

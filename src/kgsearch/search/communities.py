@@ -90,8 +90,10 @@ def community_results(
     members does, but which hold most of the graph. Each is scored by its relevance
     (the report's cosine similarity to the query, or its BM25 score without a vector)
     times its mass (size and rank against the largest candidate) to the power
-    :data:`MASS_WEIGHT`; a community nested in (or holding) a better one is dropped,
-    so the reports cover different parts of the graph.
+    :data:`MASS_WEIGHT`; a community nested in (or holding) a better-scored pick is
+    dropped unless its report is closer to the query than the pick's, so the reports
+    cover different parts of the graph while a narrow question still reaches the small
+    community that answers it.
 
     Args:
         store: The store.
@@ -138,7 +140,12 @@ def community_results(
         if len(chosen) == limit:
             break
         members = set(records[i].members)
-        if any(_nested(members, records[j].members) for _, j in chosen):
+        rel = relevance.get(i, RELEVANCE_FLOOR)
+        # one within a pick says the same less broadly, unless it is closer to the question
+        if any(
+            _nested(members, records[j].members) and rel <= relevance.get(j, RELEVANCE_FLOOR)
+            for _, j in chosen
+        ):
             continue
         chosen.append((score, i))
     reports = {r.id: r for r in store.community_reports(project, [i for _, i in chosen])}
