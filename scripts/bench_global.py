@@ -155,7 +155,16 @@ def main() -> None:
         f"1-minute load average {load:.1f} at the start and {load_after:.1f} at the end "
         "(2 cores shared with other jobs). Reports embedded: "
         + "; ".join(f"{g} {e:,} of {r:,}" for g, e, r in coverage)
-        + ".",
+        + ". Embedding every report did not fit the session on the shared machine (about "
+        "100 reports a minute at load 15–20): the stores were prepared with "
+        "`python scripts/global_bench_prep.py /tmp/global-bench --defer`, which embeds "
+        "every report of levels 0 and the 300 highest-ranked of level 1 (and keeps the "
+        "deeper ones a first, interrupted run had embedded: levels 3–4 on MetaQA, 2–5 on "
+        "MuSiQue, deepest first); the others are invisible to the vector leg on both sides "
+        "(BM25 reads them all). The old selection already weighed a report's RRF score by "
+        "its community's size (0.5 for a pair to 1 for the largest candidate), so on these "
+        "stores neither side picks a pair; what changes is how much of the graph the ten "
+        "picks hold.",
     ]
     for graph, sides in examples:
         body += ["", f"### {graph}: “{QUESTIONS[0]}”", ""]

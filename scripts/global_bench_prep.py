@@ -9,7 +9,7 @@ HippoRAG; text CC BY 4.0) is imported into a fresh store, built and its reports
 embedded with the bundled model (objects and relationships are left unembedded: the
 communities scope reads reports only).
 
-    python scripts/global_bench_prep.py OUT_DIR [--metaqa PATH]
+    python scripts/global_bench_prep.py OUT_DIR [--metaqa PATH] [--only metaqa|musique] [--defer]
 """
 
 from __future__ import annotations
@@ -35,6 +35,21 @@ OPENIE = (
 )
 
 
+DEFER = (
+    "UPDATE community_reports SET status = 'dead', last_error = 'deferred by the global "
+    "benchmark' WHERE status = 'pending' AND (level >= 2 OR (level = 1 AND id NOT IN "
+    "(SELECT id FROM communities WHERE level = 1 ORDER BY rank DESC LIMIT 300)))"
+)
+"""What ``--defer`` leaves unembedded (embedding every report of MetaQA took longer than
+the session had on the shared machine): levels 2 and deeper, and level 1 past its 300
+highest-ranked communities. Reports already embedded stay."""
+
+
+def _defer(path: Path) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute(DEFER)
+
+
 def _build_and_embed(engine: Engine, name: str) -> None:
     started = time.perf_counter()
     if engine.store.community_build(engine.project) is None:  # a rerun resumes embedding
@@ -45,7 +60,7 @@ def _build_and_embed(engine: Engine, name: str) -> None:
     print(name, "embedded", embedded, f"{time.perf_counter() - started:.0f}s", flush=True)
 
 
-def _metaqa(out: Path, original: Path) -> None:
+def _metaqa(out: Path, original: Path, defer: bool) -> None:
     copy = out / "metaqa.db"
     if not copy.exists():
         source = sqlite3.connect(f"file:{original}?mode=ro", uri=True)
@@ -55,15 +70,25 @@ def _metaqa(out: Path, original: Path) -> None:
         source.close()
         target.close()
     with Engine(connect(str(copy)), embedder=create_embedder("bundled")) as engine:
+        if engine.store.community_build(engine.project) is None:
+            engine.build_communities()
+    if defer:
+        _defer(copy)
+    with Engine(connect(str(copy)), embedder=create_embedder("bundled")) as engine:
         _build_and_embed(engine, "metaqa")
 
 
-def _musique(out: Path) -> None:
+def _musique(out: Path, defer: bool) -> None:
     path = out / "musique.db"
     fresh = not path.exists()
     with Engine(connect(str(path)), embedder=create_embedder("bundled")) as engine:
         if fresh:
             engine.import_extractions(OPENIE)
+        if engine.store.community_build(engine.project) is None:
+            engine.build_communities()
+    if defer:
+        _defer(path)
+    with Engine(connect(str(path)), embedder=create_embedder("bundled")) as engine:
         _build_and_embed(engine, "musique")
 
 
@@ -72,12 +97,13 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--metaqa", type=Path, default=METAQA)
     parser.add_argument("--only", choices=["metaqa", "musique"])
+    parser.add_argument("--defer", action="store_true", help="embed levels 0 and 1 only")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.only != "musique":
-        _metaqa(args.out, args.metaqa)
+        _metaqa(args.out, args.metaqa, args.defer)
     if args.only != "metaqa":
-        _musique(args.out)
+        _musique(args.out, args.defer)
 
 
 if __name__ == "__main__":
