@@ -73,6 +73,10 @@ def ask(
     prints the cited context and quotes the passages' sentences that best match the
     question, each cited (on a graph without documents, its top facts).
 
+    With --recipe global (after `kgsearch communities build`) a broad question is
+    answered by map-reduce over the community reports it selects, citing communities
+    [C1] and their facts; offline, the reports' most important points.
+
     \b
     Example:
       kgsearch ask "who directed Jesse James" --no-llm

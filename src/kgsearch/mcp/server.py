@@ -347,7 +347,9 @@ def create_server(
     ) -> CallToolResult:
         """Answer a question from the graph with the server's chat model, citing the
         entities [E1], relationships [R1] and source passages [S1] it rests on;
-        ``references`` resolves each citation to a row id. ``no_llm`` answers offline."""
+        ``references`` resolves each citation to a row id. ``no_llm`` answers offline.
+        Broad questions ("what are the main themes?"): ``recipe="global"`` map-reduces
+        the community reports, citing communities [C1] and their facts [R1]."""
         options: dict[str, Any] = {"keywords": keywords}
         options |= {"recipe": recipe} if recipe else {}
         options |= {"limit": limit} if limit is not None else {}

@@ -55,8 +55,8 @@ class Reference(BaseModel):
     """What a citation stands for.
 
     Attributes:
-        cite: The label, ``E1``, ``R2`` or ``S3``.
-        kind: ``object``, ``relationship`` or ``chunk``.
+        cite: The label, ``E1``, ``R2``, ``S3`` or (global search) ``C1``.
+        kind: ``object``, ``relationship``, ``chunk`` or ``community``.
         id: The row's id (``kgsearch objects get ID`` and friends).
         text: The row as a person reads it: name and type, triplet, or passage.
         cited: Whether the answer cites it.
@@ -65,7 +65,7 @@ class Reference(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     cite: str
-    kind: Literal["object", "relationship", "chunk"]
+    kind: Literal["object", "relationship", "chunk", "community"]
     id: str
     text: str
     cited: bool = False

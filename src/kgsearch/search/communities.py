@@ -12,6 +12,7 @@ for the legs and two for the hits' reports and communities, whatever the limit.
 from __future__ import annotations
 
 import math
+import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -23,6 +24,7 @@ from kgsearch.community_values import (
     CommunityDetail,
     CommunityMembership,
     CommunityPage,
+    CommunityRecord,
     CommunityReport,
     CommunityStatus,
 )
@@ -56,6 +58,20 @@ class CommunityReads(CommunityStore, GraphReads, Protocol):
 Vector = npt.NDArray[np.float32]
 
 
+BROAD_LEVELS = (0, 1)
+"""Levels whose highest-ranked communities always compete for a broad question."""
+
+BROAD_POOL = 20
+"""Communities of each broad level that compete (at least twice the limit)."""
+
+MASS_WEIGHT = 0.5
+"""Exponent of a community's mass (:func:`_mass`) in its score: 0 ranks by relevance
+alone, 1 weighs a pair of members as little as its share of the graph."""
+
+RELEVANCE_FLOOR = 0.01
+"""The relevance of a community no leg found (and of every one when no leg scores)."""
+
+
 def community_results(
     store: CommunityIndex,
     project: str,
@@ -66,8 +82,18 @@ def community_results(
     limit: int,
     trace: Trace | None = None,
 ) -> list[CommunityResult]:
-    """The best community reports for a query: vector and BM25 legs, RRF-fused, then
-    weighed by the community's size (:func:`_breadth`) and cut to ``limit``.
+    """The community reports that best answer a query, broad or narrow.
+
+    Candidates are the reports the vector and BM25 legs find (any level) and the
+    highest-ranked communities of the coarse levels (:data:`BROAD_LEVELS`), which a
+    broad question ("What are the main themes?") matches no better than a pair of
+    members does, but which hold most of the graph. Each is scored by its relevance
+    (the report's cosine similarity to the query, or its BM25 score without a vector)
+    times its mass (size and rank against the largest candidate) to the power
+    :data:`MASS_WEIGHT`; a community nested in (or holding) a better-scored pick is
+    dropped unless its report is closer to the query than the pick's, so the reports
+    cover different parts of the graph while a narrow question still reaches the small
+    community that answers it.
 
     Args:
         store: The store.
@@ -79,8 +105,9 @@ def community_results(
         trace: Hears the statements of the legs.
     """
     candidates = scope.candidates or max(30, 3 * limit)
+    use_vector = "vector" in scope.methods and vector is not None
     lists: dict[str, list[tuple[str, float]]] = {}
-    if "vector" in scope.methods and vector is not None:
+    if use_vector and vector is not None:
         lists["community:vector"] = store.vector_search(
             project, Kind.COMMUNITY, vector, limit=candidates, trace=trace
         )
@@ -89,38 +116,119 @@ def community_results(
             project, Kind.COMMUNITY, query, limit=candidates, trace=trace
         )
     fused = rrf(lists)[:candidates]
-    if not fused:
+    found = {f.key: f for f in fused}
+    records = {c.id: c for c in store.communities(project, ids=list(found))} if found else {}
+    records.update((c.id, c) for c in _broad_pool(store, project, max(BROAD_POOL, 2 * limit)))
+    if not records:
         return []
-    ids = [f.key for f in fused]
-    reports = {r.id: r for r in store.community_reports(project, ids)}
-    sizes = {c.id: c.size for c in store.communities(project, ids=ids)}
-    hits = [
+    relevance = _relevance(store, project, vector if use_vector else None, lists, records)
+    largest = max(c.size for c in records.values())
+    heaviest = max(c.rank for c in records.values())
+    scored = sorted(
+        (
+            (
+                relevance.get(i, RELEVANCE_FLOOR)
+                * _mass(c.size, c.rank, largest, heaviest) ** MASS_WEIGHT,
+                i,
+            )
+            for i, c in records.items()
+        ),
+        key=lambda x: (-x[0], x[1]),
+    )
+    chosen: list[tuple[float, str]] = []
+    for score, i in scored:
+        if len(chosen) == limit:
+            break
+        members = set(records[i].members)
+        rel = relevance.get(i, RELEVANCE_FLOOR)
+        # one within a pick says the same less broadly, unless it is closer to the question
+        if any(
+            _nested(members, records[j].members) and rel <= relevance.get(j, RELEVANCE_FLOOR)
+            for _, j in chosen
+        ):
+            continue
+        chosen.append((score, i))
+    reports = {r.id: r for r in store.community_reports(project, [i for _, i in chosen])}
+    return [
         CommunityResult(
-            id=f.key,
-            score=f.score * _breadth(sizes.get(f.key, 0), max(sizes.values(), default=0)),
-            found_by=list(f.found_by),
+            id=i,
+            score=score,
+            found_by=list(found[i].found_by) if i in found else [],
             level=report.level,
             title=report.title,
             summary=report.summary,
             rating=report.rating,
-            size=sizes.get(f.key, 0),
+            size=records[i].size,
+            rank=records[i].rank,
             findings=[x.summary for x in report.findings],
         )
-        for f in fused
-        if (report := reports.get(f.key)) is not None
+        for score, i in chosen
+        if (report := reports.get(i)) is not None
     ]
-    hits.sort(key=lambda h: (-h.score, h.id))
-    return hits[:limit]
 
 
-def _breadth(size: int, largest: int) -> float:
-    """How much a report's size weighs in its rank: a broad question is better served
-    by a community of many members than by a pair that happens to share its words
-    (GraphRAG's global search ranks reports by community size too). From 0.5 for a
-    community of one or two to 1 for the largest among the candidates, on a log scale."""
-    if largest <= 2 or size <= 2:
-        return 0.5 if largest > 2 else 1.0
-    return 0.5 + 0.5 * math.log(size - 1) / math.log(largest - 1)
+_POOLS: weakref.WeakKeyDictionary[object, dict[tuple[str, str, int], list[CommunityRecord]]]
+_POOLS = weakref.WeakKeyDictionary()
+
+
+def _broad_pool(store: CommunityStore, project: str, size: int) -> list[CommunityRecord]:
+    """The ``size`` highest-ranked communities of more than two members of each broad
+    level, read once per build (the levels' whole lists take a few hundred milliseconds
+    to read on MetaQA; a rebuild has a new build id)."""
+    build = store.community_build(project)
+    if build is None:
+        return []
+    key = (project, build.id, size)
+    try:
+        cache = _POOLS.setdefault(store, {})
+    except TypeError:  # a store that cannot be weakly referenced: no cache
+        cache = {}
+    found = cache.get(key)
+    if found is None:
+        found = []
+        for level in BROAD_LEVELS:
+            found += [c for c in store.communities(project, level=level) if c.size > 2][:size]
+        if len(cache) >= 16:
+            cache.clear()
+        cache[key] = found
+    return found
+
+
+def _relevance(
+    store: CommunityIndex,
+    project: str,
+    vector: Vector | None,
+    lists: dict[str, list[tuple[str, float]]],
+    records: dict[str, CommunityRecord],
+) -> dict[str, float]:
+    """Each candidate's relevance: its report's cosine similarity to the query (one
+    vector read over the candidates), else its BM25 score over the best one's; at
+    least :data:`RELEVANCE_FLOOR`."""
+    if vector is not None:
+        scores = store.vector_search(
+            project, Kind.COMMUNITY, vector, limit=len(records), ids=list(records)
+        )
+    else:
+        found = lists.get("community:bm25", [])
+        best = max((s for _, s in found), default=0.0)
+        scores = [(i, s / best) for i, s in found] if best > 0 else []
+    return {i: max(s, RELEVANCE_FLOOR) for i, s in scores}
+
+
+def _mass(size: int, rank: float, largest: int, heaviest: float) -> float:
+    """How much of the graph a community holds, from 0 to 1: the geometric mean of its
+    size and its rank (summed weight of its relationships) against the largest
+    candidate's, each on a log scale. A broad question is better served by a community
+    of many members than by a pair that happens to share its words (GraphRAG's global
+    search ranks reports by community rank too)."""
+    size_share = math.log1p(size) / math.log1p(largest) if largest > 0 else 1.0
+    rank_share = math.log1p(max(rank, 0.0)) / math.log1p(heaviest) if heaviest > 0 else 1.0
+    return math.sqrt(size_share * rank_share)
+
+
+def _nested(members: set[str], other: Sequence[str]) -> bool:
+    """Whether two communities overlap: levels nest, so they are one within the other."""
+    return any(m in members for m in other)
 
 
 def with_communities(

@@ -332,6 +332,7 @@ class CommunityResult(_Result):
     summary: str
     rating: float
     size: int
+    rank: float = 0.0
     findings: list[str] = Field(default_factory=list)
 
 

@@ -35,6 +35,7 @@ from kgsearch.search import answer as answering
 from kgsearch.search.answer import Answer
 from kgsearch.search.communities import format_reports
 from kgsearch.search.context import Passage, format_context, format_sections, pack_evidence
+from kgsearch.search.global_search import GLOBAL_RECIPES, answer_from_reports
 from kgsearch.search.keywords import extract_keywords
 from kgsearch.search.pipeline import SearchContext, SearchStore, run_search
 from kgsearch.search.query_cache import QueryCache
@@ -531,13 +532,21 @@ def ask(
         raise InvalidRequest("the question is empty: ask something, e.g. who directed Jesse James")
     if not 1 <= max_tokens <= 100_000:
         raise InvalidRequest("max_tokens must be between 1 and 100000")
+    count = setup.embedder().count_tokens
+    wanted = search_request(question, options)
+    if wanted.recipe in GLOBAL_RECIPES:  # map-reduce over the reports it selects
+        broad = search(setup, wanted, {})
+        if broad.communities:
+            return answer_from_reports(
+                setup.store, setup.project, question, broad, llm=llm,
+                count_tokens=count, max_tokens=max_tokens, on_text=on_text,
+            )  # fmt: skip
     req, documents = _documents_request(setup, question, options)
     response = search(setup, req, {})
     if documents is not None:
         response = response.model_copy(
             update={"results": _evidence_results(response.results, documents)}
         )
-    count = setup.embedder().count_tokens
     if documents is None:
         text, citations = format_sections(
             response.results, max_tokens=max_tokens, count_tokens=count

@@ -339,12 +339,12 @@ def test_after_an_ingest_and_a_document_delete_only_the_touched_community_is_rep
 def test_a_broad_question_prefers_a_large_community_to_a_pair_sharing_its_words(
     store: Store,
 ) -> None:
-    # unit: the weight of a report's community size in its rank
-    from kgsearch.search.communities import _breadth
+    # unit: the weight of a community's size and rank in its score
+    from kgsearch.search.communities import _mass
 
-    assert _breadth(2, 40) == 0.5 and _breadth(40, 40) == 1.0
-    assert 0.5 < _breadth(6, 40) < _breadth(20, 40) < 1.0
-    assert _breadth(2, 2) == 1.0  # nothing larger to prefer
+    assert _mass(40, 80.0, 40, 80.0) == 1.0
+    assert 0 < _mass(2, 1.0, 40, 80.0) < _mass(6, 8.0, 40, 80.0) < _mass(20, 30.0, 40, 80.0) < 1
+    assert _mass(2, 1.0, 2, 1.0) == 1.0  # nothing larger to prefer
     # end to end: a pair whose report repeats the question's words against the large
     # group's report, which names them once
     engine = _engine(store)
@@ -356,9 +356,28 @@ def test_a_broad_question_prefers_a_large_community_to_a_pair_sharing_its_words(
     engine.add_relationships([_rel("Pasta pot", "Pasta spoon")])
     engine.build_communities()
     engine.embed_pending()
-    found = engine.search("pasta cooking", recipe="communities", limit=3)
-    sizes = [c.size for c in found.communities]
-    assert sizes and sizes[0] == len(_GROUPS["cook"]), sizes
-    assert [c.score for c in found.communities] == sorted(
-        (c.score for c in found.communities), reverse=True
+    broad = engine.search("What are the main themes?", recipe="communities", limit=3)
+    assert [c.size for c in broad.communities] == [6, 6, 2]
+    assert [c.score for c in broad.communities] == sorted(
+        (c.score for c in broad.communities), reverse=True
     )
+    # a narrow question still reaches the pair that is all about it: its report is
+    # many times closer to the question than the large groups' reports
+    narrow = engine.search("pasta cooking", recipe="communities", limit=3)
+    assert [c.size for c in narrow.communities] == [2, 6, 6]
+
+
+def test_a_rebuild_renews_the_broad_candidates_a_search_read_before(store: Store) -> None:
+    engine = _engine(store)
+    engine.build_communities()
+    engine.embed_pending()
+    before = engine.search("What are the main themes?", recipe="communities", limit=5)
+    names = ["Oak", "Elm", "Ash", "Yew", "Fir", "Pine", "Larch", "Birch"]
+    engine.add_objects([ObjectIn(type="Thing", key=n) for n in names])
+    engine.add_relationships([_rel(a, b) for i, a in enumerate(names) for b in names[i + 1 :]])
+    engine.build_communities()
+    engine.embed_pending()
+    after = engine.search("What are the main themes?", recipe="communities", limit=5)
+
+    assert [c.size for c in before.communities] == [6, 6]
+    assert sorted(c.size for c in after.communities) == [6, 6, 8]

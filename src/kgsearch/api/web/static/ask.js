@@ -1,5 +1,6 @@
 // Ask page: a question answered from the graph (POST /api/ask, streamed as server-sent
-// events), each citation [E1] [R2] [S3] a link to its object, relationship or passage,
+// events), each citation [E1] [R2] [S3] a link to its object, relationship or passage
+// (with the global recipe, [C1] a link to its community: map-reduce over the reports),
 // the context on demand; offline (--no-llm) when the key may not call the model or the
 // server has none. Also the small Relationship and Passage pages citations lead to.
 "use strict";
@@ -7,15 +8,16 @@
 (function () {
   const { api, ApiError, el, append, clear, fmt, objectLink, errorBox, can, pages, authHeaders } = window.KG;
 
-  const RECIPES = ["", "hybrid_rrf", "multi_hop", "local", "global", "mix", "naive", "chunks"];
+  const RECIPES = ["", "hybrid_rrf", "multi_hop", "local", "global", "communities", "mix", "naive", "chunks"];
   // the status of an error that arrives inside the event stream (its response was a 200)
   const STATUS = { invalid_request: 400, forbidden: 403, not_found: 404, budget_exceeded: 429,
     provider_error: 502, missing_credentials: 502, store_error: 503 };
-  const CITE = /\[((?:[ERS]\d+)(?:\s*[,;]\s*[ERS]\d+)*)\]/g;
+  const CITE = /\[((?:[CERS]\d+)(?:\s*[,;]\s*[CERS]\d+)*)\]/g;
 
   function refHref(ref) {
     if (ref.kind === "object") return "#/object/" + encodeURIComponent(ref.id);
     if (ref.kind === "relationship") return "#/relationship/" + encodeURIComponent(ref.id);
+    if (ref.kind === "community") return "#/community/" + encodeURIComponent(ref.id);
     return "#/passage/" + encodeURIComponent(ref.id);
   }
 
@@ -52,9 +54,18 @@
         r.cited ? null : el("span", { class: "muted" }, " (in the context, not cited)"))));
   }
 
+  // How a global answer was made: the reports it read, the map calls, what was dropped.
+  function globalHow(g, offline) {
+    const reports = fmt(g.communities) + " community report" + (g.communities === 1 ? "" : "s");
+    if (g.map !== "llm") return "Global search over " + reports + ": their most important points" + (offline ? ", no model asked." : ", then reduced by the model.");
+    const dropped = g.map_failed ? " (" + fmt(g.map_failed) + " dropped)" : "";
+    return "Global search over " + reports + ": " + fmt(g.map_calls) + " map call" + (g.map_calls === 1 ? "" : "s") + dropped + ", " + fmt(g.points) + " key points, one reduce.";
+  }
+
   function rendered(answer) {
     const meta = answer.metadata || {};
-    const how = answer.offline
+    const how = meta.global ? globalHow(meta.global, answer.offline) + (answer.offline ? "" : " Answered by " + (answer.model || "the chat model") + (answer.cached ? " (from the cache)" : "") + ".")
+      : answer.offline
       ? "Answered offline (no model): the passages' best sentences and the top facts, each cited."
       : "Answered by " + (answer.model || "the chat model") + (answer.cached ? " (from the cache)" : "") +
         (answer.usage && answer.usage.prompt_tokens ? " · " + fmt(answer.usage.prompt_tokens) + " + " + fmt(answer.usage.completion_tokens || 0) + " tokens" : "");
@@ -193,7 +204,7 @@
         run(form, out);
       });
       root.append(form, out);
-      out.appendChild(el("p", { class: "muted" }, "The answer cites what it rests on: [E1] objects, [R1] relationships, [S1] passages. Click a citation to open it."));
+      out.appendChild(el("p", { class: "muted" }, "The answer cites what it rests on: [E1] objects, [R1] relationships, [S1] passages; with the global recipe, [C1] communities (their reports are map-reduced). Click a citation to open it."));
       form.querySelector("#question").focus();
       if (params.get("q")) run(form, out);
     },
