@@ -350,9 +350,8 @@ def create_server(
         ``references`` resolves each citation to a row id. ``no_llm`` answers offline.
         Broad questions ("what are the main themes?"): ``recipe="global"`` map-reduces
         the community reports, citing communities [C1] and their facts [R1]."""
-        options: dict[str, Any] = {"keywords": keywords}
-        options |= {"recipe": recipe} if recipe else {}
-        options |= {"limit": limit} if limit is not None else {}
+        given = {"keywords": keywords, "recipe": recipe, "limit": limit}
+        options: dict[str, Any] = {k: v for k, v in given.items() if v}  # None: the default
         return await call(
             "read",
             lambda: engine.ask(
