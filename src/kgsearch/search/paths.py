@@ -73,12 +73,15 @@ class PathHits:
         relationships: The last edge of the best path to each end object, same scores.
         seeds: The linked object ids.
         paths: The best relation-type sequences with their scores, for debug output.
+        signatures: The same sequences as (relationship type, forward) steps, each with
+            the objects its walk reached (for diagnostics: which path held an answer).
     """
 
     objects: list[tuple[str, float]] = field(default_factory=list)
     relationships: list[tuple[str, float]] = field(default_factory=list)
     seeds: list[str] = field(default_factory=list)
     paths: list[tuple[str, float]] = field(default_factory=list)
+    signatures: list[tuple[Signature, list[str]]] = field(default_factory=list)
 
 
 def humanise(relationship_type: str) -> str:
@@ -285,6 +288,7 @@ def _rank(
                 edge[node] = (score, via[sig][node])
         label = " → ".join(f"{t}{'' if fwd else ' (reverse)'}" for t, fwd in sig)
         hits.paths.append((label, round(scored[sig], 4)))
+        hits.signatures.append((sig, list(ends)))
     ranked = sorted(totals.items(), key=lambda x: (-x[1], x[0]))[:_MAX_RESULTS]
     hits.objects = ranked
     relationships: dict[str, float] = {}
