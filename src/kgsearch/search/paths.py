@@ -31,6 +31,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kgsearch.search.parts import GraphSearch
+from kgsearch.search.path_scores import (
+    PathScorer,
+    Signature,
+    Step,
+    answer_phrase,
+    content_words,
+    humanise,
+)
 from kgsearch.search.plan import Vector
 from kgsearch.store.base import GraphReads, SearchIndex, Trace
 from kgsearch.text.stopwords import STOPWORDS
@@ -50,16 +58,17 @@ _MAX_SPAN_WORDS = 10
 _HUB_EDGES = 64
 _FRONTIER = 200
 _BEAM = 4
+_MAX_BEAM = 8
+_BEAM_MARGIN = 0.1
+_TYPE_SAMPLE = 3
 _BEST_PATHS = 6
-_TEMPERATURE = 0.03
+_TEMPERATURE = 0.1
+_MIN_WEIGHT = 0.01
 _MAX_RESULTS = 200
 _CACHE_SIZE = 50_000
 # pronouns never name the entity a question starts from
 _NOT_NAMES = STOPWORDS | {"he", "her", "his", "i", "me", "she", "their", "them", "they", "you"}
 _EDGE = r"^[\s\"'?.,!;:()]+|[\s\"?.,!;:()]+$"
-
-Step = tuple[str, bool]  # relationship type, walked from source to target
-Signature = tuple[Step, ...]
 
 _VECTORS: dict[tuple[Callable[[str], Vector], str], Vector] = {}
 
@@ -82,13 +91,6 @@ class PathHits:
     seeds: list[str] = field(default_factory=list)
     paths: list[tuple[str, float]] = field(default_factory=list)
     signatures: list[tuple[Signature, list[str]]] = field(default_factory=list)
-
-
-def humanise(relationship_type: str) -> str:
-    """A relationship type as words: ``directed_by`` → ``directed by``, ``WORKS_FOR`` →
-    ``works for``, ``hasGenre`` → ``has genre``."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", relationship_type)
-    return " ".join(re.split(r"[\s_\-:./]+", spaced)).strip().lower()
 
 
 def link_entities(
@@ -209,29 +211,83 @@ def walk_paths(
     Returns:
         The end objects and relationships, best first (empty when nothing was linked).
     """
-    seeds, rest = link_entities(store, project, question, trace)
+    links = link_spans(store, project, question, trace)
+    seeds: dict[str, float] = {}
+    for link in links.spans:
+        for id in link.ids:
+            seeds[id] = max(seeds.get(id, 0.0), link.weight)
     hits = PathHits(seeds=list(seeds))
     if not seeds:
         return hits
-    query = _unit(embed(rest or question))
+    # a shorter linked span may be a relation word that is also a name (the tag
+    # "writers" in "who are the writers of the movies acted by John Mills"): only the
+    # longest names leave the text the relations are matched against
+    main = [span for span in links.spans if span.weight >= 1.0]
+    rest = links.rest(main) or question
+    taken = {w for span in main for w in span.words}
+    phrase = answer_phrase([w for k, w in enumerate(links.words) if k not in taken])
+    words = content_words(rest)
+    answer_words = content_words(phrase)
+    if embed_many is not None:  # the rest, the answer phrase and the words in one call
+        _prefill(embed, embed_many, [rest, phrase, *words] if phrase else [rest, *words])
+    scorer = PathScorer(
+        _text_vector(embed, rest),
+        words,
+        _text_vector(embed, phrase) if phrase else None,
+        answer_words,
+        lambda text: _text_vector(embed, text),
+    )
     current: dict[Signature, dict[str, float]] = {(): dict(seeds)}
-    scored: dict[Signature, float] = {}
     masses: dict[Signature, dict[str, float]] = {}
     via: dict[Signature, dict[str, str]] = {}
+    kinds: dict[Signature, str] = {}
     for _ in range(depth):
         nxt, nxt_via = _step(store, project, current, trace)
         if not nxt:
             break
-        texts = {sig: " ".join(humanise(t) for t, _ in sig) for sig in nxt}
+        met = {t for sig in nxt for t, _ in sig} - set(scorer.relation_matches())
+        new_kinds = _end_types(store, project, nxt, trace) if scorer.answer is not None else {}
+        texts = [humanise(t) for t in met] + [humanise(k) for k in set(new_kinds.values())]
         if embed_many is not None:
-            _prefill(embed, embed_many, list(texts.values()))
-        for sig, text in texts.items():
-            scored[sig] = float(np.dot(query, _text_vector(embed, text)))
+            _prefill(embed, embed_many, texts)
+        scorer.add_relations(met)
+        scorer.add_object_types(new_kinds.values())
         masses.update(nxt)
         via.update(nxt_via)
-        best = sorted(nxt, key=lambda s: -scored[s])[:_BEAM]
-        current = {s: _top(nxt[s], _FRONTIER) for s in best}
+        kinds.update(new_kinds)
+        prefix = {s: scorer.score(s, None, final=False) for s in nxt}
+        current = {s: _top(nxt[s], _FRONTIER) for s in _beam(prefix)}
+    scored = {s: scorer.score(s, kinds.get(s)) for s in masses}
     return _rank(hits, seeds, scored, masses, via)
+
+
+def _beam(scores: Mapping[Signature, float]) -> list[Signature]:
+    """The sequences walked on: the ``_BEAM`` best, and up to ``_MAX_BEAM`` while they
+    score within ``_BEAM_MARGIN`` of the best (the question does not tell them apart)."""
+    ranked = sorted(scores, key=lambda s: (-scores[s], len(s)))
+    if not ranked:
+        return []
+    top = scores[ranked[0]]
+    wide = [s for s in ranked[:_MAX_BEAM] if scores[s] >= top - _BEAM_MARGIN]
+    return ranked[: max(_BEAM, len(wide))]
+
+
+def _end_types(
+    store: GraphReads,
+    project: str,
+    reached: Mapping[Signature, dict[str, float]],
+    trace: Trace | None,
+) -> dict[Signature, str]:
+    """The object type each sequence ends at: the most common type among its
+    ``_TYPE_SAMPLE`` objects with the most mass (one batched read for all)."""
+    samples = {sig: list(_top(m, _TYPE_SAMPLE)) for sig, m in reached.items()}
+    found = store.endpoints(project, sorted({i for ids in samples.values() for i in ids}))
+    out: dict[Signature, str] = {}
+    for sig, ids in samples.items():
+        types = [found[i].type for i in ids if i in found]
+        if types:
+            out[sig] = max(set(types), key=lambda t: (types.count(t), t))
+    return out
 
 
 def _step(
@@ -279,6 +335,8 @@ def _rank(
     edge: dict[str, tuple[float, str]] = {}
     for sig in best:
         weight = math.exp((scored[sig] - top) / _TEMPERATURE)
+        if weight < _MIN_WEIGHT:  # its ends would still take ranks in fusion
+            break
         ends = {n: m for n, m in masses[sig].items() if n not in seeds}
         peak = max(ends.values(), default=0.0)
         for node, mass in ends.items():
