@@ -20,8 +20,13 @@ answer; or they do, but no answer reaches the top 10.
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
+import os
 import re
 import statistics
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -70,7 +75,7 @@ def gold_path(qtype: str) -> tuple[tuple[str, bool], ...]:
     kinds = qtype.split("_to_")
     return tuple(
         (RELATION[b], True) if a == "movie" else (RELATION[a], False)
-        for a, b in zip(kinds, kinds[1:], strict=False)
+        for a, b in itertools.pairwise(kinds)
     )
 
 
@@ -117,6 +122,48 @@ def run(
     return hits / len(batch), sorted(times)
 
 
+CHILD = """
+import json, sys, time
+from kgsearch import Engine, SearchRequest, connect
+engine = Engine(connect(sys.argv[1]))
+engine.search(SearchRequest(query="warm up", limit=10, recipe="multi_hop"))
+for line in sys.stdin:
+    started = time.perf_counter()
+    engine.search(SearchRequest(query=line.strip(), limit=10, recipe="multi_hop"))
+    print(json.dumps((time.perf_counter() - started) * 1000), flush=True)
+"""
+
+
+def ab(db: str, base_src: str, batch: list[Question]) -> dict[str, list[float]]:
+    """``multi_hop`` latency of this checkout and of the kgsearch sources at
+    ``base_src``, each in a child process, taking turns question by question (the
+    order flips each question) so the machine's noise falls on both alike."""
+    here = str(ROOT / "src")
+    children = {
+        name: subprocess.Popen(
+            [sys.executable, "-c", CHILD, db],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": src},
+        )
+        for name, src in (("base", base_src), ("head", here))
+    }
+    times: dict[str, list[float]] = {"base": [], "head": []}
+    for k, (question, _, _) in enumerate(batch):
+        for name in ("base", "head") if k % 2 == 0 else ("head", "base"):
+            child = children[name]
+            assert child.stdin is not None and child.stdout is not None
+            child.stdin.write(question + "\n")
+            child.stdin.flush()
+            times[name].append(json.loads(child.stdout.readline()))
+    for child in children.values():
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait()
+    return {name: sorted(t) for name, t in times.items()}
+
+
 def row(hops: int, recipe: str | None, score: float, times: list[float]) -> list[str]:
     """One table row: hop count, recipe, hits@10, latency p50 / p95 / max."""
     p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
@@ -139,7 +186,14 @@ def main() -> None:
     parser.add_argument("--hops", default="1,2,3")
     parser.add_argument("--recipes", default="default,multi_hop")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--ab-base",
+        help="kgsearch sources (a src/ directory) to time multi_hop against, interleaved",
+    )
     args = parser.parse_args()
+    if args.ab_base:
+        timing_ab(args)
+        return
     engine = Engine(connect(args.db))
     names = {o.id: o.key for o in engine.store.iter_rows("default", "object")}
     engine.search(SearchRequest(query="warm up", limit=10))
@@ -163,9 +217,8 @@ def main() -> None:
         + table(["questions", "recipe", "hits@10", "p50 ms", "p95 ms", "max ms"], rows)
     )
     if breakdown:
-        body += (
-            "\n\n`multi_hop` misses by category (see the script's docstring):\n\n"
-            + table(["questions", *MISSES], breakdown)
+        body += "\n\n`multi_hop` misses by category (see the script's docstring):\n\n" + table(
+            ["questions", *MISSES], breakdown
         )
     print(body)
     if not args.no_write:
@@ -173,6 +226,21 @@ def main() -> None:
         if args.offset:
             command += f" --offset {args.offset}"
         write_section("quality-multihop", "Quality: MetaQA multi-hop", command, body)
+
+
+def timing_ab(args: argparse.Namespace) -> None:
+    """Print ``multi_hop`` p50 / p95 of the base and this checkout, with the load."""
+    rows = []
+    for hops in (int(h) for h in args.hops.split(",")):
+        load = os.getloadavg()[0]
+        times = ab(args.db, args.ab_base, questions(hops, args.questions, args.offset))
+        for name, t in times.items():
+            p95 = t[min(len(t) - 1, int(0.95 * len(t)))]
+            rows.append(
+                [f"{hops}-hop", name, f"{statistics.median(t):.0f}", f"{p95:.0f}", f"{load:.1f}"]
+            )
+            print(" | ".join(rows[-1]), flush=True)
+    print(table(["questions", "version", "p50 ms", "p95 ms", "load (1 min) at start"], rows))
 
 
 if __name__ == "__main__":

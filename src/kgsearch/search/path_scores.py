@@ -7,9 +7,11 @@ object types, humanised: ``directed_by`` → "directed by", ``Person`` → "pers
 nothing here knows any one graph:
 
 * **Precision**: every step's relation should be one the question asks for. Each
-  relationship type gets a match in (0, 1]: the cosine between its text and the question
-  without the linked names, plus a lexical bonus when the question shares its words
-  ("directors" and "directed", see :func:`overlap`), as ``exp((match - best) / τ)``. A
+  relationship type gets a match in (0, 1]: the cosine between its text and the
+  question, plus a lexical bonus when the question (without the linked names) shares
+  its words ("directors" and "directed", see :func:`overlap`), as
+  ``exp((match - best) / τ)``; or 1 when a word of the question names it, by its
+  letters or by an embedding clearly closest to it ("wrote" and "written by"). A
   path's precision is the mean match of its steps.
 * **Recall**: the relations the question asks for should all be on the path. A path's
   recall is the share of the matches' total mass its distinct types hold, so "directors
@@ -114,8 +116,8 @@ class PathScorer:
     """Scores relation paths against one question (see the module docstring).
 
     Attributes:
-        vector: The unit vector of the question without its linked names.
-        words: That text's content words.
+        vector: The unit vector of the question.
+        words: The content words of the question without its linked names.
         answer: The unit vector of the answer phrase, or None without one.
         answer_words: The answer phrase's content words.
         text_vector: Unit vector of a relation, type or word text (cached by the caller).

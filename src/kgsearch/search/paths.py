@@ -5,19 +5,23 @@ Three steps, all bounded:
 
 1. **Linking.** Every span of up to ``_MAX_SPAN_WORDS`` words (brackets dropped) is looked
    up as an object key, all spans in one batched call
-   (:meth:`~kgsearch.store.base.SearchIndex.objects_named_many`); the longest
-   non-overlapping matches become the seeds.
+   (:meth:`~kgsearch.store.base.SearchIndex.objects_named_many`); spans shaped like a
+   name, then the longest, become the seeds (:func:`link_spans`).
 2. **Paths.** From the seeds, a beam search walks typed edges hop by hop
    (:meth:`~kgsearch.store.base.GraphReads.typed_edges`, at most ``_HUB_EDGES`` edges per
    object and direction, so a hub costs no more than any other object). Each relation-type
-   sequence met on the way (``directed_by`` then ``has_genre``) is scored by the cosine
-   between the question without the linked names and the sequence's humanised text
-   ("directed by has genre"); only the ``_BEAM`` best sequences of each length go on, each
-   over at most ``_FRONTIER`` objects.
+   sequence met on the way (``directed_by`` backwards, then ``has_genre``) is scored by
+   :class:`~kgsearch.search.path_scores.PathScorer`: are its relations the ones the
+   question names, are all of those on it, and does its end (the relation the answer
+   phrase names, or the object type at its end, read from a sample of its objects)
+   answer what the question asks for. The ``_BEAM`` best sequences of each length go on,
+   more (up to ``_MAX_BEAM``) when they score close, each over at most ``_FRONTIER``
+   objects.
 3. **Ends.** Mass flows from the seeds along a sequence, split evenly over the edges each
    object has of that step (a hub's share per edge is small); the objects at the ends of
-   the best sequences are ranked by their mass weighted by the sequence's score, and the
-   edge that reached each is ranked with it.
+   the best sequences are ranked by their support: their mass on each sequence reaching
+   them, weighted by a softmax over the sequences' scores (sequences far below the best
+   are left out), and the edge that reached each is ranked with it.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ __all__ = [
 _MAX_SPAN_WORDS = 10
 _HUB_EDGES = 64
 _FRONTIER = 200
+_FRONTIER_TOTAL = 400
 _BEAM = 4
 _MAX_BEAM = 8
 _BEAM_MARGIN = 0.1
@@ -64,6 +69,7 @@ _TYPE_SAMPLE = 3
 _BEST_PATHS = 6
 _TEMPERATURE = 0.1
 _MIN_WEIGHT = 0.01
+_SECOND_SPAN = 0.9  # the most a span other than the first weighs
 _MAX_RESULTS = 200
 _CACHE_SIZE = 50_000
 # pronouns never name the entity a question starts from
@@ -148,7 +154,11 @@ def link_spans(
     store: SearchIndex, project: str, question: str, trace: Trace | None = None
 ) -> Links:
     """The longest non-overlapping spans of the question that are object keys (at most
-    six objects in all, no span under 0.6 times the longest), in one batched lookup."""
+    six objects in all, no span under 0.6 times the first's length), in one batched
+    lookup. Spans shaped like a name (first and last word not lower case: "Crazy Heart",
+    not "movie Crazy") go first, so a common word or a lower-case run that happens to
+    be a key ("actors", "Movie Crazy") never displaces the name the question is about;
+    the first span weighs 1, the others less."""
     text = question.replace("[", "").replace("]", "")
     words = list(re.finditer(r"\S+", text))
     spans: list[tuple[int, int, list[str]]] = []  # first word, end word, names tried
@@ -161,22 +171,30 @@ def link_spans(
     named = store.objects_named_many(
         project, [n for _, _, names in spans for n in names], limit=5, trace=trace
     )
-    found: list[tuple[int, int, int, list[str]]] = []  # chars, first word, end word, ids
+    found: list[tuple[bool, int, int, int, list[str]]] = []  # name-shaped, chars, i, j, ids
     for i, j, names in spans:
         ids = list(dict.fromkeys(id for n in names for id in named.get(n, [])))
         if ids:
-            found.append((words[j - 1].end() - words[i].start(), i, j, ids))
-    found.sort(key=lambda f: (-f[0], f[1]))
+            shaped = not (_lower(words[i].group()) or _lower(words[j - 1].group()))
+            found.append((shaped, words[j - 1].end() - words[i].start(), i, j, ids))
+    found.sort(key=lambda f: (not f[0], -f[1], f[2]))
     taken: set[int] = set()
     linked: list[Span] = []
     objects = 0
-    for chars, i, j, ids in found:
-        if taken & set(range(i, j)) or chars < 0.6 * found[0][0] or objects >= 6:
+    for _, chars, i, j, ids in found:
+        if taken & set(range(i, j)) or chars < 0.6 * found[0][1] or objects >= 6:
             continue
         taken.update(range(i, j))
-        linked.append(Span(ids, chars / found[0][0], range(i, j)))
+        weight = 1.0 if not linked else min(_SECOND_SPAN, chars / found[0][1])
+        linked.append(Span(ids, weight, range(i, j)))
         objects += len(ids)
     return Links(linked, [w.group() for w in words])
+
+
+def _lower(word: str) -> bool:
+    """Whether a word starts with a lower-case letter (after opening punctuation)."""
+    stripped = word.lstrip("\"'([")
+    return bool(stripped) and stripped[0].islower()
 
 
 def _variants(span: str) -> list[str]:
@@ -219,19 +237,21 @@ def walk_paths(
     hits = PathHits(seeds=list(seeds))
     if not seeds:
         return hits
-    # a shorter linked span may be a relation word that is also a name (the tag
+    # another linked span may be a relation word that is also a name (the tag
     # "writers" in "who are the writers of the movies acted by John Mills"): only the
-    # longest names leave the text the relations are matched against
-    main = [span for span in links.spans if span.weight >= 1.0]
+    # first span leaves the text the relations are matched against
+    main = links.spans[:1]
     rest = links.rest(main) or question
     taken = {w for span in main for w in span.words}
     phrase = answer_phrase([w for k, w in enumerate(links.words) if k not in taken])
     words = content_words(rest)
     answer_words = content_words(phrase)
-    if embed_many is not None:  # the rest, the answer phrase and the words in one call
-        _prefill(embed, embed_many, [rest, phrase, *words] if phrase else [rest, *words])
+    if embed_many is not None:  # the answer phrase and the words in one call
+        _prefill(embed, embed_many, [phrase, *words] if phrase else words)
+    # the whole question's vector is the one the search embedded already (cached); the
+    # names in it cost nothing measurable against the rest's, which would take a model call
     scorer = PathScorer(
-        _text_vector(embed, rest),
+        _unit(embed(question)),
         words,
         _text_vector(embed, phrase) if phrase else None,
         answer_words,
@@ -256,7 +276,7 @@ def walk_paths(
         via.update(nxt_via)
         kinds.update(new_kinds)
         prefix = {s: scorer.score(s, None, final=False) for s in nxt}
-        current = {s: _top(nxt[s], _FRONTIER) for s in _beam(prefix)}
+        current = _frontier(nxt, _beam(prefix))
     scored = {s: scorer.score(s, kinds.get(s)) for s in masses}
     return _rank(hits, seeds, scored, masses, via)
 
@@ -270,6 +290,22 @@ def _beam(scores: Mapping[Signature, float]) -> list[Signature]:
     top = scores[ranked[0]]
     wide = [s for s in ranked[:_MAX_BEAM] if scores[s] >= top - _BEAM_MARGIN]
     return ranked[: max(_BEAM, len(wide))]
+
+
+def _frontier(
+    reached: Mapping[Signature, dict[str, float]], beam: Sequence[Signature]
+) -> dict[Signature, dict[str, float]]:
+    """The objects each sequence of the beam walks on: its ``_FRONTIER`` with the most
+    mass, and no more than ``_FRONTIER_TOTAL`` objects in all, the best sequences
+    served first (the next hop reads the edges of every one)."""
+    out: dict[Signature, dict[str, float]] = {}
+    room = _FRONTIER_TOTAL
+    for sig in beam:
+        if room <= 0:
+            break
+        out[sig] = _top(reached[sig], min(_FRONTIER, room))
+        room -= len(out[sig])
+    return out
 
 
 def _end_types(
