@@ -43,6 +43,8 @@ _RELATION_TEMPERATURE = 0.1
 _LEXICAL = 0.3
 # Softmax temperature over object-type matches of the answer phrase.
 _TYPE_TEMPERATURE = 0.05
+# A relation matching at least this much is one the question asks for (recall).
+_ASKED = 0.75
 # An answer phrase whose best type match is below this says nothing about the type
 # ("which directors" is closer to "movie" than to "person" for a small embedder).
 _TYPE_CONFIDENT = 0.35
@@ -88,18 +90,22 @@ def _stem_match(word: str, relation_word: str) -> bool:
     return word[:4] == stem or (at >= 2 and len(word) - at > 4)
 
 
-def answer_phrase(words: Sequence[str]) -> str:
+def answer_phrase(words: Sequence[str | None]) -> str:
     """What the question asks for, in its own words: "who", "when", "where" alone, or the
     first content words after "which"/"what"/"how" ("which films share" → "films share",
-    "what are the genres of" → "genres"); empty when the question has no wh-word."""
-    lower = [w.lower().strip("?.,!;:'\"()") for w in words]
+    "what are the genres of" → "genres"), up to the linked name (None in ``words``):
+    "what does [X] star in" asks for no noun, so its phrase is "what". Empty when the
+    question has no wh-word."""
+    lower = [w.lower().strip("?.,!;:'\"()") if w is not None else None for w in words]
     for i, word in enumerate(lower):
         if word in _WH_ALONE:
             return word
-        if word not in _WH_NOUN:
+        if word is None or word not in _WH_NOUN:
             continue
         taken: list[str] = []
         for other in lower[i + 1 :]:
+            if other is None:
+                break
             if not other or other in STOPWORDS:
                 if taken:
                     break
@@ -200,8 +206,10 @@ class PathScorer:
             return 0.0
         steps = [matches.get(t, 0.0) for t, _ in sig]
         precision = sum(steps) / len(steps)
-        total = sum(matches.values()) or 1.0
-        recall = sum(matches.get(t, 0.0) for t in {t for t, _ in sig}) / total
+        # recall counts the relations the question asks for: when none is named, every
+        # type matches a little, and a path through many would otherwise gain
+        asked = {t: m for t, m in matches.items() if m >= _ASKED}
+        recall = sum(asked.get(t, 0.0) for t in {t for t, _ in sig}) / (sum(asked.values()) or 1)
         answer = self.answer_match(sig, end_type) if final else 1.0
         return precision + recall + _TYPE_WEIGHT * answer - _LENGTH_COST * len(sig)
 

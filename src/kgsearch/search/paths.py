@@ -243,7 +243,7 @@ def walk_paths(
     main = links.spans[:1]
     rest = links.rest(main) or question
     taken = {w for span in main for w in span.words}
-    phrase = answer_phrase([w for k, w in enumerate(links.words) if k not in taken])
+    phrase = answer_phrase([None if k in taken else w for k, w in enumerate(links.words)])
     words = content_words(rest)
     answer_words = content_words(phrase)
     if embed_many is not None:  # the answer phrase and the words in one call
