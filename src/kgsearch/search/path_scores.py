@@ -13,10 +13,12 @@ nothing here knows any one graph:
   ``exp((match - best) / τ)``; or 1 when a word of the question names it, by its
   letters or by an embedding clearly closest to it ("wrote" and "written by"). A
   path's precision is the mean match of its steps.
-* **Recall**: the relations the question asks for should all be on the path. A path's
-  recall is the share of the matches' total mass its distinct types hold, so "directors
-  of the films written by X" prefers *written by, directed by* over *written by,
-  written by*.
+* **Recall**: the relations the question names (by their words or by a word whose
+  embedding is clearly closest to them) should all be on the path. A path's recall is
+  the share of them it holds, so "directors of the films written by" prefers *written
+  by, directed by* over *written by, written by*. Each step costs a little, and a step
+  on a relation the question does not name costs more: without names every type
+  matches a little, and a long path would otherwise gain.
 * **Answer type**: the question's answer phrase (its wh-word, or the words after
   "which"/"what": "which films", "what genres", "who", "when") is compared with the
   object types at the path's end, so a path that ends at films answers "which films"
@@ -43,8 +45,8 @@ _RELATION_TEMPERATURE = 0.1
 _LEXICAL = 0.3
 # Softmax temperature over object-type matches of the answer phrase.
 _TYPE_TEMPERATURE = 0.05
-# A relation matching at least this much is one the question asks for (recall).
-_ASKED = 0.75
+# What a step costs on a relation the question does not name (one it names: _LENGTH_COST).
+_UNNAMED_COST = 0.15
 # An answer phrase whose best type match is below this says nothing about the type
 # ("which directors" is closer to "movie" than to "person" for a small embedder).
 _TYPE_CONFIDENT = 0.35
@@ -139,6 +141,7 @@ class PathScorer:
     _types: dict[str, float] = field(default_factory=dict)
     _matches: dict[str, float] | None = None
     _asked: set[str] = field(default_factory=set)
+    _named_types: set[str] = field(default_factory=set)
 
     def add_relations(self, types: Iterable[str]) -> None:
         """Match relationship types not met yet against the question."""
@@ -179,6 +182,7 @@ class PathScorer:
         } | self._named(self.answer_words)
         for type_ in named:
             matches[type_] = 1.0
+        self._named_types = named | {t for t, share in self._lexical.items() if share >= 0.5}
         self._matches = matches
         return matches
 
@@ -206,12 +210,13 @@ class PathScorer:
             return 0.0
         steps = [matches.get(t, 0.0) for t, _ in sig]
         precision = sum(steps) / len(steps)
-        # recall counts the relations the question asks for: when none is named, every
-        # type matches a little, and a path through many would otherwise gain
-        asked = {t: m for t, m in matches.items() if m >= _ASKED}
-        recall = sum(asked.get(t, 0.0) for t in {t for t, _ in sig}) / (sum(asked.values()) or 1)
+        named = self._named_types
+        recall = len(named & {t for t, _ in sig}) / len(named) if named else 0.0
+        # a step on a relation the question does not name costs more: without names,
+        # every type matches a little, and a longer path would otherwise gain
+        cost = sum(_LENGTH_COST if t in named else _UNNAMED_COST for t, _ in sig)
         answer = self.answer_match(sig, end_type) if final else 1.0
-        return precision + recall + _TYPE_WEIGHT * answer - _LENGTH_COST * len(sig)
+        return precision + recall + _TYPE_WEIGHT * answer - cost
 
     def answer_match(self, sig: Signature, end_type: str | None) -> float:
         """How well a path's end answers the answer phrase, in [0, 1]. When the phrase
