@@ -94,3 +94,33 @@ def test_nothing_linked_falls_back_to_the_other_legs(engine: Engine) -> None:
     movie_graph(engine)
     response = engine.search("zzz unknown words", recipe="multi_hop", include_debug=True)
     assert response.metadata is not None
+
+
+def test_a_name_shaped_span_links_before_a_longer_lower_case_one(engine: Engine) -> None:
+    ids = {
+        o.key: o.id
+        for o in engine.add_objects(
+            [
+                ObjectIn(type="Movie", key="Movie Crazy"),
+                ObjectIn(type="Movie", key="Crazy Heart"),
+                ObjectIn(type="Tag", key="the movie crazy heart"),
+            ]
+        )
+    }
+    links = paths.link_spans(engine.store, "default", "who wrote the movie Crazy Heart")
+    assert [s.ids for s in links.spans] == [[ids["Crazy Heart"]]]
+    assert links.spans[0].weight == 1.0
+
+
+def test_the_path_ends_on_the_relation_the_answer_phrase_names(engine: Engine) -> None:
+    ids = movie_graph(engine)
+    embedder = engine.embedder
+    found = walk_paths(
+        engine.store,
+        "default",
+        "what genres do the films starred by Ada Lovelace have",
+        embedder.embed_query,
+        depth=3,
+    )
+    assert found.objects[0][0] == ids["Drama"]
+    assert found.paths[0][0] == "starred (reverse) → has_genre"

@@ -5,19 +5,23 @@ Three steps, all bounded:
 
 1. **Linking.** Every span of up to ``_MAX_SPAN_WORDS`` words (brackets dropped) is looked
    up as an object key, all spans in one batched call
-   (:meth:`~kgsearch.store.base.SearchIndex.objects_named_many`); the longest
-   non-overlapping matches become the seeds.
+   (:meth:`~kgsearch.store.base.SearchIndex.objects_named_many`); spans shaped like a
+   name, then the longest, become the seeds (:func:`link_spans`).
 2. **Paths.** From the seeds, a beam search walks typed edges hop by hop
    (:meth:`~kgsearch.store.base.GraphReads.typed_edges`, at most ``_HUB_EDGES`` edges per
    object and direction, so a hub costs no more than any other object). Each relation-type
-   sequence met on the way (``directed_by`` then ``has_genre``) is scored by the cosine
-   between the question without the linked names and the sequence's humanised text
-   ("directed by has genre"); only the ``_BEAM`` best sequences of each length go on, each
-   over at most ``_FRONTIER`` objects.
+   sequence met on the way (``directed_by`` backwards, then ``has_genre``) is scored by
+   :class:`~kgsearch.search.path_scores.PathScorer`: are its relations the ones the
+   question names, are all of those on it, and does its end (the relation the answer
+   phrase names, or the object type at its end, read from a sample of its objects)
+   answer what the question asks for. The ``_BEAM`` best sequences of each length go on,
+   more (up to ``_MAX_BEAM``) when they score close, each over at most ``_FRONTIER``
+   objects.
 3. **Ends.** Mass flows from the seeds along a sequence, split evenly over the edges each
    object has of that step (a hub's share per edge is small); the objects at the ends of
-   the best sequences are ranked by their mass weighted by the sequence's score, and the
-   edge that reached each is ranked with it.
+   the best sequences are ranked by their support: their mass on each sequence reaching
+   them, weighted by a softmax over the sequences' scores (sequences far below the best
+   are left out), and the edge that reached each is ranked with it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kgsearch.search.parts import GraphSearch
+from kgsearch.search.path_scores import (
+    PathScorer,
+    Signature,
+    Step,
+    answer_phrase,
+    content_words,
+    humanise,
+)
 from kgsearch.search.plan import Vector
 from kgsearch.store.base import GraphReads, SearchIndex, Trace
 from kgsearch.text.stopwords import STOPWORDS
@@ -49,17 +61,20 @@ __all__ = [
 _MAX_SPAN_WORDS = 10
 _HUB_EDGES = 64
 _FRONTIER = 200
+_FRONTIER_TOTAL = 400
 _BEAM = 4
+_MAX_BEAM = 8
+_BEAM_MARGIN = 0.1
+_TYPE_SAMPLE = 3
 _BEST_PATHS = 6
-_TEMPERATURE = 0.03
+_TEMPERATURE = 0.1
+_MIN_WEIGHT = 0.01
+_SECOND_SPAN = 0.9  # the most a span other than the first weighs
 _MAX_RESULTS = 200
 _CACHE_SIZE = 50_000
 # pronouns never name the entity a question starts from
 _NOT_NAMES = STOPWORDS | {"he", "her", "his", "i", "me", "she", "their", "them", "they", "you"}
 _EDGE = r"^[\s\"'?.,!;:()]+|[\s\"?.,!;:()]+$"
-
-Step = tuple[str, bool]  # relationship type, walked from source to target
-Signature = tuple[Step, ...]
 
 _VECTORS: dict[tuple[Callable[[str], Vector], str], Vector] = {}
 
@@ -73,19 +88,15 @@ class PathHits:
         relationships: The last edge of the best path to each end object, same scores.
         seeds: The linked object ids.
         paths: The best relation-type sequences with their scores, for debug output.
+        signatures: The same sequences as (relationship type, forward) steps, each with
+            the objects its walk reached (for diagnostics: which path held an answer).
     """
 
     objects: list[tuple[str, float]] = field(default_factory=list)
     relationships: list[tuple[str, float]] = field(default_factory=list)
     seeds: list[str] = field(default_factory=list)
     paths: list[tuple[str, float]] = field(default_factory=list)
-
-
-def humanise(relationship_type: str) -> str:
-    """A relationship type as words: ``directed_by`` → ``directed by``, ``WORKS_FOR`` →
-    ``works for``, ``hasGenre`` → ``has genre``."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", relationship_type)
-    return " ".join(re.split(r"[\s_\-:./]+", spaced)).strip().lower()
+    signatures: list[tuple[Signature, list[str]]] = field(default_factory=list)
 
 
 def link_entities(
@@ -143,7 +154,11 @@ def link_spans(
     store: SearchIndex, project: str, question: str, trace: Trace | None = None
 ) -> Links:
     """The longest non-overlapping spans of the question that are object keys (at most
-    six objects in all, no span under 0.6 times the longest), in one batched lookup."""
+    six objects in all, no span under 0.6 times the first's length), in one batched
+    lookup. Spans shaped like a name (first and last word not lower case: "Crazy Heart",
+    not "movie Crazy") go first, so a common word or a lower-case run that happens to
+    be a key ("actors", "Movie Crazy") never displaces the name the question is about;
+    the first span weighs 1, the others less."""
     text = question.replace("[", "").replace("]", "")
     words = list(re.finditer(r"\S+", text))
     spans: list[tuple[int, int, list[str]]] = []  # first word, end word, names tried
@@ -156,22 +171,30 @@ def link_spans(
     named = store.objects_named_many(
         project, [n for _, _, names in spans for n in names], limit=5, trace=trace
     )
-    found: list[tuple[int, int, int, list[str]]] = []  # chars, first word, end word, ids
+    found: list[tuple[bool, int, int, int, list[str]]] = []  # name-shaped, chars, i, j, ids
     for i, j, names in spans:
         ids = list(dict.fromkeys(id for n in names for id in named.get(n, [])))
         if ids:
-            found.append((words[j - 1].end() - words[i].start(), i, j, ids))
-    found.sort(key=lambda f: (-f[0], f[1]))
+            shaped = not (_lower(words[i].group()) or _lower(words[j - 1].group()))
+            found.append((shaped, words[j - 1].end() - words[i].start(), i, j, ids))
+    found.sort(key=lambda f: (not f[0], -f[1], f[2]))
     taken: set[int] = set()
     linked: list[Span] = []
     objects = 0
-    for chars, i, j, ids in found:
-        if taken & set(range(i, j)) or chars < 0.6 * found[0][0] or objects >= 6:
+    for _, chars, i, j, ids in found:
+        if taken & set(range(i, j)) or chars < 0.6 * found[0][1] or objects >= 6:
             continue
         taken.update(range(i, j))
-        linked.append(Span(ids, chars / found[0][0], range(i, j)))
+        weight = 1.0 if not linked else min(_SECOND_SPAN, chars / found[0][1])
+        linked.append(Span(ids, weight, range(i, j)))
         objects += len(ids)
     return Links(linked, [w.group() for w in words])
+
+
+def _lower(word: str) -> bool:
+    """Whether a word starts with a lower-case letter (after opening punctuation)."""
+    stripped = word.lstrip("\"'([")
+    return bool(stripped) and stripped[0].islower()
 
 
 def _variants(span: str) -> list[str]:
@@ -206,29 +229,101 @@ def walk_paths(
     Returns:
         The end objects and relationships, best first (empty when nothing was linked).
     """
-    seeds, rest = link_entities(store, project, question, trace)
+    links = link_spans(store, project, question, trace)
+    seeds: dict[str, float] = {}
+    for link in links.spans:
+        for id in link.ids:
+            seeds[id] = max(seeds.get(id, 0.0), link.weight)
     hits = PathHits(seeds=list(seeds))
     if not seeds:
         return hits
-    query = _unit(embed(rest or question))
+    # another linked span may be a relation word that is also a name (the tag
+    # "writers" in "who are the writers of the movies acted by John Mills"): only the
+    # first span leaves the text the relations are matched against
+    main = links.spans[:1]
+    rest = links.rest(main) or question
+    taken = {w for span in main for w in span.words}
+    phrase = answer_phrase([None if k in taken else w for k, w in enumerate(links.words)])
+    words = content_words(rest)
+    answer_words = content_words(phrase)
+    if embed_many is not None:  # the answer phrase and the words in one call
+        _prefill(embed, embed_many, [phrase, *words] if phrase else words)
+    # the whole question's vector is the one the search embedded already (cached); the
+    # names in it cost nothing measurable against the rest's, which would take a model call
+    scorer = PathScorer(
+        _unit(embed(question)),
+        words,
+        _text_vector(embed, phrase) if phrase else None,
+        answer_words,
+        lambda text: _text_vector(embed, text),
+    )
     current: dict[Signature, dict[str, float]] = {(): dict(seeds)}
-    scored: dict[Signature, float] = {}
     masses: dict[Signature, dict[str, float]] = {}
     via: dict[Signature, dict[str, str]] = {}
+    kinds: dict[Signature, str] = {}
     for _ in range(depth):
         nxt, nxt_via = _step(store, project, current, trace)
         if not nxt:
             break
-        texts = {sig: " ".join(humanise(t) for t, _ in sig) for sig in nxt}
+        met = {t for sig in nxt for t, _ in sig} - set(scorer.relation_matches())
+        new_kinds = _end_types(store, project, nxt, trace) if scorer.answer is not None else {}
+        texts = [humanise(t) for t in met] + [humanise(k) for k in set(new_kinds.values())]
         if embed_many is not None:
-            _prefill(embed, embed_many, list(texts.values()))
-        for sig, text in texts.items():
-            scored[sig] = float(np.dot(query, _text_vector(embed, text)))
+            _prefill(embed, embed_many, texts)
+        scorer.add_relations(met)
+        scorer.add_object_types(new_kinds.values())
         masses.update(nxt)
         via.update(nxt_via)
-        best = sorted(nxt, key=lambda s: -scored[s])[:_BEAM]
-        current = {s: _top(nxt[s], _FRONTIER) for s in best}
+        kinds.update(new_kinds)
+        prefix = {s: scorer.score(s, None, final=False) for s in nxt}
+        current = _frontier(nxt, _beam(prefix))
+    scored = {s: scorer.score(s, kinds.get(s)) for s in masses}
     return _rank(hits, seeds, scored, masses, via)
+
+
+def _beam(scores: Mapping[Signature, float]) -> list[Signature]:
+    """The sequences walked on: the ``_BEAM`` best, and up to ``_MAX_BEAM`` while they
+    score within ``_BEAM_MARGIN`` of the best (the question does not tell them apart)."""
+    ranked = sorted(scores, key=lambda s: (-scores[s], len(s)))
+    if not ranked:
+        return []
+    top = scores[ranked[0]]
+    wide = [s for s in ranked[:_MAX_BEAM] if scores[s] >= top - _BEAM_MARGIN]
+    return ranked[: max(_BEAM, len(wide))]
+
+
+def _frontier(
+    reached: Mapping[Signature, dict[str, float]], beam: Sequence[Signature]
+) -> dict[Signature, dict[str, float]]:
+    """The objects each sequence of the beam walks on: its ``_FRONTIER`` with the most
+    mass, and no more than ``_FRONTIER_TOTAL`` objects in all, the best sequences
+    served first (the next hop reads the edges of every one)."""
+    out: dict[Signature, dict[str, float]] = {}
+    room = _FRONTIER_TOTAL
+    for sig in beam:
+        if room <= 0:
+            break
+        out[sig] = _top(reached[sig], min(_FRONTIER, room))
+        room -= len(out[sig])
+    return out
+
+
+def _end_types(
+    store: GraphReads,
+    project: str,
+    reached: Mapping[Signature, dict[str, float]],
+    trace: Trace | None,
+) -> dict[Signature, str]:
+    """The object type each sequence ends at: the most common type among its
+    ``_TYPE_SAMPLE`` objects with the most mass (one batched read for all)."""
+    samples = {sig: list(_top(m, _TYPE_SAMPLE)) for sig, m in reached.items()}
+    found = store.endpoints(project, sorted({i for ids in samples.values() for i in ids}))
+    out: dict[Signature, str] = {}
+    for sig, ids in samples.items():
+        types = [found[i].type for i in ids if i in found]
+        if types:
+            out[sig] = max(set(types), key=lambda t: (types.count(t), t))
+    return out
 
 
 def _step(
@@ -276,6 +371,8 @@ def _rank(
     edge: dict[str, tuple[float, str]] = {}
     for sig in best:
         weight = math.exp((scored[sig] - top) / _TEMPERATURE)
+        if weight < _MIN_WEIGHT:  # its ends would still take ranks in fusion
+            break
         ends = {n: m for n, m in masses[sig].items() if n not in seeds}
         peak = max(ends.values(), default=0.0)
         for node, mass in ends.items():
@@ -285,6 +382,7 @@ def _rank(
                 edge[node] = (score, via[sig][node])
         label = " → ".join(f"{t}{'' if fwd else ' (reverse)'}" for t, fwd in sig)
         hits.paths.append((label, round(scored[sig], 4)))
+        hits.signatures.append((sig, list(ends)))
     ranked = sorted(totals.items(), key=lambda x: (-x[1], x[0]))[:_MAX_RESULTS]
     hits.objects = ranked
     relationships: dict[str, float] = {}
