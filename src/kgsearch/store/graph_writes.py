@@ -94,10 +94,29 @@ class GraphWritesCore(GraphReadsCore):
         with self.db.transaction():
             self._upsert_rows(sql, columns, key, object_values(d, project, rows))
             self._changed(Kind.OBJECT, texts=True)
-            if not return_ids:
-                return []
-            resolved = self.resolve(project, [ObjectRef(type=r.type, key=r.key) for r in rows])
-        return [resolved[ObjectRef(type=r.type, key=r.key)].id for r in rows]
+            return self._stored_ids(project, rows) if return_ids else []
+
+    def _stored_ids(self, project: str, rows: Sequence[ObjectRow]) -> list[str]:
+        """The stored id of each just-upserted row: its own id where the row holds it
+        (read by id, no properties decoded), else the id of the older object of its
+        type and key it landed on (a soft-deleted one revived keeps its id)."""
+        listed, params = self.dialect.listed("id", list(dict.fromkeys(r.id for r in rows)))
+        held = {
+            (r["type"], r["key"]): r["id"]
+            for r in self.db.all(
+                self.dialect.sql(
+                    f"SELECT id, type, key FROM objects WHERE project = ? AND {listed}"
+                ),
+                (project, *params),
+            )
+        }
+        other = [
+            ObjectRef(type=r.type, key=r.key) for r in rows if held.get((r.type, r.key)) != r.id
+        ]
+        landed = {(ref.type, ref.key): e.id for ref, e in self.resolve(project, other).items()}
+        return [
+            r.id if held.get((r.type, r.key)) == r.id else landed[(r.type, r.key)] for r in rows
+        ]
 
     def upsert_relationships(
         self, project: str, rows: Sequence[RelationshipRow], *, endpoints_checked: bool = False

@@ -23,6 +23,7 @@ import functools
 import hashlib
 import itertools
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -54,6 +55,13 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(text.casefold()))
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _normal(raw: str) -> tuple[str, str]:
+    # Cached as _words is: (whitespace normalised, casefolded).
+    text = " ".join(raw.split())
+    return text, text.casefold()
+
+
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
@@ -68,8 +76,7 @@ def distinct(texts: Sequence[str]) -> list[str]:
     seen: set[str] = set()
     pending: list[tuple[str, frozenset[str]]] = []
     for raw in texts:
-        text = " ".join(raw.split())
-        folded = text.casefold()
+        text, folded = _normal(raw)
         if not text or folded in seen:
             continue
         seen.add(folded)
@@ -99,7 +106,10 @@ class _PrefixIndex:
 
     def __init__(self, sets: Sequence[frozenset[str]]) -> None:
         counts: Counter[str] = Counter(itertools.chain.from_iterable(sets))
-        self.rank = {w: (n, w) for w, n in counts.items()}
+        # each word's place in that order, as an int (cheaper to sort by than (n, w))
+        # (two stable sorts in C: by word, then by count)
+        order = sorted(sorted(counts), key=counts.__getitem__)
+        self.rank = dict(zip(order, range(len(order)), strict=True))
         self.postings: dict[str, list[int]] = {}
 
     def prefix(self, these: frozenset[str]) -> list[str]:
@@ -144,19 +154,24 @@ def _sentences(text: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _vector(text: str) -> tuple[Counter[str], float]:
-    """The content words of ``text`` counted, and the counts' norm."""
-    counts = Counter(w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS)
-    return counts, _norm(counts)
+def _vector(text: str) -> tuple[Counter[str], float, tuple[str, ...]]:
+    """The content words of ``text`` counted, the counts' norm, and the words."""
+    found = tuple(w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS)
+    counts = Counter(found)
+    return counts, _norm(counts), found
 
 
 def _norm(a: Counter[str]) -> float:
-    return math.sqrt(sum(v * v for v in a.values()))
+    values = a.values()
+    return math.sqrt(sum(map(operator.mul, values, values)))
 
 
-def _cosine(a: tuple[Counter[str], float], b: Counter[str], b_norm: float) -> float:
-    counts, norm = a
-    dot = sum(v * b.get(k, 0) for k, v in counts.items())
+def _cosine(
+    a: tuple[Counter[str], float, tuple[str, ...]], b: Counter[str], b_norm: float
+) -> float:
+    counts, norm, _ = a
+    # every word of ``a`` is in ``b`` (the centroid of all), and the products are exact
+    dot: int = sum(map(operator.mul, counts.values(), map(b.__getitem__, counts)))
     if not dot:
         return 0.0
     return dot / (norm * b_norm)
@@ -165,9 +180,8 @@ def _cosine(a: tuple[Counter[str], float], b: Counter[str], b_norm: float) -> fl
 def _summary(texts: Sequence[str], budget: int) -> str:
     pieces = distinct([s for t in texts for s in _sentences(t)])
     vectors = [_vector(p) for p in pieces]
-    centroid: Counter[str] = Counter()
-    for counts, _ in vectors:
-        centroid.update(counts)
+    # counted in C from the words (the same counts as adding the vectors)
+    centroid = Counter(itertools.chain.from_iterable(found for _, _, found in vectors))
     # The centroid's norm once, not once per sentence (it was most of the time spent).
     size = _norm(centroid)
     ranked = sorted(range(len(pieces)), key=lambda i: (-_cosine(vectors[i], centroid, size), i))

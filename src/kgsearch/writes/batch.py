@@ -4,16 +4,16 @@ Extraction (:mod:`~kgsearch.writes.extracted`), merge and split
 (:mod:`~kgsearch.writes.merge`), forgetting chunks (:mod:`~kgsearch.writes.forget`)
 and the user writes (:mod:`~kgsearch.writes.graph`) build their rows with pure
 functions and write them here: one transaction, deletions first, then one bulk upsert
-per kind. An object id is read back only where the builder could not know it (a new
-object may land on a soft-deleted row that keeps its own id).
+per kind. Object ids are read back by id, without the rows' properties (a new object
+may land on a soft-deleted row that keeps its own id).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kgsearch.model import Chunk, Mention, ObjectRef, Source
+from kgsearch.model import Chunk, Mention, Source
 from kgsearch.store.base import ObjectRow, RelationshipRow, RowKind
 from kgsearch.writes.stores import BatchStore
 
@@ -122,21 +122,9 @@ def write_batch(store: BatchStore, project: str, batch: GraphBatch) -> Written:
     )
 
 
-def write_objects(
-    store: BatchStore,
-    project: str,
-    rows: Sequence[ObjectRow],
-    known: Mapping[ObjectRef, str],
-) -> list[str]:
-    """Upsert object rows and return their stored ids in order, reading back only the
-    ids of rows not in ``known`` (the live objects the builder resolved before).
-
-    Call it inside the caller's transaction when ``known`` was read in it.
-    """
+def write_objects(store: BatchStore, project: str, rows: Sequence[ObjectRow]) -> list[str]:
+    """Upsert object rows and return their stored ids in order (a row's own id, or
+    the id of the soft-deleted object it landed on, which keeps its id)."""
     if not rows:
         return []
-    store.upsert_objects(project, rows, return_ids=False)
-    refs = [ObjectRef(type=r.type, key=r.key) for r in rows]
-    unknown = [ref for ref in refs if ref not in known]
-    found = {ref: e.id for ref, e in store.resolve(project, unknown).items()} if unknown else {}
-    return [known.get(ref) or found[ref] for ref in refs]
+    return store.upsert_objects(project, rows)

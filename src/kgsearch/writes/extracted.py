@@ -11,7 +11,7 @@ changes nothing and a task re-run after a crash never duplicates anything.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -226,11 +226,11 @@ def _stored_matches(
 
 
 def _landing(
-    store: NameLookup, project: str, entities: dict[Ref, _Entity]
+    entities: dict[Ref, _Entity], exact: Mapping[ObjectRef, Endpoint]
 ) -> list[tuple[Ref, _Entity]]:
     """The entities that may land elsewhere: endpoints no chunk typed, and listed
-    entities with no stored object of their own type and key."""
-    exact = store.resolve(project, [ObjectRef(type=t, key=k) for t, k in entities])
+    entities with no stored object of their own type and key (``exact``: the stored
+    ones)."""
     return [
         (ref, ent)
         for ref, ent in entities.items()
@@ -244,17 +244,23 @@ def _link_to_stored(
     entities: dict[Ref, _Entity],
     edges: list[_Edge],
     compatible: Compatible,
-) -> None:
+) -> dict[Ref, Endpoint]:
     """Land entities on what is there already: an endpoint that no chunk listed as an
     entity takes the type of a listed entity or a stored object with the same key
     (typed ones first) instead of making an ``entity``-typed twin; a listed entity with
     no stored object of its own type and key lands on a stored one of a compatible
-    type with the same name (extracted text linked to imported structured data)."""
+    type with the same name (extracted text linked to imported structured data).
+
+    Returns:
+        The stored object of each entity left that has one (read once, in the caller's
+        transaction, for the rows built from them).
+    """
     typed: dict[str, Ref] = {}
     for ref, ent in entities.items():
         if not ent.implicit:
             typed.setdefault(ref[1], ref)
-    landing = _landing(store, project, entities)
+    exact = store.resolve(project, [ObjectRef(type=t, key=k) for t, k in entities])
+    landing = _landing(entities, exact)
     stored = _stored_matches(
         store,
         project,
@@ -278,6 +284,11 @@ def _link_to_stored(
         edge.source = remap.get(edge.source, edge.source)
         edge.target = remap.get(edge.target, edge.target)
     edges[:] = [e for e in edges if e.source != e.target]
+    found = {(r.type, r.key): e for r, e in exact.items()}
+    more = [ObjectRef(type=t, key=k) for t, k in entities if (t, k) not in found]
+    if more:  # the stored objects entities landed on
+        found.update(((r.type, r.key), e) for r, e in store.resolve(project, more).items())
+    return {ref: found[ref] for ref in entities if ref in found}
 
 
 def add_extractions(
@@ -308,21 +319,15 @@ def add_extractions(
     if not entities:
         return BuiltGraph()
     store, project = ctx.store, ctx.project
-    _link_to_stored(store, project, entities, edges, compatible)
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     sources = {i.chunk_id: i.source_id for i in items}
     rules = ctx.rules()
     with store.transaction():
-        stored = store.resolve(project, [ObjectRef(type=t, key=k) for t, k in entities])
-        objects = [
-            object_in(ent, stored.get(ObjectRef(type=ref[0], key=ref[1])), stamp)
-            for ref, ent in entities.items()
-        ]
+        stored = _link_to_stored(store, project, entities, edges, compatible)
+        objects = [object_in(ent, stored.get(ref), stamp) for ref, ent in entities.items()]
         # The display name stays while a chunk still uses it, so relationship texts
         # do not go stale: the rows are written directly.
-        rows = [rules.object_row(project, o) for o in objects]
-        known = {ref: e.id for ref, e in stored.items()}
-        ids = write_objects(store, project, rows, known)
+        ids = write_objects(store, project, [rules.object_row(project, o) for o in objects])
         ends = {
             (o.type, o.key): Endpoint(id=i, type=o.type, key=o.key, properties=o.properties)
             for o, i in zip(objects, ids, strict=True)
@@ -345,7 +350,7 @@ def add_extractions(
             endpoints_checked=True,
         )
         write_batch(store, project, batch)
-        old = {ref for ref in entities if ObjectRef(type=ref[0], key=ref[1]) in stored}
+        old = {ref for ref in entities if ref in stored}
         skip, wake = _embedding_policy(store, project, entities, objects, ids, edges, old)
         store.set_skipped(project, Kind.OBJECT, skip, skipped=True)
         store.set_skipped(project, Kind.OBJECT, wake, skipped=False)

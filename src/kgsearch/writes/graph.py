@@ -99,7 +99,7 @@ def add_objects(ctx: WriteContext, objects: Sequence[ObjectIn]) -> list[GraphObj
     rows = [text_rules.object_row(project, o) for o in objects]
     with store.transaction():
         before = store.resolve(project, [ObjectRef(type=o.type, key=o.key) for o in objects])
-        ids = write_objects(store, project, rows, {ref: e.id for ref, e in before.items()})
+        ids = write_objects(store, project, rows)
         renamed = [
             e.id
             for ref, e in before.items()

@@ -146,18 +146,24 @@ class Counting:
         return getattr(self.inner, name)
 
 
-def test_write_objects_reads_back_only_the_ids_it_was_not_given(engine: Engine) -> None:
+def test_write_objects_reads_ids_back_by_id_and_keeps_a_revived_objects_own(
+    engine: Engine,
+) -> None:
     rules = TextRules(EnrichmentConfig())
     p = engine.project
     (old,) = engine.add_objects([ObjectIn(id="custom", type="person", key="ada")])
+    engine.delete("object", [old.id])
     rows = [
         rules.object_row(p, ObjectIn(type="person", key="ada", properties={"x": 1})),
         rules.object_row(p, ObjectIn(type="person", key="bob")),
     ]
+    assert rows[0].id != "custom"
     store = Counting(engine.store)
-    ids = write_objects(store, p, rows, {ObjectRef(type="person", key="ada"): old.id})
+    ids = write_objects(store, p, rows)
+    # the soft-deleted object written again keeps its own id; the new one has its row's
     assert ids == ["custom", object_id(p, "person", "bob")]
-    assert store.resolved == [ObjectRef(type="person", key="bob")]
+    assert store.resolved == []  # nothing asked by type and key from the writer
+    assert [o.properties for o in engine.store.get_objects(p, ["custom"])] == [{"x": 1}]
 
 
 def test_a_batch_deletes_first_then_writes_and_counts_what_went(engine: Engine) -> None:
