@@ -40,6 +40,7 @@ from benchdoc import table, write_section
 
 from kgsearch import Engine, SearchRequest, connect
 from kgsearch.io.documents import Document
+from kgsearch.search import passages
 from kgsearch.search.request import ScopeConfig, TextResult
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -152,8 +153,30 @@ METHODS: dict[str, Callable[[str], SearchRequest]] = {
 }
 
 
+WALK_SECONDS: list[float] = []
+"""The passage walk's own time (the ``graph:passages`` leg), per search that ran it."""
+
+
+def _timed_walk(leg: Callable[..., None]) -> Callable[..., None]:
+    def timed(*args: Any, **kwargs: Any) -> None:
+        started = time.perf_counter()
+        leg(*args, **kwargs)
+        WALK_SECONDS.append(time.perf_counter() - started)
+
+    return timed
+
+
+passages.passage_leg = _timed_walk(passages.passage_leg)
+
+
+def _percentile(seconds: list[float], share: float) -> float:
+    """Milliseconds at a share of the sorted values."""
+    ordered = sorted(seconds)
+    return 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * share))] if ordered else 0.0
+
+
 def run_set(name: str, limit: int | None) -> dict[str, dict[str, float]]:
-    """Recall@2, @5 and latency per method on one set."""
+    """Recall@2, @5 and latency per method on one set (and the walk's own time)."""
     path = build(name)
     asked = questions(name)[:limit]
     hop_of = hops(name)[:limit]
@@ -164,6 +187,7 @@ def run_set(name: str, limit: int | None) -> dict[str, dict[str, float]]:
         for method, make in METHODS.items():
             hits = {2: [], 5: []}  # type: dict[int, list[float]]
             seconds = []
+            WALK_SECONDS.clear()
             for question, gold in asked:
                 started = time.perf_counter()
                 response = engine.search(make(question))
@@ -183,6 +207,9 @@ def run_set(name: str, limit: int | None) -> dict[str, dict[str, float]]:
                 "p50_ms": 1000 * seconds[len(seconds) // 2],
                 "p95_ms": 1000 * seconds[min(len(seconds) - 1, int(len(seconds) * 0.95))],
             }
+            if WALK_SECONDS:
+                out[method]["walk_p50_ms"] = _percentile(WALK_SECONDS, 0.5)
+                out[method]["walk_p95_ms"] = _percentile(WALK_SECONDS, 0.95)
             for n in sorted(set(hop_of) - {0}):
                 of_n = [h for h, k in zip(hits[5], hop_of, strict=True) if k == n]
                 out[method][f"recall@5 {n}-hop"] = statistics.mean(of_n)
@@ -274,9 +301,13 @@ def main() -> None:
                     f"{m['recall@5']:.3f}",
                     f"{m['p50_ms']:.1f}",
                     f"{m['p95_ms']:.1f}",
+                    f"{m['walk_p50_ms']:.1f} / {m['walk_p95_ms']:.1f}"
+                    if "walk_p50_ms" in m
+                    else "",
                 ]
             )
-    body = table(["set", "method", "recall@2", "recall@5", "p50 ms", "p95 ms"], rows)
+    heads = ["set", "method", "recall@2", "recall@5", "p50 ms", "p95 ms", "walk p50 / p95 ms"]
+    body = table(heads, rows)
     body += by_hops(results)
     body += (
         "\n\n"

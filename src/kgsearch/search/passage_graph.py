@@ -20,6 +20,7 @@ import threading
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -64,13 +65,23 @@ class PassageGraph:
         return len(self.entities) + len(self.chunks)
 
 
-def build_graph(store: GraphReads, project: str, *, hub_chunks: int) -> PassageGraph:
+def build_graph(
+    store: GraphReads,
+    project: str,
+    *,
+    hub_chunks: int,
+    skip_types: frozenset[str] = frozenset(),
+    same_key: bool = False,
+) -> PassageGraph:
     """Read a project's entity–chunk mentions and relationships into a graph.
 
     Args:
         store: The store to read.
         project: The project.
         hub_chunks: Entities mentioned by more passages keep no mention arcs.
+        skip_types: Relationship types left out (``co_occurs`` repeats the passages).
+        same_key: Link objects of different types with the same key (one name that
+            the extractor typed twice: a place and a location).
     """
     live_chunks = {c.id for c in store.iter_rows(project, "chunk")}
     pairs: set[tuple[str, str]] = set()
@@ -79,8 +90,14 @@ def build_graph(store: GraphReads, project: str, *, hub_chunks: int) -> PassageG
             pairs.add((str(m.object_id), str(m.chunk_id)))
     relations: list[tuple[str, str]] = []
     for r in store.iter_rows(project, "relationship"):
-        if r.source_id != r.target_id:
+        if r.source_id != r.target_id and r.type not in skip_types:
             relations.append((r.source_id, r.target_id))
+    if same_key:
+        named: dict[str, list[str]] = {}
+        for o in store.iter_rows(project, "object"):
+            named.setdefault(o.key, []).append(o.id)
+        for group in named.values():
+            relations.extend(pairwise(group))
     entity_index: dict[str, int] = {}
     for o, _ in sorted(pairs):
         entity_index.setdefault(o, len(entity_index))
@@ -120,16 +137,25 @@ _cache: weakref.WeakKeyDictionary[object, dict[str, tuple[tuple[object, ...], Pa
 _cache = weakref.WeakKeyDictionary()
 
 
-def graph_for(store: GraphReads, project: str, *, hub_chunks: int) -> PassageGraph:
+def graph_for(
+    store: GraphReads,
+    project: str,
+    *,
+    hub_chunks: int,
+    skip_types: frozenset[str] = frozenset(),
+    same_key: bool = False,
+) -> PassageGraph:
     """The project's graph, read again only when the store's live counts changed since
-    it was last read (see the module docstring)."""
+    it was last read (see the module docstring; arguments as :func:`build_graph`)."""
     counts = store.counts(project)
-    stamp = (hub_chunks, *sorted(counts.items()))
+    stamp = (hub_chunks, tuple(sorted(skip_types)), same_key, *sorted(counts.items()))
     with _lock:
         held = _cache.get(store, {}).get(project)
     if held is not None and held[0] == stamp:
         return held[1]
-    graph = build_graph(store, project, hub_chunks=hub_chunks)
+    graph = build_graph(
+        store, project, hub_chunks=hub_chunks, skip_types=skip_types, same_key=same_key
+    )
     with _lock:
         _cache.setdefault(store, {})[project] = (stamp, graph)
     return graph

@@ -65,6 +65,12 @@ OBJECT_SEEDS = False
 """Whether object hits seed the walk too (a name match alone seeds worse than a fact:
 on MuSiQue with them the leg's recall@5 fell from 0.76 to 0.69)."""
 
+SKIP_TYPES: frozenset[str] = frozenset()
+"""Relationship types the walk does not follow."""
+
+SAME_KEY = False
+"""Whether objects of different types with one key are linked."""
+
 STEPS = 12
 """Power iterations of the walk (mass still moving after them: ``DAMPING ** STEPS``)."""
 
@@ -103,7 +109,13 @@ def passage_leg(
     trace = log_of(traces, "graph:passages")
     objects, facts, dense = _first_round(first_round)
     entity_seeds = _entity_seeds(rows, objects, facts, trace)
-    graph = graph_for(store, rows.project, hub_chunks=MAX_CHUNKS_PER_ENTITY)
+    graph = graph_for(
+        store,
+        rows.project,
+        hub_chunks=MAX_CHUNKS_PER_ENTITY,
+        skip_types=SKIP_TYPES,
+        same_key=SAME_KEY,
+    )
     seeds = _seeds(graph, entity_seeds, dense)
     if not seeds:  # no seed in the graph (a structured graph: no chunk mentions one)
         legs.add("graph:passages", [], started)
