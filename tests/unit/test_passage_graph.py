@@ -61,12 +61,12 @@ def test_a_hub_entity_keeps_no_mention_arcs(engine: Engine) -> None:
 
 def test_the_graph_is_read_again_after_a_write(engine: Engine) -> None:
     fill(engine)
-    first = graph_for(engine.store, engine.project, hub_chunks=10)
-    assert graph_for(engine.store, engine.project, hub_chunks=10) is first
+    first = graph_for(engine.store, engine.project, hub_chunks=10, check_seconds=0)
+    assert graph_for(engine.store, engine.project, hub_chunks=10, check_seconds=0) is first
 
     engine.add_chunks([ChunkIn(id="w", text="text w", source_id="s")])
     engine.add_mentions([MentionIn(chunk_id="w", source_id="s", object=person("d"))])
-    second = graph_for(engine.store, engine.project, hub_chunks=10)
+    second = graph_for(engine.store, engine.project, hub_chunks=10, check_seconds=0)
 
     assert second is not first
     assert "w" in second.chunk_index and "w" not in first.chunk_index
@@ -74,8 +74,18 @@ def test_the_graph_is_read_again_after_a_write(engine: Engine) -> None:
 
 def test_a_deleted_chunk_leaves_the_graph(engine: Engine) -> None:
     fill(engine)
-    graph_for(engine.store, engine.project, hub_chunks=10)
+    graph_for(engine.store, engine.project, hub_chunks=10, check_seconds=0)
 
     engine.delete("chunk", ["z"])
 
-    assert "z" not in graph_for(engine.store, engine.project, hub_chunks=10).chunk_index
+    graph = graph_for(engine.store, engine.project, hub_chunks=10, check_seconds=0)
+    assert "z" not in graph.chunk_index
+
+
+def test_within_the_check_interval_the_held_graph_is_used(engine: Engine) -> None:
+    fill(engine)
+    first = graph_for(engine.store, engine.project, hub_chunks=10)
+
+    engine.add_chunks([ChunkIn(id="w", text="text w", source_id="s")])
+
+    assert graph_for(engine.store, engine.project, hub_chunks=10, check_seconds=60) is first
