@@ -89,3 +89,29 @@ def test_within_the_check_interval_the_held_graph_is_used(engine: Engine) -> Non
     engine.add_chunks([ChunkIn(id="w", text="text w", source_id="s")])
 
     assert graph_for(engine.store, engine.project, hub_chunks=10, check_seconds=60) is first
+
+
+def test_one_name_typed_twice_is_linked_only_when_asked(engine: Engine) -> None:
+    engine.add_objects(
+        [ObjectIn(type="group", key="The Beatles"), ObjectIn(type="org", key="beatles")]
+    )
+    engine.add_sources([SourceIn(id="s")])
+    engine.add_chunks([ChunkIn(id=c, text=f"text {c}", source_id="s") for c in ("x", "y")])
+    engine.add_mentions(
+        [
+            MentionIn(
+                chunk_id="x", source_id="s", object=ObjectRef(type="group", key="The Beatles")
+            ),
+            MentionIn(chunk_id="y", source_id="s", object=ObjectRef(type="org", key="beatles")),
+        ]
+    )
+    apart = build_graph(engine.store, engine.project, hub_chunks=10)
+    linked = build_graph(engine.store, engine.project, hub_chunks=10, same_key=True)
+
+    assert list(apart.strength[: len(apart.entities)]) == [1, 1]
+    assert list(linked.strength[: len(linked.entities)]) == [2, 2]
+    beatles = ids(engine)["The Beatles"]  # mentioned by x only
+    far = walk(linked, {linked.entity_index[beatles]: 1.0}, damping=0.5, steps=20)
+    near = walk(apart, {apart.entity_index[beatles]: 1.0}, damping=0.5, steps=20)
+    assert far[linked.chunk_index["y"]] > 0
+    assert near[apart.chunk_index["y"]] == 0

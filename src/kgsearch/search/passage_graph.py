@@ -81,8 +81,9 @@ def build_graph(
         project: The project.
         hub_chunks: Entities mentioned by more passages keep no mention arcs.
         skip_types: Relationship types left out (``co_occurs`` repeats the passages).
-        same_key: Link objects of different types with the same key (one name that
-            the extractor typed twice: a place and a location).
+        same_key: Link objects whose keys are the same once case, punctuation and a
+            leading "the" are set aside (one name the extractor typed twice: a place and
+            a location; "The Beatles" and "Beatles").
     """
     live_chunks = {c.id for c in store.iter_rows(project, "chunk")}
     pairs: set[tuple[str, str]] = set()
@@ -96,7 +97,7 @@ def build_graph(
     if same_key:
         named: dict[str, list[str]] = {}
         for o in store.iter_rows(project, "object"):
-            named.setdefault(o.key, []).append(o.id)
+            named.setdefault(_plain(o.key), []).append(o.id)
         for group in named.values():
             relations.extend(pairwise(group))
     entity_index: dict[str, int] = {}
@@ -136,6 +137,15 @@ def build_graph(
 CHECK_SECONDS = 5.0
 """How long a graph is used before the store's counts are read again (counting every
 live row costs a scan: 100 ms on a store of 170,000 rows, too much per search)."""
+
+
+def _plain(name: str) -> str:
+    """A name without case, punctuation, spacing or a leading "the"."""
+    words = "".join(c if c.isalnum() else " " for c in name.casefold()).split()
+    if len(words) > 1 and words[0] == "the":
+        words = words[1:]
+    return " ".join(words)
+
 
 _lock = threading.Lock()
 _Held = tuple[tuple[object, ...], float, PassageGraph]

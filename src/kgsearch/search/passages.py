@@ -10,16 +10,17 @@ entities and the chunks that mention them (plus the relationships between entiti
    (node specificity: a name found everywhere says little).
    The first round's chunks are seeds too, with a small weight
    (:data:`PASSAGE_SEED_WEIGHT` of the entity mass, as HippoRAG 2 weights passages).
-2. **Subgraph.** Bounded, from the seeds outwards: the chunks that mention the seed
-   entities, the entities those chunks mention, the chunks that mention those (bridge)
-   entities, and the relationships among all these entities. Entities mentioned by
-   more than :data:`MAX_CHUNKS_PER_ENTITY` chunks are not expanded through (hubs), and
-   every step is capped, so the work per question is bounded whatever the graph.
+2. **Graph.** The whole project's graph, as HippoRAG 2 walks it: entities, chunks, an
+   edge between each entity and each chunk that mentions it, and the relationships
+   between entities (:mod:`kgsearch.search.passage_graph`: numpy arrays, read from the
+   store once and again only after writes). Entities mentioned by more than
+   :data:`MAX_CHUNKS_PER_ENTITY` chunks (hubs) pass no mass between their chunks.
 3. **Walk.** PageRank with restart to the seeds (damping :data:`DAMPING`, HippoRAG's
-   0.5); chunks are ranked by the mass they end with.
+   0.5), :data:`STEPS` vector steps over the arrays; chunks are ranked by the mass they
+   end with.
 
-Four batched store reads per question (mentions by object, by chunk, by object, typed
-edges), no model call.
+One store read per question (the seed facts' endpoints, usually already read), no
+model call; the work per question is a few vector operations over the graph's arcs.
 """
 
 from __future__ import annotations
@@ -52,12 +53,6 @@ MAX_CHUNKS_PER_ENTITY = 200
 SEED_FACTS = 3
 """First-round relationships (facts) whose endpoints seed the walk: a few strong facts
 seed better than many weak ones (HippoRAG 2 keeps the top facts only)."""
-
-MAX_BRIDGES = 300
-"""Entities reached through the seeds' chunks that are expanded (best first)."""
-
-EDGES_PER_ENTITY = 20
-"""Relationships read out of and into each entity of the subgraph."""
 
 MAX_RANKED = 500
 
