@@ -226,8 +226,14 @@ chunks. The multi_hop recipe fuses it and the chunks' own vector leg at weight 2
 and their BM25 leg at 1, RRF k = 30. Choices (objects as seeds; fusion weights; HippoRAG
 2's same-name links, co_occurs edges left out, more facts, passage seed weight, damping
 0.3) were measured on MuSiQue and HotpotQA spaCy together; only object seeds gained on
-both. The bounded-subgraph walk this replaces had, on 2026-11-25 (same dense figures),
-multi_hop recall@2 / @5 of 0.511 / 0.655 on MuSiQue and 0.610 / 0.810 on HotpotQA;
+both. Before/after in one run each, same stores (`scripts/bench_passages.py --sets
+musique-spacy,hotpotqa-spacy` with main at 72dda37, then this code, load 4.1 then 5.0):
+multi_hop recall@2 / @5 went from 0.356 / 0.522 to 0.492 / 0.650 on MuSiQue and from
+0.545 / 0.770 to 0.635 / 0.825 on HotpotQA (72dda37's bounded-subgraph walk had fallen
+below dense since the 2026-11-25 run's 0.655 and 0.810); the walk itself from 33.1 / 141.2
+to 3.7 / 11.4 ms p50 / p95 on MuSiQue and from 17.2 / 115.1 to 3.5 / 9.4 ms on HotpotQA;
+the whole search's p95 from 863 to 574 and from 758 to 425 ms, most of it now the relation
+paths (`graph:paths`) and the anchored leg, which the recipe weighs 0 but still runs.
 MuSiQue's gain over dense stays far from issue 36's +8. Latencies are of the whole
 search, query embedding included, on 2 cores shared with other work: load average
 (1, 5, 15 min) {before} before, {after} after."""
