@@ -107,7 +107,9 @@ def test_the_leg_weighs_as_configured_and_can_be_switched_off(engine: Engine) ->
     )
     assert response.debug is not None
     fused = response.debug["fusion_details"]
-    assert LEG in fused["legs"]  # it ran, fusion gave it no weight
+    assert LEG not in fused["legs"]  # weighed 0, it is not run at all
+    weighed = engine.search("who directed Engines", include_debug=True).debug
+    assert weighed is not None and LEG in weighed["fusion_details"]["legs"]
     only_bm25 = engine.search(
         "who directed Engines", relationships={"methods": ["vector"]}, include_debug=True
     )

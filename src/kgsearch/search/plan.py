@@ -195,7 +195,10 @@ def make_plan(request: SearchRequest, *, documents: bool = False) -> Plan:
         graph_objects=graph_objects,
         graph_relationships=graph_relationships,
         graph_chunks=graph_chunks,
-        anchored="bm25" in _methods(request, Kind.RELATIONSHIP) and Kind.RELATIONSHIP in scopes,
+        anchored="bm25" in _methods(request, Kind.RELATIONSHIP)
+        and Kind.RELATIONSHIP in scopes
+        # a recipe that weighs it 0 (multi_hop) would only pay for it
+        and (request.weights or {}).get("relationships:anchored") != 0,
         seed_top=max(5, request.limit // 2),
         # rerankers get a deeper pool to choose from than plain fused order needs
         pool_size=max(request.limit * 3, 30) if reranked else request.limit * 2,
