@@ -103,6 +103,8 @@ def check_json(value: Mapping[str, Any], what: str) -> Mapping[str, Any]:
     Raises:
         ValueError: With the path of the first problem.
     """
+    if isinstance(value, dict) and _within_limits(value):
+        return value
     size = 0
     # each item's place is (its parent's place, its key or index), spelled out only
     # for an error message
@@ -124,6 +126,32 @@ def check_json(value: Mapping[str, Any], what: str) -> Mapping[str, Any]:
         if size > MAX_JSON_CHARS:
             raise ValueError(f"{what} is larger than {MAX_JSON_CHARS:,} characters")
     return value
+
+
+def _within_limits(value: dict[str, Any]) -> bool:
+    """Whether :func:`check_json` finds nothing wrong with ``value``: the same checks
+    without tracking each item's place (large properties, such as a popular object's
+    contributions, are checked on every write); :func:`check_json` walks again, slowly,
+    only to name the place of a problem."""
+    size = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return False
+        if isinstance(item, dict):
+            size += sum(len(str(key)) for key in item)
+            children: Any = item.values()
+        else:
+            children = item
+        for inner in children:
+            if isinstance(inner, str):
+                size += len(inner)
+            elif isinstance(inner, dict | list):
+                stack.append((inner, depth + 1))
+            elif isinstance(inner, float) and not math.isfinite(inner):
+                return False
+    return size <= MAX_JSON_CHARS
 
 
 def _path(what: str, place: Any) -> str:
