@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kgsearch.model import MAX_JSON_CHARS, MAX_JSON_DEPTH, check_json
+from kgsearch.json_limits import MAX_JSON_CHARS, MAX_JSON_DEPTH, check_json
 
 
 def nested(depth: int, leaf: Any = 1) -> Any:

@@ -9,10 +9,17 @@ from pathlib import Path
 from kgsearch.store.sqlite.schema import MIGRATIONS
 
 
+def migrated(db: sqlite3.Connection, start: int = 0, upto: int | None = None) -> None:
+    def execute(sql: str) -> None:
+        db.execute(sql)
+
+    for migration in MIGRATIONS[start:upto]:
+        migration.apply(execute)
+
+
 def fresh(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, isolation_level=None)
-    for migration in MIGRATIONS:
-        migration.apply(db.execute)
+    migrated(db)
     db.execute(
         "INSERT INTO objects (id, project, type, key, created_at, updated_at, text) "
         "VALUES ('a', 'p', 't', 'a', '', '', 'alpha beta')"
@@ -64,9 +71,17 @@ def test_deleting_and_restoring_follow_the_liveness(tmp_path: Path) -> None:
 def test_an_older_store_gets_the_new_triggers(tmp_path: Path) -> None:
     db = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
     at = [m.name for m in MIGRATIONS].index("m013_fts_reindex_on_change")
-    for migration in MIGRATIONS[:at]:
-        migration.apply(db.execute)
-    MIGRATIONS[at].apply(db.execute)
+    migrated(db, 0, at)
+    # the trigger as stores made before m013 have it
+    db.execute("DROP TRIGGER chunks_fts_au")
+    db.execute(
+        "CREATE TRIGGER chunks_fts_au AFTER UPDATE OF text, deleted_at ON chunks BEGIN "
+        "INSERT INTO chunks_fts(chunks_fts, rowid, text) "
+        "SELECT 'delete', old.rowid, old.text WHERE old.deleted_at IS NULL; "
+        "INSERT INTO chunks_fts(rowid, text) "
+        "SELECT new.rowid, new.text WHERE new.deleted_at IS NULL; END"
+    )
+    migrated(db, at)
     (sql,) = db.execute(
         "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'chunks_fts_au'"
     ).fetchone()
