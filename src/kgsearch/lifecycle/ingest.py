@@ -26,7 +26,7 @@ from kgsearch.reports import DeleteReport, IngestProblem, IngestReport
 from kgsearch.store.base import GraphReads, TaskQueue
 from kgsearch.text.chunking import mask_spans, unmined_spans
 from kgsearch.writes.batch import GraphBatch, write_batch
-from kgsearch.writes.documents import chunk_document, store_document
+from kgsearch.writes.documents import chunk_document, store_many
 from kgsearch.writes.forget import forget_chunks
 from kgsearch.writes.graph import WriteContext
 
@@ -139,8 +139,9 @@ def _store_group(
     store, project = ctx.store, ctx.project
     counts: Counter[str] = Counter()
     waiting: dict[str, Chunk] = {}  # by id: a document given twice is queued once
-    for document in documents:
-        result = store_document(ctx, document, max_chars=max_chars)
+    for document, result in zip(
+        documents, store_many(ctx, documents, max_chars=max_chars), strict=True
+    ):
         counts["unchanged"] += result.unchanged
         counts["chunks"] += len(result.chunks)
         if result.removed:

@@ -209,6 +209,13 @@ def merge_descriptions(texts: Sequence[str], budget: int = DESCRIPTION_BUDGET) -
         The distinct descriptions one per line, or a summary of at most ``budget``
         characters made of their most representative sentences.
     """
+    return _merged(tuple(texts), budget)
+
+
+# Cached: an object named in many batches is often merged again from the same
+# descriptions (a chunk that adds none, both ends of a batch's relationships).
+@functools.lru_cache(maxsize=1 << 12)
+def _merged(texts: tuple[str, ...], budget: int) -> str:
     kept = distinct(texts)
     joined = "\n".join(kept)
     if len(joined) <= budget:

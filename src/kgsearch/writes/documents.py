@@ -20,7 +20,7 @@ from kgsearch.writes.batch import GraphBatch, write_batch
 from kgsearch.writes.graph import WriteContext
 from kgsearch.writes.text import add_chunks, add_sources
 
-__all__ = ["CHUNKING", "StoredDocument", "chunk_document", "store_document"]
+__all__ = ["CHUNKING", "StoredDocument", "chunk_document", "store_document", "store_many"]
 
 CHUNKING = "sections-1"
 """How documents are chunked, kept on each source: a document stored under another
@@ -76,32 +76,103 @@ def store_document(ctx: WriteContext, document: Document, *, max_chars: int) -> 
         document: The document read.
         max_chars: The largest chunk, in characters.
     """
+    (stored,) = store_many(ctx, [document], max_chars=max_chars)
+    return stored
+
+
+def store_many(
+    ctx: WriteContext, documents: Sequence[Document], *, max_chars: int
+) -> list[StoredDocument]:
+    """:func:`store_document` for each document, in order, with the rows of a run of
+    distinct sources read and written together (a handful of statements per run
+    instead of six per document). A source given again starts a new run, so it sees
+    what the first one wrote."""
+    done: list[StoredDocument] = []
+    run: list[Document] = []
+    sources: set[str] = set()
+    for document in documents:
+        if document.source_id in sources:
+            done += _store_run(ctx, run, max_chars)
+            run, sources = [], set()
+        run.append(document)
+        sources.add(document.source_id)
+    return done + (_store_run(ctx, run, max_chars) if run else [])
+
+
+def _store_run(
+    ctx: WriteContext, documents: Sequence[Document], max_chars: int
+) -> list[StoredDocument]:
+    """Store documents of distinct sources in one transaction."""
     store, project = ctx.store, ctx.project
-    old = store.get_sources(project, [document.source_id])
-    previous: Sequence[str] = old[0].metadata.get("chunk_ids", []) if old else []
-    if (
-        old
-        and old[0].metadata.get("sha256") == document.sha256
-        and old[0].metadata.get("chunking") == CHUNKING
-    ):
-        chunks = store.get_chunks(project, list(previous))
-        if len(chunks) == len(previous):
-            return StoredDocument(old[0], chunks, unchanged=True, removed=[])
-    pieces = chunk_document(document, max_chars)
-    ids = [c.id for c in pieces]
-    metadata = {
-        **document.metadata,
-        "sha256": document.sha256,
-        "chunking": CHUNKING,
-        "chunk_ids": ids,
+    old = {s.id: s for s in store.get_sources(project, [d.source_id for d in documents])}
+    previous = {
+        d.source_id: list(old[d.source_id].metadata.get("chunk_ids", []))
+        if d.source_id in old
+        else []
+        for d in documents
     }
-    row = SourceIn(id=document.source_id, title=document.title, uri=document.uri, metadata=metadata)
+    same = {
+        d.source_id
+        for d in documents
+        if d.source_id in old
+        and old[d.source_id].metadata.get("sha256") == d.sha256
+        and old[d.source_id].metadata.get("chunking") == CHUNKING
+    }
+    held = {c.id: c for c in store.get_chunks(project, [i for s in same for i in previous[s]])}
+    results: dict[str, StoredDocument] = {}
+    for source_id in same:
+        chunks = [held[i] for i in previous[source_id] if i in held]
+        if len(chunks) == len(previous[source_id]):
+            results[source_id] = StoredDocument(old[source_id], chunks, unchanged=True, removed=[])
+    changed = [d for d in documents if d.source_id not in results]
+    if changed:
+        results.update(_write_changed(ctx, changed, previous, max_chars))
+    return [results[d.source_id] for d in documents]
+
+
+def _write_changed(
+    ctx: WriteContext,
+    documents: Sequence[Document],
+    previous: dict[str, list[str]],
+    max_chars: int,
+) -> dict[str, StoredDocument]:
+    """Write the sources and chunks of changed documents, deleting the chunks they no
+    longer have, in one transaction."""
+    store, project = ctx.store, ctx.project
+    pieces = {d.source_id: chunk_document(d, max_chars) for d in documents}
+    rows = [
+        SourceIn(
+            id=d.source_id,
+            title=d.title,
+            uri=d.uri,
+            metadata={
+                **d.metadata,
+                "sha256": d.sha256,
+                "chunking": CHUNKING,
+                "chunk_ids": [c.id for c in pieces[d.source_id]],
+            },
+        )
+        for d in documents
+    ]
+    removed: dict[str, list[str]] = {}
+    for d in documents:
+        kept = {c.id for c in pieces[d.source_id]}
+        removed[d.source_id] = [c for c in previous[d.source_id] if c not in kept]
     inner = replace(ctx, after_commit=None)
-    kept = set(ids)
-    removed = [c for c in previous if c not in kept]
     with store.transaction():
-        (source,) = add_sources(inner, [row])
-        chunks = add_chunks(inner, pieces)
-        write_batch(store, project, GraphBatch(delete_chunks=removed))
+        sources = add_sources(inner, rows)
+        chunks = add_chunks(inner, [c for d in documents for c in pieces[d.source_id]])
+        write_batch(
+            store, project, GraphBatch(delete_chunks=[c for r in removed.values() for c in r])
+        )
     ctx.committed()
-    return StoredDocument(source, chunks, unchanged=False, removed=removed)
+    by_id = {c.id: c for c in chunks}
+    return {
+        d.source_id: StoredDocument(
+            source,
+            [by_id[c.id] for c in pieces[d.source_id]],
+            unchanged=False,
+            removed=removed[d.source_id],
+        )
+        for d, source in zip(documents, sources, strict=True)
+    }

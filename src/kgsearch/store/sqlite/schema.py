@@ -66,8 +66,16 @@ def fts_triggers(execute: Execute, table: str) -> None:
         f"INSERT INTO {table}_fts({table}_fts, rowid, text) "
         f"VALUES ('delete', old.rowid, old.text); END"
     )
+    _fts_update_trigger(execute, table)
+
+
+def _fts_update_trigger(execute: Execute, table: str) -> None:
+    """The update trigger: it re-indexes a row only when its text or liveness changed
+    (an upsert rewriting the same text leaves the index alone)."""
     execute(
-        f"CREATE TRIGGER {table}_fts_au AFTER UPDATE OF text, deleted_at ON {table} BEGIN "
+        f"CREATE TRIGGER {table}_fts_au AFTER UPDATE OF text, deleted_at ON {table} "
+        f"WHEN old.text IS NOT new.text "
+        f"OR (old.deleted_at IS NULL) IS NOT (new.deleted_at IS NULL) BEGIN "
         f"INSERT INTO {table}_fts({table}_fts, rowid, text) "
         f"SELECT 'delete', old.rowid, old.text WHERE old.deleted_at IS NULL; "
         f"INSERT INTO {table}_fts(rowid, text) "
@@ -336,6 +344,15 @@ def m012_embedding_skipped(execute: Execute) -> None:
     execute("DROP TABLE m012_schema_cookie")
 
 
+def m013_fts_reindex_on_change(execute: Execute) -> None:
+    """The full-text update triggers fire only when a row's text or liveness changed:
+    an upsert that writes the same text again (an object named in many batches) no
+    longer deletes and re-adds its index entry."""
+    for table in ("objects", "relationships", "chunks", "community_reports"):
+        execute(f"DROP TRIGGER IF EXISTS {table}_fts_au")
+        _fts_update_trigger(execute, table)
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_create_api_keys", m002_create_api_keys),
@@ -349,5 +366,6 @@ MIGRATIONS = [
     Migration("m010_associations_not_facts", m010_associations_not_facts),
     Migration("m011_llm_budgets", m011_llm_budgets),
     Migration("m012_embedding_skipped", m012_embedding_skipped),
+    Migration("m013_fts_reindex_on_change", m013_fts_reindex_on_change),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
