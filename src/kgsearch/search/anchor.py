@@ -190,8 +190,13 @@ def _match(
             found = relation_vectors(embed, [texts[t] for t in types], embed_many)
             vectors = dict(zip(types, found, strict=True))
             for span, rest in rests.items():
-                # a BM25 anchor or a short span matches with the whole query's vector
-                queries[span] = embed(rest) if 0 <= span < _MAX_RESTS else vector
+                # a BM25 anchor or a short span matches with the whole query's vector;
+                # the rest and its words (see _named) are embedded in one call
+                if 0 <= span < _MAX_RESTS:
+                    relation_vectors(embed, [rest, *content_words(rest)], embed_many)
+                queries[span] = (
+                    relation_vectors(embed, [rest])[0] if 0 <= span < _MAX_RESTS else vector
+                )
             named = _named(steps, rests, embed, embed_many)
         except Exception:  # the query was embedded, so this is rare: match by words only
             vectors, queries, named = {}, dict.fromkeys(rests), {}
