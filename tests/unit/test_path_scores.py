@@ -6,7 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kgsearch.search.path_scores import PathScorer, answer_phrase, content_words, overlap
+from kgsearch.search.path_scores import (
+    PathScorer,
+    answer_phrase,
+    content_words,
+    named_relations,
+    overlap,
+)
 
 
 @pytest.mark.parametrize(
@@ -114,3 +120,15 @@ def test_a_word_close_to_one_relation_names_it() -> None:
         assert s.relation_matches()["directed_by"] < 0.5
     finally:
         del TEXTS["wrote"]
+
+
+def test_named_relations_needs_a_close_and_clear_winner() -> None:
+    TEXTS["wrote"] = vec("written")
+    TEXTS["credits"] = vec("written", "directed")  # as close to both: names neither
+    try:
+        types = ["directed_by", "written_by", "starred"]
+        assert named_relations(["wrote", "film"], types, text_vector) == {"written_by"}
+        assert named_relations(["credits"], types, text_vector) == set()
+        assert named_relations(["wrote"], [], text_vector) == set()
+    finally:
+        del TEXTS["wrote"], TEXTS["credits"]

@@ -75,7 +75,7 @@ def test_a_plugin_part_is_listed_after_the_builtins(monkeypatch: pytest.MonkeyPa
 
 
 def test_the_anchored_leg_declares_its_default_weight() -> None:
-    assert default_weights() == {"relationships:anchored": 2.0}
+    assert default_weights() == {"relationships:anchored": 4.0}
 
 
 def test_the_legs_run_in_declared_stage_order() -> None:

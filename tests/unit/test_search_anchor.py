@@ -4,6 +4,7 @@ filters applied inside the leg, the leg in found_by and explain, and fusion weig
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from kgsearch.engine import Engine
@@ -132,3 +133,27 @@ def test_a_hub_costs_at_most_the_edge_limit(
     hits = anchored(engine, "what did Bob direct")
     assert 0 < len(hits) <= 5
     assert all(h[2] == "Bob" for h in hits)
+
+
+def test_a_word_naming_a_relation_by_meaning_puts_it_first() -> None:
+    """The word "wrote" shares no stem with "written by", and the rest of the query as a whole
+    embeds closer to "directed by"; the word's own embedding names *written by*."""
+    axes = {"directed by": 0, "written by": 1, "starred actors": 2, "wrote": 1}
+
+    def embed(text: str) -> np.ndarray:
+        v = np.full(4, 0.01, dtype=np.float32)
+        if text in axes:
+            v[axes[text]] = 1.0
+        elif " " in text:  # the rest of the query: closest to "directed by"
+            v[0], v[1] = 1.0, 0.8
+        else:  # any other word points nowhere in particular
+            v[3] = 1.0
+        return v
+
+    steps = [(0, "directed_by"), (0, "written_by"), (0, "starred_actors")]
+    rests = {0: "who wrote the movie"}
+    scores = anchor._match(steps, rests, embed("who wrote the movie"), embed, None)
+    assert max(scores, key=lambda s: scores[s]) == (0, "written_by")
+    # a word that names nothing leaves the ranking to the whole rest's meaning
+    plain = anchor._match(steps, {0: "who made the movie"}, embed("x y"), embed, None)
+    assert max(plain, key=lambda s: plain[s]) == (0, "directed_by")

@@ -37,7 +37,7 @@ import numpy as np
 from kgsearch.search.plan import Vector
 from kgsearch.text.stopwords import STOPWORDS
 
-__all__ = ["PathScorer", "answer_phrase", "content_words", "overlap"]
+__all__ = ["PathScorer", "answer_phrase", "content_words", "named_relations", "overlap"]
 
 # Softmax temperature over relation matches (cosines of short texts differ by a few 0.01).
 _RELATION_TEMPERATURE = 0.1
@@ -90,6 +90,33 @@ def _stem_match(word: str, relation_word: str) -> bool:
     # a compound's head: at least two letters before it, and more than the stem after
     at = word.find(stem, 2)
     return word[:4] == stem or (at >= 2 and len(word) - at > 4)
+
+
+def named_relations(
+    words: Sequence[str], types: Sequence[str], text_vector: Callable[[str], Vector]
+) -> set[str]:
+    """The relation types some word names by meaning: its embedding is close to the
+    type's humanised text (at least ``_WORD_MATCH``) and clearly closer than to any other
+    type given (by ``_WORD_MARGIN``): "wrote" names *written by*, "director" names
+    *directed by*.
+
+    Args:
+        words: The question's content words (without its linked names).
+        types: The relationship types to choose among.
+        text_vector: Unit vector of a word or humanised type text (cached by the caller).
+    """
+    if not types or not words:
+        return set()
+    relations = np.stack([text_vector(humanise(t)) for t in types])
+    found: set[str] = set()
+    for word in words:
+        cosines = relations @ text_vector(word)
+        order = np.argsort(-cosines)
+        best = float(cosines[order[0]])
+        second = float(cosines[order[1]]) if len(order) > 1 else 0.0
+        if best >= _WORD_MATCH and best - second >= _WORD_MARGIN:
+            found.add(types[int(order[0])])
+    return found
 
 
 def answer_phrase(words: Sequence[str | None]) -> str:
@@ -188,19 +215,7 @@ class PathScorer:
 
     def _named(self, words: Sequence[str]) -> set[str]:
         """The relation types some word's embedding is clearly closest to."""
-        types = list(self._raw)
-        if not types or not words:
-            return set()
-        relations = np.stack([self.text_vector(humanise(t)) for t in types])
-        found: set[str] = set()
-        for word in words:
-            cosines = relations @ self.text_vector(word)
-            order = np.argsort(-cosines)
-            best = float(cosines[order[0]])
-            second = float(cosines[order[1]]) if len(order) > 1 else 0.0
-            if best >= _WORD_MATCH and best - second >= _WORD_MARGIN:
-                found.add(types[int(order[0])])
-        return found
+        return named_relations(words, list(self._raw), self.text_vector)
 
     def score(self, sig: Signature, end_type: str | None, *, final: bool = True) -> float:
         """Precision + recall + answer match of a path (see the module docstring);
