@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kgsearch.llm.base import LLM, Message, complete_streaming
+from kgsearch.llm.base import LLM, Completion, Message, complete_streaming
 from kgsearch.search.extractive import extractive_answer
 from kgsearch.search.request import GraphResult, RelationshipResult, TextResult
 
@@ -28,6 +28,7 @@ __all__ = [
     "Answer",
     "Reference",
     "answer",
+    "from_completion",
     "messages",
     "references",
 ]
@@ -190,6 +191,20 @@ def answer(
         max_tokens=ANSWER_MAX_TOKENS,
     )
     used = set(_CITE.findall(completion.text))
+    return from_completion(question, completion, refs, used, context, llm, meta)
+
+
+def from_completion(
+    question: str,
+    completion: Completion,
+    refs: Sequence[Reference],
+    used: set[str],
+    context: str,
+    llm: LLM,
+    meta: dict[str, Any],
+) -> Answer:
+    """The answer a model wrote: its text, the references marked cited where ``used``
+    names their labels, the model and the tokens it took."""
     return Answer(
         question=question,
         answer=completion.text,

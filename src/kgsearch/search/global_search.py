@@ -38,7 +38,7 @@ from kgsearch.errors import KgsearchError, ProviderError
 from kgsearch.llm.base import LLM, Forgetting, Message, complete_streaming
 from kgsearch.llm.global_prompts import MAP_SCHEMA, MAP_SYSTEM, REDUCE_SYSTEM
 from kgsearch.llm.meter import in_context
-from kgsearch.search.answer import ANSWER_MAX_TOKENS, Answer, Reference
+from kgsearch.search.answer import ANSWER_MAX_TOKENS, Answer, Reference, from_completion
 from kgsearch.search.request import CommunityResult, SearchResponse
 from kgsearch.store.base import CommunityStore, GraphReads
 from kgsearch.text.stopwords import STOPWORDS
@@ -485,19 +485,7 @@ def global_answer(
                 "the model cited no report: the references its sentences share the most "
                 "words with are marked cited"
             )
-    return Answer(
-        question=question,
-        answer=completion.text,
-        references=[r.model_copy(update={"cited": r.cite in used}) for r in refs],
-        context=context,
-        model=completion.model or llm.model_id,
-        cached=completion.cached,
-        usage={
-            "prompt_tokens": completion.usage.prompt_tokens,
-            "completion_tokens": completion.usage.completion_tokens,
-        },
-        metadata=meta,
-    )
+    return from_completion(question, completion, refs, used, context, llm, meta)
 
 
 def _offline(
