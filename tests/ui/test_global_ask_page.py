@@ -6,6 +6,7 @@ tests/carol_global.py for the attribution), its communities listed and cited, ea
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,7 +59,13 @@ def test_a_global_answer_lists_the_communities_its_points_came_from(
 ) -> None:
     page = tab.page
     ask_global(page, carol_server, model=True)
-    expect(page.locator("#answer-text")).to_have_text(REDUCE_REPLY)
+    # the reply's markdown headings and bold runs are shown as such, not as "####"
+    shown = re.sub(r"(?m)^\s{0,3}#{1,6}\s+(.*?)[\s#]*$", r"\1", REDUCE_REPLY)
+    expect(page.locator("#answer-text")).to_have_text(shown.replace("**", ""))
+    headings = re.findall(r"(?m)^#{1,6}\s+(.*?)\s*$", REDUCE_REPLY)
+    assert headings, "the recorded reply has markdown headings"
+    expect(page.locator("#answer-text .answer-heading")).to_have_text(headings)
+    expect(page.locator("#answer-text")).not_to_contain_text("##")
     expect(page.locator("#answer-how")).to_contain_text(
         "Global search over 10 community reports: 1 map call, 5 key points, one reduce."
     )

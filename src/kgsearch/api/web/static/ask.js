@@ -43,6 +43,28 @@
     return out;
   }
 
+  // A model's answer with light markdown: "# heading" lines and **bold** runs become
+  // <strong> around text nodes (nothing is parsed as HTML); the rest stays as written.
+  function formatted(text, refs) {
+    const out = [];
+    text.split("\n").forEach((line, i) => {
+      if (i) out.push("\n");
+      const heading = /^\s{0,3}#{1,6}\s+(.*?)[\s#]*$/.exec(line);
+      if (heading) out.push(el("strong", { class: "answer-heading" }, bolded(heading[1], refs)));
+      else out.push(...bolded(line, refs));
+    });
+    return out;
+  }
+
+  function bolded(line, refs) {
+    const out = [];
+    line.split(/\*\*(.+?)\*\*/).forEach((part, i) => {
+      if (i % 2) out.push(el("strong", {}, cited(part, refs)));
+      else if (part) out.push(...cited(part, refs));
+    });
+    return out;
+  }
+
   function references(refs) {
     if (!refs.length) return el("p", { class: "muted" }, "No references.");
     return el("ol", { id: "references", class: "references" }, refs.map((r) =>
@@ -176,7 +198,7 @@
     const inText = new Set();
     for (const m of answer.answer.matchAll(CITE)) for (const c of m[1].split(/\s*[,;]\s*/)) inText.add(c);
     answer.references = (answer.references || []).map((r) => Object.assign({}, r, { cited: r.cited || inText.has(r.cite) }));
-    append(clear(text), cited(answer.answer, answer.references));
+    append(clear(text), formatted(answer.answer, answer.references));
     append(rest, rendered(answer));
   }
 
