@@ -28,11 +28,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kgsearch.cancel import POLL_SECONDS, check_cancelled
 from kgsearch.community_values import CommunityReport, Finding
 from kgsearch.errors import KgsearchError, ProviderError
 from kgsearch.llm.base import LLM, Forgetting, Message, complete_streaming
@@ -64,7 +67,10 @@ MAP_TOKENS = 6000
 """Tokens of reports one map call reads at most (GraphRAG packs 8k)."""
 
 MAP_WORKERS = 4
-"""Map calls in flight at once (the engine's guard bounds all calls further)."""
+"""Map calls in flight at once in this process, however many answers are made: they
+queue for a slot rather than take every thread of the guard (which refuses the rest)."""
+
+_MAP_SLOTS = threading.BoundedSemaphore(MAP_WORKERS)
 
 MAP_MAX_TOKENS = 1000
 """Cap on a map reply, in the model's tokens."""
@@ -274,7 +280,8 @@ def map_reports(
 
     def run(batch: list[int]) -> list[Point]:
         reports = {labelled[i][0]: labelled[i][2] for i in batch}
-        return _map_batch(llm, question, [blocks[i] for i in batch], reports)
+        with _map_slot():
+            return _map_batch(llm, question, [blocks[i] for i in batch], reports)
 
     with ThreadPoolExecutor(max_workers=max(1, min(MAP_WORKERS, len(batches)))) as pool:
         futures = [(batch, pool.submit(in_context(run), batch)) for batch in batches]
@@ -287,6 +294,17 @@ def map_reports(
                 cites = ", ".join(labelled[i][0] for i in batch)
                 mapped.warnings.append(f"map call over {cites} failed: {exc.message}")
     return mapped
+
+
+@contextmanager
+def _map_slot() -> Iterator[None]:
+    """Hold a map-call slot (:data:`MAP_WORKERS`); a cancelled answer stops waiting."""
+    while not _MAP_SLOTS.acquire(timeout=POLL_SECONDS):
+        check_cancelled("the map call")
+    try:
+        yield
+    finally:
+        _MAP_SLOTS.release()
 
 
 def extractive_points(

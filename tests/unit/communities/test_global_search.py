@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -277,3 +279,56 @@ def test_the_cli_replays_the_global_answer_from_the_recording(carol: Path) -> No
     assert answer["answer"] == REDUCE_REPLY
     assert [r["cite"] for r in answer["references"] if r["cited"]] == ["C1", "C2", "C6"]
     assert answer["metadata"]["global"]["map_calls"] == 1
+
+
+class _SlowBatches(_Batches):
+    """:class:`_Batches` that takes a while per map call and notes how many map calls
+    were in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__(failing=[])
+        self._lock = threading.Lock()
+        self.running = 0
+        self.most = 0
+
+    def __call__(self, messages: Sequence[Message]) -> str:
+        if not messages[0].content.startswith("[global-map-"):
+            return super().__call__(messages)
+        with self._lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            time.sleep(0.2)
+            return super().__call__(messages)
+        finally:
+            with self._lock:
+                self.running -= 1
+
+
+def test_global_answers_at_once_queue_their_map_calls_instead_of_losing_reports(
+    carol: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # three answers of five map calls each, a guard with room for the map calls of one
+    # answer and the three reduce calls: past its threads the guard refuses a call
+    monkeypatch.setattr(global_search, "MAP_TOKENS", 1)
+    model = _SlowBatches()
+    guard = llm_guard(deadline=30, workers=global_search.MAP_WORKERS + 3)
+    llm = GuardedLLM(FakeLLM(default=model), guard)
+    answers: list[Answer] = []
+
+    def ask() -> None:
+        with _engine(carol) as engine:
+            answers.append(engine.ask(QUESTION, recipe="global", llm=llm, limit=5))
+
+    try:
+        threads = [threading.Thread(target=ask) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        guard.close()
+
+    assert len(answers) == 3
+    assert [_global(a)["map_failed"] for a in answers] == [0, 0, 0], [_warnings(a) for a in answers]
+    assert model.most <= global_search.MAP_WORKERS
