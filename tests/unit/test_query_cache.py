@@ -88,5 +88,5 @@ def test_relation_type_vectors_outlive_the_search_that_embedded_them() -> None:
         engine.embed_pending()
         embedder.documents.clear()
         for query in ["who directed Heat", "Heat director", "the director of Heat"]:
-            engine.search(SearchRequest(query=query, recipe="multi_hop"))
+            engine.search(SearchRequest(query=query))  # the anchored leg embeds types
     assert embedder.documents.count("directed by") == 1, embedder.documents
