@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from kgsearch.search.context import sentences
 from kgsearch.text.stopwords import STOPWORDS
 
-__all__ = ["MIN_SHARE", "TOP_SENTENCES", "Sentence", "best_sentences", "extractive_answer"]
+__all__ = [
+    "MIN_SHARE",
+    "TOP_SENTENCES",
+    "Sentence",
+    "best_sentences",
+    "extractive_answer",
+    "terms",
+]
 
 TOP_SENTENCES = 3
 """Sentences an extractive answer quotes at most."""
@@ -49,8 +56,8 @@ class Sentence:
     score: float
 
 
-def _terms(text: str) -> list[str]:
-    """Content words, case-folded, a plural ``s`` dropped."""
+def terms(text: str) -> list[str]:
+    """Content words, case-folded, a plural ``s`` dropped (question words left out)."""
     words = (w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS)
     return [
         w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
@@ -81,7 +88,7 @@ def best_sentences(
         Up to :data:`TOP_SENTENCES` sentences sharing a word with the question (empty
         when none does).
     """
-    wanted = set(_terms(question))
+    wanted = set(terms(question))
     split = [(rank, cite, s) for rank, (cite, text) in enumerate(passages) for s in sentences(text)]
     whole = " ".join(" ".join(text.split()) for _, text in passages)
     split += [
@@ -91,7 +98,7 @@ def best_sentences(
     ]
     if not wanted or not split:
         return []
-    bags = [Counter(_terms(s)) for _, _, s in split]
+    bags = [Counter(terms(s)) for _, _, s in split]
     df = Counter(t for bag in bags for t in set(bag) if t in wanted)
     n = len(bags)
     mean = sum(sum(bag.values()) for bag in bags) / n or 1.0

@@ -42,9 +42,9 @@ from kgsearch.llm.base import LLM, Forgetting, Message, complete_streaming
 from kgsearch.llm.global_prompts import MAP_SCHEMA, MAP_SYSTEM, REDUCE_SYSTEM
 from kgsearch.llm.meter import in_context
 from kgsearch.search.answer import ANSWER_MAX_TOKENS, Answer, Reference, from_completion
+from kgsearch.search.extractive import terms
 from kgsearch.search.request import CommunityResult, SearchResponse
 from kgsearch.store.base import CommunityStore, GraphReads
-from kgsearch.text.stopwords import STOPWORDS
 
 __all__ = [
     "GLOBAL_RECIPES",
@@ -84,7 +84,6 @@ TOP_POINTS = 5
 FACTS_PER_POINT = 3
 """Facts listed under one point at most."""
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 _REPORT_CITE = re.compile(r"\[(C\d+)\]")
 _ANY_CITE = re.compile(r"\[([CR]\d+)\]")
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
@@ -121,12 +120,8 @@ class Mapped:
 
 
 def _terms(text: str) -> set[str]:
-    """Content words, case-folded, a plural ``s`` dropped."""
-    return {
-        w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
-        for w in _WORD.findall(text.casefold())
-        if w not in STOPWORDS
-    }
+    """Content words, case-folded, a plural ``s`` dropped (:func:`extractive.terms`)."""
+    return set(terms(text))
 
 
 def _finding_text(finding: Finding) -> str:
