@@ -31,9 +31,9 @@ from kgsearch.llm.fake import FakeLLM
 from kgsearch.llm.guard import GuardedLLM, llm_guard
 from kgsearch.llm.meter import Meter, metered
 from kgsearch.model import Kind
-from kgsearch.search import global_search
+from kgsearch.search import global_map, global_search
 from kgsearch.search.answer import Answer
-from kgsearch.search.global_search import extractive_points, parse_points
+from kgsearch.search.global_map import extractive_points, parse_points
 from kgsearch.store.base import Store
 
 pytestmark = pytest.mark.slow  # the bundled model embeds the reports
@@ -158,7 +158,7 @@ class _Batches:
 def test_a_failing_map_call_drops_its_reports_and_the_answer_still_comes(
     carol: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(global_search, "MAP_TOKENS", 1)  # one report per call
+    monkeypatch.setattr(global_map, "MAP_TOKENS", 1)  # one report per call
     llm = FakeLLM(default=_Batches(failing=["C2"]))
     with _engine(carol) as engine:
         answer = engine.ask(QUESTION, recipe="global", llm=llm, limit=4)
@@ -174,7 +174,7 @@ def test_a_failing_map_call_drops_its_reports_and_the_answer_still_comes(
 def test_when_every_map_call_fails_the_reports_own_points_are_reduced(
     carol: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(global_search, "MAP_TOKENS", 1)
+    monkeypatch.setattr(global_map, "MAP_TOKENS", 1)
     llm = FakeLLM(default=_Batches(failing=["C1", "C2", "C3"]))
     with _engine(carol) as engine:
         answer = engine.ask(QUESTION, recipe="global", llm=llm, limit=3)
@@ -188,8 +188,8 @@ def test_when_every_map_call_fails_the_reports_own_points_are_reduced(
 def test_map_calls_run_in_the_callers_context_and_are_charged_to_its_budget(
     carol: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(global_search, "MAP_TOKENS", 1)
-    guard = llm_guard(deadline=10, workers=global_search.MAP_WORKERS)
+    monkeypatch.setattr(global_map, "MAP_TOKENS", 1)
+    guard = llm_guard(deadline=10, workers=global_map.MAP_WORKERS)
     llm = GuardedLLM(FakeLLM(default=_Batches(failing=[]), price_per_million=1.0), guard)
     meter = Meter()
     try:
@@ -310,9 +310,9 @@ def test_global_answers_at_once_queue_their_map_calls_instead_of_losing_reports(
 ) -> None:
     # three answers of five map calls each, a guard with room for the map calls of one
     # answer and the three reduce calls: past its threads the guard refuses a call
-    monkeypatch.setattr(global_search, "MAP_TOKENS", 1)
+    monkeypatch.setattr(global_map, "MAP_TOKENS", 1)
     model = _SlowBatches()
-    guard = llm_guard(deadline=30, workers=global_search.MAP_WORKERS + 3)
+    guard = llm_guard(deadline=30, workers=global_map.MAP_WORKERS + 3)
     llm = GuardedLLM(FakeLLM(default=model), guard)
     answers: list[Answer] = []
 
@@ -331,4 +331,4 @@ def test_global_answers_at_once_queue_their_map_calls_instead_of_losing_reports(
 
     assert len(answers) == 3
     assert [_global(a)["map_failed"] for a in answers] == [0, 0, 0], [_warnings(a) for a in answers]
-    assert model.most <= global_search.MAP_WORKERS
+    assert model.most <= global_map.MAP_WORKERS
