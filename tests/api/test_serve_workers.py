@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 from click.testing import CliRunner
@@ -92,14 +93,32 @@ def test_two_server_processes_share_one_store(tmp_path: Path) -> None:
                 c.post("/api/search/unified", json={"query": f"Ada {i}"}).status_code
                 for i in range(10)
             ]
+            job = c.post(
+                "/api/documents", json={"text": "Ada Lovelace wrote notes.", "extractor": "none"}
+            ).json()
+        # each poll on a connection of its own, so the socket hands polls to both processes
+        polls = [_poll(base, headers, job["id"]) for _ in range(20)]
+        while polls[-1]["state"] == "running":
+            assert time.monotonic() < deadline, f"the job never finished: {polls[-1]}"
+            polls.append(_poll(base, headers, job["id"]))
         workers = [p for p in _children(proc.pid) if _children(p) or _is_server(p)]
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
 
     assert answers == [200] * 10
+    assert all(p["id"] == job["id"] for p in polls), polls  # never a 404 from the other process
+    assert polls[-1]["state"] == "done", polls[-1]
+    assert polls[-1]["result"]["documents"] == 1
     assert len(workers) >= 2, workers
     assert not any(_alive(p) for p in workers)
+
+
+def _poll(base: str, headers: dict[str, str], job_id: str) -> dict[str, Any]:
+    answer = httpx.get(f"{base}/api/jobs/{job_id}", headers=headers, timeout=30)
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    return body
 
 
 def _is_server(pid: int) -> bool:

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from kgsearch.config import BudgetSettings
@@ -36,6 +37,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 import kgsearch
 from kgsearch.api import spend, web
 from kgsearch.api.background import BackfillJobs, EmbeddingWorker
+from kgsearch.api.job_board import JobBoard
 from kgsearch.api.jobs import JobRegistry
 from kgsearch.api.lanes import LLM_THREADS, Lanes, provider_body
 from kgsearch.api.limits import MAX_BODY_BYTES, MAX_BODY_SECONDS, MAX_UPLOAD_BYTES, InputGuard
@@ -93,6 +95,7 @@ def create_app(
     warm: bool = False,
     budget: BudgetLimits | None = None,
     batch_window: float | None = WINDOW_SECONDS,
+    jobs_folder: str | None = None,
 ) -> FastAPI:
     """Build the REST app over ``engine`` (the caller keeps owning and closing it).
 
@@ -127,6 +130,9 @@ def create_app(
         batch_window: Concurrent searches share model calls for their query vectors
             (:meth:`Engine.batch_queries`): a query waits at most this many seconds for
             others while queries arrive together. None embeds each query alone.
+        jobs_folder: A directory the processes of ``serve --workers N`` share: each
+            posts its background jobs there, so any of them answers a poll or a cancel
+            (:mod:`kgsearch.api.job_board`). None keeps jobs in this process.
     """
 
     @asynccontextmanager
@@ -158,11 +164,14 @@ def create_app(
     )
     if batch_window is not None:
         engine.batch_queries(window=batch_window)
-    jobs = BackfillJobs(engine)
+    boards: tuple[JobBoard | None, JobBoard | None] = (None, None)
+    if jobs_folder is not None:
+        boards = (JobBoard(Path(jobs_folder, "backfill")), JobBoard(Path(jobs_folder, "jobs")))
+    jobs = BackfillJobs(engine, boards[0])
     app.state.engine = engine
     app.state.lanes = Lanes(search=threads or max(2, os.cpu_count() or 1), llm=llm_threads)
     app.state.jobs = jobs
-    app.state.extraction_jobs = JobRegistry()
+    app.state.extraction_jobs = JobRegistry(board=boards[1])
     app.state.require_keys = keys
     limits = budget if budget is not None else BudgetLimits.from_settings(BudgetSettings())
     app.state.budget = Budget(engine.store, limits)

@@ -3,7 +3,9 @@
 Writes commit rows as ``pending`` and return; these threads embed them afterwards
 through :meth:`kgsearch.Engine.embed_step`, which does one bounded batch per kind and
 never sleeps on a backoff, so both stop promptly when asked. The engine's store
-serialises statements, so the threads share it safely with request handlers.
+serialises statements, so the threads share it safely with request handlers. Under
+``serve --workers N`` a backfill is polled from any process, and one runs per project
+across them, through the server's :class:`~kgsearch.api.job_board.JobBoard`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from kgsearch.api.job_board import JobBoard
 from kgsearch.engine import Engine
 from kgsearch.errors import Conflict, KgsearchError, NotFound
 from kgsearch.model import Kind
@@ -144,10 +147,12 @@ class BackfillJobs:
 
     Args:
         engine: The engine to embed with.
+        board: Shares the jobs with the server's other processes (``--workers``).
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, board: JobBoard | None = None) -> None:
         self.engine = engine
+        self.board = board
         self._lock = threading.Lock()
         self._jobs: dict[str, _Job] = {}
 
@@ -166,12 +171,15 @@ class BackfillJobs:
             Conflict: A backfill of this project is still running.
         """
         with self._lock:
-            for job in self._jobs.values():
-                if job.project == project and job.state == "running":
-                    raise Conflict(
-                        f"a backfill of this project is already running (job {job.id})",
-                        details={"job_id": job.id},
-                    )
+            running = [j.id for j in self._jobs.values() if j.project == project]
+            running = [i for i in running if self._jobs[i].state == "running"]
+            if self.board is not None:
+                running += [s["id"] for s in self.board.running(project)]
+            if running:
+                raise Conflict(
+                    f"a backfill of this project is already running (job {running[0]})",
+                    details={"job_id": running[0]},
+                )
             job = _Job(project, kinds, batch_size, delay_ms, limit)
             job.total = self.engine.embedding_todo(project=project, kinds=kinds).total
             self._jobs[job.id] = job
@@ -180,6 +188,9 @@ class BackfillJobs:
                 target=self._run, args=(job,), name=f"kgsearch-backfill-{job.id}", daemon=True
             )
             first = job.snapshot()  # before the thread runs: a small job may finish at once
+            self._post(job, now=True)
+            if self.board is not None:
+                self.board.own(job.id, job.cancel.set)
             job.thread.start()
             return first
 
@@ -190,9 +201,12 @@ class BackfillJobs:
             NotFound: No job with this id in ``project``.
         """
         job = self._jobs.get(job_id)
-        if job is None or job.project != project:
+        if job is not None and job.project == project:
+            return job.snapshot()
+        posted = None if self.board is None or job else self.board.read(job_id)
+        if posted is None or posted.get("project") != project:
             raise NotFound(f"backfill job {job_id!r} not found in this project")
-        return job.snapshot()
+        return posted
 
     def stop_all(self, timeout: float = 30.0) -> None:
         """Cancel running jobs after their current batch and wait for them."""
@@ -207,6 +221,12 @@ class BackfillJobs:
         finished = [j for j in self._jobs.values() if j.state != "running"]
         for job in finished[: max(0, len(self._jobs) - _KEEP_JOBS)]:
             del self._jobs[job.id]
+            if self.board is not None:
+                self.board.forget(job.id)
+
+    def _post(self, job: _Job, *, now: bool = False) -> None:
+        if self.board is not None:
+            self.board.post(job.id, job.snapshot(), now=now)
 
     def _run(self, job: _Job) -> None:
         state, error = "done", None
@@ -218,6 +238,7 @@ class BackfillJobs:
                 for name in job.counts:
                     job.counts[name] += getattr(report, name)
                 job.errors.extend(e for e in report.errors if e not in job.errors)
+                self._post(job)
                 if report.processed == 0:
                     break
                 if job.limit is not None and job.counts["processed"] >= job.limit:
@@ -234,3 +255,6 @@ class BackfillJobs:
         job.finished_at = datetime.now(UTC)
         job.error = error
         job.state = state
+        self._post(job, now=True)
+        if self.board is not None:
+            self.board.release(job.id)

@@ -9,7 +9,9 @@ flight is not waited for: the job's work runs under a
 :class:`~kgsearch.cancel.Cancel` token that cancelling the job cancels, so the call
 is dropped at once and its chunks are left for a later run, no attempt counted. Jobs of other
 projects do not exist for the caller. The engine's store serialises statements, so
-job threads share it safely with request handlers.
+job threads share it safely with request handlers. Under ``serve --workers N`` a job
+is polled and cancelled from any process through the server's
+:class:`~kgsearch.api.job_board.JobBoard`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from kgsearch.api.job_board import JobBoard
 from kgsearch.cancel import Cancel, cancellable
 from kgsearch.errors import Conflict, KgsearchError, NotFound
 
@@ -40,9 +43,16 @@ class Job:
         project: The project the job belongs to (and the only one that sees it).
         kind: What runs (``ingest``, ``extract``).
         progress: The initial progress counters.
+        board: Where the job's snapshots are posted for the server's other processes.
     """
 
-    def __init__(self, project: str, kind: str, progress: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        project: str,
+        kind: str,
+        progress: Mapping[str, Any],
+        board: JobBoard | None = None,
+    ) -> None:
         self.id = secrets.token_hex(8)
         self.project = project
         self.kind = kind
@@ -55,6 +65,7 @@ class Job:
         self.cancel = threading.Event()
         self.calls = Cancel()  # the model calls of the work
         self.thread: threading.Thread | None = None
+        self.board = board
 
     def stop(self) -> None:
         """Ask the work to stop after its current step; drop its model calls now."""
@@ -74,6 +85,8 @@ class Job:
         """
         # A new dict, swapped in whole: request threads read it without a lock.
         self.progress = {**self.progress, **values}
+        if self.board is not None:
+            self.board.post(self.id, self.snapshot())
         if self.cancel.is_set():
             raise Cancelled
 
@@ -98,11 +111,16 @@ class JobRegistry:
     Args:
         per_project: Jobs a project may run at once (more are 409).
         keep: Finished jobs remembered for polling (the oldest are forgotten first).
+        board: Shares the jobs with the server's other processes (``--workers``); the
+            limit per project is then counted over all of them.
     """
 
-    def __init__(self, *, per_project: int = 4, keep: int = 100) -> None:
+    def __init__(
+        self, *, per_project: int = 4, keep: int = 100, board: JobBoard | None = None
+    ) -> None:
         self.per_project = per_project
         self.keep = keep
+        self.board = board
         self._lock = threading.Lock()
         self._jobs: dict[str, Job] = {}
 
@@ -124,20 +142,25 @@ class JobRegistry:
             Conflict: ``project`` already runs ``per_project`` jobs.
         """
         with self._lock:
-            running = [j for j in self._jobs.values() if j.project == project and j.running]
+            running = [j.id for j in self._jobs.values() if j.project == project and j.running]
+            if self.board is not None:
+                running += [s["id"] for s in self.board.running(project) if s["id"] not in running]
             if len(running) >= self.per_project:
                 raise Conflict(
                     f"{len(running)} jobs of this project are running; poll them "
                     "(GET /api/jobs/{id}) and start more when one is done",
-                    details={"running": [j.id for j in running]},
+                    details={"running": running},
                 )
-            job = Job(project, kind, progress or {})
+            job = Job(project, kind, progress or {}, self.board)
             self._jobs[job.id] = job
             self._forget_old()
             job.thread = threading.Thread(
                 target=self._run, args=(job, work), name=f"kgsearch-{kind}-{job.id}", daemon=True
             )
             first = job.snapshot()  # before the thread runs: a small job may finish at once
+            if self.board is not None:
+                self.board.post(job.id, first, now=True)
+                self.board.own(job.id, job.stop)
             job.thread.start()
             return first
 
@@ -147,7 +170,8 @@ class JobRegistry:
         Raises:
             NotFound: No job with this id in ``project``.
         """
-        return self._find(project, job_id).snapshot()
+        posted = self._posted(project, job_id)
+        return posted if posted is not None else self._find(project, job_id).snapshot()
 
     def cancel(self, project: str, job_id: str) -> dict[str, Any]:
         """Ask a job to stop after its current step; returns its snapshot.
@@ -155,6 +179,11 @@ class JobRegistry:
         Raises:
             NotFound: No job with this id in ``project``.
         """
+        posted = self._posted(project, job_id)
+        if posted is not None and self.board is not None:  # another process runs it
+            if posted["state"] == "running":
+                self.board.ask_to_cancel(job_id)
+            return posted
         job = self._find(project, job_id)
         job.stop()
         return job.snapshot()
@@ -168,6 +197,13 @@ class JobRegistry:
             if job.thread is not None and job.thread.is_alive():
                 job.thread.join(timeout)
 
+    def _posted(self, project: str, job_id: str) -> dict[str, Any] | None:
+        """The snapshot of a job of ``project`` another process runs, or None."""
+        if self.board is None or job_id in self._jobs:
+            return None
+        posted = self.board.read(job_id)
+        return posted if posted is not None and posted.get("project") == project else None
+
     def _find(self, project: str, job_id: str) -> Job:
         job = self._jobs.get(job_id)
         if job is None or job.project != project:
@@ -178,6 +214,8 @@ class JobRegistry:
         finished = [j for j in self._jobs.values() if not j.running]
         for job in finished[: max(0, len(self._jobs) - self.keep)]:
             del self._jobs[job.id]
+            if self.board is not None:
+                self.board.forget(job.id)
 
     @staticmethod
     def _run(job: Job, work: Callable[[Job], Any]) -> None:
@@ -197,3 +235,6 @@ class JobRegistry:
         job.result, job.error = result, error
         job.finished_at = datetime.now(UTC)
         job.state = state  # last: a poller that sees "done" also sees the result
+        if job.board is not None:
+            job.board.post(job.id, job.snapshot(), now=True)
+            job.board.release(job.id)

@@ -203,6 +203,7 @@ def _serve_processes(
             lock = os.path.join(folder, "embedding-worker.lock")
             open(lock, "wb").close()
             options = dataclasses.replace(options, worker_lock=lock)
+        options = dataclasses.replace(options, jobs_folder=os.path.join(folder, "jobs"))
         os.environ[OPTIONS_ENV] = options.to_env()
         config = uvicorn.Config(
             "kgsearch.cli.serve_workers:app",

@@ -9,9 +9,10 @@ process) from the options the parent left in :data:`OPTIONS_ENV`, and the app ov
 it. The supervisor restarts a process that dies.
 
 What each process holds for itself: the embedding model, the store's vectors and
-caches, and the in-memory registries of background jobs (a job's status is answered
-by the process that started it). The embedding worker (``--worker``) runs in one
-process only: the first to take :data:`OPTIONS_ENV`'s lock file.
+caches. A background job runs in the process that started it and posts its progress
+to a folder the processes share (:mod:`kgsearch.api.job_board`), so any process
+answers a poll or a cancel. The embedding worker (``--worker``) runs in one process
+only: the first to take :data:`OPTIONS_ENV`'s lock file.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class ProcessOptions:
     threads: int | None
     llm_threads: int
     warm: bool
+    jobs_folder: str | None = None
 
     def to_env(self) -> str:
         """The options as the JSON the workers read."""
@@ -93,6 +95,7 @@ def app() -> Any:
         llm_threads=options.llm_threads,
         warm=options.warm,
         budget=BudgetLimits.from_settings(settings.budget),
+        jobs_folder=options.jobs_folder,
     )
 
 
