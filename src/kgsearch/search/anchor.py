@@ -5,10 +5,11 @@ Vector and BM25 legs rank a relationship by its whole text, so "who directed Top
 finds "Top Hat directed_by Mark Sandrich" but also "Top Hat written_by ..." and
 "Top Hats directed_by ..." near it. This leg starts from the other end:
 
-1. **Anchors.** The query's names are linked to objects by exact key
-   (:func:`~kgsearch.search.paths.link_entities`, the same linking the ``paths`` graph
-   uses). When no name matches, the best object of the ``objects:bm25`` leg anchors
-   instead, at a lower weight.
+1. **Anchors.** The query's names are linked to objects by exact key, ignoring case
+   (:func:`~kgsearch.search.paths.link_spans`, the same linking the ``paths`` graph
+   uses); where a name is spelt exactly as some of its objects' keys, those only. When
+   no name matches, the best object of the ``objects:bm25`` leg anchors instead, at a
+   lower weight.
 2. **Edges.** The anchors' incident relationships are read in one bounded call
    (:meth:`~kgsearch.store.base.GraphReads.typed_edges`, at most ``_HUB_EDGES`` per object
    and direction).
@@ -20,7 +21,8 @@ finds "Top Hat directed_by Mark Sandrich" but also "Top Hat written_by ..." and
    edges of one type and anchor keep the store's order.
 
 The leg is recorded as ``relationships:anchored``, fused like any other leg (its default
-weight, :data:`WEIGHT`, is on its :class:`~kgsearch.search.parts.Leg`), and shows in
+weight, :data:`WEIGHT`, is on its :class:`~kgsearch.search.parts.Leg`; for a query that
+names one relation clearly it weighs :data:`CONFIDENT` times that), and shows in
 ``found_by`` and ``explain``.
 """
 
