@@ -16,6 +16,7 @@ from kgsearch.search.fusion import (
     below_floor,
     relevance_floor,
     rrf,
+    scaled,
     weighted,
 )
 
@@ -319,3 +320,21 @@ def test_weak_hits_are_left_out_of_rrf_without_moving_the_others_up() -> None:
         ("chunks:bm25", 1),
     ]
     assert fused["b"].score == pytest.approx(1 / 63 + 1 / 61)
+
+
+def test_scaled_multiplies_a_legs_weight_for_one_query() -> None:
+    weights = {"a": 4.0, "b": 1.0}
+    assert scaled(weights, {"a": 8.0}) == {"a": 32.0, "b": 1.0}
+    assert scaled(weights, {"c": 2.0}) == {"a": 4.0, "b": 1.0, "c": 2.0}  # default weight 1.0
+    assert scaled(weights, {}) == weights
+    assert weights == {"a": 4.0, "b": 1.0}  # the defaults are left alone
+    lists = {"a": [("x", 1.0), ("z", 0.5)], "b": [("y", 1.0)], "c": [("y", 1.0)]}
+    # rank 1 in two legs beats rank 1 in one leg, until that leg is sure of itself
+    assert [f.key for f in rrf(lists)] == ["y", "x", "z"]
+    assert [f.key for f in rrf(lists, weights=scaled({}, {"a": 8.0}))] == ["x", "z", "y"]
+
+
+@pytest.mark.parametrize("multiplier", [-1.0, math.nan, math.inf])
+def test_scaled_rejects_bad_multipliers(multiplier: float) -> None:
+    with pytest.raises(InvalidRequest, match="multiplier for leg 'a'"):
+        scaled({"a": 1.0}, {"a": multiplier})

@@ -122,6 +122,30 @@ def test_a_registered_leg_runs_when_selected_and_is_fused(
     assert default_weights()["test:echo"] == 0.5
 
 
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_leg_scales_its_own_weight_per_query_only_when_it_declares_it(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, declared: bool
+) -> None:
+    ada, bob = engine.add_objects([ObjectIn(type="Person", key=k) for k in ("ada", "bob")])
+    engine.embed_pending()
+
+    def sure(given: LegInput) -> None:  # bob, which no other leg finds for "ada"
+        given.legs.add("test:sure", [(f"object:{bob.id}", 1.0)], 0.0, multiplier=100.0)
+
+    leg = Leg(
+        "test:sure",
+        "expand",
+        (Kind.OBJECT,),
+        selected=lambda plan: True,
+        run=sure,
+        scales=frozenset({"test:sure"} if declared else ()),
+    )
+    LEGS.load()
+    monkeypatch.setitem(LEGS._parts, "test:sure", leg)
+    results = engine.search("ada", result_types="graph").results
+    assert [r.id for r in results][:2] == ([bob.id, ada.id] if declared else [ada.id, bob.id])
+
+
 def test_the_cli_and_the_request_schema_list_the_registered_rerankers() -> None:
     schema = SearchRequest.model_json_schema()["properties"]["reranker"]
     assert RERANKERS.names() == RERANKER_NAMES

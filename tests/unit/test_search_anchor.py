@@ -157,3 +157,54 @@ def test_a_word_naming_a_relation_by_meaning_puts_it_first() -> None:
     # a word that names nothing leaves the ranking to the whole rest's meaning
     plain = anchor._match(steps, {0: "who made the movie"}, embed("x y"), embed, None)
     assert max(plain, key=lambda s: plain[s]) == (0, "directed_by")
+
+
+def test_a_name_spelt_exactly_anchors_that_object_only(engine: Engine) -> None:
+    """Names link ignoring case: "alida valli" is the tag, "Alida Valli" the actor; a
+    spelling that matches neither exactly anchors both."""
+    objects = [
+        ObjectIn(type="Person", key="Alida Valli"),
+        ObjectIn(type="Tag", key="alida valli"),
+        ObjectIn(type="Movie", key="Senso"),
+        ObjectIn(type="Movie", key="The Third Man"),
+    ]
+    ids = {o.key: o.id for o in engine.add_objects(objects)}
+    engine.add_relationships(
+        [
+            RelationshipIn(type="starred_actors", source=ids["Senso"], target=ids["Alida Valli"]),
+            RelationshipIn(type="has_tags", source=ids["The Third Man"], target=ids["alida valli"]),
+        ]
+    )
+    engine.embed_pending()
+    tagged = ("The Third Man", "has_tags", "alida valli")
+    starred = ("Senso", "starred_actors", "Alida Valli")
+    assert anchored(engine, "which films can be described by alida valli") == [tagged]
+    assert anchored(engine, "which films did Alida Valli act in?") == [starred]
+    assert set(anchored(engine, "which films did ALIDA VALLI act in")) == {tagged, starred}
+
+
+def test_a_clearly_named_relation_weighs_the_leg_more_for_that_query(engine: Engine) -> None:
+    movie_graph(engine)
+    notes = engine.explain("who directed Engines?").notes
+    assert f"one relation named clearly: fusion weight x{anchor.CONFIDENT:g}" in notes[LEG]
+    # an object found by BM25 rather than by its name never counts as clear
+    notes = engine.explain("the director of engines movie please").notes
+    assert LEG not in notes
+
+
+@pytest.mark.parametrize(
+    ("scores", "clear"),
+    [
+        ({(0, "directed_by"): 1.0, (0, "written_by"): 0.01}, True),
+        ({(0, "directed_by"): 1.0, (0, "written_by"): 0.2}, False),
+        # the same relation on a second span is no rival
+        ({(0, "directed_by"): 1.0, (1, "directed_by"): 0.9, (0, "has_genre"): 0.01}, True),
+        ({(-1, "directed_by"): 1.0, (-1, "written_by"): 0.01}, False),  # a BM25 anchor
+        ({(0, "directed_by"): 1.0}, True),
+        ({}, False),
+    ],
+)
+def test_clear_wants_one_relation_well_ahead_of_every_other(
+    scores: dict[tuple[int, str], float], clear: bool
+) -> None:
+    assert anchor._clear(scores) is clear

@@ -25,6 +25,7 @@ __all__ = [
     "below_floor",
     "relevance_floor",
     "rrf",
+    "scaled",
     "weighted",
 ]
 
@@ -247,6 +248,29 @@ def weighted(
             parts.append(leg_weights[leg] * value)
         scores[key] = math.fsum(parts)
     return _finish(scores, hits)
+
+
+def scaled(weights: Mapping[str, float], multipliers: Mapping[str, float]) -> dict[str, float]:
+    """Per-leg weights with each leg's per-query multiplier applied (legs without one
+    keep their weight; a leg with a multiplier and no weight weighs 1.0 times it).
+
+    A leg that can tell how sure it is of one query's ranking (the anchored leg, when
+    the query names one relation clearly) records a multiplier beside its list, and
+    the fused weight is its weight times that.
+
+    Raises:
+        InvalidRequest: If a multiplier is negative or not finite.
+    """
+    out = dict(weights)
+    for leg, multiplier in multipliers.items():
+        if not math.isfinite(multiplier) or multiplier < 0:
+            raise InvalidRequest(
+                f"weight multiplier for leg {leg!r} must be a finite number >= 0 "
+                f"(got {multiplier!r})",
+                details={"leg": leg, "multiplier": multiplier},
+            )
+        out[leg] = float(out.get(leg, 1.0)) * multiplier
+    return out
 
 
 def _check_weights(lists: RankedLists, weights: Mapping[str, float] | None) -> dict[str, float]:

@@ -43,6 +43,7 @@ __all__ = [
     "default_weights",
     "key",
     "run_legs",
+    "scaled_lists",
     "split_key",
 ]
 
@@ -82,15 +83,22 @@ def split_key(value: str) -> tuple[Kind, str]:
 
 @dataclass
 class Legs:
-    """Ranked lists per leg name, with timings for metadata/debug."""
+    """Ranked lists per leg name, with timings for metadata/debug, and the per-query
+    weight multipliers of the lists whose leg declares them (:attr:`Leg.scales`)."""
 
     lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     ms: dict[str, float] = field(default_factory=dict)
+    multipliers: dict[str, float] = field(default_factory=dict)
 
-    def add(self, name: str, ranked: list[tuple[str, float]], started: float) -> None:
-        """Record one leg's ranked list and how long it took."""
+    def add(
+        self, name: str, ranked: list[tuple[str, float]], started: float, multiplier: float = 1.0
+    ) -> None:
+        """Record one leg's ranked list, how long it took and, when it is not 1, how much
+        more (or less) it weighs in fusion for this query."""
         self.lists[name] = ranked
         self.ms[name] = (time.perf_counter() - started) * 1000
+        if multiplier != 1.0:
+            self.multipliers[name] = multiplier
 
 
 @dataclass
@@ -147,6 +155,10 @@ class Leg:
         weights: Default fusion weights of the lists it records that do not weigh 1.0
             (a request's ``weights`` override them).
         needs: What it uses (documentation and the registry's listing).
+        scales: The lists whose fusion weight the leg scales per query, by a multiplier
+            it records with them (:meth:`Legs.add`): how sure it is of its ranking for
+            this query. Fusion applies the multiplier on top of the weight, default or
+            the request's; multipliers recorded for other lists are ignored.
     """
 
     name: str
@@ -156,6 +168,7 @@ class Leg:
     run: Callable[[LegInput], Callable[[], None] | None]
     weights: Mapping[str, float] = field(default_factory=dict)
     needs: frozenset[Need] = frozenset()
+    scales: frozenset[str] = frozenset()
 
 
 LEGS: Registry[Leg] = Registry("leg")
@@ -165,6 +178,11 @@ LEGS: Registry[Leg] = Registry("leg")
 def default_weights() -> dict[str, float]:
     """Every leg's default fusion weight that is not 1.0, by list name."""
     return {name: w for _, leg in LEGS.items() for name, w in leg.weights.items()}
+
+
+def scaled_lists() -> frozenset[str]:
+    """The lists whose leg declares a per-query weight multiplier (:attr:`Leg.scales`)."""
+    return frozenset(name for _, leg in LEGS.items() for name in leg.scales)
 
 
 def run_legs(given: LegInput, fuse: Callable[[], Sequence[tuple[str, float]]]) -> None:

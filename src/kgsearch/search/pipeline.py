@@ -16,14 +16,14 @@ each stage a statement log (:class:`~kgsearch.search.statements.Traces`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from kgsearch.model import Kind
 from kgsearch.search.communities import with_communities
-from kgsearch.search.fusion import Fused, below_floor, relevance_floor, rrf, weighted
+from kgsearch.search.fusion import Fused, below_floor, relevance_floor, rrf, scaled, weighted
 from kgsearch.search.hydrate import hydrate
 from kgsearch.search.keywords import QueryKeywords, skipped
 from kgsearch.search.parts import (
@@ -32,6 +32,7 @@ from kgsearch.search.parts import (
     SearchReads,
     default_weights,
     run_legs,
+    scaled_lists,
     split_key,
 )
 from kgsearch.search.plan import (
@@ -104,12 +105,12 @@ def run_search(
 
     def first_round() -> list[tuple[str, float]]:
         with _timed(ms, "fusion"):  # the first round's order picks the expansion seeds
-            return [(f.key, f.score) for f in _fuse(plan, given.legs.lists)]
+            return [(f.key, f.score) for f in _fuse(plan, given.legs)]
 
     run_legs(given, first_round)
     legs = given.legs
     with _timed(ms, "fusion"):
-        fused = _fuse(plan, legs.lists)
+        fused = _fuse(plan, legs)
     reranker = choose_reranker(plan, query, ctx.cross_encoder)
     with _timed(ms, "hydrate"):
         pool = hydrate(ctx.store, plan, fused, rows, query, log_of(traces, "hydrate"))
@@ -149,11 +150,14 @@ def _with_keywords(
     return replace(plan, keywords=words)
 
 
-def _fuse(plan: Plan, lists: Mapping[str, Sequence[tuple[str, float]]]) -> list[Fused]:
-    """All legs fused into one ranking, by the request's strategy."""
+def _fuse(plan: Plan, legs: Legs) -> list[Fused]:
+    """All legs fused into one ranking, by the request's strategy (each list at its
+    weight times the per-query multiplier its leg recorded, when it declares one)."""
     request = plan.request
     documents = DOCUMENT_WEIGHTS if plan.documents else {}
     weights = {**default_weights(), **documents, **(request.weights or {})}
+    lists, wanted = legs.lists, scaled_lists()
+    weights = scaled(weights, {k: m for k, m in legs.multipliers.items() if k in wanted})
     if request.fusion == "rrf":  # weak similarity hits are left out, ranks kept
         return rrf(lists, k=request.rrf_k, weights=weights, left_out=below_floor(lists))
     return weighted(relevance_floor(lists), weights=weights)
