@@ -175,11 +175,13 @@ def _percentile(seconds: list[float], share: float) -> float:
     return 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * share))] if ordered else 0.0
 
 
-def run_set(name: str, limit: int | None) -> dict[str, dict[str, float]]:
-    """Recall@2, @5 and latency per method on one set (and the walk's own time)."""
+def run_set(name: str, limit: int | None, offset: int = 0) -> dict[str, dict[str, float]]:
+    """Recall@2, @5 and latency per method on one set (and the walk's own time), over
+    ``limit`` questions from ``offset``."""
     path = build(name)
-    asked = questions(name)[:limit]
-    hop_of = hops(name)[:limit]
+    end = None if limit is None else offset + limit
+    asked = questions(name)[offset:end]
+    hop_of = hops(name)[offset:end]
     out: dict[str, dict[str, float]] = {}
     with Engine(connect(str(path))) as engine:
         titles = {s.id: s.title for s in engine.store.iter_rows(engine.project, "source")}
@@ -291,13 +293,16 @@ def by_hops(results: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default=",".join(SETS))
-    parser.add_argument("--questions", type=int, help="Only the first N questions per set.")
+    parser.add_argument("--questions", type=int, help="Only N questions per set.")
+    parser.add_argument(
+        "--offset", type=int, default=0, help="Skip the first N questions (a second slice)."
+    )
     parser.add_argument("--write", action="store_true", help="Write docs/benchmarks.md.")
     args = parser.parse_args()
     results: dict[str, Any] = {}
     load_before = os.getloadavg()
     for name in args.sets.split(","):
-        results[name] = run_set(name, args.questions)
+        results[name] = run_set(name, args.questions, args.offset)
     load_after = os.getloadavg()
     rows = []
     for name, methods in results.items():
