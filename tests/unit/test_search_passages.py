@@ -114,3 +114,16 @@ def test_projects_do_not_leak_into_the_bridges(engine: Engine) -> None:
 
     assert "answer" not in passages(other, "multi_hop")
     assert "x" not in passages(engine, "multi_hop")
+
+
+def test_a_graph_built_from_documents_walks_no_relation_paths(engine: Engine) -> None:
+    build(engine)  # chunks and their mentions: a graph built from documents
+    with_documents = engine.search(SearchRequest(query=QUESTION, recipe="multi_hop"))
+    imported = Engine(engine.store, embedder=engine.embedder, project="kb")
+    imported.add_objects([ObjectIn(type="journal", key="jqs")])
+    imported.embed_pending()
+    structured = imported.search(SearchRequest(query=QUESTION, recipe="multi_hop"))
+
+    assert "graph:passages" in with_documents.metadata["legs"]
+    assert "graph:paths" not in with_documents.metadata["legs"]
+    assert "graph:paths" in structured.metadata["legs"]
