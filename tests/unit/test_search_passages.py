@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from kgsearch import Engine, SearchRequest
-from kgsearch.model import ChunkIn, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
-from kgsearch.search.passages import BRIDGE_CHUNKS, BRIDGE_WEIGHT
-from kgsearch.search.request import TextResult
+from kgsearch.model import ChunkIn, Kind, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
+from kgsearch.search.passages import BRIDGE_CHUNKS, BRIDGE_WEIGHT, LEXICAL_WEIGHT
+from kgsearch.search.request import ScopeConfig, TextResult
 
 QUESTION = "Which organisation publishes the Journal of Quirk Studies?"
 
@@ -127,3 +127,24 @@ def test_a_graph_built_from_documents_walks_no_relation_paths(engine: Engine) ->
     assert "graph:passages" in with_documents.metadata["legs"]
     assert "graph:paths" not in with_documents.metadata["legs"]
     assert "graph:paths" in structured.metadata["legs"]
+
+
+def test_a_linked_chunk_the_vector_leg_left_out_is_scored_by_its_stored_vector(
+    engine: Engine,
+) -> None:
+    build(engine)
+    request = SearchRequest(
+        query=QUESTION, limit=5, recipe="multi_hop", chunks=ScopeConfig(candidates=1)
+    )
+
+    response = engine.search(request)
+
+    (answer,) = [r for r in response.results if r.id == "answer"]
+    legs = {h.leg: h.score for h in answer.found_by}
+    assert set(legs) == {"graph:passages"}  # neither chunk leg returned it
+    (query,) = engine.embedder.embed_documents([QUESTION])
+    stored = engine.store.vectors(engine.project, Kind.CHUNK, ["answer", "bridge"])
+    bridge = {h.leg: h.score for r in response.results if r.id == "bridge" for h in r.found_by}
+    bridge_own = bridge["chunks:vector"] + LEXICAL_WEIGHT * 1.0  # the best BM25 hit
+    expected = float(stored["answer"] @ query) + BRIDGE_WEIGHT * bridge_own
+    assert legs["graph:passages"] == pytest.approx(expected, abs=1e-5)
