@@ -239,8 +239,11 @@ on 2Wiki (below hybrid's 0.598 / 0.676).
 2WikiMultihopQA was not used in any choice (the check set). The relation-path beam
 (`graph:paths`) ranks no passages, so passage recall is the same without it: in one
 interleaved run on MuSiQue spaCy (load 7.7 → 9.9) multi_hop p50 / p95 was 304 / 888 ms
-with it and 247 / 464 ms without. Latencies are of the whole search, query embedding
-included, on 2 cores shared with other work: load average (1, 5, 15 min) {before}
+with it and 247 / 464 ms without; cb9adf5 and this code, each in a process of its own,
+taking turns by ten questions (load 11.2 → 12.0): 296 / 812 ms before, 254 / 522 after
+(most of the rest is the first round's object and relationship legs). Latencies are
+of the whole search, query embedding included, on 2 cores shared with other work: load
+average (1, 5, 15 min) {before}
 before, {after} after."""
 
 
