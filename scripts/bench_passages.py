@@ -1,7 +1,7 @@
 """Multi-hop passage retrieval: recall@2 and @5 of the multi_hop recipe next to the
 project's own dense and hybrid chunk search, on the HippoRAG benchmark subsets.
 
-    python scripts/bench_passages.py [--sets SET,...] [--questions N] [--write]
+    python scripts/bench_passages.py [--sets SET,...] [--questions N [--offset M]] [--write]
 
 Sets: musique-openie, musique-spacy, hotpotqa-spacy, 2wiki-spacy (all by default).
 
@@ -153,20 +153,20 @@ METHODS: dict[str, Callable[[str], SearchRequest]] = {
 }
 
 
-WALK_SECONDS: list[float] = []
-"""The passage walk's own time (the ``graph:passages`` leg), per search that ran it."""
+LEG_SECONDS: list[float] = []
+"""The ``graph:passages`` leg's own time, per search that ran it."""
 
 
-def _timed_walk(leg: Callable[..., None]) -> Callable[..., None]:
+def _timed_leg(leg: Callable[..., None]) -> Callable[..., None]:
     def timed(*args: Any, **kwargs: Any) -> None:
         started = time.perf_counter()
         leg(*args, **kwargs)
-        WALK_SECONDS.append(time.perf_counter() - started)
+        LEG_SECONDS.append(time.perf_counter() - started)
 
     return timed
 
 
-passages.passage_leg = _timed_walk(passages.passage_leg)
+passages.passage_leg = _timed_leg(passages.passage_leg)
 
 
 def _percentile(seconds: list[float], share: float) -> float:
@@ -175,11 +175,13 @@ def _percentile(seconds: list[float], share: float) -> float:
     return 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * share))] if ordered else 0.0
 
 
-def run_set(name: str, limit: int | None) -> dict[str, dict[str, float]]:
-    """Recall@2, @5 and latency per method on one set (and the walk's own time)."""
+def run_set(name: str, limit: int | None, offset: int = 0) -> dict[str, dict[str, float]]:
+    """Recall@2, @5 and latency per method on one set (and the passages leg's own time), over
+    ``limit`` questions from ``offset``."""
     path = build(name)
-    asked = questions(name)[:limit]
-    hop_of = hops(name)[:limit]
+    end = None if limit is None else offset + limit
+    asked = questions(name)[offset:end]
+    hop_of = hops(name)[offset:end]
     out: dict[str, dict[str, float]] = {}
     with Engine(connect(str(path))) as engine:
         titles = {s.id: s.title for s in engine.store.iter_rows(engine.project, "source")}
@@ -187,7 +189,7 @@ def run_set(name: str, limit: int | None) -> dict[str, dict[str, float]]:
         for method, make in METHODS.items():
             hits = {2: [], 5: []}  # type: dict[int, list[float]]
             seconds = []
-            WALK_SECONDS.clear()
+            LEG_SECONDS.clear()
             for question, gold in asked:
                 started = time.perf_counter()
                 response = engine.search(make(question))
@@ -207,9 +209,9 @@ def run_set(name: str, limit: int | None) -> dict[str, dict[str, float]]:
                 "p50_ms": 1000 * seconds[len(seconds) // 2],
                 "p95_ms": 1000 * seconds[min(len(seconds) - 1, int(len(seconds) * 0.95))],
             }
-            if WALK_SECONDS:
-                out[method]["walk_p50_ms"] = _percentile(WALK_SECONDS, 0.5)
-                out[method]["walk_p95_ms"] = _percentile(WALK_SECONDS, 0.95)
+            if LEG_SECONDS:
+                out[method]["leg_p50_ms"] = _percentile(LEG_SECONDS, 0.5)
+                out[method]["leg_p95_ms"] = _percentile(LEG_SECONDS, 0.95)
             for n in sorted(set(hop_of) - {0}):
                 of_n = [h for h, k in zip(hits[5], hop_of, strict=True) if k == n]
                 out[method][f"recall@5 {n}-hop"] = statistics.mean(of_n)
@@ -219,24 +221,30 @@ def run_set(name: str, limit: int | None) -> dict[str, dict[str, float]]:
 
 
 NOTE = """\
-The walk (`graph:passages`) is a personalised PageRank over the whole entity–passage
-graph held as numpy arrays (read once per store state; `walk` columns: the leg's own
-time), seeded by the first round's best facts' endpoints, its best objects and its
-chunks. The multi_hop recipe fuses it and the chunks' own vector leg at weight 2 each
-and their BM25 leg at 1, RRF k = 30. Choices (objects as seeds; fusion weights; HippoRAG
-2's same-name links, co_occurs edges left out, more facts, passage seed weight, damping
-0.3) were measured on MuSiQue and HotpotQA spaCy together; only object seeds gained on
-both. Before/after in one run each, same stores (`scripts/bench_passages.py --sets
-musique-spacy,hotpotqa-spacy` with main at 72dda37, then this code, load 4.1 then 5.0):
-multi_hop recall@2 / @5 went from 0.356 / 0.522 to 0.492 / 0.650 on MuSiQue and from
-0.545 / 0.770 to 0.635 / 0.825 on HotpotQA (72dda37's bounded-subgraph walk had fallen
-below dense since the 2026-11-25 run's 0.655 and 0.810); the walk itself from 33.1 / 141.2
-to 3.7 / 11.4 ms p50 / p95 on MuSiQue and from 17.2 / 115.1 to 3.5 / 9.4 ms on HotpotQA;
-the whole search's p95 from 863 to 574 and from 758 to 425 ms, most of it now the relation
-paths (`graph:paths`) and the anchored leg, which the recipe weighs 0 but still runs.
-MuSiQue's gain over dense stays far from issue 36's +8. Latencies are of the whole
-search, query embedding included, on 2 cores shared with other work: load average
-(1, 5, 15 min) {before} before, {after} after."""
+The `graph:passages` leg ranks each candidate chunk (the chunks' own vector and BM25
+hits, and the chunks linked to the best three) by its own score, cosine + 0.3 × BM25
+over the best BM25, plus half the own score of the best of the top three chunks it
+shares a specific entity with (an entity named by at most 20 passages), over the
+entity–passage mentions held as arrays (read once per store state; the leg's own time
+in the last column); the multi_hop recipe ranks passages by this leg alone. It replaced
+a personalised PageRank from the first round's facts and objects (HippoRAG 2's walk)
+over the same graph, chosen by measurement on MuSiQue and HotpotQA spaCy together, each
+split into questions 1–50 and 51–100: the PageRank's scores added to the bridges' gained
+nothing on either half; BM25 in the own score gained 1–4 points; hub caps of 10 and 40,
+four first-hop chunks, a second bridging round and a bridge weight of 0.6 were within a
+point. Before (cb9adf5, the PageRank walk fused with the chunks' own legs), same
+stores: multi_hop recall@2 / @5 0.492 / 0.650 on MuSiQue spaCy, 0.635 / 0.825 on
+HotpotQA spaCy, 0.513 / 0.661 on MuSiQue with the GPT-3.5 OpenIE graph and 0.578 / 0.672
+on 2Wiki (below hybrid's 0.598 / 0.676).
+2WikiMultihopQA was not used in any choice (the check set). The relation-path beam
+(`graph:paths`) ranks no passages, so passage recall is the same without it: in one
+interleaved run on MuSiQue spaCy (load 7.7 → 9.9) multi_hop p50 / p95 was 304 / 888 ms
+with it and 247 / 464 ms without; cb9adf5 and this code, each in a process of its own,
+taking turns by ten questions (load 11.2 → 12.0): 296 / 812 ms before, 254 / 522 after
+(most of the rest is the first round's object and relationship legs). Latencies are
+of the whole search, query embedding included, on 2 cores shared with other work: load
+average (1, 5, 15 min) {before}
+before, {after} after."""
 
 
 TARGETS = {
@@ -291,13 +299,16 @@ def by_hops(results: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default=",".join(SETS))
-    parser.add_argument("--questions", type=int, help="Only the first N questions per set.")
+    parser.add_argument("--questions", type=int, help="Only N questions per set.")
+    parser.add_argument(
+        "--offset", type=int, default=0, help="Skip the first N questions (a second slice)."
+    )
     parser.add_argument("--write", action="store_true", help="Write docs/benchmarks.md.")
     args = parser.parse_args()
     results: dict[str, Any] = {}
     load_before = os.getloadavg()
     for name in args.sets.split(","):
-        results[name] = run_set(name, args.questions)
+        results[name] = run_set(name, args.questions, args.offset)
     load_after = os.getloadavg()
     rows = []
     for name, methods in results.items():
@@ -310,12 +321,18 @@ def main() -> None:
                     f"{m['recall@5']:.3f}",
                     f"{m['p50_ms']:.1f}",
                     f"{m['p95_ms']:.1f}",
-                    f"{m['walk_p50_ms']:.1f} / {m['walk_p95_ms']:.1f}"
-                    if "walk_p50_ms" in m
-                    else "",
+                    f"{m['leg_p50_ms']:.1f} / {m['leg_p95_ms']:.1f}" if "leg_p50_ms" in m else "",
                 ]
             )
-    heads = ["set", "method", "recall@2", "recall@5", "p50 ms", "p95 ms", "walk p50 / p95 ms"]
+    heads = [
+        "set",
+        "method",
+        "recall@2",
+        "recall@5",
+        "p50 ms",
+        "p95 ms",
+        "graph:passages p50 / p95 ms",
+    ]
     body = table(heads, rows)
     body += by_hops(results)
     body += (

@@ -1,12 +1,14 @@
-"""The multi-hop passages leg: personalised PageRank over entities and the chunks that
-mention them reaches a passage that shares no word with the question."""
+"""The multi-hop passages leg: a chunk that shares an entity with a passage matching the
+question ranks up, though it shares no word with the question."""
 
 from __future__ import annotations
 
+import pytest
+
 from kgsearch import Engine, SearchRequest
-from kgsearch.model import ChunkIn, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
-from kgsearch.search.passages import MAX_CHUNKS_PER_ENTITY
-from kgsearch.search.request import TextResult
+from kgsearch.model import ChunkIn, Kind, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
+from kgsearch.search.passages import BRIDGE_CHUNKS, BRIDGE_WEIGHT, LEXICAL_WEIGHT
+from kgsearch.search.request import ScopeConfig, TextResult
 
 QUESTION = "Which organisation publishes the Journal of Quirk Studies?"
 
@@ -67,14 +69,29 @@ def test_the_answer_passage_is_reached_through_the_bridge_entity(engine: Engine)
     assert "graph:passages" in {h.leg for h in answer.found_by}
 
 
-def test_a_hub_entity_is_not_expanded_through(engine: Engine) -> None:
-    build(engine, hub_chunks=MAX_CHUNKS_PER_ENTITY + 5)
+def leg_scores(engine: Engine) -> dict[str, dict[str, float]]:
+    response = engine.search(SearchRequest(query=QUESTION, limit=40, recipe="multi_hop"))
+    return {r.id: {h.leg: h.score for h in r.found_by} for r in response.results}
 
-    found = passages(engine, "multi_hop")
 
-    assert "answer" in found[:3]
-    hub_hits = [c for c in found if c.startswith("hub")]
-    assert len(hub_hits) < len(found)
+@pytest.mark.parametrize("named_by", [3, BRIDGE_CHUNKS + 5])
+def test_a_hub_entity_links_no_passages(engine: Engine, named_by: int) -> None:
+    build(engine, hub_chunks=named_by)  # each hub chunk names the journal too
+
+    scores = leg_scores(engine)
+
+    hubs = [s for c, s in scores.items() if c.startswith("hub")]
+    assert len(hubs) == named_by
+    # a chunk's own score (no BM25 hit here: its cosine), or that score raised by
+    # BRIDGE_WEIGHT when it is one of the first hops; anything else is a bridge's gain
+    own = [(s.get("chunks:vector", 0.0), s["graph:passages"]) for s in hubs]
+    gained = [
+        not (p == pytest.approx(v) or p == pytest.approx((1 + BRIDGE_WEIGHT) * v)) for v, p in own
+    ]
+    # the journal links them to the bridge passage while few passages name it
+    assert all(gained) if named_by <= BRIDGE_CHUNKS else not any(gained)
+    answer = scores["answer"]  # through the org, named twice, whatever the journal is
+    assert answer["graph:passages"] > answer.get("chunks:vector", 0.0) + 1e-9
 
 
 def test_no_entity_in_the_graph_falls_back_to_the_chunk_legs(engine: Engine) -> None:
@@ -88,7 +105,7 @@ def test_no_entity_in_the_graph_falls_back_to_the_chunk_legs(engine: Engine) -> 
     assert response.metadata["warnings"] == []
 
 
-def test_projects_do_not_leak_into_the_walk(engine: Engine) -> None:
+def test_projects_do_not_leak_into_the_bridges(engine: Engine) -> None:
     build(engine)
     other = Engine(engine.store, embedder=engine.embedder, project="other")
     other.add_sources([SourceIn(id="s")])
@@ -97,3 +114,37 @@ def test_projects_do_not_leak_into_the_walk(engine: Engine) -> None:
 
     assert "answer" not in passages(other, "multi_hop")
     assert "x" not in passages(engine, "multi_hop")
+
+
+def test_a_graph_built_from_documents_walks_no_relation_paths(engine: Engine) -> None:
+    build(engine)  # chunks and their mentions: a graph built from documents
+    with_documents = engine.search(SearchRequest(query=QUESTION, recipe="multi_hop"))
+    imported = Engine(engine.store, embedder=engine.embedder, project="kb")
+    imported.add_objects([ObjectIn(type="journal", key="jqs")])
+    imported.embed_pending()
+    structured = imported.search(SearchRequest(query=QUESTION, recipe="multi_hop"))
+
+    assert "graph:passages" in with_documents.metadata["legs"]
+    assert "graph:paths" not in with_documents.metadata["legs"]
+    assert "graph:paths" in structured.metadata["legs"]
+
+
+def test_a_linked_chunk_the_vector_leg_left_out_is_scored_by_its_stored_vector(
+    engine: Engine,
+) -> None:
+    build(engine)
+    request = SearchRequest(
+        query=QUESTION, limit=5, recipe="multi_hop", chunks=ScopeConfig(candidates=1)
+    )
+
+    response = engine.search(request)
+
+    (answer,) = [r for r in response.results if r.id == "answer"]
+    legs = {h.leg: h.score for h in answer.found_by}
+    assert set(legs) == {"graph:passages"}  # neither chunk leg returned it
+    (query,) = engine.embedder.embed_documents([QUESTION])
+    stored = engine.store.vectors(engine.project, Kind.CHUNK, ["answer", "bridge"])
+    bridge = {h.leg: h.score for r in response.results if r.id == "bridge" for h in r.found_by}
+    bridge_own = bridge["chunks:vector"] + LEXICAL_WEIGHT * 1.0  # the best BM25 hit
+    expected = float(stored["answer"] @ query) + BRIDGE_WEIGHT * bridge_own
+    assert legs["graph:passages"] == pytest.approx(expected, abs=1e-5)

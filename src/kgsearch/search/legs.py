@@ -504,6 +504,17 @@ def _run_graph(given: LegInput) -> None:
     )
 
 
+def _graph_selected(plan: Plan) -> bool:
+    """BFS, PageRank or relation paths; on a graph built from documents not paths: their
+    beam over the extracted relationships ranks no passages (the ``graph:passages``
+    leg does) and cost MuSiQue's multi_hop search 60–400 ms (docs/benchmarks.md
+    "passages"), while the contexts built without its facts held the answer as often
+    or more (docqa, 25 questions a set)."""
+    if not plan.graph or plan.request.graph not in ("bfs", "ppr", "paths"):
+        return False
+    return not (plan.documents and plan.request.graph == "paths")
+
+
 LEGS.register(
     "scope",
     Leg(
@@ -521,7 +532,7 @@ LEGS.register(
         "graph",
         "expand",
         (Kind.OBJECT, Kind.RELATIONSHIP),
-        selected=lambda plan: plan.graph and plan.request.graph in ("bfs", "ppr", "paths"),
+        selected=_graph_selected,
         run=_run_graph,
         needs=frozenset({"first_round", "graph", "embedder"}),
     ),

@@ -179,19 +179,19 @@ RECIPES: dict[str, dict[str, Any]] = {
     "multi_hop": {
         "graph": "paths",
         "graph_depth": 3,
-        # passages: the walk and the chunks' own vector leg weigh alike and BM25 half as
-        # much, with a steeper RRF (k 30): the walk wins on bridging questions, the
-        # dense leg where one passage answers outright (docs/benchmarks.md "passages";
-        # the walk leading at 12 lost HotpotQA's direct hits to it)
-        # the anchored leg is left out: its facts about the names the question gives
-        # would seed the walk in place of the facts that bridge to the answer
+        # passages: the bridges leg ranks them alone (its score holds the chunks' own
+        # cosine and BM25 scores; fusing their legs' ranks again lost MuSiQue 2-4
+        # points of recall@5, docs/benchmarks.md "passages")
+        # the anchored leg is left out (weight 0, so it is not run): it ranks no
+        # passages, and its facts about the names a question gives crowd out the
+        # relation paths' facts
         "rrf_k": 30,
         "weights": {
             "graph:paths": 4.0,
             "graph:paths:relationships": 4.0,
             "graph:passages": 2.0,
-            "chunks:vector": 2.0,
-            "chunks:bm25": 1.0,
+            "chunks:vector": 0.0,
+            "chunks:bm25": 0.0,
             "relationships:anchored": 0.0,
         },
     },
