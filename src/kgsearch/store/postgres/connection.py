@@ -425,6 +425,8 @@ class Connection:
         """Run a query with run-time settings of its own (``SET LOCAL``, so they end with
         its transaction), every row as a dict. Outside a transaction BEGIN, the settings,
         the query and COMMIT go in one pipeline: a single round trip to the server."""
+        if not settings:
+            return self.all(sql, params)
         with self._connection() as conn:
             try:
                 if self.held_here:  # the settings last until the caller's commit

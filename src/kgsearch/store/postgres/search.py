@@ -262,10 +262,14 @@ class PostgresSearch(SearchCore):
             note(f"the vector index found {len(rows)} of {limit} rows: exact scan")
         # few rows pass (a selective filter, a small project), no index, or ids given:
         # the exact top-k of those rows, read through the indexes on the filtered columns
+        # each row's distance is computed once (pgvector's halfvec distance converts every
+        # value; written twice, as score and as sort key, it was computed twice), and the
+        # limit is written into the statement as in the indexed query
         rows = self.db.all(
-            f"SELECT t.id, coalesce(1 - (t.vector <=> %s::halfvec), 0) AS score {base} "
-            f"ORDER BY t.vector <=> %s::halfvec, t.seq LIMIT %s",
-            (query, project, *params, query, limit),
+            "SELECT id, coalesce(1 - distance, 0) AS score FROM (SELECT t.id, t.seq, "
+            f"t.vector <=> %s::halfvec AS distance {base} ORDER BY distance, t.seq "
+            f"LIMIT {int(limit)}) AS r ORDER BY distance, seq",
+            (query, project, *params),
         )
         return [(r["id"], float(r["score"])) for r in rows]
 
