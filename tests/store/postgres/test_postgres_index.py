@@ -294,3 +294,52 @@ def test_each_kind_walks_its_own_beam_unless_the_url_sets_one(pg_factory: Any) -
     log = _Log()
     assert len(one_beam.vector_search("default", Kind.RELATIONSHIP, query, limit=10, trace=log))
     assert log.settings() == {}
+
+
+def test_an_exact_scan_reads_its_kind_s_exact_scan_index_alone(pg_factory: Any) -> None:
+    # the index holds each live embedded row's vector (schema m013): read instead of
+    # every page of the table, with its texts and JSON
+    # rows as wide as the sample graph's (a text, 384 dims): at the planner's default
+    # price of an index page the whole table looks cheaper to read than the index
+    url = pg_factory.postgres_store_url()
+    store = PostgresStore(url, index_min_rows=10**9)
+    pg_factory.track(store)
+    engine = Engine(store, embedder=FakeEmbedder(384))
+    about = "a film of the sample graph, with a plot told at some length " * 8
+    engine.add_objects(
+        [
+            ObjectIn(type="Film", key=f"k{i}", properties={"about": f"{i} {about}"})
+            for i in range(300)
+        ]
+    )
+    engine.embed_pending(kinds=[Kind.OBJECT])
+    store.db.execute("VACUUM ANALYZE objects")
+    query = FakeEmbedder(384).embed_query("17 a film")
+    log = _Log()
+    hits = store.vector_search("default", Kind.OBJECT, query, limit=5, trace=log)
+    exact = PostgresStore(url + "&vector_index=none")
+    pg_factory.track(exact)
+    assert hits == exact.vector_search("default", Kind.OBJECT, query, limit=5)
+    (at,) = [i for i, sql in enumerate(log.statements) if "::halfvec" in sql]
+    with store.db.transaction() as conn:
+        store.db.set_local(conn, log.settings())
+        rows = conn.execute("EXPLAIN " + log.statements[at], log.params[at]).fetchall()
+    plan = "\n".join(r["QUERY PLAN"] for r in rows)
+    assert "Index Only Scan using objects_exact" in plan, plan
+
+
+def test_vectors_too_long_for_the_exact_scan_index_are_stored_and_found(
+    pg_factory: Any,
+) -> None:
+    # a btree entry holds 2,704 bytes: 1,536 halfvec dims (3,080) stay out of the index
+    store = PostgresStore(pg_factory.postgres_store_url())
+    pg_factory.track(store)
+    engine = Engine(store, embedder=FakeEmbedder(1536))
+    engine.add_objects(
+        [ObjectIn(type="T", key=f"k{i}", properties={"name": f"long {i}"}) for i in range(3)]
+    )
+    engine.embed_pending(kinds=[Kind.OBJECT])
+    query = FakeEmbedder(1536).embed_query("long 1")
+    hits = store.vector_search("default", Kind.OBJECT, query, limit=3)
+    assert len(hits) == 3
+    assert hits[0][0] == engine.get_object_by_key("T", "k1").id
