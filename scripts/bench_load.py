@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 
 import httpx
+import psycopg
 from benchdoc import table, write_section
 
 from kgsearch import Engine, connect
@@ -77,7 +78,8 @@ def postgres_copy(path: Path, schema: str = "loadsample") -> str:
     """The URL of a local PostgreSQL copy of the sample store (made once)."""
     from bench_postgres import PGDATA, server_url, with_schema
 
-    url = with_schema(server_url(None, PGDATA), schema)
+    server = server_url(None, PGDATA)
+    url = with_schema(server, schema)
     source, target = connect(str(path)), connect(url)
     try:
         if target.counts("default")["objects"] == 0:
@@ -85,6 +87,11 @@ def postgres_copy(path: Path, schema: str = "loadsample") -> str:
             report = migrate_store(source, target)
             if not report.verified:
                 raise SystemExit(f"the copy differs: {report.mismatches}")
+            # statistics and visibility now, as autovacuum would make them in a while
+            # (searches read the column statistics, exact scans the visibility map)
+            with psycopg.connect(server, autocommit=True) as conn:
+                for name in ("objects", "relationships", "chunks", "sources", "mentions"):
+                    conn.execute(f'VACUUM (ANALYZE) "{schema}".{name}')
     finally:
         source.close()
         target.close()

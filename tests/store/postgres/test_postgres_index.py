@@ -343,3 +343,10 @@ def test_vectors_too_long_for_the_exact_scan_index_are_stored_and_found(
     hits = store.vector_search("default", Kind.OBJECT, query, limit=3)
     assert len(hits) == 3
     assert hits[0][0] == engine.get_object_by_key("T", "k1").id
+
+
+def test_pooled_connections_compile_no_statement(pg_factory: Any) -> None:
+    # a statement of milliseconds gains nothing from JIT, which compiles for tens
+    store = PostgresStore(pg_factory.postgres_store_url())
+    pg_factory.track(store)
+    assert store.db.one("SHOW jit") == {"jit": "off"}

@@ -333,6 +333,11 @@ class Connection:
             # rows turns iterative scans on for its statement (see search.py), walking
             # the index until enough rows pass, up to this many visited rows
             "SET hnsw.iterative_scan = off; "
+            # no JIT compilation: it pays off for long analytic queries, while a
+            # store's statement takes milliseconds and compiling takes tens of them
+            # (none of the sample graph's statements costs the 100,000 that turn it on
+            # by default; counts over a few million rows would)
+            "SET jit = off; "
             f"SET hnsw.max_scan_tuples = {_MAX_SCAN_TUPLES}; "
             "SET ivfflat.iterative_scan = off"
         )
