@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kgsearch.engine import Engine
+from kgsearch.errors import StoreError
 from kgsearch.model import ChunkIn, Filters, Kind, ObjectIn, RelationshipIn
 from kgsearch.store.postgres import PostgresStore
 from kgsearch.store.postgres import store as store_module
@@ -155,12 +156,15 @@ class _Log:
         self.params.append(list(params))
 
     def settings(self) -> dict[str, str]:
-        """The run-time settings the call gave its statements (``set_config``)."""
-        return {
+        """The run-time settings the call gave its statements (``set_config`` in a
+        transaction, or a pooled session's, which the store notes)."""
+        local = {
             str(p[0]): str(p[1])
             for sql, p in zip(self.statements, self.params, strict=True)
             if sql.startswith("SELECT set_config")
         }
+        noted = [n.removeprefix("setting ").split(" = ", 1) for n in self.notes]
+        return {**local, **{x[0]: x[1] for x in noted if len(x) == 2}}
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -350,3 +354,28 @@ def test_pooled_connections_compile_no_statement(pg_factory: Any) -> None:
     store = PostgresStore(pg_factory.postgres_store_url())
     pg_factory.track(store)
     assert store.db.one("SHOW jit") == {"jit": "off"}
+
+
+def test_settings_given_to_one_statement_are_undone_for_the_next(pg_factory: Any) -> None:
+    # one pooled connection: a leg's settings stay in its session until a statement
+    # wanting others (or the connection's own) takes it
+    store = PostgresStore(pg_factory.postgres_store_url() + "&pool_size=1")
+    pg_factory.track(store)
+    show = (
+        "SELECT current_setting('hnsw.ef_search') AS ef, "
+        "current_setting('random_page_cost') AS cost, current_setting('jit') AS jit"
+    )
+    own = store.db.one(show)
+    assert own is not None and own["ef"] == str(EF_SEARCH[Kind.OBJECT])
+    wanted = {"hnsw.ef_search": "64", "random_page_cost": "1.25", "jit": "on"}
+    assert store.db.all_with(wanted, show) == [{"ef": "64", "cost": "1.25", "jit": "on"}]
+    assert store.db.all_with({"hnsw.ef_search": "80"}, show) == [
+        {"ef": "80", "cost": own["cost"], "jit": "off"}
+    ]
+    assert store.db.one(show) == own
+    store.db.all_with(wanted, show)
+    with store.db.transaction():  # a transaction starts from the connection's own too
+        assert store.db.one(show) == own
+    with pytest.raises(StoreError, match="not a setting name"):
+        store.db.all_with({"x; DROP TABLE objects": "1"}, show)
+    assert store.db.one(show) == own
