@@ -204,6 +204,15 @@ class Result:
         self.server_ms: list[float] = []
         self.errors = 0
         self.wall = 0.0
+        # CPU seconds the run took: the server's processes, PostgreSQL's (--postgres)
+        self.server_cpu = 0.0
+        self.postgres_cpu = 0.0
+
+    def cpu_row(self) -> list[object]:
+        """CPU ms per request (searches and writes) of the server and of PostgreSQL."""
+        requests = len(self.latencies) + self.errors + len(self.writes)
+        server, pg = (1000 * x / max(1, requests) for x in (self.server_cpu, self.postgres_cpu))
+        return [f"{server:.1f}", f"{pg:.1f}", f"{server + pg:.1f}"]
 
     def row(self) -> list[object]:
         """A table row: clients, seconds, requests, errors, rps, latency percentiles."""
@@ -295,6 +304,36 @@ async def run_load(
     return result
 
 
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU seconds used so far by the server (the process and its descendants alive
+    now) and by every PostgreSQL process of the machine (the bench's embedded server)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    postgres = 0.0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                command = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        seconds = (int(fields[11]) + int(fields[12])) / tick
+        if b"postgres" in command and b"kgsearch" not in command:
+            postgres += seconds
+        parents[int(name)], used[int(name)] = int(fields[1]), seconds
+    tree, grew = {pid}, True
+    while grew:
+        more = {p for p, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    return sum(used.get(p, 0.0) for p in tree), postgres
+
+
 def server_rss_mb(pid: int) -> list[int]:
     """Resident memory (MB) of the server process and of each worker process it started
     (``--workers``; uvicorn's supervisor and its resource tracker are left out)."""
@@ -344,9 +383,13 @@ def measure(
                 c.post("/api/search/unified", json={"query": q}, timeout=120).raise_for_status()
         for clients, seconds in runs:
             if seconds > 0:
+                cpu_before = cpu_seconds(server.pid)
                 result = asyncio.run(
                     run_load(base, key, queries, clients, seconds, max_requests, writes_per_second)
                 )
+                cpu_after = cpu_seconds(server.pid)
+                result.server_cpu = cpu_after[0] - cpu_before[0]
+                result.postgres_cpu = cpu_after[1] - cpu_before[1]
                 queries = queries[len(result.latencies) + result.errors + clients :]
                 result.threads = str(threads) if threads else "default"
                 result.workers = workers
@@ -492,7 +535,9 @@ def main() -> None:
         "write p95 ms",
         "RSS MB per process",
     ]
-    rows = [r.row() for r in runs]
+    if args.postgres:  # where a request's CPU goes (the client's is left out)
+        headers += ["server CPU ms/request", "PostgreSQL CPU ms/request", "CPU ms/request"]
+    rows = [r.row() + (r.cpu_row() if args.postgres else []) for r in runs]
     body = (
         "POST /api/search/unified (limit 10, default legs: vector + BM25 over objects, "
         "relationships and chunks, RRF) against `kgsearch serve` on 127.0.0.1, over the "
@@ -507,7 +552,15 @@ def main() -> None:
         'The first row is a single client, for reference. "processes" is `kgsearch serve '
         '--workers`; "server threads" is the request and search pools of each process '
         "(default: one per core, `--threads`); RSS is each server process's resident "
-        "memory after the run. Meanwhile one more client writes an object "
+        "memory after the run. "
+        + (
+            "CPU ms/request is the CPU time the server's processes and PostgreSQL's "
+            "processes used during the run, per request (searches and writes), from "
+            "/proc: unlike requests/s it hardly depends on what else runs on the machine. "
+            if args.postgres
+            else ""
+        )
+        + "Meanwhile one more client writes an object "
         f"{args.writes_per_second:g} times a second (writes, write p50/p95: whether writes "
         f"queue behind searches). Load average (1 min) {load_before:.1f} before the runs, "
         f"{os.getloadavg()[0]:.1f} after: other work shared the cores when it is above 2."
