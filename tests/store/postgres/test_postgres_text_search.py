@@ -77,3 +77,20 @@ def test_common_words_of_a_large_kind_take_their_frequency_from_the_statistics(
     assert zeta == round(shares["zeta"] * 152)
     omega = store.lexical.dfs(store.db, "default", Kind.OBJECT, ["omega"], set())["omega"]
     assert omega == 1  # a rare word is counted
+
+
+def test_the_statement_stemming_new_terms_is_planned_once_per_connection(pg_factory: Any) -> None:
+    # planning the statistics view took most of the statement's time: once psycopg
+    # prepares it (after five runs on a connection) it is never planned again
+    pg = PostgresStore(pg_factory.postgres_store_url() + "&pool_size=1")
+    pg_factory.track(pg)
+    Engine(pg).add_objects(ROWS)
+    for i in range(9):  # a new word each time: its stems and counts are read
+        hits = pg.text_search("default", Kind.OBJECT, f"zeta w{i + 1}", limit=3)
+        assert hits[0][0] == Engine(pg).get_object_by_key("Thing", f"k{i + 1}").id
+    (plans,) = pg.db.all(
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+        ("%to_tsvector('kgsearch', w.term)%",),
+    )
+    assert plans["generic_plans"] >= 3
+    assert plans["custom_plans"] == 0

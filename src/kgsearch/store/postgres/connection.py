@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Self, cast
@@ -23,7 +24,7 @@ from kgsearch.errors import ConfigError, Conflict, InvalidRequest, KgsearchError
 from kgsearch.model import Kind
 from kgsearch.store.common import pg_conflict, store_failure
 from kgsearch.store.postgres.sql import clean
-from kgsearch.store.tracing import active, report
+from kgsearch.store.tracing import active, note, report
 
 try:
     import psycopg
@@ -221,6 +222,18 @@ def wrap_error(exc: Exception) -> Exception:
     return store_failure("PostgreSQL", str(exc))
 
 
+def _checked(name: str) -> str:
+    """A run-time setting's name, checked to be one (it is written into statements)."""
+    if not _SETTING_NAME.fullmatch(name):
+        raise StoreError(f"not a setting name: {name!r}")
+    return name
+
+
+def _set(name: str, value: str) -> pg_sql.Composable:
+    """``SET name = 'value'`` for the session."""
+    return pg_sql.SQL("SET {} = {}").format(pg_sql.SQL(_checked(name)), pg_sql.Literal(value))
+
+
 class TracedCursor(psycopg.Cursor[Row]):
     """A cursor that reports each statement and its parameters to the calling thread's
     tracer before running it (nothing is reported, or copied, when none listens)."""
@@ -300,6 +313,12 @@ class Connection:
         self.workers_follow_settings = False
         self._local = threading.local()
         self._meta: dict[str, tuple[float, str | None]] = {}
+        # per pooled connection, the run-time settings a statement of all_with left in its
+        # session that differ from the connection's own (see _ensure)
+        self._changed: weakref.WeakKeyDictionary[psycopg.Connection[Any], dict[str, str]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._changed_lock = threading.Lock()
         # called after each outermost transaction commits (the store marks its cached
         # figures stale again: a search may have read them while the write was open)
         self.after_commit: Callable[[], None] | None = None
@@ -323,18 +342,36 @@ class Connection:
             self.pool.close()
             raise StoreError(f"cannot open PostgreSQL connection pool: {exc}") from exc
 
-    def _configure(self, conn: psycopg.Connection[Any]) -> None:
-        path = ", ".join(f'"{s}"' for s in dict.fromkeys([self.schema, self.vector_schema]))
-        conn.execute(
-            f"SET search_path TO {path}, public; SET TIME ZONE 'UTC'; "
-            f"SET hnsw.ef_search = {int(self.ef_search)}; SET ivfflat.probes = 10; "
+    def _defaults(self) -> dict[str, str]:
+        """The run-time settings :meth:`_configure` gives every connection (a setting
+        not among them is the server's)."""
+        return {
+            "hnsw.ef_search": str(int(self.ef_search)),
+            "ivfflat.probes": "10",
             # plain index scans by default (an iterative scan's bookkeeping costs time
             # even when every row passes); a leg whose conditions drop many indexed
             # rows turns iterative scans on for its statement (see search.py), walking
             # the index until enough rows pass, up to this many visited rows
-            "SET hnsw.iterative_scan = off; "
-            f"SET hnsw.max_scan_tuples = {_MAX_SCAN_TUPLES}; "
-            "SET ivfflat.iterative_scan = off"
+            "hnsw.iterative_scan": "off",
+            "hnsw.max_scan_tuples": str(_MAX_SCAN_TUPLES),
+            "ivfflat.iterative_scan": "off",
+            # no JIT compilation: it pays off for long analytic queries, while a
+            # store's statement takes milliseconds and compiling takes tens of them
+            # (none of the sample graph's statements costs the 100,000 that turn it on
+            # by default; counts over a few million rows would)
+            "jit": "off",
+        }
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        path = ", ".join(f'"{s}"' for s in dict.fromkeys([self.schema, self.vector_schema]))
+        conn.execute(
+            pg_sql.SQL("; ").join(
+                [
+                    pg_sql.SQL(f"SET search_path TO {path}, public"),
+                    pg_sql.SQL("SET TIME ZONE 'UTC'"),
+                    *(_set(name, value) for name, value in self._defaults().items()),
+                ]
+            )
         )
         register_vector(conn)
 
@@ -343,7 +380,11 @@ class Connection:
         self.pool.close()
 
     @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def _connection(
+        self, settings: Mapping[str, str] | None = None
+    ) -> Iterator[psycopg.Connection[Any]]:
+        """The calling thread's transaction's connection, or a pooled one whose session
+        has ``settings`` (and the connection's own for every other)."""
         current = getattr(self._local, "conn", None)
         if current is not None:
             yield current
@@ -354,6 +395,7 @@ class Connection:
         except psycopg.Error as exc:  # e.g. PoolTimeout: every connection busy or down
             raise wrap_error(exc) from exc
         try:
+            self._ensure(conn, settings or {})
             yield conn
         except BaseException as exc:
             if not pooled.__exit__(type(exc), exc, exc.__traceback__):
@@ -371,6 +413,7 @@ class Connection:
             return
         try:
             with self.pool.connection() as conn:
+                self._ensure(conn, {})
                 self._local.conn = conn
                 try:
                     with conn.transaction():
@@ -425,6 +468,21 @@ class Connection:
         """Run a query with run-time settings of its own (``SET LOCAL``, so they end with
         its transaction), every row as a dict. Outside a transaction BEGIN, the settings,
         the query and COMMIT go in one pipeline: a single round trip to the server."""
+        if not settings:
+            return self.all(sql, params)
+        if not (self.held_here or self.workers_follow_settings):
+            # the pooled connection's session takes the settings (none sent when it
+            # has them already) and keeps them until a statement wanting others takes
+            # it: a pipelined transaction per statement cost more client CPU than the
+            # statement (2 ms a search on the sample graph)
+            if active():  # heard whether or not the session had them already
+                for name, value in settings.items():
+                    note(f"setting {name} = {value}")
+            with self._connection(settings) as conn:
+                try:
+                    return conn.execute(sql, params).fetchall()
+                except (psycopg.Error, UnicodeEncodeError, OverflowError, ValueError) as exc:
+                    raise wrap_error(exc) from exc
         with self._connection() as conn:
             try:
                 if self.held_here:  # the settings last until the caller's commit
@@ -456,6 +514,39 @@ class Connection:
             conn.execute(
                 pg_sql.SQL("SET LOCAL {} = {}").format(pg_sql.SQL(name), pg_sql.Literal(value))
             )
+
+    def _ensure(self, conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> None:
+        """Give a pooled connection's session ``settings``, and the connection's own
+        value (:meth:`_defaults`, else the server's) for each setting an earlier
+        statement changed, in one round trip; none when it has them already.
+
+        Raises:
+            StoreError: A setting's name is not one (or a driver error, wrapped).
+        """
+        defaults = self._defaults()
+        wanted = {k: v for k, v in settings.items() if defaults.get(k) != v}
+        with self._changed_lock:
+            changed = self._changed.get(conn, {})
+        if changed == wanted:
+            return
+        statements: list[pg_sql.Composable] = []
+        for name, value in wanted.items():
+            if changed.get(name) != value:
+                statements.append(_set(name, value))
+        for name in changed.keys() - wanted.keys():
+            statements.append(
+                _set(name, defaults[name])
+                if name in defaults
+                else pg_sql.SQL("RESET {}").format(pg_sql.SQL(_checked(name)))
+            )
+        try:
+            conn.execute(pg_sql.SQL("; ").join(statements))
+        except psycopg.Error as exc:
+            with self._changed_lock:  # unknown: set every one again next time
+                self._changed[conn] = {**changed, **{k: "?" for k in settings}}
+            raise wrap_error(exc) from exc
+        with self._changed_lock:
+            self._changed[conn] = wanted
 
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> dict[str, Any] | None:
         """Run a query and fetch the first row."""

@@ -385,6 +385,33 @@ def m012_embedding_skipped(execute: Execute) -> None:
     )
 
 
+# What an exact vector scan (search.py) returns or tests beyond the index's key and
+# predicate, per table: the relationships' validity too.
+_EXACT_SCAN_COLUMNS = {
+    "objects": "seq, id, vector",
+    "relationships": "seq, id, vector, valid_from, valid_to",
+    "chunks": "seq, id, vector",
+    "community_reports": "seq, id, vector",
+}
+# Vectors of more dims are left out of those indexes: a btree entry holds at most
+# 2,704 bytes, and a halfvec takes 2 a dim (1,024 dims: 2,056 bytes with the rest).
+EXACT_SCAN_MAX_DIMS = 1024
+
+
+def m013_index_exact_scans(execute: Execute) -> None:
+    """Each kind's live embedded rows by ``(project, dims)``, holding what an exact
+    vector scan reads: the scan reads this index alone (an index-only scan) instead of
+    every page of the table, whose rows also hold texts and JSON (on the sample graph's
+    8,031 objects: 1,007 pages instead of 1,858 to 3,313, and 4.2 instead of 7.6 ms of
+    CPU per scan)."""
+    for table, columns in _EXACT_SCAN_COLUMNS.items():
+        execute(
+            f"CREATE INDEX IF NOT EXISTS {table}_exact ON {table} (project, dims) "
+            f"INCLUDE ({columns}) WHERE deleted_at IS NULL AND status = 'embedded' "
+            f"AND vector IS NOT NULL AND dims <= {EXACT_SCAN_MAX_DIMS}"
+        )
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_index_object_names", m002_index_object_names),
@@ -398,5 +425,6 @@ MIGRATIONS = [
     Migration("m010_associations_not_facts", m010_associations_not_facts),
     Migration("m011_llm_budgets", m011_llm_budgets),
     Migration("m012_embedding_skipped", m012_embedding_skipped),
+    Migration("m013_index_exact_scans", m013_index_exact_scans),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
