@@ -379,3 +379,22 @@ def test_settings_given_to_one_statement_are_undone_for_the_next(pg_factory: Any
     with pytest.raises(StoreError, match="not a setting name"):
         store.db.all_with({"x; DROP TABLE objects": "1"}, show)
     assert store.db.one(show) == own
+
+
+def test_a_bulk_load_leaves_its_tables_vacuumed_for_index_only_scans(pg_factory: Any) -> None:
+    # a migrated copy is searched at once: its pages must be marked all-visible, or the
+    # exact scan's index-only plan visits the table for every row until autovacuum runs
+    store = PostgresStore(pg_factory.postgres_store_url())
+    pg_factory.track(store)
+    engine = Engine(store, embedder=FakeEmbedder(32))
+    with store.bulk_load():
+        engine.add_objects([ObjectIn(type="Film", key=f"k{i}") for i in range(500)])
+
+    row = store.db.one(
+        "SELECT c.relpages, c.relallvisible, s.last_vacuum IS NOT NULL AS vacuumed "
+        "FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid "
+        "WHERE c.oid = to_regclass('objects')"
+    )
+    assert row is not None
+    assert row["vacuumed"]
+    assert row["relpages"] > 0 and row["relallvisible"] == row["relpages"], row
