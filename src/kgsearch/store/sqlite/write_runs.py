@@ -89,7 +89,7 @@ class WriteRuns:
         for table in DEFERRABLE_FTS:
             for sql in fts_flush_sql(table):
                 self.db.execute(sql)
-        self._changed(Kind.OBJECT, texts=True)
+            self._changed(Kind(table.removesuffix("s")), texts=True)  # objects → object
 
     def _deferrable(self) -> bool:
         """Whether the store has m014's tables (a store opened without migrating may
