@@ -10,7 +10,9 @@ search finds a changed object by the text it had before the run, a new one not y
 The run holds a lease in ``fts_deferred`` (one hour, taken again by each run that
 starts); a process that dies in a run stops deferring when it ends, and the rows it
 noted stay noted (later writes to them skip the index too, so their entries stay
-consistent) until the next run, which re-indexes them first.
+consistent) until the next run, which re-indexes them first. The end of a run ends the
+deferral for every process: a run of another process still going on then has its
+index entries written at once, as without a run (slower, never inconsistent).
 
 Inside a run the WAL is also checkpointed every :data:`RUN_CHECKPOINT_PAGES` pages
 rather than SQLite's 1,000: the pages rewritten by batch after batch (popular rows,
