@@ -11,9 +11,10 @@ process).
     python scripts/bench_ingest.py [--limit N] [--write]
 
 ``--before REV`` measures the spaCy ingest of another commit (checked out into a
-temporary git worktree) and of this tree in one run, taking turns (before, after,
-before, after …, ``--rounds`` each), so that the machine's noise falls on both; it
-reports each version's best (least disturbed) round.
+temporary git worktree; or a checkout's folder, or its ``src``) and of this tree in one
+run, taking turns (before, after, before, after …, ``--rounds`` each), so that the
+machine's noise falls on both; it reports each version's best (least disturbed) round
+and the load average over the run.
 
     python scripts/bench_ingest.py --before REV [--rounds 2] [--limit N] [--write]
 
@@ -36,7 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -173,7 +175,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, help="Only the first N passages (spaCy run).")
     parser.add_argument("--write", action="store_true", help="Write docs/benchmarks.md.")
-    parser.add_argument("--before", metavar="REV", help="Compare with this commit (spaCy).")
+    parser.add_argument(
+        "--before", metavar="REV", help="Compare with this commit or checkout folder (spaCy)."
+    )
     parser.add_argument("--rounds", type=int, default=2, help="Turns per version (--before).")
     parser.add_argument("--replay", action="store_true", help="Time the overhead alone.")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -270,39 +274,60 @@ def child(mode: str, limit: int | None, tree: Path) -> dict[str, Any]:
     if limit:
         command += ["--limit", str(limit)]
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    load = os.getloadavg()[0]
     out = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT, env=env)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    result["load"] = [load, os.getloadavg()[0]]  # 1-minute load average at start and end
     print(json.dumps(result), flush=True)
     return result
 
 
-def compare(before: str, rounds: int, limit: int | None, write: bool) -> None:
-    """The spaCy ingest of commit ``before`` and of this tree, turn about, in one run."""
-    revs = {
-        name: subprocess.run(
-            ["git", "rev-parse", "--short", rev], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip()
-        for name, rev in (("before", before), ("after", "HEAD"))
-    }
-    if not revs["before"]:
+def _short(rev: str, where: Path) -> str:
+    found = subprocess.run(
+        ["git", "rev-parse", "--short", rev], cwd=where, capture_output=True, text=True
+    )
+    return found.stdout.strip()
+
+
+@contextmanager
+def before_tree(before: str) -> Iterator[tuple[str, Path]]:
+    """(short commit, checkout) of ``before``: a checkout's folder (or its ``src``) as
+    it is, or a commit checked out into a temporary git worktree for the block."""
+    folder = Path(before)
+    if folder.is_dir():
+        tree = folder.parent if folder.name == "src" else folder
+        if not (tree / "src" / "kgsearch").is_dir():
+            sys.exit(f"{before!r} is not a kgsearch checkout")
+        yield _short("HEAD", tree) or str(tree), tree
+        return
+    rev = _short(before, ROOT)
+    if not rev:
         sys.exit(f"unknown commit {before!r}")
-    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "before"
         subprocess.run(
-            ["git", "worktree", "add", "--detach", str(tree), revs["before"]],
+            ["git", "worktree", "add", "--detach", str(tree), rev],
             cwd=ROOT,
             check=True,
             capture_output=True,
         )
         try:
-            for _ in range(rounds):
-                runs["before"].append(child("spacy", limit, tree))
-                runs["after"].append(child("spacy", limit, ROOT))
+            yield rev, tree
         finally:
             subprocess.run(
                 ["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False
             )
+
+
+def compare(before: str, rounds: int, limit: int | None, write: bool) -> None:
+    """The spaCy ingest of ``before`` and of this tree, turn about, in one run."""
+    revs = {"after": _short("HEAD", ROOT)}
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    with before_tree(before) as (rev, tree):
+        revs["before"] = rev
+        for _ in range(rounds):
+            runs["before"].append(child("spacy", limit, tree))
+            runs["after"].append(child("spacy", limit, ROOT))
     rows = []
     for name in ("before", "after"):
         best = min(runs[name], key=lambda r: r["seconds"] - r["extractor_seconds"])
@@ -324,6 +349,7 @@ def compare(before: str, rounds: int, limit: int | None, write: bool) -> None:
                 f"**{100 * (total - extractor) / extractor:.1f} %** ({shares})",
                 best["objects"],
                 best["relationships"],
+                "{:.1f} → {:.1f}".format(*best["load"]),
             ]
         )
     body = table(
@@ -337,9 +363,11 @@ def compare(before: str, rounds: int, limit: int | None, write: bool) -> None:
             "overhead share (every round, %)",
             "objects",
             "relationships",
+            "load average (1 min) at its start → end",
         ],
         rows,
     )
+    loads = [x for r in runs["before"] + runs["after"] for x in r["load"]]
     body += (
         f"\n\nThe spaCy ingest of the MuSiQue passages as in the section above, {rounds} "
         "rounds per version taken in turns in one run; each row is the version's round "
@@ -348,7 +376,9 @@ def compare(before: str, rounds: int, limit: int | None, write: bool) -> None:
         "extraction) is part of the overhead and shown apart. Where the version no longer "
         "imports spaCy, the import happens in the first `extract` call instead: that second "
         "moves from the overhead into the extractor's time, so the overhead without the "
-        "version time is the figure to compare across versions."
+        "version time is the figure to compare across versions. Load average (1 min) "
+        f"over the run, on the machine's {os.cpu_count()} cores: "
+        f"{min(loads):.1f}–{max(loads):.1f}."
     )
     after = min(runs["after"], key=lambda r: r["seconds"] - r["extractor_seconds"])
     share = 100 * (after["seconds"] - after["extractor_seconds"]) / after["extractor_seconds"]
@@ -385,30 +415,21 @@ def replay(before: str | None, rounds: int, limit: int | None) -> None:
     if not RECORDING.exists():
         child("record", None, ROOT)
     trees: dict[str, Path] = {"after": ROOT}
-    with tempfile.TemporaryDirectory() as tmp:
+    cpu: dict[str, list[float]] = {}
+    loads: list[float] = []
+    with before_tree(before) if before else nullcontext(("", ROOT)) as (_, tree):
         if before:
-            trees = {"before": Path(tmp) / "before", "after": ROOT}
-            subprocess.run(
-                ["git", "worktree", "add", "--detach", str(trees["before"]), before],
-                cwd=ROOT,
-                check=True,
-                capture_output=True,
-            )
-        try:
-            cpu: dict[str, list[float]] = {name: [] for name in trees}
-            for _ in range(rounds):
-                for name, tree in trees.items():
-                    cpu[name].append(child("replay", limit, tree)["cpu_seconds"])
-        finally:
-            if before:
-                subprocess.run(
-                    ["git", "worktree", "remove", "--force", str(trees["before"])],
-                    cwd=ROOT,
-                    check=False,
-                )
-    for name, found in cpu.items():
-        shown = ", ".join(f"{c:.2f}" for c in found)
-        print(f"{name}: best {min(found):.2f} CPU s of the ingest (rounds: {shown})")
+            trees = {"before": tree, "after": ROOT}
+        cpu = {name: [] for name in trees}
+        for _ in range(rounds):
+            for name, where in trees.items():
+                found = child("replay", limit, where)
+                cpu[name].append(found["cpu_seconds"])
+                loads += found["load"]
+    for name, seconds in cpu.items():
+        shown = ", ".join(f"{c:.2f}" for c in seconds)
+        print(f"{name}: best {min(seconds):.2f} CPU s of the ingest (rounds: {shown})")
+    print(f"load average (1 min): {min(loads):.1f}–{max(loads):.1f}")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from kgsearch.llm.replies import chunk_texts
 from kgsearch.model import Chunk
 from kgsearch.reports import ExtractionRecord, ExtractionReport, ExtractionStatus
 from kgsearch.resolve.match import MatchRules
-from kgsearch.store.base import GraphReads, TaskQueue
+from kgsearch.store.base import GraphReads, Lifecycle, TaskQueue
 from kgsearch.store.records import Task, TaskIn
 from kgsearch.text.chunking import mask_spans, unmined_spans
 from kgsearch.text.sections import markdown_unmined
@@ -106,8 +106,9 @@ def queue_chunks(
     )
 
 
-class ExtractionStore(GraphReads, TaskQueue, Protocol):
-    """What an extraction run reads beside its writes: the chunks and the task queue."""
+class ExtractionStore(Lifecycle, GraphReads, TaskQueue, Protocol):
+    """What an extraction run reads beside its writes: the chunks and the task queue
+    (and its write run, :meth:`~kgsearch.store.base.Lifecycle.write_run`)."""
 
 
 @dataclass
@@ -327,18 +328,19 @@ def run_extraction(
         progress: Called with the running totals after each batch.
         chunk_ids: Only these chunks' tasks (None: every due chunk).
     """
-    run = run_tasks(
-        ctx.store,
-        EXTRACT_JOB,
-        lambda tasks: _work(ctx, tasks),
-        project=project,
-        policy=ctx.retry,
-        batch_size=batch_size,
-        limit=limit,
-        wait_for_retries=wait_for_retries,
-        progress=None if progress is None else lambda _n: progress(ctx.totals),
-        row_ids=chunk_ids,
-    )
+    with ctx.store.write_run():  # each object changed re-indexed once (SQLite)
+        run = run_tasks(
+            ctx.store,
+            EXTRACT_JOB,
+            lambda tasks: _work(ctx, tasks),
+            project=project,
+            policy=ctx.retry,
+            batch_size=batch_size,
+            limit=limit,
+            wait_for_retries=wait_for_retries,
+            progress=None if progress is None else lambda _n: progress(ctx.totals),
+            row_ids=chunk_ids,
+        )
     left = _left(ctx.store, project, chunk_ids)
     if left:
         run.note(_left_message(left))

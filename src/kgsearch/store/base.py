@@ -117,6 +117,15 @@ class Lifecycle(Protocol):
         """A write transaction tuned for loading many rows (indexes rebuilt at the end)."""
         ...
 
+    def write_run(self) -> AbstractContextManager[None]:
+        """Many write transactions in a row (an extraction run): the store may leave
+        some per-row index upkeep to the end of the run (SQLite re-indexes the full
+        text of each object the run changed once, at its end), so that until then a
+        lexical search may find a changed object by its text from before the run.
+        Every row written is committed and read back as usual; nested runs join the
+        outer one."""
+        ...
+
     def info(self) -> StoreInfo:
         """Schema version, migrations, embedding model and dims."""
         ...

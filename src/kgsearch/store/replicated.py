@@ -248,6 +248,13 @@ class ReplicatedStore:
         self._wrote()
 
     @contextmanager
+    def write_run(self) -> Iterator[None]:
+        """The primary's write run."""
+        with self.primary.write_run():
+            yield
+        self._wrote()
+
+    @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """The primary's bulk load."""
         with self.primary.bulk_load():

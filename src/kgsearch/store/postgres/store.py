@@ -146,6 +146,11 @@ class PostgresStore(
         self.db.close()
 
     @contextmanager
+    def write_run(self) -> Iterator[None]:
+        """Nothing is deferred: the ``tsvector`` is a generated column of each row."""
+        yield
+
+    @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """One transaction for a large load; statistics, visibility maps and indexes
         refreshed after it (``VACUUM (ANALYZE)``: the exact vector scans read only the

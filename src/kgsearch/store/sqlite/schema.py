@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from kgsearch.store.migrations import Execute, Migration
 
-__all__ = ["LIVE_INDEXES", "MIGRATIONS", "SCHEMA_VERSION", "SECONDARY_INDEXES", "fts_triggers"]
+__all__ = [
+    "DEFERRABLE_FTS",
+    "LIVE_INDEXES",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "SECONDARY_INDEXES",
+    "fts_flush_sql",
+    "fts_triggers",
+]
 
 # Indexes a bulk load may drop and rebuild (sorting once beats random inserts);
 # the last one of each table is its due-for-embedding index.
@@ -50,11 +58,20 @@ def _fts(execute: Execute, table: str) -> None:
         f"CREATE VIRTUAL TABLE {table}_fts USING fts5("
         f"text, content='{table}', content_rowid='rowid', tokenize='porter unicode61')"
     )
-    fts_triggers(execute, table)
+    _plain_fts_triggers(execute, table)
 
 
 def fts_triggers(execute: Execute, table: str) -> None:
-    """(Re)create the triggers that keep ``{table}_fts`` in step with ``table``."""
+    """(Re)create the triggers that keep ``{table}_fts`` in step with ``table`` (as the
+    latest migration has them)."""
+    if table in DEFERRABLE_FTS:
+        _deferrable_fts_triggers(execute, table)
+    else:
+        _plain_fts_triggers(execute, table)
+
+
+def _plain_fts_triggers(execute: Execute, table: str) -> None:
+    """The triggers of m001 (the update one as m013 has it)."""
     execute(
         f"CREATE TRIGGER {table}_fts_ai AFTER INSERT ON {table} "
         f"WHEN new.deleted_at IS NULL BEGIN "
@@ -353,6 +370,90 @@ def m013_fts_reindex_on_change(execute: Execute) -> None:
         _fts_update_trigger(execute, table)
 
 
+DEFERRABLE_FTS = ("objects",)
+"""Tables whose full-text upkeep a write run may defer (m014): an object named in many
+extraction batches has its description grown, and its text re-indexed, by each."""
+
+
+def _deferrable_fts_triggers(execute: Execute, table: str) -> None:
+    """Full-text triggers that a write run can hold back (m014).
+
+    While ``fts_deferred`` holds a live lease for ``table``, a row whose text or liveness
+    changes is noted in ``fts_stale`` with the text its index entry holds (NULL: none)
+    instead of being re-indexed; a row noted there stays noted (later changes skip the
+    index too) until the run's flush re-indexes every noted row once from its current
+    text (``SQLiteStore.write_run``). Deleting a noted row removes the entry it has.
+    Each trigger is one body whose statements run in order, so the result does not
+    depend on the order SQLite fires triggers in; no statement in it relies on a
+    conflict clause (an outer upsert's conflict handling would override it).
+    """
+    held = f"EXISTS (SELECT 1 FROM fts_deferred WHERE tbl = '{table}' AND until > julianday('now'))"
+
+    def stale(row: str) -> str:
+        return f"EXISTS (SELECT 1 FROM fts_stale WHERE tbl = '{table}' AND row = {row}.rowid)"
+
+    execute(
+        f"CREATE TRIGGER {table}_fts_ai AFTER INSERT ON {table} "
+        f"WHEN new.deleted_at IS NULL BEGIN "
+        f"INSERT INTO fts_stale (tbl, row, indexed) "
+        f"SELECT '{table}', new.rowid, NULL WHERE {held} AND NOT {stale('new')}; "
+        f"INSERT INTO {table}_fts(rowid, text) "
+        f"SELECT new.rowid, new.text WHERE NOT {stale('new')}; END"
+    )
+    execute(
+        f"CREATE TRIGGER {table}_fts_ad AFTER DELETE ON {table} BEGIN "
+        f"INSERT INTO {table}_fts({table}_fts, rowid, text) "
+        f"SELECT 'delete', old.rowid, old.text "
+        f"WHERE old.deleted_at IS NULL AND NOT {stale('old')}; "
+        f"INSERT INTO {table}_fts({table}_fts, rowid, text) "
+        f"SELECT 'delete', row, indexed FROM fts_stale "
+        f"WHERE tbl = '{table}' AND row = old.rowid AND indexed IS NOT NULL; "
+        f"DELETE FROM fts_stale WHERE tbl = '{table}' AND row = old.rowid; END"
+    )
+    execute(
+        f"CREATE TRIGGER {table}_fts_au AFTER UPDATE OF text, deleted_at ON {table} "
+        f"WHEN old.text IS NOT new.text "
+        f"OR (old.deleted_at IS NULL) IS NOT (new.deleted_at IS NULL) BEGIN "
+        f"INSERT INTO fts_stale (tbl, row, indexed) "
+        f"SELECT '{table}', old.rowid, CASE WHEN old.deleted_at IS NULL THEN old.text END "
+        f"WHERE {held} AND NOT {stale('old')}; "
+        f"INSERT INTO {table}_fts({table}_fts, rowid, text) "
+        f"SELECT 'delete', old.rowid, old.text "
+        f"WHERE old.deleted_at IS NULL AND NOT {stale('old')}; "
+        f"INSERT INTO {table}_fts(rowid, text) "
+        f"SELECT new.rowid, new.text WHERE new.deleted_at IS NULL AND NOT {stale('new')}; END"
+    )
+
+
+def fts_flush_sql(table: str) -> list[str]:
+    """The statements that re-index the rows of ``table`` noted in ``fts_stale`` (each
+    once, from its current text) and forget them."""
+    return [
+        f"INSERT INTO {table}_fts({table}_fts, rowid, text) SELECT 'delete', row, indexed "
+        f"FROM fts_stale WHERE tbl = '{table}' AND indexed IS NOT NULL",
+        f"INSERT INTO {table}_fts(rowid, text) SELECT t.rowid, t.text FROM fts_stale s "
+        f"JOIN {table} t ON t.rowid = s.row WHERE s.tbl = '{table}' AND t.deleted_at IS NULL",
+        f"DELETE FROM fts_stale WHERE tbl = '{table}'",
+    ]
+
+
+def m014_deferrable_fts(execute: Execute) -> None:
+    """A write run (an extraction run of many batches) may leave the objects' full-text
+    upkeep to its end, re-indexing each changed object once rather than once per batch
+    (:func:`_deferrable_fts_triggers`): ``fts_deferred`` holds the runs' leases (a
+    julianday until which they defer; a run that died stops deferring when it passes),
+    ``fts_stale`` the rows whose index entry waits, with the text that entry holds."""
+    execute("CREATE TABLE fts_deferred (tbl TEXT PRIMARY KEY, until REAL NOT NULL) WITHOUT ROWID")
+    execute(
+        "CREATE TABLE fts_stale (tbl TEXT NOT NULL, row INTEGER NOT NULL, indexed TEXT, "
+        "PRIMARY KEY (tbl, row)) WITHOUT ROWID"
+    )
+    for table in DEFERRABLE_FTS:
+        for suffix in ("ai", "ad", "au"):
+            execute(f"DROP TRIGGER IF EXISTS {table}_fts_{suffix}")
+        _deferrable_fts_triggers(execute, table)
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_create_api_keys", m002_create_api_keys),
@@ -367,5 +468,6 @@ MIGRATIONS = [
     Migration("m011_llm_budgets", m011_llm_budgets),
     Migration("m012_embedding_skipped", m012_embedding_skipped),
     Migration("m013_fts_reindex_on_change", m013_fts_reindex_on_change),
+    Migration("m014_deferrable_fts", m014_deferrable_fts),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -35,6 +35,7 @@ from kgsearch.store.sqlite.schema import (
 )
 from kgsearch.store.sqlite.search import SQLiteSearch, VectorCache
 from kgsearch.store.sqlite.sql import SQLITE, now_iso
+from kgsearch.store.sqlite.write_runs import WriteRuns
 
 __all__ = ["SQLiteStore"]
 
@@ -44,6 +45,7 @@ class SQLiteStore(
     SQLiteQueues,
     SQLiteSearch,
     SharedSlices,
+    WriteRuns,
 ):
     """The embedded store. ``path`` is a file path or ``:memory:``.
 
@@ -68,6 +70,7 @@ class SQLiteStore(
         )
         self.lexical = LexicalStats()
         self._types = {}
+        self._runs = 0
         if migrate:
             self.migrate()
 
@@ -141,6 +144,8 @@ class SQLiteStore(
                     f"INSERT INTO {table}_fts({table}_fts, rowid, text) "
                     f"SELECT 'delete', rowid, text FROM {table} WHERE deleted_at IS NOT NULL"
                 )
+                if self._deferrable():  # the rebuild indexed every row's current text
+                    self.db.execute("DELETE FROM fts_stale WHERE tbl = ?", (table,))
                 fts_triggers(self._exec, table)
             for sql in LIVE_INDEXES.values():
                 self.db.execute(sql)

@@ -173,3 +173,23 @@ def test_a_nul_in_a_property_never_breaks_filters(store: Store) -> None:
         "default", Kind.OBJECT, "fine", limit=5, filters=Filters(labels=["none"])
     )
     assert hits == []
+
+
+def test_a_write_run_leaves_each_row_found_by_its_text_at_its_end(engine: Engine) -> None:
+    """Rows written inside a write run (nested runs join it) are read back as usual;
+    after it, text search finds each by its current text only, and a row deleted in the
+    run not at all."""
+    store, search = engine.store, engine.store.text_search
+    [ada, bob] = engine.add_objects([person("ada", "Zebulon"), person("bob", "Walrus")])
+    with store.write_run():
+        engine.add_objects([person("ada", "Quillon"), person("cyd", "Narwhal")])
+        with store.write_run():
+            engine.add_objects([person("ada", "Ptarmigan")])
+        engine.delete("object", [bob.id])
+        assert engine.get_object(ada.id).properties["name"] == "Ptarmigan"
+    assert search("default", Kind.OBJECT, "zebulon", limit=5) == []
+    assert search("default", Kind.OBJECT, "quillon", limit=5) == []
+    assert search("default", Kind.OBJECT, "walrus", limit=5) == []
+    assert ids(search("default", Kind.OBJECT, "ptarmigan", limit=5)) == [ada.id]
+    [cyd] = search("default", Kind.OBJECT, "narwhal", limit=5)
+    assert engine.get_object(cyd[0]).key == "cyd"
