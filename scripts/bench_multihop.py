@@ -127,6 +127,16 @@ import json, sys, time
 from kgsearch import Engine, SearchRequest, connect
 engine = Engine(connect(sys.argv[1]))
 engine.search(SearchRequest(query="warm up", limit=10, recipe="multi_hop"))
+try:  # wait for the walk's graph, read in the background (sources that hold one)
+    from kgsearch.search import path_graph
+    for _ in range(600):
+        held = path_graph._cache.get(engine.store, {}).get("default")
+        if held is not None and held.graph is not None:
+            break
+        time.sleep(0.1)
+except ImportError:
+    pass
+print(json.dumps(0.0), flush=True)
 for line in sys.stdin:
     started = time.perf_counter()
     engine.search(SearchRequest(query=line.strip(), limit=10, recipe="multi_hop"))
@@ -149,6 +159,9 @@ def ab(db: str, base_src: str, batch: list[Question]) -> dict[str, list[float]]:
         )
         for name, src in (("base", base_src), ("head", here))
     }
+    for child in children.values():  # ready: warmed up, graphs held
+        assert child.stdout is not None
+        child.stdout.readline()
     times: dict[str, list[float]] = {"base": [], "head": []}
     for k, (question, _, _) in enumerate(batch):
         for name in ("base", "head") if k % 2 == 0 else ("head", "base"):
