@@ -26,15 +26,17 @@ Three steps, all bounded:
 
 from __future__ import annotations
 
+import logging
 import math
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kgsearch.search.parts import GraphSearch
-from kgsearch.search.path_graph import Edges, FloatArray, IntArray, edges_for
+from kgsearch.search.path_graph import Edges, FloatArray, IntArray, TypedGraph, edges_for
 from kgsearch.search.path_scores import (
     PathScorer,
     Signature,
@@ -76,6 +78,13 @@ _NOT_NAMES = STOPWORDS | {"he", "her", "his", "i", "me", "she", "their", "them",
 _EDGE = r"^[\s\"'?.,!;:()]+|[\s\"?.,!;:()]+$"
 
 _VECTORS: dict[tuple[Callable[[str], Vector], str], Vector] = {}
+# a held graph's relation and object types are embedded in the background, this many a
+# call (a text graph has thousands: a question met dozens new, a model call each hop)
+_VOCABULARY_BATCH = 128
+_VOCABULARY_MAX = 20_000
+_vocabularies: dict[tuple[int, Callable[[str], Vector]], TypedGraph] = {}
+_vocabulary_lock = threading.Lock()
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -257,6 +266,8 @@ def walk_paths(
         lambda text: _text_vector(embed, text),
     )
     edges = edges_for(store, project, trace)
+    if isinstance(edges, TypedGraph) and embed_many is not None:
+        _embed_vocabulary(edges, embed, embed_many)
     codes = edges.nodes(list(seeds))
     known = codes >= 0
     start = Reach(
@@ -469,6 +480,34 @@ def _prefill(
         _VECTORS.clear()
     for text, vector in zip(missing, embed_many(missing), strict=True):
         _VECTORS[(embed, text)] = _unit(vector)
+
+
+def _embed_vocabulary(
+    graph: TypedGraph,
+    embed: Callable[[str], Vector],
+    embed_many: Callable[[Sequence[str]], list[Vector]],
+) -> None:
+    """Start embedding the graph's relation and object type texts in a background
+    thread, once per graph and embedder (at most ``_VOCABULARY_MAX`` texts)."""
+    with _vocabulary_lock:
+        if _vocabularies.get((id(graph), embed)) is graph:
+            return
+        if len(_vocabularies) >= 16:  # graphs read again: forget the old ones
+            _vocabularies.clear()
+        _vocabularies[(id(graph), embed)] = graph
+    texts = [humanise(t) for t in (*graph.steps, *graph.type_names)]
+    if len(texts) > _VOCABULARY_MAX:
+        return
+
+    def run() -> None:
+        try:
+            for start in range(0, len(texts), _VOCABULARY_BATCH):
+                _prefill(embed, embed_many, texts[start : start + _VOCABULARY_BATCH])
+        # no caller to raise to: the walk embeds what it meets itself meanwhile
+        except Exception as exc:
+            _log.warning("relation types not embedded in advance: %s", exc)
+
+    threading.Thread(target=run, name="kgsearch-path-vocabulary", daemon=True).start()
 
 
 def _text_vector(embed: Callable[[str], Vector], text: str) -> Vector:
