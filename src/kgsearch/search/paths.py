@@ -7,9 +7,12 @@ Three steps, all bounded:
    up as an object key, all spans in one batched call
    (:meth:`~kgsearch.store.base.SearchIndex.objects_named_many`); spans shaped like a
    name, then the longest, become the seeds (:func:`link_spans`).
-2. **Paths.** From the seeds, a beam search walks typed edges hop by hop
-   (:meth:`~kgsearch.store.base.GraphReads.typed_edges`, at most ``_HUB_EDGES`` edges per
-   object and direction, so a hub costs no more than any other object). Each relation-type
+2. **Paths.** From the seeds, a beam search walks typed edges hop by hop (at most
+   ``_HUB_EDGES`` edges per object and direction, so a hub costs no more than any other
+   object: :meth:`~kgsearch.store.base.GraphReads.typed_edges`' rule), over the
+   project's typed graph held in memory as arrays, or the store's reads until it is
+   (:mod:`kgsearch.search.path_graph`); each sequence's objects are node codes with their
+   mass, a hop a few vector operations. Each relation-type
    sequence met on the way (``directed_by`` backwards, then ``has_genre``) is scored by
    :class:`~kgsearch.search.path_scores.PathScorer`: are its relations the ones the
    question names, are all of those on it, and does its end (the relation the answer
