@@ -5,7 +5,7 @@ validity left out, and the store's reads inside a write transaction."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -21,6 +21,7 @@ from kgsearch.search.path_graph import (
     build_typed_graph,
     edges_for,
 )
+from kgsearch.search.plan import Vector
 from kgsearch.store import connect
 from kgsearch.testing import FakeEmbedder
 
@@ -185,3 +186,37 @@ def test_an_id_the_held_graph_does_not_know_has_no_edges(engine: Engine) -> None
     nodes = held.nodes([ids["a"], "nobody"])
     assert nodes[1] == -1 and nodes[0] >= 0
     assert not len(held.hop(np.asarray([], dtype=np.int64), 4).at)
+
+
+def test_a_held_graphs_type_texts_are_embedded_once_in_the_background(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph(engine)
+    held = build_typed_graph(engine.store, "default")
+    embedder = FakeEmbedder(16)
+    batches: list[list[str]] = []
+
+    def embed_many(texts: Sequence[str]) -> list[Vector]:
+        batches.append(list(texts))
+        return [embedder.embed_query(t) for t in texts]
+
+    threads: list[threading.Thread] = []
+    monkeypatch.setattr(threading.Thread, "start", lambda self: threads.append(self))
+    monkeypatch.setattr(paths, "_VOCABULARY_BATCH", 4)
+    for _ in range(2):
+        paths._embed_vocabulary(held, embedder.embed_query, embed_many)
+    assert len(threads) == 1  # once per graph and embedder
+    assert not batches
+    threads[0].run()
+    # relation types, then object types, humanised, four a call
+    assert batches == [["likes", "knows", "in", "out"], ["t", "u"]]
+    assert all((embedder.embed_query, t) in paths._VECTORS for b in batches for t in b)
+
+
+def test_a_graph_without_chunks_runs_no_passage_walk(engine: Engine) -> None:
+    graph(engine)
+    engine.embed_pending()
+    response = engine.search("who knows c", recipe="multi_hop", include_debug=True)
+    assert response.metadata is not None
+    legs = response.metadata["legs"]
+    assert "graph:paths" in legs and "graph:passages" not in legs
