@@ -13,7 +13,7 @@ import pytest
 
 from kgsearch.engine import Engine
 from kgsearch.model import ObjectIn, RelationshipIn
-from kgsearch.search import paths
+from kgsearch.search import path_graph, paths
 from kgsearch.search.path_graph import (
     Edges,
     StoreEdges,
@@ -220,3 +220,14 @@ def test_a_graph_without_chunks_runs_no_passage_walk(engine: Engine) -> None:
     assert response.metadata is not None
     legs = response.metadata["legs"]
     assert "graph:paths" in legs and "graph:passages" not in legs
+
+
+def test_a_graph_past_the_size_bound_is_not_held(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph(engine)
+    monkeypatch.setattr(path_graph, "MAX_EDGES", 3)
+    assert isinstance(edges_for(engine.store, "default", background=False), StoreEdges)
+    monkeypatch.setattr(path_graph, "MAX_EDGES", 1000)
+    found = edges_for(engine.store, "default", background=False, check_seconds=0)
+    assert isinstance(found, TypedGraph)

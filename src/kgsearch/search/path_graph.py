@@ -13,7 +13,8 @@ it, with one interface (:class:`Edges`), node by node as integers:
   in a background thread after the first walk on a store (reading MetaQA's 129k
   relationships takes seconds, which a one-off command should not wait for) and read
   again when the store's live counts change (checked every :data:`CHECK_SECONDS`:
-  counting every row costs a scan) or when an edge's validity bound passes.
+  counting every row costs a scan) or when an edge's validity bound passes; a project
+  over :data:`MAX_EDGES` relationships is not held.
 * :class:`StoreEdges`: one ``typed_edges`` read a hop, for a walk before the graph is
   built, inside a write transaction (only it sees its own writes) and after a write
   until the graph is read again.
@@ -38,6 +39,7 @@ from kgsearch.store.base import GraphReads, Trace
 __all__ = [
     "BACKGROUND",
     "CHECK_SECONDS",
+    "MAX_EDGES",
     "Edges",
     "Hop",
     "StoreEdges",
@@ -53,6 +55,10 @@ FloatArray = npt.NDArray[np.float64]
 
 CHECK_SECONDS = 5.0
 """How long a graph is used before the store's live counts are read again."""
+
+MAX_EDGES = 2_000_000
+"""A project with more live relationships is not held (walks read the store): about
+200 bytes an edge held (MetaQA's 129k: 25 MB), so a held graph stays under 400 MB."""
 
 
 @dataclass(frozen=True)
@@ -437,7 +443,9 @@ def _refresh(store: GraphReads, project: str, held: _Held) -> None:
     try:
         stamp = tuple(sorted(store.counts(project).items()))
         graph = held.graph
-        if graph is None or stamp != held.stamp or time.time() >= graph.until:
+        if dict(stamp).get("relationships", 0) > MAX_EDGES:
+            graph = None  # too big to hold: the store's reads
+        elif graph is None or stamp != held.stamp or time.time() >= graph.until:
             held.graph = None
             graph = build_typed_graph(store, project)
     # a background thread has no caller to raise to: any failure (a store closed under
