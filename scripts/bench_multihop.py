@@ -123,21 +123,39 @@ def run(
 
 
 CHILD = """
-import json, sys, time
+import json, sys, threading, time
 from kgsearch import Engine, SearchRequest, connect
+from kgsearch.search import legs
+walk, spent = legs.walk_paths, []
+def timed(*args, **kwargs):
+    started = time.perf_counter()
+    found = walk(*args, **kwargs)
+    spent.append((time.perf_counter() - started) * 1000)
+    return found
+legs.walk_paths = timed
 engine = Engine(connect(sys.argv[1]))
-engine.search(SearchRequest(query="warm up", limit=10, recipe="multi_hop"))
+key = engine.store.list_rows("default", "object", limit=1).items[0].key
+for _ in range(3):  # a linked question; then wait for what the walk reads in the background
+    engine.search(SearchRequest(query=f"which films are related to {key}", recipe="multi_hop"))
+    for _ in range(1200):
+        if not any(t.name.startswith("kgsearch-path") for t in threading.enumerate()):
+            break
+        time.sleep(0.1)
+print(json.dumps([0.0, 0.0]), flush=True)
 for line in sys.stdin:
+    spent.clear()
     started = time.perf_counter()
     engine.search(SearchRequest(query=line.strip(), limit=10, recipe="multi_hop"))
-    print(json.dumps((time.perf_counter() - started) * 1000), flush=True)
+    print(json.dumps([(time.perf_counter() - started) * 1000, sum(spent)]), flush=True)
 """
 
 
-def ab(db: str, base_src: str, batch: list[Question]) -> dict[str, list[float]]:
-    """``multi_hop`` latency of this checkout and of the kgsearch sources at
-    ``base_src``, each in a child process, taking turns question by question (the
-    order flips each question) so the machine's noise falls on both alike."""
+def ab(db: str, base_src: str, batch: list[str]) -> dict[str, list[tuple[float, float]]]:
+    """``multi_hop`` latency (the whole search, and its ``graph:paths`` walk) of this
+    checkout and of the kgsearch sources at ``base_src``, each in a child process,
+    taking turns question by question (the order flips each question) so the machine's
+    noise falls on both alike. Both children are warmed up first, and wait until what
+    the walk reads in the background (the held graph, its type vectors) is done."""
     here = str(ROOT / "src")
     children = {
         name: subprocess.Popen(
@@ -149,19 +167,23 @@ def ab(db: str, base_src: str, batch: list[Question]) -> dict[str, list[float]]:
         )
         for name, src in (("base", base_src), ("head", here))
     }
-    times: dict[str, list[float]] = {"base": [], "head": []}
-    for k, (question, _, _) in enumerate(batch):
+    for child in children.values():  # ready: warmed up
+        assert child.stdout is not None
+        child.stdout.readline()
+    times: dict[str, list[tuple[float, float]]] = {"base": [], "head": []}
+    for k, question in enumerate(batch):
         for name in ("base", "head") if k % 2 == 0 else ("head", "base"):
             child = children[name]
             assert child.stdin is not None and child.stdout is not None
-            child.stdin.write(question + "\n")
+            child.stdin.write(" ".join(question.split()) + "\n")
             child.stdin.flush()
-            times[name].append(json.loads(child.stdout.readline()))
+            total, walked = json.loads(child.stdout.readline())
+            times[name].append((total, walked))
     for child in children.values():
         assert child.stdin is not None
         child.stdin.close()
         child.wait()
-    return {name: sorted(t) for name, t in times.items()}
+    return times
 
 
 def row(hops: int, recipe: str | None, score: float, times: list[float]) -> list[str]:
@@ -192,6 +214,11 @@ def main() -> None:
     parser.add_argument(
         "--ab-base",
         help="kgsearch sources (a src/ directory) to time multi_hop against, interleaved",
+    )
+    parser.add_argument(
+        "--passages",
+        help="with --ab-base: time these passage sets (bench_passages.py's stores and "
+        "questions, e.g. musique-spacy,hotpotqa-spacy) instead of MetaQA",
     )
     args = parser.parse_args()
     if args.ab_base:
@@ -233,18 +260,37 @@ def main() -> None:
 
 
 def timing_ab(args: argparse.Namespace) -> None:
-    """Print ``multi_hop`` p50 / p95 of the base and this checkout, with the load."""
+    """Print ``multi_hop`` p50 / p95 of the base and this checkout (the whole search and
+    its ``graph:paths`` walk), with the load, per hop count or per passage set."""
+    batches: list[tuple[str, str, list[str]]] = []
+    if args.passages:
+        from bench_passages import DATA
+        from bench_passages import questions as passage_questions
+
+        for name in args.passages.split(","):
+            texts = [q for q, _ in passage_questions(name)]
+            asked = texts[args.offset : args.offset + args.questions]
+            batches.append((name, str(DATA / f"passages-{name}.db"), asked))
+    else:
+        for hops in (int(h) for h in args.hops.split(",")):
+            metaqa = questions(hops, args.questions, args.offset)
+            batches.append((f"{hops}-hop", args.db, [q for q, _, _ in metaqa]))
     rows = []
-    for hops in (int(h) for h in args.hops.split(",")):
+    for label, db, batch in batches:
         load = os.getloadavg()[0]
-        times = ab(args.db, args.ab_base, questions(hops, args.questions, args.offset))
-        for name, t in times.items():
-            p95 = t[min(len(t) - 1, int(0.95 * len(t)))]
-            rows.append(
-                [f"{hops}-hop", name, f"{statistics.median(t):.0f}", f"{p95:.0f}", f"{load:.1f}"]
-            )
+        for name, pairs in ab(db, args.ab_base, batch).items():
+            rows.append([label, name, *_percentiles([t for t, _ in pairs])])
+            rows[-1] += [*_percentiles([w for _, w in pairs]), f"{load:.1f}"]
             print(" | ".join(rows[-1]), flush=True)
-    print(table(["questions", "version", "p50 ms", "p95 ms", "load (1 min) at start"], rows))
+    headers = ["questions", "version", "p50 ms", "p95 ms", "graph:paths p50", "p95"]
+    print(table([*headers, "load (1 min) at start"], rows))
+
+
+def _percentiles(times: list[float]) -> list[str]:
+    """p50 and p95 of some times, formatted."""
+    ordered = sorted(times)
+    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+    return [f"{statistics.median(ordered):.1f}", f"{p95:.1f}"]
 
 
 if __name__ == "__main__":

@@ -7,9 +7,12 @@ Three steps, all bounded:
    up as an object key, all spans in one batched call
    (:meth:`~kgsearch.store.base.SearchIndex.objects_named_many`); spans shaped like a
    name, then the longest, become the seeds (:func:`link_spans`).
-2. **Paths.** From the seeds, a beam search walks typed edges hop by hop
-   (:meth:`~kgsearch.store.base.GraphReads.typed_edges`, at most ``_HUB_EDGES`` edges per
-   object and direction, so a hub costs no more than any other object). Each relation-type
+2. **Paths.** From the seeds, a beam search walks typed edges hop by hop (at most
+   ``_HUB_EDGES`` edges per object and direction, so a hub costs no more than any other
+   object: :meth:`~kgsearch.store.base.GraphReads.typed_edges`' rule), over the
+   project's typed graph held in memory as arrays, or the store's reads until it is
+   (:mod:`kgsearch.search.path_graph`); each sequence's objects are node codes with their
+   mass, a hop a few vector operations. Each relation-type
    sequence met on the way (``directed_by`` backwards, then ``has_genre``) is scored by
    :class:`~kgsearch.search.path_scores.PathScorer`: are its relations the ones the
    question names, are all of those on it, and does its end (the relation the answer
@@ -26,25 +29,26 @@ Three steps, all bounded:
 
 from __future__ import annotations
 
+import logging
 import math
 import re
-from collections import defaultdict
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kgsearch.search.parts import GraphSearch
+from kgsearch.search.path_graph import Edges, FloatArray, IntArray, TypedGraph, edges_for
 from kgsearch.search.path_scores import (
     PathScorer,
     Signature,
-    Step,
     answer_phrase,
     content_words,
     humanise,
 )
 from kgsearch.search.plan import Vector
-from kgsearch.store.base import GraphReads, SearchIndex, Trace
+from kgsearch.store.base import SearchIndex, Trace
 from kgsearch.text.stopwords import STOPWORDS
 
 __all__ = [
@@ -77,6 +81,13 @@ _NOT_NAMES = STOPWORDS | {"he", "her", "his", "i", "me", "she", "their", "them",
 _EDGE = r"^[\s\"'?.,!;:()]+|[\s\"?.,!;:()]+$"
 
 _VECTORS: dict[tuple[Callable[[str], Vector], str], Vector] = {}
+# a held graph's relation and object types are embedded in the background, this many a
+# call (a text graph has thousands: a question met dozens new, a model call each hop)
+_VOCABULARY_BATCH = 128
+_VOCABULARY_MAX = 20_000
+_vocabularies: dict[tuple[int, Callable[[str], Vector]], TypedGraph] = {}
+_vocabulary_lock = threading.Lock()
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -257,28 +268,52 @@ def walk_paths(
         answer_words,
         lambda text: _text_vector(embed, text),
     )
-    current: dict[Signature, dict[str, float]] = {(): dict(seeds)}
-    masses: dict[Signature, dict[str, float]] = {}
-    via: dict[Signature, dict[str, str]] = {}
+    edges = edges_for(store, project, trace)
+    if isinstance(edges, TypedGraph) and embed_many is not None:
+        _embed_vocabulary(edges, embed, embed_many)
+    codes = edges.nodes(list(seeds))
+    known = codes >= 0
+    start = Reach(
+        codes[known],
+        np.asarray(list(seeds.values()), dtype=np.float64)[known],
+        np.full(int(known.sum()), -1, dtype=np.int64),
+    )
+    current: dict[Signature, Reach] = {(): start}
+    reached: dict[Signature, Reach] = {}
     kinds: dict[Signature, str] = {}
     for _ in range(depth):
-        nxt, nxt_via = _step(store, project, current, trace)
+        nxt = _step(edges, current)
         if not nxt:
             break
         met = {t for sig in nxt for t, _ in sig} - set(scorer.relation_matches())
-        new_kinds = _end_types(store, project, nxt, trace) if scorer.answer is not None else {}
+        new_kinds = _end_types(edges, nxt) if scorer.answer is not None else {}
         texts = [humanise(t) for t in met] + [humanise(k) for k in set(new_kinds.values())]
         if embed_many is not None:
             _prefill(embed, embed_many, texts)
         scorer.add_relations(met)
         scorer.add_object_types(new_kinds.values())
-        masses.update(nxt)
-        via.update(nxt_via)
+        reached.update(nxt)
         kinds.update(new_kinds)
         prefix = {s: scorer.score(s, None, final=False) for s in nxt}
-        current = _frontier(nxt, _beam(prefix))
-    scored = {s: scorer.score(s, kinds.get(s)) for s in masses}
-    return _rank(hits, seeds, scored, masses, via)
+        current = _frontier(edges, nxt, _beam(prefix))
+    scored = {s: scorer.score(s, kinds.get(s)) for s in reached}
+    return _rank(hits, edges, start.nodes, scored, reached)
+
+
+@dataclass(frozen=True)
+class Reach:
+    """The objects a relation-type sequence reached, as node codes of the walk's
+    :class:`~kgsearch.search.path_graph.Edges`.
+
+    Attributes:
+        nodes: The objects reached, each once.
+        mass: The mass each holds.
+        via: The edge that first reached each (-1 for a seed).
+    """
+
+    nodes: IntArray
+    mass: FloatArray
+    via: IntArray
 
 
 def _beam(scores: Mapping[Signature, float]) -> list[Signature]:
@@ -293,101 +328,121 @@ def _beam(scores: Mapping[Signature, float]) -> list[Signature]:
 
 
 def _frontier(
-    reached: Mapping[Signature, dict[str, float]], beam: Sequence[Signature]
-) -> dict[Signature, dict[str, float]]:
+    edges: Edges, reached: Mapping[Signature, Reach], beam: Sequence[Signature]
+) -> dict[Signature, Reach]:
     """The objects each sequence of the beam walks on: its ``_FRONTIER`` with the most
     mass, and no more than ``_FRONTIER_TOTAL`` objects in all, the best sequences
     served first (the next hop reads the edges of every one)."""
-    out: dict[Signature, dict[str, float]] = {}
+    out: dict[Signature, Reach] = {}
     room = _FRONTIER_TOTAL
     for sig in beam:
         if room <= 0:
             break
-        out[sig] = _top(reached[sig], min(_FRONTIER, room))
-        room -= len(out[sig])
+        out[sig] = _top(edges, reached[sig], min(_FRONTIER, room))
+        room -= len(out[sig].nodes)
     return out
 
 
-def _end_types(
-    store: GraphReads,
-    project: str,
-    reached: Mapping[Signature, dict[str, float]],
-    trace: Trace | None,
-) -> dict[Signature, str]:
+def _end_types(edges: Edges, reached: Mapping[Signature, Reach]) -> dict[Signature, str]:
     """The object type each sequence ends at: the most common type among its
-    ``_TYPE_SAMPLE`` objects with the most mass (one batched read for all)."""
-    samples = {sig: list(_top(m, _TYPE_SAMPLE)) for sig, m in reached.items()}
-    found = store.endpoints(project, sorted({i for ids in samples.values() for i in ids}))
+    ``_TYPE_SAMPLE`` objects with the most mass (one look-up for all)."""
+    samples = {sig: _top(edges, r, _TYPE_SAMPLE).nodes for sig, r in reached.items()}
+    if not samples:
+        return {}
+    nodes = np.unique(np.concatenate(list(samples.values())))
+    found = dict(zip(nodes.tolist(), edges.types(nodes), strict=True))
     out: dict[Signature, str] = {}
-    for sig, ids in samples.items():
-        types = [found[i].type for i in ids if i in found]
+    for sig, sample in samples.items():
+        types = [t for t in (found[n] for n in sample.tolist()) if t is not None]
         if types:
             out[sig] = max(set(types), key=lambda t: (types.count(t), t))
     return out
 
 
-def _step(
-    store: GraphReads,
-    project: str,
-    current: Mapping[Signature, dict[str, float]],
-    trace: Trace | None,
-) -> tuple[dict[Signature, dict[str, float]], dict[Signature, dict[str, str]]]:
-    """One hop of every live sequence: one batched read of the frontier's typed edges."""
-    nodes = {n for masses in current.values() for n in masses}
-    edges = store.typed_edges(project, sorted(nodes), limit=_HUB_EDGES, trace=trace)
-    out: dict[str, dict[Step, list[tuple[str, str]]]] = defaultdict(lambda: defaultdict(list))
-    for rid, source, target, type in edges:
-        if source in nodes:
-            out[source][(type, True)].append((target, rid))
-        if target in nodes and target != source:
-            out[target][(type, False)].append((source, rid))
-    nxt: dict[Signature, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    nxt_via: dict[Signature, dict[str, str]] = defaultdict(dict)
-    for sig, masses in current.items():
-        for node, mass in masses.items():
-            for step, ends in out.get(node, {}).items():
-                # a hub's mass spreads thin, and a hub cut at _HUB_EDGES counts as bigger
-                share = mass / (len(ends) * (2 if len(ends) >= _HUB_EDGES else 1))
-                bucket = nxt[(*sig, step)]
-                for other, rid in ends:
-                    bucket[other] += share
-                    nxt_via[(*sig, step)].setdefault(other, rid)
-    return {s: dict(m) for s, m in nxt.items()}, dict(nxt_via)
+def _step(edges: Edges, current: Mapping[Signature, Reach]) -> dict[Signature, Reach]:
+    """One hop of every live sequence, over one read of the frontier's capped edges: a
+    node's mass splits evenly over its edges of each step (a hub's share is small)."""
+    if not current:
+        return {}
+    frontier = np.unique(np.concatenate([r.nodes for r in current.values()]))
+    hop = edges.hop(frontier, _HUB_EDGES)
+    if not len(hop.at):
+        return {}
+    first = np.searchsorted(hop.at, np.arange(len(frontier)))
+    last = np.searchsorted(hop.at, np.arange(len(frontier)), side="right")
+    size = int(hop.other.max()) + 1
+    nxt: dict[Signature, Reach] = {}
+    for sig, reach in current.items():
+        at = np.searchsorted(frontier, reach.nodes)
+        counts = last[at] - first[at]
+        total = int(counts.sum())
+        if not total:
+            continue
+        entries = np.repeat(first[at], counts) + (
+            np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        )
+        mass = np.repeat(reach.mass, counts) / hop.split[entries]
+        step, other = hop.step[entries], hop.other[entries]
+        keys, where, inverse = np.unique(
+            step * size + other, return_index=True, return_inverse=True
+        )
+        summed = np.bincount(inverse, weights=mass)
+        via = hop.edge[entries][where]
+        key_step = keys // size
+        steps, seen = np.unique(step, return_index=True)
+        for code in steps[np.argsort(seen, kind="stable")].tolist():  # in the order met
+            chosen = key_step == code
+            nxt[(*sig, edges.step(code))] = Reach(keys[chosen] % size, summed[chosen], via[chosen])
+    return nxt
 
 
 def _rank(
     hits: PathHits,
-    seeds: Mapping[str, float],
+    edges: Edges,
+    seeds: IntArray,
     scored: Mapping[Signature, float],
-    masses: Mapping[Signature, dict[str, float]],
-    via: Mapping[Signature, dict[str, str]],
+    reached: Mapping[Signature, Reach],
 ) -> PathHits:
     """End objects of the best sequences, by softmax-weighted normalised mass."""
     best = sorted(scored, key=lambda s: (-scored[s], len(s)))[:_BEST_PATHS]
     if not best:
         return hits
     top = scored[best[0]]
-    totals: dict[str, float] = defaultdict(float)
-    edge: dict[str, tuple[float, str]] = {}
+    nodes: list[IntArray] = []
+    scores: list[FloatArray] = []
+    vias: list[IntArray] = []
     for sig in best:
         weight = math.exp((scored[sig] - top) / _TEMPERATURE)
         if weight < _MIN_WEIGHT:  # its ends would still take ranks in fusion
             break
-        ends = {n: m for n, m in masses[sig].items() if n not in seeds}
-        peak = max(ends.values(), default=0.0)
-        for node, mass in ends.items():
-            score = weight * mass / peak
-            totals[node] += score
-            if score > edge.get(node, (0.0, ""))[0]:
-                edge[node] = (score, via[sig][node])
+        reach = reached[sig]
+        ends = ~np.isin(reach.nodes, seeds)
+        mass = reach.mass[ends]
+        peak = float(mass.max()) if len(mass) else 0.0
+        nodes.append(reach.nodes[ends])
+        scores.append(weight * mass / peak if peak > 0 else mass)
+        vias.append(reach.via[ends])
         label = " → ".join(f"{t}{'' if fwd else ' (reverse)'}" for t, fwd in sig)
         hits.paths.append((label, round(scored[sig], 4)))
-        hits.signatures.append((sig, list(ends)))
-    ranked = sorted(totals.items(), key=lambda x: (-x[1], x[0]))[:_MAX_RESULTS]
-    hits.objects = ranked
+        hits.signatures.append((sig, edges.ids(nodes[-1])))
+    every = np.concatenate(nodes)
+    if not len(every):
+        return hits
+    score = np.concatenate(scores)
+    via = np.concatenate(vias)
+    unique, inverse = np.unique(every, return_inverse=True)
+    totals = np.bincount(inverse, weights=score)
+    # each object's edge: that of its best-scored entry (the first sequence on a tie)
+    order = np.lexsort((np.arange(len(score)), -score))
+    _, firsts = np.unique(inverse[order], return_index=True)
+    edge = via[order][firsts]
+    ranked = np.lexsort((edges.order(unique), -totals))[:_MAX_RESULTS]
+    ids = edges.ids(unique[ranked])
+    values = totals[ranked].tolist()
+    hits.objects = list(zip(ids, values, strict=True))
     relationships: dict[str, float] = {}
-    for node, score in ranked:
-        relationships.setdefault(edge[node][1], score)
+    for rid, value in zip(edges.edge_ids(edge[ranked]), values, strict=True):
+        relationships.setdefault(rid, value)
     hits.relationships = list(relationships.items())
     return hits
 
@@ -404,9 +459,10 @@ def relation_vectors(
     return [_text_vector(embed, t) for t in texts]
 
 
-def _top(masses: Mapping[str, float], n: int) -> dict[str, float]:
-    """The ``n`` objects with the most mass."""
-    return dict(sorted(masses.items(), key=lambda x: (-x[1], x[0]))[:n])
+def _top(edges: Edges, reach: Reach, n: int) -> Reach:
+    """The ``n`` objects with the most mass (ties by id)."""
+    order = np.lexsort((edges.order(reach.nodes), -reach.mass))[:n]
+    return Reach(reach.nodes[order], reach.mass[order], reach.via[order])
 
 
 def _unit(vector: Vector) -> Vector:
@@ -427,6 +483,34 @@ def _prefill(
         _VECTORS.clear()
     for text, vector in zip(missing, embed_many(missing), strict=True):
         _VECTORS[(embed, text)] = _unit(vector)
+
+
+def _embed_vocabulary(
+    graph: TypedGraph,
+    embed: Callable[[str], Vector],
+    embed_many: Callable[[Sequence[str]], list[Vector]],
+) -> None:
+    """Start embedding the graph's relation and object type texts in a background
+    thread, once per graph and embedder (at most ``_VOCABULARY_MAX`` texts)."""
+    with _vocabulary_lock:
+        if _vocabularies.get((id(graph), embed)) is graph:
+            return
+        if len(_vocabularies) >= 16:  # graphs read again: forget the old ones
+            _vocabularies.clear()
+        _vocabularies[(id(graph), embed)] = graph
+    texts = [humanise(t) for t in (*graph.steps, *graph.type_names)]
+    if len(texts) > _VOCABULARY_MAX:
+        return
+
+    def run() -> None:
+        try:
+            for start in range(0, len(texts), _VOCABULARY_BATCH):
+                _prefill(embed, embed_many, texts[start : start + _VOCABULARY_BATCH])
+        # no caller to raise to: the walk embeds what it meets itself meanwhile
+        except Exception as exc:
+            _log.warning("relation types not embedded in advance: %s", exc)
+
+    threading.Thread(target=run, name="kgsearch-path-vocabulary", daemon=True).start()
 
 
 def _text_vector(embed: Callable[[str], Vector], text: str) -> Vector:

@@ -42,6 +42,7 @@ from kgsearch.store.records import (
     TASK_STATUSES,
     Claim,
     Direction,
+    EdgeTable,
     EmbeddingCounts,
     EmbeddingResult,
     Endpoint,
@@ -64,6 +65,7 @@ __all__ = [
     "Claim",
     "CommunityStore",
     "Direction",
+    "EdgeTable",
     "EmbeddingCounts",
     "EmbeddingQueue",
     "EmbeddingResult",
@@ -301,6 +303,13 @@ class GraphReads(Protocol):
         Edges come per object in the order asked, out before in, oldest first, each edge
         once. With ``among``, only the edges whose two ends are both among the ids (the
         same list with the others left out: the cap still counts every edge)."""
+        ...
+
+    def edge_table(self, project: str) -> EdgeTable:
+        """Every live relationship of the project as a typed edge (validity bounds
+        included, not applied), in insertion order, and every live object's type: the
+        whole graph in a few paged statements, for an adjacency held in memory
+        (``search/path_graph.py``)."""
         ...
 
     def chunk_ids_of(self, project: str, source_ids: Sequence[str]) -> list[str]:

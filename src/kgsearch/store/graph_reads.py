@@ -19,12 +19,14 @@ from kgsearch.errors import InvalidRequest
 from kgsearch.model import Chunk, Filters, GraphObject, Kind, Mention, Page, Relationship, Source
 from kgsearch.store.common import row_table
 from kgsearch.store.dialect import Slice
-from kgsearch.store.records import Direction, Neighbor, RowKind
+from kgsearch.store.records import Direction, EdgeRow, EdgeTable, Neighbor, RowKind
 from kgsearch.store.rows import to_mention
 from kgsearch.store.rowsql import page_sql, page_start
 from kgsearch.store.tracing import Trace, traced
+from kgsearch.store.values import parse_dt
 
 __all__ = [
+    "EDGE_PAGE",
     "MAX_DEPTH",
     "GraphReadsCore",
     "edge_filters",
@@ -35,6 +37,9 @@ __all__ = [
 
 # Deepest traversal a caller may ask for (each hop is one query over the frontier).
 MAX_DEPTH = 5
+
+# Rows per statement of ``edge_table`` (a page, keyed on the insertion position).
+EDGE_PAGE = 20_000
 
 # The columns of mention links, in the order ``mentions`` matches them.
 _MENTION_COLUMNS = ("source_id", "chunk_id", "object_id", "relationship_id")
@@ -269,6 +274,38 @@ class GraphReadsCore(Slice):
         for r in self._capped_edges(project, ids, int(limit), among, cond):
             found.setdefault(r["id"], (r["id"], r["source_id"], r["target_id"], r["type"]))
         return list(found.values())
+
+    def edge_table(self, project: str) -> EdgeTable:
+        edges = [
+            EdgeRow(
+                r["id"],
+                r["source_id"],
+                r["target_id"],
+                r["type"],
+                parse_dt(r["valid_from"]),
+                parse_dt(r["valid_to"]),
+            )
+            for r in self._pages(
+                project, "relationships", "id, source_id, target_id, type, valid_from, valid_to"
+            )
+        ]
+        types = {r["id"]: r["type"] for r in self._pages(project, "objects", "id, type")}
+        return EdgeTable(edges, types)
+
+    def _pages(self, project: str, table: str, columns: str) -> Iterator[Any]:
+        """The live rows of a table, ``columns`` after the position, in insertion order,
+        :data:`EDGE_PAGE` rows a statement."""
+        pos, last = self.dialect.position, 0
+        statement = self.dialect.sql(
+            f"SELECT {pos} AS _pos, {columns} FROM {table} WHERE project = ? AND "
+            f"deleted_at IS NULL AND {pos} > ? ORDER BY {pos} LIMIT {EDGE_PAGE:d}"
+        )
+        while True:
+            rows = self.db.all(statement, (project, last))
+            yield from rows
+            if len(rows) < EDGE_PAGE:
+                return
+            last = rows[-1]["_pos"]
 
     def mentions(
         self,

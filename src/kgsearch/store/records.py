@@ -13,7 +13,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,8 @@ __all__ = [
     "TASK_STATUSES",
     "Claim",
     "Direction",
+    "EdgeRow",
+    "EdgeTable",
     "EmbeddableRow",
     "EmbeddingCounts",
     "EmbeddingResult",
@@ -169,6 +171,26 @@ class Neighbor:
     id: str
     depth: int
     via: str
+
+
+class EdgeRow(NamedTuple):
+    """One live relationship as a typed edge (``GraphReads.edge_table``)."""
+
+    id: str
+    source_id: str
+    target_id: str
+    type: str
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+
+
+@dataclass(frozen=True)
+class EdgeTable:
+    """A project's whole graph as plain rows: every live relationship as an edge, in
+    insertion order, and the type of every live object by id."""
+
+    edges: list[EdgeRow]
+    object_types: dict[str, str]
 
 
 @dataclass(frozen=True)

@@ -290,6 +290,7 @@ class ReplicatedStore:
     neighbors = _on_replica("neighbors")
     edges_among = _on_replica("edges_among")
     typed_edges = _on_replica("typed_edges")
+    edge_table = _on_replica("edge_table")
     chunk_ids_of = _on_replica("chunk_ids_of")
     mentions = _on_replica("mentions")
     vector_search = _on_replica("vector_search")

@@ -10,6 +10,7 @@ import pytest
 from kgsearch.engine import Engine
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import RelationshipIn
+from kgsearch.store import graph_reads
 from kgsearch.testing.conformance.builders import build_graph, knows, person
 from kgsearch.testing.oracles import bfs
 
@@ -160,3 +161,36 @@ def test_typed_edges_follow_validity_and_deletion(engine: Engine) -> None:
     ]
     engine.delete("relationship", [new.id])
     assert store.typed_edges(project, ids, limit=5, among=True) == []
+
+
+def test_edge_table_is_every_live_edge_in_insertion_order_and_every_live_type(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(graph_reads, "EDGE_PAGE", 3)  # several pages on every backend
+    by_key, edges = build_graph(engine)
+    dated = engine.add_relationships(
+        [
+            RelationshipIn(
+                type="KNEW",
+                source=by_key["a"],
+                target=by_key["c"],
+                valid_from=datetime(1990, 1, 1, tzinfo=UTC),
+                valid_to=datetime(2000, 1, 1, tzinfo=UTC),
+            )
+        ]
+    )[0]
+    engine.delete("relationship", [edges[0][0]])
+    engine.delete("object", [by_key["h"]])
+    table = engine.store.edge_table(engine.project)
+    got = [(e.id, e.type, e.source_id, e.target_id) for e in table.edges]
+    # deleting an object leaves its edges to the store's own rules (typed_edges' too)
+    live = {r[0] for r in engine.store.typed_edges(engine.project, list(by_key.values()), limit=99)}
+    want = [e for e in edges[1:] if e[0] in live]
+    assert got[:-1] == want
+    last = table.edges[-1]
+    assert (last.id, last.type) == (dated.id, "KNEW")
+    assert last.valid_from == datetime(1990, 1, 1, tzinfo=UTC)
+    assert last.valid_to == datetime(2000, 1, 1, tzinfo=UTC)
+    assert all(e.valid_from is None and e.valid_to is None for e in table.edges[:-1])
+    assert table.object_types == {i: "Person" for k, i in by_key.items() if k != "h"}
+    assert engine.store.edge_table("elsewhere").edges == []
