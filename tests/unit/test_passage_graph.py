@@ -3,9 +3,12 @@ through the entities they share (hubs left out), and read again after a write.""
 
 from __future__ import annotations
 
-from kgsearch import Engine
+from pathlib import Path
+
+from kgsearch import Engine, connect
 from kgsearch.model import ChunkIn, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
 from kgsearch.search.passage_graph import bridges, build_graph, graph_for
+from kgsearch.testing import FakeEmbedder
 
 
 def person(key: str) -> ObjectRef:
@@ -87,10 +90,28 @@ def test_a_deleted_chunk_leaves_the_graph(engine: Engine) -> None:
     assert "z" not in graph.chunk_index
 
 
-def test_within_the_check_interval_the_held_graph_is_used(engine: Engine) -> None:
+def test_within_the_check_interval_another_process_s_write_waits(tmp_path: Path) -> None:
+    path = str(tmp_path / "kg.db")
+    with Engine(connect(path), embedder=FakeEmbedder(16)) as here:
+        fill(here)
+        first = graph_for(here.store, here.project, hub_chunks=10)
+        with Engine(connect(path), embedder=FakeEmbedder(16)) as there:  # as another process
+            there.add_chunks([ChunkIn(id="w", text="text w", source_id="s")])
+            there.add_mentions([MentionIn(chunk_id="w", source_id="s", object=person("d"))])
+
+        assert graph_for(here.store, here.project, hub_chunks=10, check_seconds=60) is first
+        again = graph_for(here.store, here.project, hub_chunks=10, check_seconds=0)
+        assert "w" in again.chunk_index
+
+
+def test_a_write_of_this_process_shows_at_once(engine: Engine) -> None:
     fill(engine)
     first = graph_for(engine.store, engine.project, hub_chunks=10)
 
+    engine.delete("chunk", ["z"])  # z and its mention out, w and one in
     engine.add_chunks([ChunkIn(id="w", text="text w", source_id="s")])
+    engine.add_mentions([MentionIn(chunk_id="w", source_id="s", object=person("d"))])
 
-    assert graph_for(engine.store, engine.project, hub_chunks=10, check_seconds=60) is first
+    graph = graph_for(engine.store, engine.project, hub_chunks=10, check_seconds=60)
+    assert graph is not first
+    assert "w" in graph.chunk_index and "z" not in graph.chunk_index

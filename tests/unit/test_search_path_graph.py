@@ -141,6 +141,42 @@ def test_a_write_is_seen_once_the_counts_are_checked(engine: Engine) -> None:
     assert edges_for(engine.store, "default", background=False, check_seconds=0) is again
 
 
+def test_an_edit_of_this_process_is_walked_at_once_even_with_the_same_counts(
+    engine: Engine,
+) -> None:
+    ids = graph(engine)
+    [likes] = [r for r in engine.store.iter_rows("default", "relationship") if r.type == "likes"]
+    first = edges_for(engine.store, "default", background=False)
+    assert isinstance(first, TypedGraph)
+    counts = engine.store.counts("default")
+    engine.delete("relationship", [likes.id])  # one edge out, one in: the same counts
+    engine.add_relationships([RelationshipIn(type="fears", source=ids["b"], target=ids["c"])])
+    assert engine.store.counts("default") == counts
+
+    now = edges_for(engine.store, "default", background=False)  # within check_seconds
+    assert {row[2][0] for row in hop_rows(now, [ids["b"]], 64)} >= {"fears"}
+    assert "likes" not in {row[2][0] for row in hop_rows(now, [ids["a"]], 64)}
+
+
+def test_a_graph_read_while_this_process_wrote_is_not_held(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = graph(engine)
+    build = path_graph.build_typed_graph
+
+    def read_then_written(store: object, project: str) -> TypedGraph:
+        read = build(engine.store, project)  # read before the write below commits
+        engine.add_relationships([RelationshipIn(type="fears", source=ids["b"], target=ids["c"])])
+        return read
+
+    monkeypatch.setattr(path_graph, "build_typed_graph", read_then_written)
+    edges_for(engine.store, "default", background=False)
+    monkeypatch.setattr(path_graph, "build_typed_graph", build)
+
+    held = edges_for(engine.store, "default", background=False)  # within check_seconds
+    assert "fears" in {row[2][0] for row in hop_rows(held, [ids["b"]], 64)}
+
+
 def test_a_background_read_leaves_walks_on_the_store_until_it_is_done(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -27,6 +27,7 @@ from kgsearch.model import (
     DEFAULT_PROJECT,
     Kind,
 )
+from kgsearch.search import passage_graph, path_graph
 from kgsearch.search.query_cache import QueryCache
 from kgsearch.search.rerank import CrossEncoder
 from kgsearch.search.service import CoverageCache, DocumentsCache, SearchSetup, StoreInfoCache
@@ -269,8 +270,23 @@ class EngineCore:
         return self.rules
 
     def _writes(self, project: str | None) -> WriteContext:
-        after = self._embed_after_write if self.embed_on_write else None
-        return WriteContext(self.store, self._p(project), self._text_rules, after)
+        name = self._p(project)
+        after = functools.partial(self._written, name)
+        return WriteContext(self.store, name, self._text_rules, after)
+
+    def _written(self, project: str) -> None:
+        """After a write of ``project`` commits: :meth:`_graph_changed`, and pending
+        rows embedded when the engine embeds on write."""
+        self._graph_changed(project)
+        if self.embed_on_write:
+            self._embed_after_write()
+
+    def _graph_changed(self, project: str) -> None:
+        """The graphs searches hold in memory for ``project`` are read again on the next
+        search, so a write of this process shows at once (another process's within a
+        few seconds: :data:`~kgsearch.search.path_graph.CHECK_SECONDS`)."""
+        path_graph.forget(self.store, project)
+        passage_graph.forget(self.store, project)
 
     def _embed_after_write(self) -> None:
         embedding.embed_pending(

@@ -264,9 +264,11 @@ class GraphMethods(EngineCore):
         progress: ImportProgress | None = None,
     ) -> dict[str, int]:
         """Import JSONL, JSON graph or CSV files atomically (see :mod:`kgsearch.io`)."""
-        return import_files(
-            self.store, self.rules, paths, project=self._p(project), progress=progress
-        )
+        name = self._p(project)
+        try:
+            return import_files(self.store, self.rules, paths, project=name, progress=progress)
+        finally:
+            self._graph_changed(name)
 
     def export(
         self, path: Path, *, project: str | None = None, fmt: Literal["jsonl", "json"] = "jsonl"

@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from kgsearch.store.base import GraphReads
 
-__all__ = ["PassageGraph", "bridges", "build_graph", "graph_for"]
+__all__ = ["PassageGraph", "bridges", "build_graph", "forget", "graph_for"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -147,6 +147,7 @@ live row costs a scan: 100 ms on a store of 170,000 rows, too much per search)."
 _lock = threading.Lock()
 _Held = tuple[tuple[object, ...], float, PassageGraph]
 _cache: weakref.WeakKeyDictionary[object, dict[str, _Held]] = weakref.WeakKeyDictionary()
+_versions: weakref.WeakKeyDictionary[object, dict[str, int]] = weakref.WeakKeyDictionary()
 
 
 def graph_for(
@@ -158,12 +159,13 @@ def graph_for(
 ) -> PassageGraph:
     """The project's graph (arguments as :func:`build_graph`), held per store and
     project: after ``check_seconds`` the store's live counts are read again, and the
-    graph with them when they changed (so a write shows in the bridges within
-    ``check_seconds``; the search's other legs see it at once)."""
+    graph with them when they changed (so another process's write shows in the bridges
+    within ``check_seconds``; this process's writes at once, :func:`forget`)."""
     options = (hub_chunks,)
     now = time.monotonic()
     with _lock:
         held = _cache.get(store, {}).get(project)
+        version = _versions.get(store, {}).get(project, 0)
     if held is not None and held[0][:1] == options and now - held[1] < check_seconds:
         return held[2]
     stamp = (*options, *sorted(store.counts(project).items()))
@@ -171,6 +173,16 @@ def graph_for(
         graph = held[2]
     else:
         graph = build_graph(store, project, hub_chunks=hub_chunks)
-    with _lock:
-        _cache.setdefault(store, {})[project] = (stamp, now, graph)
+    with _lock:  # not held if a write of this process committed while it was read
+        if _versions.get(store, {}).get(project, 0) == version:
+            _cache.setdefault(store, {})[project] = (stamp, now, graph)
     return graph
+
+
+def forget(store: object, project: str) -> None:
+    """This process wrote to ``project``: the next search reads its graph again, so a
+    write shows in the bridges at once (another process's within ``check_seconds``)."""
+    with _lock:
+        _cache.get(store, {}).pop(project, None)
+        versions = _versions.setdefault(store, {})
+        versions[project] = versions.get(project, 0) + 1

@@ -12,9 +12,10 @@ it, with one interface (:class:`Edges`), node by node as integers:
   is a few vector operations, no statement and no per-edge Python object. It is built
   in a background thread after the first walk on a store (reading MetaQA's 129k
   relationships takes seconds, which a one-off command should not wait for) and read
-  again when the store's live counts change (checked every :data:`CHECK_SECONDS`:
-  counting every row costs a scan) or when an edge's validity bound passes; a project
-  over :data:`MAX_EDGES` relationships is not held.
+  again when this process writes to the project (the engine calls :func:`forget`),
+  when the store's live counts change (another process's writes; checked every
+  :data:`CHECK_SECONDS`: counting every row costs a scan) or when an edge's validity
+  bound passes; a project over :data:`MAX_EDGES` relationships is not held.
 * :class:`StoreEdges`: one ``typed_edges`` read a hop, for a walk before the graph is
   built, inside a write transaction (only it sees its own writes) and after a write
   until the graph is read again.
@@ -46,6 +47,7 @@ __all__ = [
     "TypedGraph",
     "build_typed_graph",
     "edges_for",
+    "forget",
 ]
 
 _log = logging.getLogger(__name__)
@@ -391,6 +393,9 @@ class _Held:
     checked: float = float("-inf")
     building: bool = False
     failed_at: float = float("-inf")
+    version: int = 0
+    """Writes this process made since the cache began (:func:`forget`): a graph read
+    while one committed is not held."""
 
 
 _lock = threading.Lock()
@@ -437,9 +442,20 @@ BACKGROUND = True
 """Whether :func:`edges_for` reads the graph in a background thread by default."""
 
 
+def forget(store: object, project: str) -> None:
+    """This process wrote to ``project``'s graph: walks read the store until the graph
+    is read again (on the next walk), so a write shows at once, even one that changes
+    no count (another process's writes show within :data:`CHECK_SECONDS`)."""
+    with _lock:
+        held = _cache.get(store, {}).get(project)
+        if held is not None:
+            held.graph, held.checked, held.version = None, float("-inf"), held.version + 1
+
+
 def _refresh(store: GraphReads, project: str, held: _Held) -> None:
     """Check the held graph against the store's counts; read it again when they differ
     or a validity bound passed (meanwhile walks read the store)."""
+    version = held.version
     try:
         stamp = tuple(sorted(store.counts(project).items()))
         graph = held.graph
@@ -456,4 +472,6 @@ def _refresh(store: GraphReads, project: str, held: _Held) -> None:
             held.graph, held.building, held.failed_at = None, False, time.monotonic()
         return
     with _lock:
-        held.graph, held.stamp, held.checked, held.building = graph, stamp, time.monotonic(), False
+        held.building = False
+        if held.version == version:  # else a write committed while it was read: not held
+            held.graph, held.stamp, held.checked = graph, stamp, time.monotonic()
