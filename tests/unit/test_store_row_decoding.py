@@ -34,12 +34,9 @@ def test_decoded_rows_equal_validated_ones(tmp_path: Path) -> None:
     chunk_ids = [c.id for c in store.list_rows("default", "chunk", limit=5).items]
     chunks = store.get_chunks("default", chunk_ids)
     assert objects and chunks
-    for row, model in [
-        *((o, GraphObject) for o in objects),
-        (edge, Relationship),
-        *((c, Chunk) for c in chunks),
-    ]:
-        assert row == model.model_validate(row.model_dump())
+    rows: list[GraphObject | Relationship | Chunk] = [*objects, edge, *chunks]
+    for row in rows:
+        assert row == type(row).model_validate(row.model_dump())
         assert row.embedding.status is EmbeddingStatus.EMBEDDED
         assert isinstance(row.created_at.year, int)
     assert isinstance(edge.weight, float) and edge.weight == 1.0
