@@ -4,9 +4,7 @@ same response as one leg after another, on every store."""
 from __future__ import annotations
 
 import itertools
-import os
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,7 +53,6 @@ def test_parallel_and_serial_legs_give_the_same_response(
     for query in ("alpha bravo", "charlie near delta", "golf"):
         request = SearchRequest(query=query, limit=5, include_debug=True)
         monkeypatch.setattr(legs, "_PARALLEL_LEGS", True)
-        monkeypatch.setattr(legs, "_idle_core", lambda: True)
         parallel = engine.search(request)
         monkeypatch.setattr(legs, "_PARALLEL_LEGS", False)
         serial = engine.search(request)
@@ -104,49 +101,3 @@ def test_a_search_inside_a_write_transaction_sees_its_rows_and_never_hangs(
     worker.join(timeout=60)
     assert not worker.is_alive(), "the search deadlocked inside the transaction"
     assert found and "new" in found[0]
-
-
-def test_an_in_process_stores_legs_leave_the_calling_thread_only_while_a_core_is_idle(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # with every core busy, hand-offs to workers only add work (a server store's legs
-    # are waits on the server, and go side by side whatever the load)
-    engine = filled(store)
-    threads: list[str] = []
-    search = store.text_search
-
-    def recording(*args: Any, **kwargs: Any) -> list[tuple[str, float]]:
-        threads.append(threading.current_thread().name)
-        return search(*args, **kwargs)
-
-    monkeypatch.setattr(store, "text_search", recording)
-    request = SearchRequest(query="alpha bravo", limit=5)
-    monkeypatch.setattr(legs, "_idle_core", lambda: True)
-    idle = engine.search(request)
-    assert threads and all(name.startswith("kgsearch-legs") for name in threads)
-    threads.clear()
-    monkeypatch.setattr(legs, "_idle_core", lambda: False)
-    busy = engine.search(request)
-    caller = threading.current_thread().name
-    if store.parallel_vector_legs:
-        assert all(name.startswith("kgsearch-legs") for name in threads)
-    else:
-        assert threads and threads == [caller] * len(threads)
-    assert busy.results == idle.results
-
-
-def test_a_core_is_idle_when_fewer_threads_run_than_there_are_cores(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    loadavg = tmp_path / "loadavg"
-    monkeypatch.setattr(legs, "_CORES", 2)
-    for running, idle in ((1, True), (2, False), (9, False)):
-        loadavg.write_text(f"0.50 0.40 0.30 {running}/170 4242\n")
-        fd = os.open(loadavg, os.O_RDONLY)
-        monkeypatch.setattr(legs, "_RUNQUEUE_FD", fd)
-        try:
-            assert legs._idle_core() is idle
-        finally:
-            os.close(fd)
-    monkeypatch.setattr(legs, "_RUNQUEUE_FD", -1)  # unreadable: assumed idle, as before
-    assert legs._idle_core() is True

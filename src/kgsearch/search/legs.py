@@ -13,7 +13,6 @@ graph stage's go to ``graph:bfs`` or ``graph:ppr`` and the type-hint lookup's to
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +29,7 @@ from kgsearch.search.ppr import personalized_pagerank
 from kgsearch.search.request import SearchRequest
 from kgsearch.search.rows import Rows
 from kgsearch.search.statements import Traces, log_of
-from kgsearch.store.base import GraphReads, SearchIndex, Trace
+from kgsearch.store.base import GraphReads, Lifecycle, SearchIndex, Trace
 from kgsearch.text.fields import normalize_tag
 
 __all__ = ["Legs", "allowed_objects", "beside", "graph_legs", "key", "scope_legs", "split_key"]
@@ -173,51 +172,14 @@ def _bm25_query(plan: Plan, kind: Kind, hinted: bool) -> str:
     return plan.text(kind)
 
 
-def beside(store: SearchReads, work: Callable[[], _T]) -> Callable[[], _T]:
+def beside(store: Lifecycle, work: Callable[[], _T]) -> Callable[[], _T]:
     """Start ``work`` in a leg worker, beside the first round's legs, and return what
-    waits for its result; where legs stay in the calling thread (see
-    :func:`_side_by_side`) it runs now."""
-    if not _side_by_side(store):
+    waits for its result; inside the caller's own write transaction (whose writes only
+    its thread sees), or with parallel legs off, it runs now, in the calling thread."""
+    if not _PARALLEL_LEGS or store.in_transaction:
         done = work()
         return lambda: done
     return _leg_pool().submit(work).result
-
-
-def _side_by_side(store: SearchReads) -> bool:
-    """Whether legs may leave the calling thread now.
-
-    Never inside the caller's own write transaction (whose writes only its thread
-    sees) or with parallel legs off. A store whose legs are server queries always may.
-    An in-process store's legs use this process's CPU, so they go side by side only
-    while a core is idle (:func:`_idle_core`): otherwise the other threads' hand-offs
-    and turns at the GIL only add work. On the full MetaQA graph with the machine
-    busy (load average 7-9 on 2 cores) a search took 11.9 ms of CPU with its legs one
-    after the other against 13.3 with them side by side, and less time too (p50 25.0
-    against 26.9 ms), each search run both ways in one process, alternating.
-    """
-    if not _PARALLEL_LEGS or store.in_transaction:
-        return False
-    return store.parallel_vector_legs or _idle_core()
-
-
-_RUNQUEUE_FD: int | None = None
-
-
-def _idle_core() -> bool:
-    """Whether fewer threads are runnable on this machine now, the caller's included,
-    than it has cores (Linux's ``/proc/loadavg``, read through a descriptor kept
-    open: a few microseconds); where that cannot be read, a core is assumed idle."""
-    global _RUNQUEUE_FD
-    try:
-        if _RUNQUEUE_FD is None:
-            _RUNQUEUE_FD = os.open("/proc/loadavg", os.O_RDONLY)
-        running = int(os.pread(_RUNQUEUE_FD, 128, 0).split()[3].split(b"/")[0])
-    except (OSError, ValueError, IndexError):
-        return True
-    return running < _CORES
-
-
-_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _leg_pool() -> ThreadPoolExecutor:
@@ -250,10 +212,9 @@ def _run_jobs(
     the calling thread. Name lookups are index probes and run inline. Inside the
     caller's own write transaction every leg runs in the calling thread: only it sees
     the transaction's writes (and an in-memory SQLite store has one connection, which
-    the transaction holds); so do an in-process store's legs while no core is idle
-    (:func:`_side_by_side`).
+    the transaction holds).
     """
-    if not (jobs.vector and jobs.lexical and _side_by_side(store)):
+    if not (jobs.vector and jobs.lexical and _PARALLEL_LEGS and not store.in_transaction):
         if started is not None:
             started()
         return _run(jobs.lookup + jobs.vector) + _run(jobs.lexical)
