@@ -148,3 +148,18 @@ def test_a_linked_chunk_the_vector_leg_left_out_is_scored_by_its_stored_vector(
     bridge_own = bridge["chunks:vector"] + LEXICAL_WEIGHT * 1.0  # the best BM25 hit
     expected = float(stored["answer"] @ query) + BRIDGE_WEIGHT * bridge_own
     assert legs["graph:passages"] == pytest.approx(expected, abs=1e-5)
+
+
+@pytest.mark.parametrize("options", [{"result_types": "text"}, {"graph": "none"}])
+def test_without_the_passage_walk_the_chunks_own_legs_rank_them(
+    engine: Engine, options: dict[str, str]
+) -> None:
+    # multi_hop weighs the chunks' own legs 0 where the walk ranks the passages; where it
+    # does not run (text-only results, no graph walk) they must rank them, not leave all at 0
+    build(engine)
+    request = SearchRequest(query=QUESTION, limit=5, recipe="multi_hop", **options)
+    found = [r for r in engine.search(request).results if isinstance(r, TextResult)]
+
+    assert found and found[0].id == "bridge"
+    assert all(r.score > 0 for r in found)
+    assert [h.leg for h in found[0].found_by] != ["graph:passages"]

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from kgsearch.errors import DimensionMismatch
 from kgsearch.model import Kind
 from kgsearch.search.keywords import QueryKeywords
-from kgsearch.search.request import SearchRequest, apply_recipe
+from kgsearch.search.request import WITHOUT_PASSAGE_WALK, SearchRequest, apply_recipe
 from kgsearch.search.rerank import CrossEncoder, Reranker
 from kgsearch.search.rerankers import RERANKERS, Need, RerankInput
 from kgsearch.text import enrich_query
@@ -174,7 +174,7 @@ def make_plan(request: SearchRequest, *, documents: bool = False) -> Plan:
     Raises:
         InvalidRequest: The recipe is unknown or yields an invalid request.
     """
-    request = apply_recipe(request, documents=documents)
+    given, request = request, apply_recipe(request, documents=documents)
     scopes = tuple(k for k in _RESULT_SCOPES[request.result_types] if _methods(request, k))
     graph = request.graph != "none" and request.result_types != "text"
     graph_objects = request.objects is not None
@@ -186,6 +186,10 @@ def make_plan(request: SearchRequest, *, documents: bool = False) -> Plan:
         and request.graph in _CHUNK_GRAPHS
         and (documents or request.graph != "paths")
     )
+    walks = graph and request.graph == "paths" and graph_chunks  # the graph:passages leg
+    fallback = WITHOUT_PASSAGE_WALK.get(request.recipe or "")
+    if fallback and not walks and "weights" not in given.model_fields_set:
+        request = request.model_copy(update={"weights": {**(request.weights or {}), **fallback}})
     ranked = {
         *scopes,
         *([Kind.OBJECT] if graph and graph_objects else []),

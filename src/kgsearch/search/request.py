@@ -32,6 +32,7 @@ from kgsearch.model import Filters, Kind, LegHit
 __all__ = [
     "RECIPES",
     "RECIPE_REGISTRY",
+    "WITHOUT_PASSAGE_WALK",
     "CommunityResult",
     "Explain",
     "FusedHit",
@@ -215,6 +216,14 @@ RECIPES: dict[str, dict[str, Any]] = {
     "mentions": {"reranker": "mentions"},
 }
 
+
+WITHOUT_PASSAGE_WALK: dict[str, dict[str, float]] = {
+    "multi_hop": {"chunks:vector": 2.0, "chunks:bm25": 1.0},
+}
+"""The weights a recipe gives the chunks' own legs where the passage walk
+(``graph:passages``) does not run: text-only results, no graph walk, a graph without
+chunks. Where it runs it ranks the passages alone (the recipe weighs those legs 0);
+without it they would be left unranked. A caller's own ``weights`` always win."""
 
 RECIPE_REGISTRY: registry.Registry[dict[str, Any]] = registry.Registry("recipe")
 """The recipes by name, as every seam registers its parts."""
