@@ -103,6 +103,31 @@ def test_a_run_that_died_stops_deferring_and_the_next_run_catches_up(tmp_path: P
     assert consistent(s)
 
 
+def test_a_run_killed_midway_is_healed_when_the_store_is_next_opened(tmp_path: Path) -> None:
+    s = store(tmp_path)
+    # what a run does first, by hand: the process is then killed, the run never left
+    s.db.execute("INSERT INTO fts_deferred (tbl, until) VALUES ('objects', julianday('now') + 1)")
+    s.db.execute("UPDATE objects SET text = 'gamma' WHERE id = 'a'")
+    assert hits(s, "gamma") == [] and stale(s) == 1
+    s.db.execute("UPDATE fts_deferred SET until = julianday('now') - 1")  # an hour later
+    s.db.close()
+
+    again = SQLiteStore(str(tmp_path / "s.db"))
+
+    assert hits(again, "gamma") == ["a"] and stale(again) == 0
+    assert consistent(again)
+
+
+def test_a_store_opened_while_another_process_runs_leaves_its_deferral(tmp_path: Path) -> None:
+    s = store(tmp_path)
+    with s.write_run():
+        s.db.execute("UPDATE objects SET text = 'gamma' WHERE id = 'a'")
+        other = SQLiteStore(str(tmp_path / "s.db"))  # its lease is live
+        assert stale(other) == 1 and hits(other, "gamma") == []
+        other.close()
+    assert hits(s, "gamma") == ["a"] and consistent(s)
+
+
 def test_nested_runs_end_with_the_outer_one(tmp_path: Path) -> None:
     s = store(tmp_path)
     with s.write_run():

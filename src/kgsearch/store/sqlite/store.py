@@ -105,6 +105,7 @@ class SQLiteStore(
             except Exception as exc:
                 raise MigrationError(f"migration {migration.name} failed: {exc}") from exc
             done.append(migration.name)
+        self.heal_fts()  # what an extraction run that died left un-indexed
         return done
 
     def _exec(self, sql: str) -> None:

@@ -10,7 +10,8 @@ search finds a changed object by the text it had before the run, a new one not y
 The run holds a lease in ``fts_deferred`` (one hour, taken again by each run that
 starts); a process that dies in a run stops deferring when it ends, and the rows it
 noted stay noted (later writes to them skip the index too, so their entries stay
-consistent) until the next run, which re-indexes them first. The end of a run ends the
+consistent) until the store is next opened (:meth:`WriteRuns.heal_fts`) or the next
+run starts, which re-index them first. The end of a run ends the
 deferral for every process: a run of another process still going on then has its
 index entries written at once, as without a run (slower, never inconsistent).
 
@@ -85,6 +86,23 @@ class WriteRuns:
                 with self.db.transaction():
                     self.db.execute("DELETE FROM fts_deferred")
                     self._flush_fts()
+
+    def heal_fts(self) -> bool:
+        """Re-index the rows a run that died left noted, unless a run holds a live
+        lease (the store calls it when it opens, so a store whose ingest was killed is
+        whole again at the next command, extraction or not). Returns whether it did."""
+        if not self._deferrable():
+            return False
+        noted = self.db.one("SELECT 1 FROM fts_stale LIMIT 1")
+        if noted is None:
+            return False
+        with self.db.transaction():
+            live = self.db.one("SELECT 1 FROM fts_deferred WHERE until > julianday('now')")
+            if live is not None:
+                return False
+            self.db.execute("DELETE FROM fts_deferred")
+            self._flush_fts()
+        return True
 
     def _flush_fts(self) -> None:
         """Re-index every noted row (inside the caller's transaction)."""
