@@ -14,6 +14,7 @@ import logging
 import secrets
 import threading
 from collections.abc import Sequence
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
@@ -170,7 +171,8 @@ class BackfillJobs:
         Raises:
             Conflict: A backfill of this project is still running.
         """
-        with self._lock:
+        board = self.board.exclusive() if self.board is not None else nullcontext()
+        with self._lock, board:
             running = [j.id for j in self._jobs.values() if j.project == project]
             running = [i for i in running if self._jobs[i].state == "running"]
             if self.board is not None:

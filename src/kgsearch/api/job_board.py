@@ -14,6 +14,7 @@ running forever. With one process there is no board, and nothing here runs.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -21,7 +22,8 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,18 @@ class JobBoard:
         self._owned: dict[str, Callable[[], None]] = {}
         self._lock = threading.Lock()
         self._watcher: threading.Thread | None = None
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the board's lock across processes: checking which jobs run and posting a
+        new one's first snapshot happen as one step, so two processes asked at once
+        never both start a job only one may run."""
+        with open(self.folder / ".lock", "a+b") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def post(self, job_id: str, snapshot: Mapping[str, Any], *, now: bool = False) -> None:
         """Publish a job's snapshot; a running job's at most every :data:`POST_SECONDS`

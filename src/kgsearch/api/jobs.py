@@ -20,6 +20,7 @@ import logging
 import secrets
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
@@ -141,7 +142,8 @@ class JobRegistry:
         Raises:
             Conflict: ``project`` already runs ``per_project`` jobs.
         """
-        with self._lock:
+        board = self.board.exclusive() if self.board is not None else nullcontext()
+        with self._lock, board:
             running = [j.id for j in self._jobs.values() if j.project == project and j.running]
             if self.board is not None:
                 running += [s["id"] for s in self.board.running(project) if s["id"] not in running]

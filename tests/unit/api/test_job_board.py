@@ -149,3 +149,35 @@ def test_one_backfill_per_project_across_processes(tmp_path: Path) -> None:
                 other.get("elsewhere", job["id"])
         finally:
             owner.stop_all()
+
+
+def test_two_processes_asked_at_once_start_one_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = _registries(tmp_path, per_project=1)
+    looked = JobBoard.running
+
+    def slow_look(board: JobBoard, project: str) -> list[dict[str, Any]]:
+        found = looked(board, project)
+        time.sleep(0.3)  # both would look before either posts, without the board's lock
+        return found
+
+    monkeypatch.setattr(JobBoard, "running", slow_look)
+    go = threading.Event()
+    outcomes: list[str] = []
+
+    def start(registry: JobRegistry) -> None:
+        try:
+            registry.start("alpha", "ingest", lambda job: go.wait(10))
+            outcomes.append("started")
+        except Conflict:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=start, args=(r,)) for r in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    go.set()
+
+    assert sorted(outcomes) == ["refused", "started"]
