@@ -3,13 +3,14 @@ used for unfiltered searches, and never leaving a filtered search short."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
 
 from kgsearch.engine import Engine
 from kgsearch.errors import StoreError
-from kgsearch.model import ChunkIn, Filters, Kind, ObjectIn, RelationshipIn
+from kgsearch.model import ChunkIn, Filters, Kind, ObjectIn, RelationshipIn, SourceIn
 from kgsearch.store.postgres import PostgresStore
 from kgsearch.store.postgres import store as store_module
 from kgsearch.store.postgres.connection import EF_SEARCH
@@ -398,3 +399,25 @@ def test_a_bulk_load_leaves_its_tables_vacuumed_for_index_only_scans(pg_factory:
     assert row is not None
     assert row["vacuumed"]
     assert row["relpages"] > 0 and row["relallvisible"] == row["relpages"], row
+
+
+def test_a_chunk_with_a_long_id_is_embedded_and_found_at_768_dims(pg_factory: Any) -> None:
+    # ids are not in the exact-scan index: a 1,500-byte id beside a 768-dim vector and
+    # a long project name would not fit a btree entry (2,704 bytes at most)
+    store = PostgresStore(pg_factory.postgres_store_url(), index_min_rows=10**9)
+    pg_factory.track(store)
+    # (texts that do not compress: PostgreSQL compresses a large index entry first)
+    project = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(4))[:200]
+    engine = Engine(store, embedder=FakeEmbedder(768), project=project)
+    long_id = "doc:" + "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(24))
+    engine.add_sources([SourceIn(id="s")])
+    engine.add_chunks(
+        [ChunkIn(id=long_id, text="a passage", source_id="s")]
+        + [ChunkIn(id=f"c{i}", text=f"passage {i}", source_id="s") for i in range(20)]
+    )
+    report = engine.embed_pending(kinds=[Kind.CHUNK])
+    assert report.failed == 0 and report.embedded == 21
+
+    query = FakeEmbedder(768).embed_query("a passage")
+    hits = store.vector_search(project, Kind.CHUNK, query, limit=3)
+    assert hits[0][0] == long_id

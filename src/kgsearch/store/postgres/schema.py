@@ -387,15 +387,18 @@ def m012_embedding_skipped(execute: Execute) -> None:
 
 # What an exact vector scan (search.py) returns or tests beyond the index's key and
 # predicate, per table: the relationships' validity too.
+# No id: ids are the caller's (a chunk's holds its document's path), and one long
+# enough would not fit a btree entry; the scan reads the top rows' ids by their keys.
 _EXACT_SCAN_COLUMNS = {
-    "objects": "seq, id, vector",
-    "relationships": "seq, id, vector, valid_from, valid_to",
-    "chunks": "seq, id, vector",
-    "community_reports": "seq, id, vector",
+    "objects": "seq, vector",
+    "relationships": "seq, vector, valid_from, valid_to",
+    "chunks": "seq, vector",
+    "community_reports": "seq, vector",
 }
 # Vectors of more dims are left out of those indexes: a btree entry holds at most
-# 2,704 bytes, and a halfvec takes 2 a dim (1,024 dims: 2,056 bytes with the rest).
-EXACT_SCAN_MAX_DIMS = 1024
+# 2,704 bytes; a halfvec takes 2 a dim and 8 more (768 dims: 1,544 bytes), a project
+# name at most 200 characters (800 bytes), seq, dims and validity 36.
+EXACT_SCAN_MAX_DIMS = 768
 
 
 def m013_index_exact_scans(execute: Execute) -> None:

@@ -270,12 +270,15 @@ class PostgresSearch(SearchCore):
         # from the kind's exact-scan index (schema m013), which the planner takes over the
         # table only when it knows index pages to be as cheap to read as the table's
         # (they are cached, as the table is): by default it prices them 4 times dearer.
+        # The index holds no ids (a long one would not fit a btree entry): the top rows'
+        # ids are read by their keys afterwards.
         rows = self.db.all_with(
             _EXACT_SCAN,
-            "SELECT id, coalesce(1 - distance, 0) AS score FROM (SELECT t.id, t.seq, "
+            "SELECT o.id, coalesce(1 - r.distance, 0) AS score FROM (SELECT t.seq, "
             f"t.vector <=> %s::halfvec AS distance {base} ORDER BY distance, t.seq "
-            f"LIMIT {int(limit)}) AS r ORDER BY distance, seq",
-            (query, project, *params),
+            f"LIMIT {int(limit)}) AS r JOIN {kind.table} o ON o.project = %s AND o.seq = r.seq "
+            "ORDER BY r.distance, r.seq",
+            (query, project, *params, project),
         )
         return [(r["id"], float(r["score"])) for r in rows]
 
