@@ -465,9 +465,11 @@ class Connection:
     def all_with(
         self, settings: Mapping[str, str], sql: str, params: Sequence[Any] = ()
     ) -> list[dict[str, Any]]:
-        """Run a query with run-time settings of its own (``SET LOCAL``, so they end with
-        its transaction), every row as a dict. Outside a transaction BEGIN, the settings,
-        the query and COMMIT go in one pipeline: a single round trip to the server."""
+        """Run a query with run-time settings of its own, every row as a dict. Outside a
+        transaction they go into the pooled connection's session (one ``SET``, none when
+        it has them) and are undone for the next statement that takes it (:meth:`_ensure`);
+        inside one, and on Citus, as ``SET LOCAL`` (:meth:`set_local`), ending with the
+        transaction."""
         if not settings:
             return self.all(sql, params)
         if not (self.held_here or self.workers_follow_settings):
@@ -539,11 +541,12 @@ class Connection:
                 if name in defaults
                 else pg_sql.SQL("RESET {}").format(pg_sql.SQL(_checked(name)))
             )
+        with self._changed_lock:  # unknown until the server answers: an error or an
+            # interrupt (the server may have applied them) sets every one again next time
+            self._changed[conn] = {**changed, **{k: "?" for k in (*settings, *changed)}}
         try:
             conn.execute(pg_sql.SQL("; ").join(statements))
         except psycopg.Error as exc:
-            with self._changed_lock:  # unknown: set every one again next time
-                self._changed[conn] = {**changed, **{k: "?" for k in settings}}
             raise wrap_error(exc) from exc
         with self._changed_lock:
             self._changed[conn] = wanted
