@@ -385,3 +385,18 @@ def test_soft_deleted_rows_are_never_returned(engine: Engine, options: dict[str,
     found = {r.id for r in response.results}
     assert not found & {ids["gone"], rels[0].id, rels[2].id, "c-gone"}
     assert {ids["hub"], ids["kept"], rels[1].id, "c-kept"} <= found
+
+
+@pytest.mark.parametrize("legs", ALL_LEG_OPTIONS, ids=LEG_IDS)
+def test_a_relationship_whose_validity_ends_leaves_the_next_search(
+    engine: Engine, legs: dict[str, Any]
+) -> None:
+    # the vector leg reads the rows' bounds once per state of the kind: a change of
+    # validity alone (no vector changes) must reach the next search
+    ids = _validity(engine)
+    options = {**legs, "objects": None, "chunks": None}
+    assert [r.id for r in engine.search("zeta link", **options).results] == [ids["current"]]
+
+    engine.update_relationship(ids["current"], {"valid_to": datetime(2020, 1, 1, tzinfo=UTC)})
+
+    assert [r.id for r in engine.search("zeta link", **options).results] == []

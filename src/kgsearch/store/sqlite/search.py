@@ -10,7 +10,10 @@ queries run on the calling thread's reader connection (see ``connection.py``).
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -67,6 +70,12 @@ def _allowed_rows(
     effective = filters or Filters()
     if kind is Kind.RELATIONSHIP and not entry.has_validity:
         effective = effective.model_copy(update={"as_of": None})
+    if (
+        ids is None
+        and entry.has_validity
+        and not filter_sql(kind, effective, current_only=False)[0]
+    ):
+        return _valid_now(db, project, kind, entry)
     where, params = filter_sql(kind, effective, current_only=entry.has_validity)
     if not where and ids is None:
         return None
@@ -92,6 +101,46 @@ def _allowed_rows(
             )
     # dead positions hold rowid -1, which no row has
     return np.isin(entry.rowids, np.asarray(allowed, dtype=np.int64))
+
+
+_Bounds = tuple[list[int], list[str | None], list[str | None]]
+# per vector-cache entry (a snapshot of one kind at one epoch), while it lives
+_bounds: dict[int, tuple[weakref.ref[Entry], _Bounds]] = {}
+_bounds_lock = threading.Lock()
+
+
+def _valid_now(
+    db: Connection, project: str, kind: Kind, entry: Entry
+) -> npt.NDArray[np.bool_] | None:
+    """The mask of the rows valid now, when nothing else restricts them; None when none
+    is out. The rows' bounds are read once per epoch of the kind (any write to it moves
+    the epoch) and compared with now here: reading every valid relationship's rowid
+    scanned the wide table on every search (24 ms a leg on 2Wiki's 18k)."""
+    with _bounds_lock:
+        held = _bounds.get(id(entry))
+    bounds = held[1] if held is not None and held[0]() is entry else None
+    if bounds is None:
+        rows = db.all(
+            f"SELECT rowid, valid_from, valid_to FROM {kind.table} WHERE project = ? "
+            "AND deleted_at IS NULL AND (valid_from IS NOT NULL OR valid_to IS NOT NULL)",
+            (project,),
+        )
+        bounds = ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+        with _bounds_lock:
+            for gone in [k for k, (ref, _) in _bounds.items() if ref() is None]:
+                del _bounds[gone]
+            _bounds[id(entry)] = (weakref.ref(entry), bounds)
+    now = datetime.now(UTC).isoformat()  # as stored (store.values.iso)
+    rowids, starts, ends = bounds
+    out = [
+        rowid
+        for rowid, start, end in zip(rowids, starts, ends, strict=True)
+        if (start is not None and start > now) or (end is not None and end <= now)
+    ]
+    if not out:
+        return None
+    keep = ~np.isin(entry.rowids, np.asarray(out, dtype=np.int64))
+    return keep & (entry.rowids >= 0) if entry.alive is None else keep & entry.alive
 
 
 def _ranked(
