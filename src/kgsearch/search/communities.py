@@ -106,15 +106,7 @@ def community_results(
     """
     candidates = scope.candidates or max(30, 3 * limit)
     use_vector = "vector" in scope.methods and vector is not None
-    lists: dict[str, list[tuple[str, float]]] = {}
-    if use_vector and vector is not None:
-        lists["community:vector"] = store.vector_search(
-            project, Kind.COMMUNITY, vector, limit=candidates, trace=trace
-        )
-    if "bm25" in scope.methods:
-        lists["community:bm25"] = store.text_search(
-            project, Kind.COMMUNITY, query, limit=candidates, trace=trace
-        )
+    lists = _legs(store, project, query, vector if use_vector else None, scope, candidates, trace)
     fused = rrf(lists)[:candidates]
     found = {f.key: f for f in fused}
     records = {c.id: c for c in store.communities(project, ids=list(found))} if found else {}
@@ -122,32 +114,7 @@ def community_results(
     if not records:
         return []
     relevance = _relevance(store, project, vector if use_vector else None, lists, records)
-    largest = max(c.size for c in records.values())
-    heaviest = max(c.rank for c in records.values())
-    scored = sorted(
-        (
-            (
-                relevance.get(i, RELEVANCE_FLOOR)
-                * _mass(c.size, c.rank, largest, heaviest) ** MASS_WEIGHT,
-                i,
-            )
-            for i, c in records.items()
-        ),
-        key=lambda x: (-x[0], x[1]),
-    )
-    chosen: list[tuple[float, str]] = []
-    for score, i in scored:
-        if len(chosen) == limit:
-            break
-        members = set(records[i].members)
-        rel = relevance.get(i, RELEVANCE_FLOOR)
-        # one within a pick says the same less broadly, unless it is closer to the question
-        if any(
-            _nested(members, records[j].members) and rel <= relevance.get(j, RELEVANCE_FLOOR)
-            for _, j in chosen
-        ):
-            continue
-        chosen.append((score, i))
+    chosen = _picked(_scored(records, relevance), records, relevance, limit)
     reports = {r.id: r for r in store.community_reports(project, [i for _, i in chosen])}
     return [
         CommunityResult(
@@ -165,6 +132,71 @@ def community_results(
         for score, i in chosen
         if (report := reports.get(i)) is not None
     ]
+
+
+def _legs(
+    store: CommunityIndex,
+    project: str,
+    query: str,
+    vector: Vector | None,
+    scope: ScopeConfig,
+    candidates: int,
+    trace: Trace | None,
+) -> dict[str, list[tuple[str, float]]]:
+    """The ranked lists of the scope's legs (the vector leg only with a vector)."""
+    lists: dict[str, list[tuple[str, float]]] = {}
+    if "vector" in scope.methods and vector is not None:
+        lists["community:vector"] = store.vector_search(
+            project, Kind.COMMUNITY, vector, limit=candidates, trace=trace
+        )
+    if "bm25" in scope.methods:
+        lists["community:bm25"] = store.text_search(
+            project, Kind.COMMUNITY, query, limit=candidates, trace=trace
+        )
+    return lists
+
+
+def _scored(
+    records: dict[str, CommunityRecord], relevance: dict[str, float]
+) -> list[tuple[float, str]]:
+    """Each candidate's relevance times its mass to the power :data:`MASS_WEIGHT`, best
+    first (ties by id)."""
+    largest = max(c.size for c in records.values())
+    heaviest = max(c.rank for c in records.values())
+    return sorted(
+        (
+            (
+                relevance.get(i, RELEVANCE_FLOOR)
+                * _mass(c.size, c.rank, largest, heaviest) ** MASS_WEIGHT,
+                i,
+            )
+            for i, c in records.items()
+        ),
+        key=lambda x: (-x[0], x[1]),
+    )
+
+
+def _picked(
+    scored: list[tuple[float, str]],
+    records: dict[str, CommunityRecord],
+    relevance: dict[str, float],
+    limit: int,
+) -> list[tuple[float, str]]:
+    """The best ``limit``, leaving out one nested in (or holding) a pick unless its report
+    is closer to the question: it says the same less broadly."""
+    chosen: list[tuple[float, str]] = []
+    for score, i in scored:
+        if len(chosen) == limit:
+            break
+        members = set(records[i].members)
+        rel = relevance.get(i, RELEVANCE_FLOOR)
+        if any(
+            _nested(members, records[j].members) and rel <= relevance.get(j, RELEVANCE_FLOOR)
+            for _, j in chosen
+        ):
+            continue
+        chosen.append((score, i))
+    return chosen
 
 
 _POOLS: weakref.WeakKeyDictionary[object, dict[tuple[str, str, int], list[CommunityRecord]]]

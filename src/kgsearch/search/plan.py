@@ -179,17 +179,8 @@ def make_plan(request: SearchRequest, *, documents: bool = False) -> Plan:
     graph = request.graph != "none" and request.result_types != "text"
     graph_objects = request.objects is not None
     graph_relationships = request.relationships is not None
-    # the passage walk ranks chunks only: without any it would walk the whole entity
-    # graph for nothing (42 ms a question on MetaQA's 129k relationships)
-    graph_chunks = (
-        request.chunks is not None
-        and request.graph in _CHUNK_GRAPHS
-        and (documents or request.graph != "paths")
-    )
-    walks = graph and request.graph == "paths" and graph_chunks  # the graph:passages leg
-    fallback = WITHOUT_PASSAGE_WALK.get(request.recipe or "")
-    if fallback and not walks and "weights" not in given.model_fields_set:
-        request = request.model_copy(update={"weights": {**(request.weights or {}), **fallback}})
+    graph_chunks = _graph_ranks_chunks(request, documents)
+    request = _passage_weights(given, request, graph and graph_chunks)
     ranked = {
         *scopes,
         *([Kind.OBJECT] if graph and graph_objects else []),
@@ -217,6 +208,29 @@ def make_plan(request: SearchRequest, *, documents: bool = False) -> Plan:
         rerank_needs=RERANKERS.get(request.reranker).needs,
         documents=documents,
     )
+
+
+def _graph_ranks_chunks(request: SearchRequest, documents: bool) -> bool:
+    """Whether a graph leg ranks chunks. The passage walk ranks chunks only: without any
+    it would walk the whole entity graph for nothing (42 ms a question on MetaQA's 129k
+    relationships)."""
+    return (
+        request.chunks is not None
+        and request.graph in _CHUNK_GRAPHS
+        and (documents or request.graph != "paths")
+    )
+
+
+def _passage_weights(given: SearchRequest, request: SearchRequest, chunks: bool) -> SearchRequest:
+    """``request`` with its recipe's weights for the chunks' own legs where the passage
+    walk (the ``graph:passages`` leg: relation paths ranking chunks) does not run
+    (:data:`~kgsearch.search.request.WITHOUT_PASSAGE_WALK`); the caller's own weights
+    (set on ``given``) always win."""
+    fallback = WITHOUT_PASSAGE_WALK.get(request.recipe or "")
+    walks = chunks and request.graph == "paths"
+    if not fallback or walks or "weights" in given.model_fields_set:
+        return request
+    return request.model_copy(update={"weights": {**(request.weights or {}), **fallback}})
 
 
 def _methods(request: SearchRequest, kind: Kind) -> list[str]:
