@@ -106,8 +106,10 @@ def test_sqlite_vector_legs_note_the_in_memory_scan(engine: Engine) -> None:
             "top 30 by exact cosine over 3 of 3 object vectors of 32 dims in memory"
         ]
         assert said(explained.statements["objects:vector"], "epoch:object")
-    else:
-        assert explained.notes == {}
+    else:  # no in-memory scan; a statement's run-time settings are noted
+        notes = [n for leg in explained.notes.values() for n in leg]
+        assert notes and all(n.startswith("setting ") for n in notes), explained.notes
+        assert explained.notes["objects:vector"] == ["setting random_page_cost = 1.1"]
 
 
 def test_plain_search_passes_no_tracer(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
