@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from kgsearch.search.path_graph import csr
 from kgsearch.store.base import GraphReads
 
 __all__ = ["PassageGraph", "bridges", "build_graph", "forget", "graph_for"]
@@ -91,8 +92,8 @@ def build_graph(store: GraphReads, project: str, *, hub_chunks: int) -> PassageG
     chk = np.fromiter((chunk_index[c] for _, c in ordered), np.int64, len(ordered))
     chunk_count = np.bincount(ent, minlength=len(entity_index)).astype(np.float64)
     keep = chunk_count[ent] <= hub_chunks
-    entity_ptr, entity_of = _csr(chk[keep], ent[keep], len(chunks))
-    chunk_ptr, chunk_of = _csr(ent[keep], chk[keep], len(entity_index))
+    entity_ptr, entity_of = csr(chk[keep], ent[keep], len(chunks))
+    chunk_ptr, chunk_of = csr(ent[keep], chk[keep], len(entity_index))
     return PassageGraph(
         entities=list(entity_index),
         chunks=chunks,
@@ -103,14 +104,6 @@ def build_graph(store: GraphReads, project: str, *, hub_chunks: int) -> PassageG
         chunk_ptr=chunk_ptr,
         chunk_of=chunk_of,
     )
-
-
-def _csr(keys: IntArray, values: IntArray, size: int) -> tuple[IntArray, IntArray]:
-    """Offsets by key and the values grouped by key (each group sorted)."""
-    order = np.lexsort((values, keys))
-    counts = np.bincount(keys, minlength=size)
-    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return ptr, values[order].astype(np.int64)
 
 
 def bridges(graph: PassageGraph, hops: Mapping[str, float]) -> dict[str, float]:

@@ -46,6 +46,7 @@ __all__ = [
     "StoreEdges",
     "TypedGraph",
     "build_typed_graph",
+    "csr",
     "edges_for",
     "forget",
 ]
@@ -292,12 +293,19 @@ def build_typed_graph(store: GraphReads, project: str, now: datetime | None = No
     )
 
 
+def csr(keys: IntArray, values: IntArray, size: int) -> tuple[IntArray, IntArray]:
+    """Compressed sparse rows: the offsets of each key ``0..size-1`` and the values
+    grouped by key, each group in ascending order (shared with
+    :mod:`~kgsearch.search.passage_graph`)."""
+    order = np.lexsort((values, keys))
+    start = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=size), out=start[1:])
+    return start, values[order].astype(np.int64)
+
+
 def _csr(node: IntArray, n: int) -> tuple[IntArray, IntArray]:
     """Row starts and members of the edges grouped by ``node``, each group in edge order."""
-    members = np.argsort(node, kind="stable").astype(np.int64)
-    start = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(node, minlength=n), out=start[1:])
-    return start, members
+    return csr(node, np.arange(len(node), dtype=np.int64), n)
 
 
 @dataclass
