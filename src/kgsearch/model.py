@@ -28,6 +28,7 @@ from pydantic import (
 from kgsearch.json_limits import check_json
 
 __all__ = [
+    "MAX_ID_BYTES",
     "Chunk",
     "ChunkIn",
     "EmbedReport",
@@ -39,6 +40,7 @@ __all__ = [
     "Filters",
     "GraphObject",
     "Hit",
+    "Id",
     "Instant",
     "Kind",
     "LegHit",
@@ -104,6 +106,23 @@ Instant = Annotated[datetime, AfterValidator(_in_range)]
 """An input date-time: converted to UTC, refused when that overflows."""
 
 
+MAX_ID_BYTES = 1024
+"""The longest id, key or type an input may give, in UTF-8 bytes. PostgreSQL's unique
+indexes hold at most about 2.7 KB per entry (project, type and key of an object; the ids
+of a mention), so a longer value would be refused by one backend and kept by the other."""
+
+
+def _short(value: str) -> str:
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_ID_BYTES:
+        raise ValueError(f"is {size} bytes long; ids, keys and types are at most {MAX_ID_BYTES}")
+    return value
+
+
+Id = Annotated[str, AfterValidator(_short)]
+"""An input id, key or type: at most :data:`MAX_ID_BYTES` bytes."""
+
+
 class _Input(_Frozen):
     """An input model: non-finite numbers are refused."""
 
@@ -163,8 +182,8 @@ class EmbeddingState(_Frozen):
 class ObjectRef(_Frozen):
     """A natural reference to an object: its type and key within a project."""
 
-    type: str = Field(min_length=1)
-    key: str = Field(min_length=1)
+    type: Id = Field(min_length=1)
+    key: Id = Field(min_length=1)
 
 
 def _check_name(value: str, what: str) -> str:
@@ -176,9 +195,9 @@ def _check_name(value: str, what: str) -> str:
 class ObjectIn(_Input):
     """An object (graph node) to create or update; upserted by project + type + key."""
 
-    type: str
-    key: str
-    id: str | None = None
+    type: Id
+    key: Id
+    id: Id | None = None
     tags: list[str] = Field(default_factory=list)
     properties: dict[str, Any] = Field(default_factory=dict)
     labels: list[str] = Field(default_factory=list)
@@ -202,17 +221,17 @@ class RelationshipIn(_Input):
     re-import updates it instead of adding a duplicate.
     """
 
-    type: str
-    source: str | ObjectRef
-    target: str | ObjectRef
-    id: str | None = None
+    type: Id
+    source: Id | ObjectRef
+    target: Id | ObjectRef
+    id: Id | None = None
     label: str | None = None
     properties: dict[str, Any] = Field(default_factory=dict)
     weight: float = 1.0
     valid_from: Instant | None = None
     valid_to: Instant | None = None
     description: str | None = None
-    source_chunks: list[str] = Field(default_factory=list)
+    source_chunks: list[Id] = Field(default_factory=list)
 
     @field_validator("type")
     @classmethod
@@ -229,7 +248,7 @@ class RelationshipIn(_Input):
 class SourceIn(_Input):
     """A document or episode that chunks and facts came from."""
 
-    id: str
+    id: Id
     title: str | None = None
     uri: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -244,9 +263,9 @@ class SourceIn(_Input):
 class ChunkIn(_Input):
     """A span of source text."""
 
-    id: str
+    id: Id
     text: str
-    source_id: str | None = None
+    source_id: Id | None = None
     position: int = 0
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -260,10 +279,10 @@ class ChunkIn(_Input):
 class MentionIn(_Input):
     """A source or chunk mentions an object or a relationship."""
 
-    source_id: str | None = None
-    chunk_id: str | None = None
-    object: str | ObjectRef | None = None
-    relationship_id: str | None = None
+    source_id: Id | None = None
+    chunk_id: Id | None = None
+    object: Id | ObjectRef | None = None
+    relationship_id: Id | None = None
 
 
 class GraphObject(_Frozen):

@@ -46,6 +46,23 @@ def test_deep_properties_are_refused_with_their_line(engine: Engine, tmp_path: P
     assert "nests deeper than 32 levels" in error["reason"]
 
 
+def test_an_id_longer_than_postgres_can_index_is_refused_with_its_line(
+    engine: Engine, tmp_path: Path
+) -> None:
+    path = tmp_path / "long.jsonl"
+    lines = [
+        {"kind": "source", "id": "s" * 1024},
+        {"kind": "chunk", "id": "c" * 3000, "text": "walrus", "source_id": "s" * 1024},
+        {"kind": "object", "type": "T", "key": "k" * 1025},
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+
+    errors = refused(engine, path)
+    assert [e["location"] for e in errors] == [f"{path}:2", f"{path}:3"]
+    assert "is 3000 bytes long" in errors[0]["reason"]
+    assert "is 1025 bytes long" in errors[1]["reason"]
+
+
 def test_a_json_file_nested_past_the_parser_is_a_clear_error(
     engine: Engine, tmp_path: Path
 ) -> None:

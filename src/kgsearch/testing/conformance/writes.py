@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from kgsearch.engine import Engine
 from kgsearch.errors import Conflict, InvalidRequest, NotFound
-from kgsearch.model import ObjectIn, ObjectRef, RelationshipIn
+from kgsearch.model import (
+    MAX_ID_BYTES,
+    ChunkIn,
+    Kind,
+    MentionIn,
+    ObjectIn,
+    ObjectRef,
+    RelationshipIn,
+    SourceIn,
+)
 from kgsearch.store.base import Endpoint, RelationshipRow
 from kgsearch.testing.conformance.builders import knows, person
 
@@ -166,3 +176,38 @@ def test_relationship_upsert_is_idempotent_by_type_and_endpoints(engine: Engine)
 
     assert second.id == first.id
     assert engine.store.counts("default")["relationships"] == 1
+
+
+# the longest ids -----------------------------------------------------------------
+
+
+def _longest(prefix: str) -> str:
+    """``prefix`` (two ASCII letters) and two-byte letters, MAX_ID_BYTES in all."""
+    return prefix + "é" * ((MAX_ID_BYTES - 2) // 2)
+
+
+def test_the_longest_ids_keys_and_types_are_kept_and_found(engine: Engine) -> None:
+    """Every id, key and type at MAX_ID_BYTES (in two-byte characters) is written,
+    embedded and read back on every backend; one byte more is refused before a write."""
+    source, chunk = _longest("so"), _longest("ch")
+    engine.add_sources([SourceIn(id=source, title="Notes")])
+    engine.add_chunks([ChunkIn(id=chunk, text="walrus tusks", source_id=source)])
+    [ada] = engine.add_objects([ObjectIn(type=_longest("Ty"), key=_longest("ke"))])
+    [bob] = engine.add_objects([ObjectIn(id=_longest("ob"), type="Person", key="bob")])
+    [rel] = engine.add_relationships(
+        [RelationshipIn(id=_longest("re"), type="knows", source=ada.id, target=bob.id)]
+    )
+    mentions = [
+        MentionIn(source_id=source, chunk_id=chunk, object=ada.id),
+        MentionIn(source_id=source, chunk_id=chunk, relationship_id=rel.id),
+    ]
+    assert engine.add_mentions(mentions) == 2
+    engine.embed_pending()
+
+    store = engine.store
+    assert [c.id for c in store.get_chunks("default", [chunk])] == [chunk]
+    assert engine.get_object_by_key(ada.type, ada.key).id == ada.id
+    assert [r.id for r in store.get_relationships("default", [rel.id])] == [rel.id]
+    assert [c for c, _ in store.text_search("default", Kind.CHUNK, "walrus", limit=5)] == [chunk]
+    with pytest.raises(ValidationError, match=f"at most {MAX_ID_BYTES}"):
+        ChunkIn(id=chunk + "x", text="walrus")
