@@ -57,7 +57,7 @@ def test_an_id_longer_than_postgres_can_index_is_refused_with_its_line(
     ]
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
 
-    errors = refused(engine, path)
+    errors = sorted(refused(engine, path), key=lambda e: e["location"])
     assert [e["location"] for e in errors] == [f"{path}:2", f"{path}:3"]
     assert "is 3000 bytes long" in errors[0]["reason"]
     assert "is 1025 bytes long" in errors[1]["reason"]
