@@ -15,6 +15,7 @@ from fastapi.responses import StreamingResponse
 
 from kgsearch.api.auth import Principal, get_engine, require
 from kgsearch.api.lanes import on_lane, stream_events, wants_llm
+from kgsearch.api.query_vectors import QueryPrefetch
 from kgsearch.api.schemas import AskRequest, ContextRequest, UnifiedSearch, plain
 from kgsearch.api.spend import admit, maybe_charged, spends_keywords
 from kgsearch.engine import Engine
@@ -47,6 +48,7 @@ async def unified(
     work = await maybe_charged(
         request, who, spends_keywords(body), lambda: engine.search(wanted, project=who.project)
     )
+    await _prefetch(request, wanted)
     return await on_lane(request, body, work)
 
 
@@ -67,7 +69,16 @@ async def context(
             wanted, max_tokens=body.max_tokens, project=who.project, style=body.style
         ),
     )
+    await _prefetch(request, wanted)
     return await on_lane(request, body, work)
+
+
+async def _prefetch(request: Request, wanted: SearchRequest) -> None:
+    """Embed the query together with those of concurrent searches, before the search
+    takes a thread (:mod:`kgsearch.api.query_vectors`); apps without it skip this."""
+    prefetch: QueryPrefetch | None = getattr(request.app.state, "query_prefetch", None)
+    if prefetch is not None:
+        await prefetch.prime(wanted)
 
 
 @router.post("/explain")
