@@ -4,11 +4,11 @@ nothing embedded that the search would not embed itself."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -61,32 +61,50 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
     made.close()
 
 
-async def _prime_together(prefetch: QueryPrefetch, requests: list[SearchRequest]) -> None:
-    await asyncio.gather(*(prefetch.prime(r) for r in requests))
+def _search_together(prefetch: QueryPrefetch, requests: list[SearchRequest]) -> None:
+    """Every request waits (as on the search lane), then the first gets its thread."""
+    with ExitStack() as stack:
+        for request in requests:
+            stack.enter_context(prefetch.waiting(request))
+        prefetch.ensure(requests[0])
 
 
-def test_concurrent_queries_share_model_calls_and_searches_find_their_vectors(
-    engine: Engine,
-) -> None:
+def test_a_search_embeds_the_waiting_queries_with_its_own(engine: Engine) -> None:
     embedder = engine.embedder
     assert isinstance(embedder, Recording)
-    embedder.seconds = 0.05
     prefetch = QueryPrefetch(engine)
     queries = [f"who is {name}" for name in NAMES]
-    asyncio.run(_prime_together(prefetch, [SearchRequest(query=q) for q in queries]))
-    # queued on the event loop before the model call starts: one call for all
-    assert [len(texts) for texts in embedder.documents] == [5]
+    _search_together(prefetch, [SearchRequest(query=q) for q in reversed(queries)])
+    assert embedder.documents == [list(reversed(queries))]  # its own first, one call
     assert (prefetch.calls, prefetch.queries) == (1, 5)
     for query in queries:
         cached = engine.query_cache.get(embedder.model_id, query)
         assert cached is not None
         assert np.array_equal(cached, FakeEmbedder(32).embed_query(query))
     embedder.documents.clear()
+    for query in queries:  # the searches that waited find theirs: no more model calls
+        prefetch.ensure(SearchRequest(query=query))
     results = [engine.search(q, limit=3) for q in queries]
-    assert embedder.documents == [] and embedder.queries == []  # every vector was there
+    assert embedder.documents == [] and embedder.queries == []
     assert [r.results[0].id for r in results] == [
         engine.search(SearchRequest(query=name, limit=1)).results[0].id for name in NAMES
     ]
+
+
+def test_waiting_ends_with_the_search_and_batches_are_capped(engine: Engine) -> None:
+    embedder = engine.embedder
+    assert isinstance(embedder, Recording)
+    prefetch = QueryPrefetch(engine, max_batch=2)
+    with prefetch.waiting(SearchRequest(query="Ada")), prefetch.waiting(SearchRequest(query="x")):
+        pass
+    with prefetch.waiting(SearchRequest(query="Ada")):
+        with prefetch.waiting(SearchRequest(query="Ada")):  # the same text twice
+            pass
+        _search_together(prefetch, [SearchRequest(query=q) for q in ("Grace", "Alan", "Ada")])
+    # "x" had stopped waiting; "Ada" still waited (once of twice); 2 texts a call at most
+    assert embedder.documents == [["Grace", "Ada"]]
+    with pytest.raises(ValueError, match="max_batch"):
+        QueryPrefetch(engine, max_batch=0)
 
 
 def test_a_cached_query_is_not_embedded_again(engine: Engine) -> None:
@@ -95,7 +113,7 @@ def test_a_cached_query_is_not_embedded_again(engine: Engine) -> None:
     engine.search("who is Ada Lovelace")
     embedder.documents.clear()
     prefetch = QueryPrefetch(engine)
-    asyncio.run(_prime_together(prefetch, [SearchRequest(query="who is Ada Lovelace")]))
+    _search_together(prefetch, [SearchRequest(query="who is Ada Lovelace")])
     assert embedder.documents == [] and prefetch.calls == 0
 
 
@@ -114,7 +132,7 @@ def test_requests_that_embed_another_text_or_none_are_left_alone(
 ) -> None:
     request = SearchRequest.model_validate({"query": "Ada", **fields})
     assert not embeds_query_as_is(request)
-    asyncio.run(_prime_together(QueryPrefetch(engine), [request]))
+    _search_together(QueryPrefetch(engine), [request, SearchRequest(query="Grace")])
     assert engine.embedder.documents == []  # type: ignore[attr-defined]
     assert embeds_query_as_is(SearchRequest(query="Ada"))
 
@@ -124,7 +142,7 @@ def test_nothing_is_embedded_for_a_store_without_vectors(tmp_path: Path) -> None
     with Engine(connect(str(tmp_path / "plain.db")), embedder=embedder) as plain:
         plain.add_objects([ObjectIn(type="Person", key="Ada")])
         prefetch = QueryPrefetch(plain)
-        asyncio.run(_prime_together(prefetch, [SearchRequest(query="Ada")]))
+        _search_together(prefetch, [SearchRequest(query="Ada")])
         assert embedder.documents == [] and prefetch.calls == 0
 
 
@@ -133,7 +151,7 @@ def test_a_failed_call_leaves_the_search_to_embed_and_report(engine: Engine) -> 
     assert isinstance(embedder, Recording)
     embedder.fail_calls = True
     prefetch = QueryPrefetch(engine)
-    asyncio.run(_prime_together(prefetch, [SearchRequest(query="Grace")]))  # no raise
+    _search_together(prefetch, [SearchRequest(query="Grace")])  # no raise
     assert engine.query_cache.get(embedder.model_id, "Grace") is None
     embedder.fail_calls = False
     assert engine.search("Grace", limit=1).results[0].id is not None
@@ -147,7 +165,7 @@ def test_rest_searches_are_prefetched_with_the_same_results(tmp_path: Path) -> N
     expected = {n: [h.id for h in engine.search(n, limit=3).results] for n in NAMES}
     embedder.documents.clear()
     embedder.queries.clear()
-    app = create_app(engine, keys=False)
+    app = create_app(engine, keys=False, threads=1)  # one search at a time: others wait
     server = LiveServer(app)
     base = server.start()
     try:
@@ -167,18 +185,3 @@ def test_rest_searches_are_prefetched_with_the_same_results(tmp_path: Path) -> N
     assert prefetch.queries == len(NAMES) and prefetch.calls < len(NAMES)
     assert embedder.queries == []  # no search embedded its query itself
     assert got == [expected[n] for n in NAMES]
-
-
-def test_queries_that_arrive_during_a_call_share_the_next(engine: Engine) -> None:
-    embedder = engine.embedder
-    assert isinstance(embedder, Recording)
-    embedder.seconds = 0.1
-    prefetch = QueryPrefetch(engine)
-
-    async def staggered() -> None:
-        first = asyncio.ensure_future(prefetch.prime(SearchRequest(query="Ada")))
-        await asyncio.sleep(0.03)  # the first call is running now
-        await asyncio.gather(first, *(prefetch.prime(SearchRequest(query=n)) for n in NAMES))
-
-    asyncio.run(staggered())
-    assert [len(texts) for texts in embedder.documents] == [1, 5]

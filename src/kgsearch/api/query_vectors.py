@@ -1,18 +1,18 @@
-"""Query vectors ahead of the search lane: concurrent searches share one model call.
+"""Query vectors for the searches waiting for a thread, in one model call.
 
 A search's query embedding is a third of its CPU with the bundled model, and the
-model's cost per query falls as queries share a call (its weights are read once per
-call: 5.3 ms of CPU for one short query alone, about 3 for each of 8 together). Inside
-the search lane at most as many queries meet as the lane has threads (2 on 2 cores),
-so the engine's own batching (:class:`~kgsearch.embed.batching.QueryBatcher`) rarely
-sees more than 2.
+model's cost per query falls as queries share a call (5.3 ms of CPU for one short
+query alone, about 3 each for 8 together: a call reads all the weights once). The
+engine's own batching (:class:`~kgsearch.embed.batching.QueryBatcher`) only sees the
+searches that already hold a search-lane thread, at most 2 on 2 cores, while under
+load the other requests wait for one.
 
-:class:`QueryPrefetch` embeds on the event loop's side instead: each search that will
-embed its query as it is queues the text before it waits for a search thread; one
-model call at a time (on a thread of its own) takes every text queued meanwhile, and
-the vectors go into the engine's query cache, where the search then finds them. No
-window is waited: a lone query goes at once, and under load the queue fills while
-the previous call runs.
+:class:`QueryPrefetch` lets the waiting ones share: a REST search notes its query as
+waiting (:meth:`QueryPrefetch.waiting`) before it queues for a search thread, and once
+it has one, :meth:`QueryPrefetch.ensure` embeds its query together with every waiting
+query not embedded yet, in one model call (one at a time), into the engine's query
+cache. The search then finds its vector there, and so do the searches that waited
+with it. A lone search embeds its own query alone, as before, and waits for nothing.
 
 Only what the search would embed itself is embedded: the query as it is, when the
 request asks no keywords, gives no type hint (both change the text) and has a vector
@@ -22,13 +22,12 @@ else, and any failure, leaves the search to embed (and report) as it always did.
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
-
-import anyio
 
 from kgsearch.embed.base import Vector
 from kgsearch.embed.batching import query_batch_of
@@ -60,7 +59,7 @@ def embeds_query_as_is(request: SearchRequest) -> bool:
 
 
 class QueryPrefetch:
-    """Embeds the queries of concurrent searches together, into the engine's cache.
+    """Embeds the queries of waiting searches together, into the engine's cache.
 
     Args:
         engine: The engine whose embedder and query cache are used.
@@ -74,61 +73,66 @@ class QueryPrefetch:
         self.max_batch = max_batch
         self.calls = 0
         self.queries = 0
-        self._queue: list[tuple[str, asyncio.Future[None]]] = []
-        self._running = False
-        self._limiter = anyio.CapacityLimiter(1)
+        self._waiting: dict[str, int] = {}  # query text -> searches waiting with it
+        self._waiting_lock = threading.Lock()
+        self._model_lock = threading.Lock()  # one model call at a time
         self._model: tuple[float, str | None] | None = None  # (when read, the store's)
 
-    async def prime(self, request: SearchRequest) -> None:
-        """Return once ``request``'s query vector is in the cache, or once it is clear
-        that the search should embed it itself (never raises)."""
+    @contextmanager
+    def waiting(self, request: SearchRequest) -> Iterator[None]:
+        """Note ``request``'s query as waiting while the block runs (the search, from
+        before it queues for a thread to its end)."""
+        if not embeds_query_as_is(request):
+            yield
+            return
+        text = request.query
+        with self._waiting_lock:
+            self._waiting[text] = self._waiting.get(text, 0) + 1
+        try:
+            yield
+        finally:
+            with self._waiting_lock:
+                left = self._waiting.pop(text) - 1
+                if left:
+                    self._waiting[text] = left
+
+    def ensure(self, request: SearchRequest) -> None:
+        """Make sure ``request``'s query vector is cached, embedding it with the other
+        waiting queries not cached yet (on the search's thread; never raises: a failure
+        leaves the search to embed and report)."""
         if not embeds_query_as_is(request) or self.engine.query_cache.size <= 0:
             return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append((request.query, future))
-        if not self._running:
-            self._running = True
-            asyncio.get_running_loop().create_task(self._drain())
-        await future
-
-    async def _drain(self) -> None:
-        """Run model calls until the queue is empty, each for all that waits."""
         try:
-            while self._queue:
-                batch = self._queue[: self.max_batch]
-                del self._queue[: self.max_batch]
-                texts = list(dict.fromkeys(text for text, _ in batch))
-                try:
-                    await anyio.to_thread.run_sync(self._embed, texts, limiter=self._limiter)
-                except Exception:  # the searches embed themselves and report it
-                    log.debug("query prefetch failed", exc_info=True)
-                for _, future in batch:
-                    if not future.done():
-                        future.set_result(None)
-        finally:
-            self._running = False
-            for _, future in self._queue:  # only left when cancelled mid-way
-                if not future.done():
-                    future.set_result(None)
-            self._queue.clear()
+            self._ensure(request.query)
+        except Exception:  # the search embeds itself and reports it
+            log.debug("query prefetch failed", exc_info=True)
 
-    def _embed(self, texts: Sequence[str]) -> None:
-        """Embed the texts not cached yet in one call and cache them (a thread)."""
+    def _ensure(self, text: str) -> None:
+        cache = self.engine.query_cache
         found = self._batch_call()
         if found is None:
             return
         model_id, call = found
-        cache = self.engine.query_cache
-        missing = [t for t in texts if cache.get(model_id, t) is None]
-        if not missing:
+        if cache.get(model_id, text) is not None:
             return
-        vectors = call(missing)
-        if len(vectors) != len(missing):
-            return
-        self.calls += 1
-        self.queries += len(missing)
-        for text, vector in zip(missing, vectors, strict=True):
-            cache.put(model_id, text, vector)
+        with self._model_lock:
+            if cache.get(model_id, text) is not None:  # embedded by the call just ended
+                return
+            with self._waiting_lock:
+                others = [t for t in self._waiting if t != text]
+            texts = [text]
+            for other in others:
+                if len(texts) >= self.max_batch:
+                    break
+                if cache.get(model_id, other) is None:
+                    texts.append(other)
+            vectors = call(texts)
+            if len(vectors) != len(texts):
+                return
+            self.calls += 1
+            self.queries += len(texts)
+            for each, vector in zip(texts, vectors, strict=True):
+                cache.put(model_id, each, vector)
 
     def _batch_call(self) -> tuple[str, Callable[[Sequence[str]], list[Vector]]] | None:
         """The model id and batch call the searches' vectors come from, or None when

@@ -8,7 +8,9 @@ slow model never holds a search thread.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
@@ -23,6 +25,8 @@ from kgsearch.search.answer import Answer
 from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchResponse
 
 __all__ = ["ask_router", "router"]
+
+T = TypeVar("T")
 
 router = APIRouter(prefix="/api/search", tags=["search"])
 ask_router = APIRouter(prefix="/api", tags=["search"])
@@ -48,8 +52,9 @@ async def unified(
     work = await maybe_charged(
         request, who, spends_keywords(body), lambda: engine.search(wanted, project=who.project)
     )
-    await _prefetch(request, wanted)
-    return await on_lane(request, body, work)
+    waiting, work = _vector_first(request, wanted, work)
+    with waiting:
+        return await on_lane(request, body, work)
 
 
 @router.post("/context")
@@ -69,16 +74,26 @@ async def context(
             wanted, max_tokens=body.max_tokens, project=who.project, style=body.style
         ),
     )
-    await _prefetch(request, wanted)
-    return await on_lane(request, body, work)
+    waiting, work = _vector_first(request, wanted, work)
+    with waiting:
+        return await on_lane(request, body, work)
 
 
-async def _prefetch(request: Request, wanted: SearchRequest) -> None:
-    """Embed the query together with those of concurrent searches, before the search
-    takes a thread (:mod:`kgsearch.api.query_vectors`); apps without it skip this."""
+def _vector_first(
+    request: Request, wanted: SearchRequest, work: Callable[[], T]
+) -> tuple[AbstractContextManager[None], Callable[[], T]]:
+    """``work`` with the query vector made first, together with those of the searches
+    waiting meanwhile (:mod:`kgsearch.api.query_vectors`), and the context the request
+    waits in; as they are for an app without it."""
     prefetch: QueryPrefetch | None = getattr(request.app.state, "query_prefetch", None)
-    if prefetch is not None:
-        await prefetch.prime(wanted)
+    if prefetch is None:
+        return nullcontext(), work
+
+    def first() -> T:
+        prefetch.ensure(wanted)
+        return work()
+
+    return prefetch.waiting(wanted), first
 
 
 @router.post("/explain")
