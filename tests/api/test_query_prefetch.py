@@ -17,7 +17,7 @@ from live_server import LiveServer, client
 
 from kgsearch import Engine, connect
 from kgsearch.api.app import create_app
-from kgsearch.api.query_vectors import QueryPrefetch, embeds_query_as_is
+from kgsearch.api.query_vectors import QueryPrefetch, embeds_query_as_is, with_embed_time
 from kgsearch.embed.base import Vector
 from kgsearch.embed.fake import FakeEmbedder
 from kgsearch.model import ObjectIn
@@ -172,9 +172,12 @@ def test_rest_searches_are_prefetched_with_the_same_results(tmp_path: Path) -> N
         with client(base) as http, ThreadPoolExecutor(len(NAMES)) as pool:
             queries = [f"{n} " for n in NAMES]  # other texts than the cached ones
 
+            timings: list[dict[str, float]] = []
+
             def post(query: str) -> list[str]:
                 response = http.post("/api/search/unified", json={"query": query, "limit": 3})
                 assert response.status_code == 200, response.text
+                timings.append(response.json()["metadata"]["executionTime"])
                 return [hit["id"] for hit in response.json()["results"]]
 
             got = list(pool.map(post, queries))
@@ -185,3 +188,17 @@ def test_rest_searches_are_prefetched_with_the_same_results(tmp_path: Path) -> N
     assert prefetch.queries == len(NAMES) and prefetch.calls < len(NAMES)
     assert embedder.queries == []  # no search embedded its query itself
     assert got == [expected[n] for n in NAMES]
+    # the model call (30 ms) shows in the timings of the search that made it
+    assert max(t["embedQueryMs"] for t in timings) >= 25
+    assert all(t["totalMs"] >= t["embedQueryMs"] for t in timings)
+
+
+def test_embedding_time_is_added_to_a_copy_of_the_response(engine: Engine) -> None:
+    response = engine.search("Ada", limit=1)
+    before = dict(response.metadata["executionTime"])
+    timed = with_embed_time(response, 12.5)
+    after = timed.metadata["executionTime"]
+    assert after["embedQueryMs"] == round(before["embedQueryMs"] + 12.5, 3)
+    assert after["totalMs"] == round(before["totalMs"] + 12.5, 3)
+    assert response.metadata["executionTime"] == before  # the original is untouched
+    assert with_embed_time("context", 3.0) == "context"

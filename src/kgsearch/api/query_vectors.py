@@ -27,19 +27,20 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kgsearch.embed.base import Vector
 from kgsearch.embed.batching import query_batch_of
 from kgsearch.errors import KgsearchError
-from kgsearch.search.request import SearchRequest
+from kgsearch.search.request import SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
     from kgsearch.engine import Engine
 
-__all__ = ["MAX_BATCH", "QueryPrefetch", "embeds_query_as_is"]
+__all__ = ["MAX_BATCH", "QueryPrefetch", "embeds_query_as_is", "with_embed_time"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MAX_BATCH = 32
 """Queries in one model call at most."""
@@ -56,6 +57,24 @@ def embeds_query_as_is(request: SearchRequest) -> bool:
         return False
     scopes = (request.objects, request.relationships, request.chunks)
     return any(s is not None and "vector" in s.methods for s in scopes)
+
+
+def with_embed_time(result: T, ms: float) -> T:
+    """``result`` with ``ms`` (the time :meth:`QueryPrefetch.ensure` took for it) added
+    to its ``embedQueryMs`` and ``totalMs``, when it is a search response: its query
+    was embedded before the search began, and the search's own timings start after."""
+    if not isinstance(result, SearchResponse):
+        return result
+    timings = result.metadata.get("executionTime")
+    if not isinstance(timings, dict) or ms <= 0:
+        return result
+    timings = {
+        **timings,
+        "embedQueryMs": round(timings.get("embedQueryMs", 0.0) + ms, 3),
+        "totalMs": round(timings.get("totalMs", 0.0) + ms, 3),
+    }
+    metadata = {**result.metadata, "executionTime": timings}
+    return result.model_copy(update={"metadata": metadata})
 
 
 class QueryPrefetch:

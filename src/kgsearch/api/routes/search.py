@@ -8,6 +8,7 @@ slow model never holds a search thread.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Annotated, Any, TypeVar
@@ -17,7 +18,7 @@ from fastapi.responses import StreamingResponse
 
 from kgsearch.api.auth import Principal, get_engine, require
 from kgsearch.api.lanes import on_lane, stream_events, wants_llm
-from kgsearch.api.query_vectors import QueryPrefetch
+from kgsearch.api.query_vectors import QueryPrefetch, with_embed_time
 from kgsearch.api.schemas import AskRequest, ContextRequest, UnifiedSearch, plain
 from kgsearch.api.spend import admit, maybe_charged, spends_keywords
 from kgsearch.engine import Engine
@@ -90,8 +91,10 @@ def _vector_first(
         return nullcontext(), work
 
     def first() -> T:
+        started = time.perf_counter()
         prefetch.ensure(wanted)
-        return work()
+        ms = (time.perf_counter() - started) * 1000
+        return with_embed_time(work(), ms)
 
     return prefetch.waiting(wanted), first
 
