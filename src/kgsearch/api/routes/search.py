@@ -16,7 +16,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
-from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.auth import Principal, current_engine, require
 from kgsearch.api.lanes import on_lane, stream_events, wants_llm
 from kgsearch.api.query_vectors import QueryPrefetch, with_embed_time
 from kgsearch.api.schemas import AskRequest, ContextRequest, UnifiedSearch, plain
@@ -32,7 +32,7 @@ T = TypeVar("T")
 router = APIRouter(prefix="/api/search", tags=["search"])
 ask_router = APIRouter(prefix="/api", tags=["search"])
 
-EngineDep = Annotated[Engine, Depends(get_engine)]
+EngineDep = Annotated[Engine, Depends(current_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
 Debugger = Annotated[Principal, Depends(require("debug"))]
 
