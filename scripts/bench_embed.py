@@ -27,6 +27,7 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from itertools import islice
 from pathlib import Path
 
@@ -110,7 +111,7 @@ def metaqa_questions(n: int) -> list[str]:
 
 
 def _one_call(
-    order: list[int], token_ids: list[list[int]], size: int, tokens: int
+    order: Sequence[int], token_ids: Sequence[list[int]], size: int, tokens: int
 ) -> list[list[int]]:
     """The cut rule before: a group of short queries is one model call."""
     return [list(order)]
