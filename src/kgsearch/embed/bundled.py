@@ -66,7 +66,7 @@ class BundledEmbedder:
     Vectors are reproducible for the same input list. The default model stores its
     weights as int8 but computes in float32 (onnxruntime folds the dequantisation
     into the weights), so a text's vector does not depend on the texts batched with
-    it: bit for bit the same on 1,000 MetaQA questions alone and in batches of 2-32
+    it: bit for bit the same on 1,000 questions alone and in batches of 2 to 32
     (``scripts/bench_embed.py --part queries``). The fast model quantises activations
     per batch, so there the same text embedded next to different texts can differ in
     about the third decimal place (cosine above 0.999).
