@@ -192,8 +192,25 @@ def test_batches_are_bounded_by_texts_and_by_padded_tokens() -> None:
     ids = [[0] * n for n in lengths]
     order = list(range(len(ids)))
     batches = _batches(order, ids, size=4, tokens=250)
-    assert [len(b) for b in batches] == [4, 2, 2, 2, 1]
-    assert sorted(i for b in batches for i in b) == order  # each text once, in order
+    # the fifth short text goes alone rather than padded to 100 beside a long one
+    assert [len(b) for b in batches] == [4, 1, 2, 2, 1, 1]
+    assert [i for b in batches for i in b] == order  # each text once, in order
     for batch in batches:
         width = max(lengths[i] for i in batch)
         assert len(batch) <= 4 and (len(batch) == 1 or len(batch) * width <= 250)
+
+
+def test_batches_weigh_a_call_against_the_padding_it_saves() -> None:
+    from kgsearch.embed.bundled import CALL_TOKENS, _batches
+
+    def cost(batches: list[list[int]], lengths: list[int]) -> int:
+        return sum(CALL_TOKENS + len(b) * max(lengths[i] for i in b) for b in batches)
+
+    queries = [7, 7, 8, 9, 9, 10, 14, 20]  # eight questions' token counts, sorted
+    ids = [[0] * n for n in queries]
+    batches = _batches(range(8), ids, size=64, tokens=2048)
+    assert len(batches) > 1  # one call padded to 20 would cost 170
+    assert cost(batches, queries) < CALL_TOKENS + 8 * 20
+    same = [[0] * 12 for _ in range(8)]
+    assert _batches(range(8), same, size=64, tokens=2048) == [list(range(8))]
+    assert _batches([], [], size=4, tokens=100) == []

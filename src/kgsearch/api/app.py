@@ -41,6 +41,7 @@ from kgsearch.api.job_board import JobBoard
 from kgsearch.api.jobs import JobRegistry
 from kgsearch.api.lanes import LLM_THREADS, Lanes, provider_body
 from kgsearch.api.limits import MAX_BODY_BYTES, MAX_BODY_SECONDS, MAX_UPLOAD_BYTES, InputGuard
+from kgsearch.api.query_vectors import QueryPrefetch
 from kgsearch.api.routes import (
     chat,
     communities,
@@ -127,9 +128,12 @@ def create_app(
         budget: Limits on LLM spend per key and per project (default: the ``[budget]``
             defaults, safe for a shared server; :meth:`BudgetLimits.unlimited` only
             counts). Usage is kept in the engine's store.
-        batch_window: Concurrent searches share model calls for their query vectors
-            (:meth:`Engine.batch_queries`): a query waits at most this many seconds for
-            others while queries arrive together. None embeds each query alone.
+        batch_window: Concurrent searches share model calls for their query vectors:
+            REST searches embed theirs together before they take a search thread
+            (:mod:`kgsearch.api.query_vectors`), and the engine's other query embeddings
+            batch too (:meth:`Engine.batch_queries`: a query waits at most this many
+            seconds for others while queries arrive together). None embeds each query
+            alone, in its search.
         jobs_folder: A directory the processes of ``serve --workers N`` share: each
             posts its background jobs there, so any of them answers a poll or a cancel
             (:mod:`kgsearch.api.job_board`). None keeps jobs in this process.
@@ -164,6 +168,7 @@ def create_app(
     )
     if batch_window is not None:
         engine.batch_queries(window=batch_window)
+        app.state.query_prefetch = QueryPrefetch(engine)
     boards: tuple[JobBoard | None, JobBoard | None] = (None, None)
     if jobs_folder is not None:
         boards = (JobBoard(Path(jobs_folder, "backfill")), JobBoard(Path(jobs_folder, "jobs")))

@@ -32,7 +32,14 @@ from kgsearch.keys import (
     is_loopback,
 )
 
-__all__ = ["PROJECT_HEADER", "Principal", "get_engine", "is_loopback", "require"]
+__all__ = [
+    "PROJECT_HEADER",
+    "Principal",
+    "current_engine",
+    "get_engine",
+    "is_loopback",
+    "require",
+]
 
 PROJECT_HEADER = "X-Kgsearch-Project"
 _bearer = HTTPBearer(auto_error=False, description="An API key from `kgsearch keys create`")
@@ -87,6 +94,13 @@ def get_engine(request: Request) -> Engine:
     """The app's engine (set by ``create_app``)."""
     engine: Engine = request.app.state.engine
     return engine
+
+
+async def current_engine(request: Request) -> Engine:
+    """:func:`get_engine` as a route dependency. It is ``async`` so that FastAPI calls
+    it on the event loop: a plain ``def`` dependency runs on a worker thread, one more
+    thread hand-off per request for a lookup in ``app.state``."""
+    return get_engine(request)
 
 
 def _query_names(route: APIRoute) -> frozenset[str]:

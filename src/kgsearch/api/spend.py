@@ -14,7 +14,7 @@ from typing import Annotated, TypeVar
 import anyio
 from fastapi import APIRouter, Depends, Request
 
-from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.auth import Principal, current_engine, require
 from kgsearch.engine import Engine
 from kgsearch.lifecycle.budget import Budget, UsageReport
 
@@ -59,7 +59,7 @@ async def maybe_charged(
 @router.get("/usage")
 def usage(
     who: Annotated[Principal, Depends(require("admin"))],
-    engine: Annotated[Engine, Depends(get_engine)],
+    engine: Annotated[Engine, Depends(current_engine)],
 ) -> UsageReport:
     """LLM spend of the key's project, per key and in total: requests, tokens and US
     dollars this minute and today (UTC). Needs the ``admin`` scope."""

@@ -49,6 +49,10 @@ attention's memory grows with the batch times the square of its length; on 700 M
 passages this cut the peak RSS from 1.55 GB (2.7 GB with onnxruntime's memory pattern)
 to 0.39 GB and the time 2.4× (``scripts/bench_embed_memory.py``, docs/benchmarks.md).
 Short texts (objects, relationships) batch exactly as before."""
+CALL_TOKENS = 10
+"""A model call's own cost, in padded tokens' worth: a call of B texts padded to L
+tokens took about 2.5 ms + 0.27 ms × B × L of CPU (one thread, AVX-512; B 1-16, L
+8-64), so a call costs as much as about 10 more padded tokens."""
 
 
 class BundledEmbedder:
@@ -59,9 +63,13 @@ class BundledEmbedder:
     ``max_tokens`` (256 tokens, counting ``[CLS]`` and ``[SEP]``) are cut at the end.
     The empty string is a valid input: it embeds ``[CLS] [SEP]`` like any other text.
 
-    Vectors are reproducible for the same input list. The int8 model quantises
-    activations per batch, though, so the same text embedded next to different
-    texts can differ in about the third decimal place (cosine above 0.999).
+    Vectors are reproducible for the same input list. The default model stores its
+    weights as int8 but computes in float32 (onnxruntime folds the dequantisation
+    into the weights), so a text's vector does not depend on the texts batched with
+    it: bit for bit the same on 1,000 questions alone and in batches of 2 to 32
+    (``scripts/bench_embed.py --part queries``). The fast model quantises activations
+    per batch, so there the same text embedded next to different texts can differ in
+    about the third decimal place (cosine above 0.999).
 
     Args:
         threads: onnxruntime intra-op threads; defaults to ``os.cpu_count()``.
@@ -222,18 +230,32 @@ def _batches(
     order: Sequence[int], token_ids: Sequence[list[int]], size: int, tokens: int
 ) -> list[list[int]]:
     """``order`` (shortest text first) cut into batches of at most ``size`` texts and
-    ``tokens`` padded tokens (a text longer than ``tokens`` goes alone)."""
+    ``tokens`` padded tokens (a text longer than ``tokens`` goes alone), at the cuts
+    that cost the model least.
+
+    A call costs about :data:`CALL_TOKENS` plus its padded tokens (texts × the longest),
+    so the cuts are chosen (dynamic programming over the sorted lengths) to weigh one
+    more call against the padding it saves: eight queries of 7-20 tokens go as two or
+    three calls instead of one padded to 20. Vectors do not depend on the batch.
+    """
+    widths = [len(token_ids[i]) for i in order]  # ascending: a batch's last is its longest
+    best = [0.0] + [float("inf")] * len(order)
+    start = [0] * (len(order) + 1)
+    for end in range(1, len(order) + 1):
+        width = widths[end - 1]
+        for first in range(end - 1, max(0, end - size) - 1, -1):
+            count = end - first
+            if count > 1 and count * width > tokens:
+                break
+            cost = best[first] + CALL_TOKENS + count * width
+            if cost < best[end]:
+                best[end], start[end] = cost, first
     batches: list[list[int]] = []
-    current: list[int] = []
-    for i in order:
-        width = len(token_ids[i])  # the longest so far: the order is by length
-        if current and (len(current) >= size or (len(current) + 1) * width > tokens):
-            batches.append(current)
-            current = []
-        current.append(i)
-    if current:
-        batches.append(current)
-    return batches
+    end = len(order)
+    while end > 0:
+        batches.append(list(order[start[end] : end]))
+        end = start[end]
+    return batches[::-1]
 
 
 def _load_tokenizer() -> Tokenizer:

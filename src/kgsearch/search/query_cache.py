@@ -31,6 +31,22 @@ class QueryCache:
         self._lock = threading.Lock()
         self._vectors: OrderedDict[tuple[str, str], Vector] = OrderedDict()
 
+    def get(self, model_id: str, text: str) -> Vector | None:
+        """The cached vector of ``text``, or None; counts neither a hit nor a miss."""
+        with self._lock:
+            return self._vectors.get((model_id, text))
+
+    def put(self, model_id: str, text: str, vector: Vector) -> None:
+        """Keep ``vector`` as ``text``'s (a server embeds the queries of concurrent
+        searches together ahead of the searches, which then find them here)."""
+        if self.size <= 0:
+            return
+        with self._lock:
+            self._vectors[(model_id, text)] = vector
+            self._vectors.move_to_end((model_id, text))
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+
     def embed(self, model_id: str, fn: Callable[[str], Vector], text: str) -> Vector:
         """The cached vector of ``text``, or ``fn(text)`` kept for next time."""
         key = (model_id, text)
@@ -42,10 +58,5 @@ class QueryCache:
                 return found
             self.misses += 1
         vector = fn(text)
-        if self.size > 0:
-            with self._lock:
-                self._vectors[key] = vector
-                self._vectors.move_to_end(key)
-                while len(self._vectors) > self.size:
-                    self._vectors.popitem(last=False)
+        self.put(model_id, text, vector)
         return vector

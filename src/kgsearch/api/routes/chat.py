@@ -28,7 +28,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.auth import Principal, current_engine, require
 from kgsearch.api.lanes import on_lane, relay
 from kgsearch.api.spend import admit
 from kgsearch.engine import Engine
@@ -40,7 +40,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
 
-EngineDep = Annotated[Engine, Depends(get_engine)]
+EngineDep = Annotated[Engine, Depends(current_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
 
 ALIAS = "kgsearch"

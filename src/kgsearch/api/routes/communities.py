@@ -13,7 +13,7 @@ import anyio
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.auth import Principal, current_engine, require
 from kgsearch.api.lanes import Lanes
 from kgsearch.api.limits import MAX_ID_CHARS
 from kgsearch.api.spend import maybe_charged
@@ -30,7 +30,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/api", tags=["communities"])
 
-EngineDep = Annotated[Engine, Depends(get_engine)]
+EngineDep = Annotated[Engine, Depends(current_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
 Writer = Annotated[Principal, Depends(require("write"))]
 Id = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS)]

@@ -18,7 +18,7 @@ import anyio
 from fastapi import APIRouter, Depends, File, Form, Path, Query, Response, UploadFile, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.auth import Principal, current_engine, require
 from kgsearch.api.jobs import Job
 from kgsearch.api.limits import MAX_ID_CHARS, MAX_LIMIT
 from kgsearch.api.routes.extract import JobsDep, accepted, check_extractor, job_progress
@@ -39,7 +39,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/api", tags=["documents"])
 
-EngineDep = Annotated[Engine, Depends(get_engine)]
+EngineDep = Annotated[Engine, Depends(current_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
 Writer = Annotated[Principal, Depends(require("write"))]
 DocId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS)]

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request, Response, status
 
-from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.auth import Principal, current_engine, require
 from kgsearch.api.background import BackfillJobs
 from kgsearch.api.schemas import BackfillJob, BackfillRequest, RetryRequest
 from kgsearch.engine import Engine
@@ -16,7 +16,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/api/embeddings", tags=["embeddings"])
 
-EngineDep = Annotated[Engine, Depends(get_engine)]
+EngineDep = Annotated[Engine, Depends(current_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
 Writer = Annotated[Principal, Depends(require("write"))]
 

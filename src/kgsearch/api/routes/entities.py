@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.auth import Principal, current_engine, require
 from kgsearch.api.limits import MAX_BULK_ITEMS, MAX_ID_CHARS
 from kgsearch.engine import Engine
 from kgsearch.reports import MergeReport
@@ -16,7 +16,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/api/entities", tags=["entities"])
 
-EngineDep = Annotated[Engine, Depends(get_engine)]
+EngineDep = Annotated[Engine, Depends(current_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
 Writer = Annotated[Principal, Depends(require("write"))]
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]

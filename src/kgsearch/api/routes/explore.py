@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 import kgsearch
-from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.auth import Principal, current_engine, require
 from kgsearch.api.routes.graph import IdPath
 from kgsearch.engine import Engine
 from kgsearch.explore import (
@@ -25,7 +25,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/api/explore", tags=["explore"])
 
-EngineDep = Annotated[Engine, Depends(get_engine)]
+EngineDep = Annotated[Engine, Depends(current_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request, Response, status
 
-from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.auth import Principal, current_engine, require
 from kgsearch.api.jobs import Job, JobRegistry
 from kgsearch.api.lanes import on_llm_lane
 from kgsearch.api.limits import MAX_ID_CHARS
@@ -44,7 +44,7 @@ __all__ = ["JobsDep", "accepted", "check_extractor", "job_progress", "router"]
 
 router = APIRouter(prefix="/api", tags=["extraction"])
 
-EngineDep = Annotated[Engine, Depends(get_engine)]
+EngineDep = Annotated[Engine, Depends(current_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
 Writer = Annotated[Principal, Depends(require("write"))]
 JobId = Annotated[str, Path(min_length=1, max_length=64)]

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, status
 
-from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.auth import Principal, current_engine, require
 from kgsearch.api.limits import MAX_ID_CHARS, MAX_LIMIT
 from kgsearch.api.schemas import (
     Bulk,
@@ -40,7 +40,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/api/graph")
 
-EngineDep = Annotated[Engine, Depends(get_engine)]
+EngineDep = Annotated[Engine, Depends(current_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
 Writer = Annotated[Principal, Depends(require("write"))]
 IdPath = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS)]

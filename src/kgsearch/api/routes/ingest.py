@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, status
 
-from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.auth import Principal, current_engine, require
 from kgsearch.api.routes.graph import Cursor, IdPath, Limit
 from kgsearch.api.schemas import (
     Bulk,
@@ -27,7 +27,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/api")
 
-EngineDep = Annotated[Engine, Depends(get_engine)]
+EngineDep = Annotated[Engine, Depends(current_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
 Writer = Annotated[Principal, Depends(require("write"))]
 

@@ -8,13 +8,17 @@ slow model never holds a search thread.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
-from kgsearch.api.auth import Principal, get_engine, require
+from kgsearch.api.auth import Principal, current_engine, require
 from kgsearch.api.lanes import on_lane, stream_events, wants_llm
+from kgsearch.api.query_vectors import QueryPrefetch, with_embed_time
 from kgsearch.api.schemas import AskRequest, ContextRequest, UnifiedSearch, plain
 from kgsearch.api.spend import admit, maybe_charged, spends_keywords
 from kgsearch.engine import Engine
@@ -23,10 +27,12 @@ from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchRe
 
 __all__ = ["ask_router", "router"]
 
+T = TypeVar("T")
+
 router = APIRouter(prefix="/api/search", tags=["search"])
 ask_router = APIRouter(prefix="/api", tags=["search"])
 
-EngineDep = Annotated[Engine, Depends(get_engine)]
+EngineDep = Annotated[Engine, Depends(current_engine)]
 Reader = Annotated[Principal, Depends(require("read"))]
 Debugger = Annotated[Principal, Depends(require("debug"))]
 
@@ -47,7 +53,9 @@ async def unified(
     work = await maybe_charged(
         request, who, spends_keywords(body), lambda: engine.search(wanted, project=who.project)
     )
-    return await on_lane(request, body, work)
+    waiting, work = _vector_first(request, wanted, work)
+    with waiting:
+        return await on_lane(request, body, work)
 
 
 @router.post("/context")
@@ -67,7 +75,28 @@ async def context(
             wanted, max_tokens=body.max_tokens, project=who.project, style=body.style
         ),
     )
-    return await on_lane(request, body, work)
+    waiting, work = _vector_first(request, wanted, work)
+    with waiting:
+        return await on_lane(request, body, work)
+
+
+def _vector_first(
+    request: Request, wanted: SearchRequest, work: Callable[[], T]
+) -> tuple[AbstractContextManager[None], Callable[[], T]]:
+    """``work`` with the query vector made first, together with those of the searches
+    waiting meanwhile (:mod:`kgsearch.api.query_vectors`), and the context the request
+    waits in; as they are for an app without it."""
+    prefetch: QueryPrefetch | None = getattr(request.app.state, "query_prefetch", None)
+    if prefetch is None:
+        return nullcontext(), work
+
+    def first() -> T:
+        started = time.perf_counter()
+        prefetch.ensure(wanted)
+        ms = (time.perf_counter() - started) * 1000
+        return with_embed_time(work(), ms)
+
+    return prefetch.waiting(wanted), first
 
 
 @router.post("/explain")
