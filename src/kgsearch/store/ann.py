@@ -22,6 +22,21 @@ a Cauchy-Schwarz bound on the other half re-scores every row that could still ma
 top k): on MetaQA's 129k relationships a query took as much CPU as the full int8 scan
 (3.2 against 3.1 ms, p50 of 900 queries, at load 20), its bound re-scored 350
 further rows at the median and 7,000 at worst, and projecting the rows took seconds.
+
+Nor was a cheaper first pass before the int8 scan (issue 34; ``bench_latency.py --part
+prefilter``, section latency-prefilter of docs/benchmarks.md). numkong's ``cdist`` pays a
+fixed cost per row that dwarfs the width of the row: on 129k rows it took 2.3 ms CPU at
+384 int8 dimensions and still 1.9 ms at 32, 1.75 ms for 1-bit codes (Hamming distance),
+so the scan is not bound by the 49.5 MB it reads. Its other entry points were slower
+(``dots_packed`` 2.8-3.4 ms, onnxruntime's MatMulInteger 7-10 ms); numpy's BLAS is fast
+per row only on narrow float32 codes (0.8 ms at 32 dimensions, 1.6 at 64). Narrow codes
+keep too little: to hold the exact top 30 of a real question a prefilter by 64 principal
+axes must keep tens of thousands of rows, by 1-bit signs (Hamming) thousands to tens of
+thousands, then re-scored at the scan's own cost per row. Also measured on the 129k
+relationships and not adopted: HNSW (int8, connectivity 16-32, beam 256-2048) returned
+the exact top 10 for only 70-87 % of 400 questions at 1.3-7.9 ms CPU; a bound by k-means
+clusters (2,048 centroids, each with its radius) pruned no cluster for any of 300
+questions (the radii, 0.85 at the median, exceed every score margin).
 """
 
 from __future__ import annotations
