@@ -27,16 +27,22 @@ Nor was a cheaper first pass before the int8 scan (issue 34; ``bench_latency.py 
 prefilter``, section latency-prefilter of docs/benchmarks.md). numkong's ``cdist`` pays a
 fixed cost per row that dwarfs the width of the row: on 129k rows it took 2.3 ms CPU at
 384 int8 dimensions and still 1.9 ms at 32, 1.75 ms for 1-bit codes (Hamming distance),
-so the scan is not bound by the 49.5 MB it reads. Its other entry points were slower
-(``dots_packed`` 2.8-3.4 ms, onnxruntime's MatMulInteger 7-10 ms); numpy's BLAS is fast
-per row only on narrow float32 codes (0.8 ms at 32 dimensions, 1.6 at 64). Narrow codes
-keep too little: to hold the exact top 30 of a real question a prefilter by 64 principal
-axes must keep tens of thousands of rows, by 1-bit signs (Hamming) thousands to tens of
-thousands, then re-scored at the scan's own cost per row. Also measured on the 129k
-relationships and not adopted: HNSW (int8, connectivity 16-32, beam 256-2048) returned
-the exact top 10 for only 70-87 % of 400 questions at 1.3-7.9 ms CPU; a bound by k-means
-clusters (2,048 centroids, each with its radius) pruned no cluster for any of 300
-questions (the radii, 0.85 at the median, exceed every score margin).
+so the scan is not bound by the 49.5 MB it reads (nor did scanning in row blocks of 4k or
+16k rows, which stay in cache, take less: 2.40 / 2.33 against 2.30 ms). Its other entry
+points were slower (``dots_packed`` 2.8-3.4 ms, onnxruntime's MatMulInteger 7-10 ms);
+numpy's BLAS is fast per row only on narrow float32 codes (0.8 ms at 32 dimensions, 1.6
+at 64). Narrow codes keep too little: to hold the exact top 30 of 99.5 % of 1,000 real
+questions a prefilter by 64 principal axes must keep 64,161 of the 129k relationships,
+by 1-bit signs (Hamming) 11,102, then re-scored at the scan's own cost per row. The
+1-bit signs of the centred rows scored against the float query would keep 2,159 (2 %),
+but need a weighted popcount that numkong's Python API does not offer (its ``u1`` dot
+products treat each byte as a number; Hamming distances to four bit-planes of the query
+in one ``hammings_packed`` pass take 1.6 ms, which with the sums and the re-scoring would
+save under 0.3 ms of the 2.3). Also measured on the 129k relationships and not
+adopted: HNSW (int8, connectivity 16-32, beam 256-2048) returned the exact top 10 for
+only 70-87 % of 400 questions at 1.3-7.9 ms CPU; a bound by k-means clusters (2,048
+centroids, each with its radius) pruned no cluster for any of 300 questions (the radii,
+0.85 at the median, exceed every score margin).
 """
 
 from __future__ import annotations
