@@ -186,3 +186,24 @@ def test_the_native_libraries_load_on_first_use_onnxruntime_before_usearch() -> 
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False", "[2]", "True"]
+
+
+def test_largest_falls_back_when_few_scores_reach_the_tight_threshold() -> None:
+    # every 16th score is high, the rest low: the sample's tight threshold admits only
+    # a few dozen scores, fewer than asked for, so the looser one must decide
+    scores = np.zeros(100_000, dtype=np.float32)
+    scores[:: ann._SAMPLE_STRIDE] = np.arange(scores[:: ann._SAMPLE_STRIDE].size) + 100
+    scores[1::2] = np.random.default_rng(3).random(50_000).astype(np.float32)
+    picked = ann._largest(scores, 100)
+    assert len(set(picked.tolist())) == 100
+    assert sorted(scores[picked].tolist()) == sorted(scores.tolist())[-100:]
+
+
+def test_int8_scan_ties_come_in_position_order() -> None:
+    matrix = _unit(30_000, 32, seed=11)
+    query = matrix[20_000].copy()
+    for position in (29_000, 5, 17_000):
+        matrix[position] = query  # the same vector at four positions
+    positions, scores = Int8Scan(matrix).search(query, 4)
+    assert positions.tolist() == [5, 17_000, 20_000, 29_000]
+    assert len(set(scores.tolist())) == 1

@@ -22,6 +22,28 @@ a Cauchy-Schwarz bound on the other half re-scores every row that could still ma
 top k): on MetaQA's 129k relationships a query took as much CPU as the full int8 scan
 (3.2 against 3.1 ms, p50 of 900 queries, at load 20), its bound re-scored 350
 further rows at the median and 7,000 at worst, and projecting the rows took seconds.
+
+Nor was a cheaper first pass before the int8 scan (issue 34; ``bench_latency.py --part
+prefilter``, section latency-prefilter of docs/benchmarks.md). numkong's ``cdist`` pays a
+fixed cost per row that dwarfs the width of the row: on 129k rows it took 2.3 ms CPU at
+384 int8 dimensions and still 1.9 ms at 32, 1.75 ms for 1-bit codes (Hamming distance),
+so the scan is not bound by the 49.5 MB it reads (nor did scanning in row blocks of 4k or
+16k rows, which stay in cache, take less: 2.40 / 2.33 against 2.30 ms). Its other entry
+points were slower (``dots_packed`` 2.8-3.4 ms, onnxruntime's MatMulInteger 7-10 ms);
+numpy's BLAS is fast per row only on narrow float32 codes (0.8 ms at 32 dimensions, 1.6
+at 64). Narrow codes keep too little: to hold the exact top 30 of 99.5 % of 1,000 real
+questions a prefilter by 64 principal axes must keep 64,161 of the 129k relationships,
+by 1-bit signs (Hamming) 11,102, then re-scored at the scan's own cost per row. The
+1-bit signs of the centred rows scored against the float query would keep 2,159 (2 %),
+but need a weighted popcount that numkong's Python API does not offer (its ``u1`` dot
+products treat each byte as a number). Built from Hamming distances to four bit-planes
+of the query (one ``hammings_packed`` pass, 1.6 ms), then the 2,048 best re-scored in
+int8 and float32, it took 3.9 ms against the scan's 2.7 (1,000 questions, same top 30 in
+99.2 %). Also measured on the 129k relationships and not adopted: HNSW (int8,
+connectivity 16-32, beam 256-2048) returned the exact top 10 for only 70-87 % of 400
+questions at 1.3-7.9 ms CPU; a bound by k-means clusters (2,048 centroids, each with its
+radius) pruned no cluster for any of 300 questions (the radii, 0.85 at the median,
+exceed every score margin).
 """
 
 from __future__ import annotations
@@ -94,8 +116,10 @@ _CPUS = os.cpu_count() or 1
 _PART_MIN_ROWS = 250_000
 # Rows quantized to int8 at a time (bounds the temporary memory).
 _QUANTIZE_ROWS = 65_536
-# _largest() takes its threshold from every this-many-th score.
+# _largest() takes its threshold from every this-many-th score ...
 _SAMPLE_STRIDE = 16
+# ... first from this many sample scores beyond the share of ``count`` it expects.
+_SAMPLE_SLACK = 4
 _CONNECTIVITY = 16
 _EXPANSION_ADD = 128
 # Graph texts are often near-duplicates ("X starred actors Y" × thousands): on 1M
@@ -328,7 +352,7 @@ class Int8Scan:
         """
         rows = self._codes.shape[0] if rows is None else rows
         count = min(rows, max(_RESCORE, 4 * k))
-        code = np.clip(np.rint(query * self._scale), -127, 127).astype(np.int8)
+        code = self._code(query)
         parts = _parts(rows, threads)
         if len(parts) == 1:
             candidates = self._top(code, 0, rows, count)
@@ -339,9 +363,20 @@ class Int8Scan:
             candidates = np.concatenate([first, *(f.result() for f in futures)])
         if alive is not None:
             candidates = candidates[alive[candidates]]
-        scores = self._matrix[candidates] @ query
-        order = np.lexsort((candidates, -scores))[:k]
-        return candidates[order], scores[order].astype(np.float32)
+        # in position order: rows read in address order, and a stable sort by score
+        # then breaks ties by position
+        candidates.sort()
+        scores = np.take(self._matrix, candidates, axis=0) @ query
+        order = np.argsort(-scores, kind="stable")[:k]
+        return candidates[order], scores[order].astype(np.float32, copy=False)
+
+    def _code(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
+        """The query's int8 code on the rows' scale (values beyond it clipped)."""
+        scaled = query * self._scale
+        np.rint(scaled, out=scaled)
+        np.minimum(scaled, 127.0, out=scaled)
+        np.maximum(scaled, -127.0, out=scaled)
+        return scaled.astype(np.int8)
 
     def _top(self, code: npt.NDArray[np.int8], start: int, stop: int, count: int) -> Positions:
         """Row positions of the ``count`` best int8 products among rows [start, stop)."""
@@ -368,20 +403,25 @@ def _largest(scores: npt.NDArray[np.float32], count: int) -> Positions:
     """Positions of the ``count`` largest scores, in no order (ties broken arbitrarily).
 
     On long arrays a full partition costs more than the products themselves, so a
-    threshold is taken from every 16th score first: at least ``count`` scores reach it,
-    hence the true top ``count`` all do, and only those few are partitioned.
+    threshold is taken from every 16th score first and only the scores reaching it are
+    partitioned. The first threshold is the sample's ``2 * count / 16``-th largest score
+    (about twice ``count`` scores reach it); when fewer than ``count`` do, the sample's
+    ``count``-th largest is taken instead, which at least ``count`` scores reach. Either
+    way at least ``count`` scores reach the threshold, hence the true top ``count`` all do.
     """
     n = scores.shape[0]
     if n <= count:
         return np.arange(n, dtype=np.int64)
     if n >= _SAMPLE_STRIDE * 4 * count:
-        sample = scores[::_SAMPLE_STRIDE]
-        cut = sample.shape[0] - count
-        threshold = np.partition(sample, cut)[cut]
-        pool = np.flatnonzero(scores >= threshold)
+        sample = np.partition(scores[::_SAMPLE_STRIDE], -count)[-count:]
+        size = sample.shape[0]
+        tight = min(size, 2 * count // _SAMPLE_STRIDE + _SAMPLE_SLACK)
+        pool = np.flatnonzero(scores >= np.partition(sample, size - tight)[size - tight])
+        if pool.shape[0] < count:
+            pool = np.flatnonzero(scores >= sample.min())
         if pool.shape[0] > count:
             pool = pool[np.argpartition(scores[pool], pool.shape[0] - count)[-count:]]
-        return pool.astype(np.int64)
+        return pool.astype(np.int64, copy=False)
     return np.argpartition(scores, n - count)[n - count :].astype(np.int64)
 
 

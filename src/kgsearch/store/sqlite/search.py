@@ -58,6 +58,14 @@ def _with_tail(
     )
 
 
+def _pairs(
+    ids: list[str], keys: npt.NDArray[np.int64], scores: npt.NDArray[np.float32]
+) -> list[tuple[str, float]]:
+    """(row id, score) of each position, best first as given (one conversion of each
+    array to Python numbers instead of one per item)."""
+    return list(zip([ids[k] for k in keys.tolist()], scores.tolist(), strict=True))
+
+
 def _allowed_rows(
     db: Connection,
     project: str,
@@ -204,12 +212,12 @@ class SQLiteSearch(SearchCore):
             keys, scores = entry.ann.search(query, limit, rows=size)
             if size > entry.ann.built:  # rows added since the build are also scanned
                 keys, scores = _with_tail(entry, query, keys, scores, limit)
-            return [(entry.ids[int(k)], float(s)) for k, s in zip(keys, scores, strict=True)]
+            return _pairs(entry.ids, keys, scores)
         if mask is None and entry.scan is not None:
             if active():
                 note(f"top {limit} by an int8 scan of {rows}, re-scored in float32")
             keys, scores = entry.scan.search(query, limit, rows=size, alive=entry.alive)
-            return [(entry.ids[int(k)], float(s)) for k, s in zip(keys, scores, strict=True)]
+            return _pairs(entry.ids, keys, scores)
         mask = entry.alive if mask is None else mask
         if mask is None:
             scores = entry.matrix @ query
