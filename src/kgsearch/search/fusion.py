@@ -16,6 +16,7 @@ from typing import Literal
 
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import LegHit
+from kgsearch.store.rows import built
 
 __all__ = [
     "DEFAULT_RRF_K",
@@ -139,7 +140,7 @@ class Fused:
         if self._found_by is None:
             # built without validation: leg, rank and score are already a str, int and float
             self._found_by = tuple(
-                LegHit.model_construct(leg=leg, rank=rank, score=score)
+                built(LegHit, {"leg": leg, "rank": rank, "score": score})
                 for leg, rank, score in self._places
             )
         return self._found_by
