@@ -198,7 +198,12 @@ def rrf(
     leg_weights = _check_weights(lists, weights)
     hits = _collect(lists, left_out or {})
     scores = {
-        key: math.fsum(leg_weights[leg] / (k + rank) for leg, rank, _ in places)
+        # one or two terms: their plain sum is already the correctly rounded one
+        key: (
+            sum([leg_weights[leg] / (k + rank) for leg, rank, _ in places])
+            if len(places) < 3
+            else math.fsum(leg_weights[leg] / (k + rank) for leg, rank, _ in places)
+        )
         for key, places in hits.items()
     }
     return _finish(scores, hits)
@@ -329,5 +334,8 @@ def _bounds(leg: str, ranked: Sequence[tuple[str, float]]) -> tuple[float, float
 
 def _finish(scores: Mapping[str, float], hits: Mapping[str, list[_Place]]) -> list[Fused]:
     """Build Fused values and sort them: score desc, best rank asc, key asc."""
-    order = sorted(hits, key=lambda key: (-scores[key], min(p[1] for p in hits[key]), key))
-    return [Fused(key, scores[key], places=hits[key]) for key in order]
+    order = sorted(
+        (-scores[key], places[0][1] if len(places) == 1 else min(p[1] for p in places), key)
+        for key, places in hits.items()
+    )
+    return [Fused(key, -negated, places=hits[key]) for negated, _, key in order]
