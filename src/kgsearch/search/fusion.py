@@ -132,7 +132,15 @@ class Fused:
         if places is None:
             self._found_by = tuple(found_by)
             places = [(h.leg, h.rank, h.score) for h in self._found_by]
-        self._places = tuple(places)
+        self._places: Sequence[_Place] = tuple(places)
+
+    @classmethod
+    def placed(cls, key: str, score: float, places: list[_Place]) -> Fused:
+        """A fused key from where the legs placed it (kept as given: fusion makes a
+        hundred of these a search and never changes a list once it is built)."""
+        made = cls.__new__(cls)
+        made.key, made.score, made._found_by, made._places = key, score, None, places
+        return made
 
     @property
     def found_by(self) -> tuple[LegHit, ...]:
@@ -153,10 +161,14 @@ class Fused:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Fused):
             return NotImplemented
-        return (self.key, self.score, self._places) == (other.key, other.score, other._places)
+        return (self.key, self.score, tuple(self._places)) == (
+            other.key,
+            other.score,
+            tuple(other._places),
+        )
 
     def __hash__(self) -> int:
-        return hash((self.key, self.score, self._places))
+        return hash((self.key, self.score, tuple(self._places)))
 
     def __repr__(self) -> str:
         return f"Fused(key={self.key!r}, score={self.score!r}, found_by={self.found_by!r})"
@@ -338,4 +350,4 @@ def _finish(scores: Mapping[str, float], hits: Mapping[str, list[_Place]]) -> li
         (-scores[key], places[0][1] if len(places) == 1 else min(p[1] for p in places), key)
         for key, places in hits.items()
     )
-    return [Fused(key, -negated, places=hits[key]) for negated, _, key in order]
+    return [Fused.placed(key, -negated, hits[key]) for negated, _, key in order]

@@ -93,7 +93,7 @@ def hydrate(
     found = rows.by_key(f.key for f in pool)
     vectors = _vectors(store, rows.project, plan, query, ids, trace)
     touches = _chunk_objects(mentions, ids[Kind.CHUNK])
-    candidates = []
+    candidates: list[Candidate] = []
     for f in pool:
         if (row := found.get(f.key)) is None:
             continue
