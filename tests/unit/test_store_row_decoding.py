@@ -46,8 +46,8 @@ def test_decoded_rows_equal_validated_ones(tmp_path: Path) -> None:
 
 
 def test_built_model_matches_model_construct() -> None:
-    values = {"leg": "objects:bm25", "rank": 2, "score": 1.5}
-    made, constructed = built(LegHit, dict(values)), LegHit.model_construct(**values)
+    made = built(LegHit, {"leg": "objects:bm25", "rank": 2, "score": 1.5})
+    constructed = LegHit.model_construct(leg="objects:bm25", rank=2, score=1.5)
     assert made == constructed
     assert made.model_fields_set == constructed.model_fields_set == {"leg", "rank", "score"}
     assert made.model_dump_json() == constructed.model_dump_json()
