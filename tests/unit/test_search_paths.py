@@ -124,3 +124,23 @@ def test_the_path_ends_on_the_relation_the_answer_phrase_names(engine: Engine) -
     )
     assert found.objects[0][0] == ids["Drama"]
     assert found.paths[0][0] == "starred (reverse) → has_genre"
+
+
+@pytest.mark.parametrize(
+    ("span", "expected"),
+    [
+        ("Top Hat", ["Top Hat"]),
+        ("Top Hat?", ["Top Hat?", "Top Hat"]),
+        ('"Top Hat"', ['"Top Hat"', "Top Hat"]),
+        ("(Ada's", ["(Ada's", "Ada's", "Ada"]),
+        ("Ada's", ["Ada's", "Ada"]),
+        ("'Ada'", ["'Ada'", "Ada'"]),
+        ("?!", ["?!"]),
+        ("'s", ["'s", "s"]),
+        ("x's?", ["x's?", "x's", "x"]),
+    ],
+)
+def test_a_span_is_looked_up_as_written_bare_and_without_its_possessive(
+    span: str, expected: list[str]
+) -> None:
+    assert paths._variants(span) == expected

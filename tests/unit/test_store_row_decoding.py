@@ -9,10 +9,12 @@ from kgsearch.model import (
     Chunk,
     EmbeddingStatus,
     GraphObject,
+    LegHit,
     ObjectIn,
     Relationship,
     RelationshipIn,
 )
+from kgsearch.store.rows import built
 from kgsearch.store.sqlite import SQLiteStore
 from kgsearch.testing import FakeEmbedder
 
@@ -40,4 +42,38 @@ def test_decoded_rows_equal_validated_ones(tmp_path: Path) -> None:
         assert row.embedding.status is EmbeddingStatus.EMBEDDED
         assert isinstance(row.created_at.year, int)
     assert isinstance(edge.weight, float) and edge.weight == 1.0
+    store.close()
+
+
+def test_built_model_matches_model_construct() -> None:
+    made = built(LegHit, {"leg": "objects:bm25", "rank": 2, "score": 1.5})
+    constructed = LegHit.model_construct(leg="objects:bm25", rank=2, score=1.5)
+    assert made == constructed
+    assert made.model_fields_set == constructed.model_fields_set == {"leg", "rank", "score"}
+    assert made.model_dump_json() == constructed.model_dump_json()
+
+
+def test_decoded_rows_hold_every_field_in_field_order(tmp_path: Path) -> None:
+    store = SQLiteStore(str(tmp_path / "kg.db"))
+    engine = Engine(store, embedder=FakeEmbedder(8))
+    a, b = engine.add_objects([ObjectIn(type="T", key="a"), ObjectIn(type="T", key="b")])
+    (rel,) = engine.add_relationships([RelationshipIn(type="r", source=a.id, target=b.id)])
+    (obj,) = store.get_objects("default", [a.id])
+    (edge,) = store.get_relationships("default", [rel.id])
+    for row in (obj, edge, obj.embedding, edge.embedding):
+        assert list(row.__dict__) == list(type(row).model_fields)
+        assert row.model_fields_set == set(type(row).model_fields)
+    store.close()
+
+
+def test_empty_json_columns_decode_to_fresh_values(tmp_path: Path) -> None:
+    store = SQLiteStore(str(tmp_path / "kg.db"))
+    engine = Engine(store, embedder=FakeEmbedder(8))
+    engine.add_objects([ObjectIn(type="T", key="a"), ObjectIn(type="T", key="b")])
+    first, second = store.list_rows("default", "object", limit=5).items
+    assert isinstance(first, GraphObject) and isinstance(second, GraphObject)
+    assert (first.properties, first.tags, first.labels) == ({}, [], [])
+    first.properties["x"] = 1
+    first.tags.append("y")
+    assert (second.properties, second.tags) == ({}, [])
     store.close()

@@ -254,16 +254,24 @@ def _match(
             named = _named(steps, rests, embed, embed_many)
         except Exception:  # the query was embedded, so this is rare: match by words only
             vectors, queries, named = {}, dict.fromkeys(rests), {}
+    # each span's and type's words, and each query vector's norm, once
+    rest_words = {span: content_words(rest) for span, rest in rests.items()}
+    type_words = {t: content_words(text) for t, text in texts.items()}
+    norms = {
+        span: float(np.linalg.norm(query)) or 1.0
+        for span, query in queries.items()
+        if query is not None
+    }
     raw: dict[tuple[int, str], float] = {}
     for span, type_ in steps:
-        share = overlap(content_words(rests[span]), content_words(texts[type_]))
+        share = overlap(rest_words[span], type_words[type_])
         if type_ in named.get(span, ()):
             share = 1.0
         lexical = _LEXICAL * share
         query = queries[span]
         cosine = 0.0
         if query is not None and type_ in vectors:
-            cosine = float(np.dot(query, vectors[type_])) / (float(np.linalg.norm(query)) or 1.0)
+            cosine = float(np.dot(query, vectors[type_])) / norms[span]
         raw[(span, type_)] = cosine + lexical
     top = max(raw.values(), default=0.0)
     return {step: math.exp((value - top) / _TEMPERATURE) for step, value in raw.items()}

@@ -16,6 +16,7 @@ from typing import Literal
 
 from kgsearch.errors import InvalidRequest
 from kgsearch.model import LegHit
+from kgsearch.store.rows import built
 
 __all__ = [
     "DEFAULT_RRF_K",
@@ -131,7 +132,15 @@ class Fused:
         if places is None:
             self._found_by = tuple(found_by)
             places = [(h.leg, h.rank, h.score) for h in self._found_by]
-        self._places = tuple(places)
+        self._places: Sequence[_Place] = tuple(places)
+
+    @classmethod
+    def placed(cls, key: str, score: float, places: list[_Place]) -> Fused:
+        """A fused key from where the legs placed it (kept as given: fusion makes a
+        hundred of these a search and never changes a list once it is built)."""
+        made = cls.__new__(cls)
+        made.key, made.score, made._found_by, made._places = key, score, None, places
+        return made
 
     @property
     def found_by(self) -> tuple[LegHit, ...]:
@@ -139,7 +148,7 @@ class Fused:
         if self._found_by is None:
             # built without validation: leg, rank and score are already a str, int and float
             self._found_by = tuple(
-                LegHit.model_construct(leg=leg, rank=rank, score=score)
+                built(LegHit, {"leg": leg, "rank": rank, "score": score})
                 for leg, rank, score in self._places
             )
         return self._found_by
@@ -152,10 +161,14 @@ class Fused:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Fused):
             return NotImplemented
-        return (self.key, self.score, self._places) == (other.key, other.score, other._places)
+        return (self.key, self.score, tuple(self._places)) == (
+            other.key,
+            other.score,
+            tuple(other._places),
+        )
 
     def __hash__(self) -> int:
-        return hash((self.key, self.score, self._places))
+        return hash((self.key, self.score, tuple(self._places)))
 
     def __repr__(self) -> str:
         return f"Fused(key={self.key!r}, score={self.score!r}, found_by={self.found_by!r})"
@@ -197,7 +210,12 @@ def rrf(
     leg_weights = _check_weights(lists, weights)
     hits = _collect(lists, left_out or {})
     scores = {
-        key: math.fsum(leg_weights[leg] / (k + rank) for leg, rank, _ in places)
+        # one or two terms: their plain sum is already the correctly rounded one
+        key: (
+            sum([leg_weights[leg] / (k + rank) for leg, rank, _ in places])
+            if len(places) < 3
+            else math.fsum(leg_weights[leg] / (k + rank) for leg, rank, _ in places)
+        )
         for key, places in hits.items()
     }
     return _finish(scores, hits)
@@ -328,5 +346,8 @@ def _bounds(leg: str, ranked: Sequence[tuple[str, float]]) -> tuple[float, float
 
 def _finish(scores: Mapping[str, float], hits: Mapping[str, list[_Place]]) -> list[Fused]:
     """Build Fused values and sort them: score desc, best rank asc, key asc."""
-    order = sorted(hits, key=lambda key: (-scores[key], min(p[1] for p in hits[key]), key))
-    return [Fused(key, scores[key], places=hits[key]) for key in order]
+    order = sorted(
+        (-scores[key], places[0][1] if len(places) == 1 else min(p[1] for p in places), key)
+        for key, places in hits.items()
+    )
+    return [Fused.placed(key, -negated, hits[key]) for negated, _, key in order]

@@ -46,6 +46,7 @@ def hydrate(
     rows: Rows,
     query: QueryVectors,
     trace: Trace | None = None,
+    keep: int | None = None,
 ) -> list[Candidate]:
     """Candidates for the top of ``fused``, each with what reranking needs.
 
@@ -56,6 +57,9 @@ def hydrate(
         rows: The search's rows (those the graph legs read are reused).
         query: The query vectors (MMR needs one to read candidate vectors).
         trace: Hears the statements of every read (an explained search).
+        keep: At most this many candidates are made (None: one per live pooled hit).
+            The rows of the whole pool are read all the same, so a search's store calls
+            do not depend on which of its hits are live.
 
     Returns:
         One candidate per pooled hit whose row is still live, in fused order.
@@ -89,18 +93,22 @@ def hydrate(
     found = rows.by_key(f.key for f in pool)
     vectors = _vectors(store, rows.project, plan, query, ids, trace)
     touches = _chunk_objects(mentions, ids[Kind.CHUNK])
-    candidates = [
-        Candidate(
-            key=f.key,
-            score=f.score,
-            vector=vectors.get(f.key),
-            text=_text(row),
-            object_ids=_object_ids(row, touches),
-            found_by=f.found_by,
+    candidates: list[Candidate] = []
+    for f in pool:
+        if (row := found.get(f.key)) is None:
+            continue
+        if keep is not None and len(candidates) >= keep:
+            break
+        candidates.append(
+            Candidate(
+                key=f.key,
+                score=f.score,
+                vector=vectors.get(f.key),
+                text=_text(row),
+                object_ids=_object_ids(row, touches),
+                found_by=f.found_by,
+            )
         )
-        for f in pool
-        if (row := found.get(f.key)) is not None
-    ]
     if center is not None:
         candidates = _with_hops(store, rows.project, center, candidates, trace)
     if "sources" in plan.rerank_needs:

@@ -79,6 +79,8 @@ _CACHE_SIZE = 50_000
 # pronouns never name the entity a question starts from
 _NOT_NAMES = STOPWORDS | {"he", "her", "his", "i", "me", "she", "their", "them", "they", "you"}
 _EDGE = r"^[\s\"'?.,!;:()]+|[\s\"?.,!;:()]+$"
+_LEADING = frozenset("\"'?.,!;:()")
+_TRAILING = frozenset('"?.,!;:()')
 
 _VECTORS: dict[tuple[Callable[[str], Vector], str], Vector] = {}
 # a held graph's relation and object types are embedded in the background, this many a
@@ -172,13 +174,16 @@ def link_spans(
     the first span weighs 1, the others less."""
     text = question.replace("[", "").replace("]", "")
     words = list(re.finditer(r"\S+", text))
+    starts, ends = [w.start() for w in words], [w.end() for w in words]
+    # whether each word alone names nothing (a span of such words is not looked up)
+    plain = [(t := w.group().lower().strip("?.,!;:'\"")) in _NOT_NAMES or not t for w in words]
     spans: list[tuple[int, int, list[str]]] = []  # first word, end word, names tried
     for i in range(len(words)):
+        nameless = True
         for j in range(i + 1, min(len(words), i + _MAX_SPAN_WORDS) + 1):
-            tokens = [w.group().lower().strip("?.,!;:'\"") for w in words[i:j]]
-            if all(t in _NOT_NAMES or not t for t in tokens):
-                continue
-            spans.append((i, j, _variants(text[words[i].start() : words[j - 1].end()])))
+            nameless = nameless and plain[j - 1]
+            if not nameless:
+                spans.append((i, j, _variants(text[starts[i] : ends[j - 1]])))
     named = store.objects_named_many(
         project, [n for _, _, names in spans for n in names], limit=5, trace=trace
     )
@@ -210,9 +215,24 @@ def _lower(word: str) -> bool:
 
 def _variants(span: str) -> list[str]:
     """The span, and the span without its edge punctuation or a trailing possessive."""
-    variants = [span, re.sub(_EDGE, "", span)]
-    variants.append(re.sub(r"'s$", "", variants[-1]))
-    return list(dict.fromkeys(v for v in variants if v))
+    bare = _bare(span)
+    variants = [span]
+    if bare and bare != span:
+        variants.append(bare)
+    if bare.endswith("'s") and len(bare) > 2:
+        variants.append(bare[:-2])
+    return variants
+
+
+def _bare(span: str) -> str:
+    """The span without its edge punctuation (what ``re.sub(_EDGE, "", span)`` leaves:
+    white space and ``"?.,!;:()`` at either end, and ``'`` at the start)."""
+    start, end = 0, len(span)
+    while start < end and (span[start] in _LEADING or span[start].isspace()):
+        start += 1
+    while end > start and (span[end - 1] in _TRAILING or span[end - 1].isspace()):
+        end -= 1
+    return span[start:end]
 
 
 def walk_paths(

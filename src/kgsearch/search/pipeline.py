@@ -113,7 +113,15 @@ def run_search(
         fused = _fuse(plan, legs)
     reranker = choose_reranker(plan, query, ctx.cross_encoder)
     with _timed(ms, "hydrate"):
-        pool = hydrate(ctx.store, plan, fused, rows, query, log_of(traces, "hydrate"))
+        pool = hydrate(
+            ctx.store,
+            plan,
+            fused,
+            rows,
+            query,
+            log_of(traces, "hydrate"),
+            _kept(plan, reranker),
+        )
     with _timed(ms, "rerank"):
         ranked = _rerank(plan, pool, reranker)
     found = rows.by_key(c.key for c in ranked)
@@ -161,6 +169,18 @@ def _fuse(plan: Plan, legs: Legs) -> list[Fused]:
     if request.fusion == "rrf":  # weak similarity hits are left out, ranks kept
         return rrf(lists, k=request.rrf_k, weights=weights, left_out=below_floor(lists))
     return weighted(relevance_floor(lists), weights=weights)
+
+
+def _kept(plan: Plan, reranker: Reranker | None) -> int | None:
+    """How many candidates can reach the response, when the fused order is the final one
+    (no reranker, no ``min_score``, no passages put first): its first ``limit`` live
+    hits; otherwise None (every pooled hit is a candidate)."""
+    request = plan.request
+    if reranker is not None or request.min_score is not None:
+        return None
+    if plan.documents and Kind.CHUNK in plan.pool_kinds:
+        return None
+    return request.limit
 
 
 def _rerank(plan: Plan, pool: Sequence[Candidate], reranker: Reranker | None) -> list[Candidate]:
