@@ -4,6 +4,8 @@ rows, and ranks as SQLite's BM25 does."""
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +96,59 @@ def test_the_statement_stemming_new_terms_is_planned_once_per_connection(pg_fact
     )
     assert plans["generic_plans"] >= 3
     assert plans["custom_plans"] == 0
+
+
+def test_writes_make_a_large_kind_s_figures_read_again_at_most_every_few_seconds(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each write makes every figure stale; on a large kind searches go on with them and
+    # one background refresh reads them again, not one per write (it reads every row)
+    monkeypatch.setattr(lexical, "_SYNC_ROWS", 50)  # 152 rows count as a large kind
+    monkeypatch.setattr(lexical, "_REFRESH_SECONDS", 2.0)
+    reads: list[Kind] = []
+    real = lexical.LexicalStats._read_table
+
+    def read_table(self: lexical.LexicalStats, db: Any, project: str, kind: Kind) -> Any:
+        reads.append(kind)
+        return real(self, db, project, kind)
+
+    monkeypatch.setattr(lexical.LexicalStats, "_read_table", read_table)
+    engine = Engine(store)
+    assert store.text_search("default", Kind.OBJECT, "omega", limit=3)
+    reads.clear()
+    for i in range(5):
+        engine.add_objects([ObjectIn(type="Other", key=f"o{i}", properties={"name": "omega"})])
+        assert store.text_search("default", Kind.OBJECT, "omega", limit=3)
+
+    def omega() -> int:
+        return store.lexical.dfs(store.db, "default", Kind.OBJECT, ["omega"], set())["omega"]
+
+    deadline = time.monotonic() + 20
+    while omega() != 6 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert omega() == 6  # the searched word's figure caught up with the writes
+    assert store.lexical.table(store.db, "default", Kind.OBJECT)[0] == 157
+    assert reads.count(Kind.OBJECT) <= 2  # 5 writes: at most a refresh now, one later
+
+
+def test_searches_finding_a_small_kind_s_figures_stale_read_them_once(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a small kind is counted again before scoring after a write: searches that find
+    # it stale at the same time share one count
+    reads: list[Kind] = []
+    real = lexical.LexicalStats._read_table
+
+    def slow_read(self: lexical.LexicalStats, db: Any, project: str, kind: Kind) -> Any:
+        reads.append(kind)
+        time.sleep(0.3)
+        return real(self, db, project, kind)
+
+    monkeypatch.setattr(lexical.LexicalStats, "_read_table", slow_read)
+    Engine(store).add_objects([ObjectIn(type="Other", key="new", properties={"name": "omega"})])
+    with ThreadPoolExecutor(4) as pool:
+        figures = list(
+            pool.map(lambda _: store.lexical.table(store.db, "default", Kind.OBJECT), range(4))
+        )
+    assert [n for n, _ in figures] == [153] * 4
+    assert reads == [Kind.OBJECT]

@@ -202,7 +202,7 @@ class PostgresSearch(SearchCore):
         if dims is None:
             return []
         check_dims(query, dims)
-        if self.lexical.table(self.db, project, kind)[0] == 0:
+        if self.lexical.empty(self.db, project, kind):
             return []  # an empty kind (a graph without chunks): no query at all
         where, params = filter_sql(kind, filters)
         base = (
