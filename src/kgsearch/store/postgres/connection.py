@@ -157,6 +157,12 @@ _MAX_SCAN_TUPLES = 20_000
 # A run-time setting's name as the store writes them (``hnsw.ef_search``); the value
 # is always sent as a literal.
 _SETTING_NAME = re.compile(r"[a-z_]+(\.[a-z_]+)?")
+# Settings a statement of :meth:`Connection.all_with` may leave in a pooled session for
+# statements that do not name them: they change only how a vector index is walked, and
+# every statement walking one names each of them (search.py). Undoing them for the next
+# statement, then setting them again for the next vector leg, cost a round trip each,
+# about six a search on the sample graph (objects and relationships walk other beams).
+_LEG_SETTINGS = frozenset({"hnsw.ef_search", "hnsw.iterative_scan", "ivfflat.iterative_scan"})
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -319,6 +325,7 @@ class Connection:
             weakref.WeakKeyDictionary()
         )
         self._changed_lock = threading.Lock()
+        self._own = self._defaults()
         # called after each outermost transaction commits (the store marks its cached
         # figures stale again: a search may have read them while the write was open)
         self.after_commit: Callable[[], None] | None = None
@@ -355,6 +362,10 @@ class Connection:
             "hnsw.iterative_scan": "off",
             "hnsw.max_scan_tuples": str(_MAX_SCAN_TUPLES),
             "ivfflat.iterative_scan": "off",
+            # the store's tables and indexes are read from memory (or SSD): an index
+            # page costs about what a table page does, so exact vector scans read their
+            # covering index alone (schema m013) instead of the whole table
+            "random_page_cost": "1.1",
             # no JIT compilation: it pays off for long analytic queries, while a
             # store's statement takes milliseconds and compiling takes tens of them
             # (none of the sample graph's statements costs the 100,000 that turn it on
@@ -369,7 +380,7 @@ class Connection:
                 [
                     pg_sql.SQL(f"SET search_path TO {path}, public"),
                     pg_sql.SQL("SET TIME ZONE 'UTC'"),
-                    *(_set(name, value) for name, value in self._defaults().items()),
+                    *(_set(name, value) for name, value in self._own.items()),
                 ]
             )
         )
@@ -413,7 +424,7 @@ class Connection:
             return
         try:
             with self.pool.connection() as conn:
-                self._ensure(conn, {})
+                self._ensure(conn, {}, strict=True)
                 self._local.conn = conn
                 try:
                     with conn.transaction():
@@ -467,8 +478,9 @@ class Connection:
     ) -> list[dict[str, Any]]:
         """Run a query with run-time settings of its own, every row as a dict. Outside a
         transaction they go into the pooled connection's session (one ``SET``, none when
-        it has them) and are undone for the next statement that takes it (:meth:`_ensure`);
-        inside one, and on Citus, as ``SET LOCAL`` (:meth:`set_local`), ending with the
+        it has them) and are undone for the next statement that takes it, but for the
+        vector-walk settings, kept until a statement names them (:meth:`_ensure`); inside
+        one, and on Citus, as ``SET LOCAL`` (:meth:`set_local`), ending with the
         transaction."""
         if not settings:
             return self.all(sql, params)
@@ -477,9 +489,11 @@ class Connection:
             # has them already) and keeps them until a statement wanting others takes
             # it: a pipelined transaction per statement cost more client CPU than the
             # statement (2 ms a search on the sample graph)
-            if active():  # heard whether or not the session had them already
+            if active():  # heard whether or not the session had them already (those
+                # that are the connection's own go unsaid)
                 for name, value in settings.items():
-                    note(f"setting {name} = {value}")
+                    if self._own.get(name) != value:
+                        note(f"setting {name} = {value}")
             with self._connection(settings) as conn:
                 try:
                     return conn.execute(sql, params).fetchall()
@@ -517,18 +531,27 @@ class Connection:
                 pg_sql.SQL("SET LOCAL {} = {}").format(pg_sql.SQL(name), pg_sql.Literal(value))
             )
 
-    def _ensure(self, conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> None:
+    def _ensure(
+        self, conn: psycopg.Connection[Any], settings: Mapping[str, str], *, strict: bool = False
+    ) -> None:
         """Give a pooled connection's session ``settings``, and the connection's own
         value (:meth:`_defaults`, else the server's) for each setting an earlier
-        statement changed, in one round trip; none when it has them already.
+        statement changed, in one round trip; none when it has them already. Unless
+        ``strict`` (a transaction), the vector-walk settings of :data:`_LEG_SETTINGS` an
+        earlier statement left are kept unless ``settings`` names them.
 
         Raises:
             StoreError: A setting's name is not one (or a driver error, wrapped).
         """
-        defaults = self._defaults()
-        wanted = {k: v for k, v in settings.items() if defaults.get(k) != v}
+        defaults = self._own
         with self._changed_lock:
             changed = self._changed.get(conn, {})
+        if strict:
+            wanted = {}
+        else:  # a value not known to be the session's ("?") is set again
+            wanted = {k: v for k, v in changed.items() if k in _LEG_SETTINGS and v != "?"}
+        wanted.update(settings)
+        wanted = {k: v for k, v in wanted.items() if defaults.get(k) != v}
         if changed == wanted:
             return
         statements: list[pg_sql.Composable] = []

@@ -62,13 +62,17 @@ _NO_COMMON_ELEMS = (
     "FROM (VALUES (%s::bool, %s::text, %s::text)) AS v(w, s, t) WHERE false"
 )
 
-# Settings of the statement that stems and counts new query terms: psycopg prepares a
-# statement after its fifth run on a connection, and a prepared statement planned
-# generically is not planned again.
-_GENERIC_PLAN = {"plan_cache_mode": "force_generic_plan"}
-
 # A lexeme (``\\w`` characters only, as the stored words are) as a ``tsquery``.
-_LEXEME = "quote_literal(x)::tsquery"
+_LEXEME = "quote_literal(l.x)::tsquery"
+# The lexemes of each term in order and their counts (the count is written in: parameters
+# terms, then the count's).
+_STEM_AND_COUNT = (
+    "WITH w AS (SELECT w.term, array(SELECT lexeme FROM "
+    "unnest(to_tsvector('kgsearch', w.term)) ORDER BY positions[1]) AS lexemes "
+    "FROM unnest(%%s::text[]) AS w(term)) "
+    "SELECT w.term, w.lexemes, array(SELECT %s FROM unnest(w.lexemes) WITH ORDINALITY "
+    "AS l(x, i) ORDER BY l.i) AS counts FROM w"
+)
 
 
 def _estimated_df(share: float, rows: int) -> int:
@@ -385,28 +389,19 @@ class LexicalStats:
             known.update(found)
             self._remember(project, kind, sorted(counted), None, started)
         elif missing:
-            # on a large kind a common lexeme is not counted here: its share of the rows
-            # comes from the column statistics, read by the same statement (a thousand
-            # lexemes sent as a parameter cost more than the lookup)
-            # planned once per connection (a generic plan): planning the pg_stats view
-            # for each call took most of the statement's time (1.7 of 2 ms on the sample
-            # graph), and the plan (index probes) does not depend on the parameters
-            rows = db.all_with(
-                _GENERIC_PLAN if self.column_stats and not db.held_here else {},
-                f"WITH s AS ({_COMMON_ELEMS if self.column_stats else _NO_COMMON_ELEMS}), "
-                "w AS (SELECT w.term, array(SELECT lexeme FROM "
-                "unnest(to_tsvector('kgsearch', w.term)) ORDER BY positions[1]) AS lexemes "
-                "FROM unnest(%s::text[]) AS w(term)), "
-                "l AS (SELECT w.term, l.i, l.x, (SELECT s.f[array_position(s.e, l.x)] FROM s) "
-                "AS share FROM w, unnest(w.lexemes) WITH ORDINALITY AS l(x, i)) "
-                "SELECT w.term, w.lexemes, array(SELECT CASE WHEN l.share IS NOT NULL "
-                f"THEN -l.share::float8 ELSE {_count_sql(kind, _LEXEME)}::float8 END "
-                "FROM l WHERE l.term = w.term ORDER BY l.i) AS counts FROM w",
-                (n > _SYNC_ROWS, db.schema, kind.table, missing, project, cap),
-            )
+            # stemmed and counted in one statement; on a large kind a lexeme in the
+            # column statistics (:meth:`common`, read every few minutes) takes its share
+            # of the rows from there instead of its count. Joining the pg_stats view in
+            # this statement (a thousand lexemes sent as a parameter cost more) took
+            # most of its time planning the view (1.7 of 2 ms on the sample graph), or
+            # a session setting for a generic plan, set and undone around it (two more
+            # round trips); a new term's common lexeme is now counted, up to the cap,
+            # the first time it is met
+            rows = db.all(_STEM_AND_COUNT % _count_sql(kind, _LEXEME), (missing, project, cap))
+            shares = self.common(db, kind) if n > _SYNC_ROWS else {}
             found = {r["term"]: tuple(r["lexemes"] or ()) for r in rows}
             counted = {
-                (x, False, int(c) if c >= 0 else _estimated_df(-float(c), n))
+                (x, False, _estimated_df(shares[x], n) if x in shares else int(c))
                 for r in rows
                 for x, c in zip(r["lexemes"] or (), r["counts"] or (), strict=True)
             }
