@@ -111,7 +111,7 @@ def test_writes_make_a_large_kind_s_figures_read_again_at_most_every_few_seconds
 ) -> None:
     # each write makes every figure stale; on a large kind searches go on with them and
     # one background refresh reads them again, not one per write (it reads every row)
-    monkeypatch.setattr(lexical, "_SYNC_ROWS", 50)  # 152 rows count as a large kind
+    monkeypatch.setattr(lexical, "_LAG_ROWS", 50)  # 152 rows: read again in the background
     monkeypatch.setattr(lexical, "_REFRESH_SECONDS", 2.0)
     reads: list[Kind] = []
     real = lexical.LexicalStats._read_table

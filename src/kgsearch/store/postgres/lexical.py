@@ -39,6 +39,12 @@ _STATS_TTL_SECONDS = 300.0
 _EMPTY_TTL_SECONDS = 2.0
 # Kinds of up to this many rows have stale figures read again before scoring.
 _SYNC_ROWS = 10_000
+# Kinds of up to this many rows have figures a write made stale read again before the
+# next search scores (a count of a few thousand short rows); a larger kind's are read
+# in the background, at most every _REFRESH_SECONDS: on the sample graph's 9,000
+# objects a count of every row's length after each write took about a fifth of
+# PostgreSQL's CPU under REST load with 10 writes a second.
+_LAG_ROWS = 2_000
 # On larger kinds a first count stops here (exact figures follow in the background).
 _DF_CAP = 5_000
 # A (project, kind)'s stale figures are read again in the background at most this often:
@@ -118,7 +124,7 @@ class LexicalStats:
 
     A figure is read again once it is ``_STATS_TTL_SECONDS`` old, or after the store's
     own writes (:meth:`clear` marks every figure read before it stale). On a kind of up
-    to ``_SYNC_ROWS`` rows the query that finds a stale figure reads it again itself (a
+    to ``_LAG_ROWS`` rows the query that finds a stale figure reads it again itself (a
     cheap count, so small stores score exactly as SQLite does after each write); on a
     larger one the stale figure is used and read again by one background thread, so
     neither writes nor the five-minute expiry make a search wait for full counts. That
@@ -188,7 +194,7 @@ class LexicalStats:
         ttl = _STATS_TTL_SECONDS if cached is None or cached[1][0] else _EMPTY_TTL_SECONDS
         if cached is not None and self._fresh(cached[0], now, ttl):
             return cached[1]
-        if cached is not None and cached[1][0] > _SYNC_ROWS:
+        if cached is not None and cached[1][0] > _LAG_ROWS:
             self._refresh_later(db, project, kind)
             return cached[1]
         return self._read_table_once(db, project, kind)
@@ -234,7 +240,7 @@ class LexicalStats:
         missing: list[str] = []
         stale: list[tuple[str, bool]] = []
         with self._lock:
-            large = (self._tables.get((project, kind)) or (0.0, (0, 0.0)))[1][0] > _SYNC_ROWS
+            large = (self._tables.get((project, kind)) or (0.0, (0, 0.0)))[1][0] > _LAG_ROWS
             for x in lexemes:
                 cached = self._df.get((project, kind, x, x in prefixed))
                 fresh = cached is not None and self._fresh(cached[0], now)
