@@ -70,12 +70,13 @@ _NO_COMMON_ELEMS = (
 
 # A lexeme (``\\w`` characters only, as the stored words are) as a ``tsquery``.
 _LEXEME = "quote_literal(l.x)::tsquery"
-# The lexemes of each term in order and their counts (the count is written in: parameters
-# terms, then the count's).
+# The lexemes of each term in order and their counts (the terms and the count are written
+# in: parameters terms, then the count's). Off Citus the terms are a subquery's value, so
+# that the prepared statement keeps its generic plan (see reads._ONCE_PLANNED).
 _STEM_AND_COUNT = (
     "WITH w AS (SELECT w.term, array(SELECT lexeme FROM "
     "unnest(to_tsvector('kgsearch', w.term)) ORDER BY positions[1]) AS lexemes "
-    "FROM unnest(%%s::text[]) AS w(term)) "
+    "FROM unnest(%s) AS w(term)) "
     "SELECT w.term, w.lexemes, array(SELECT %s FROM unnest(w.lexemes) WITH ORDINALITY "
     "AS l(x, i) ORDER BY l.i) AS counts FROM w"
 )
@@ -403,7 +404,10 @@ class LexicalStats:
             # a session setting for a generic plan, set and undone around it (two more
             # round trips); a new term's common lexeme is now counted, up to the cap,
             # the first time it is met
-            rows = db.all(_STEM_AND_COUNT % _count_sql(kind, _LEXEME), (missing, project, cap))
+            terms_sql = "(SELECT %s::text[])::text[]" if self.column_stats else "%s::text[]"
+            rows = db.all(
+                _STEM_AND_COUNT % (terms_sql, _count_sql(kind, _LEXEME)), (missing, project, cap)
+            )
             shares = self.common(db, kind) if n > _SYNC_ROWS else {}
             found = {r["term"]: tuple(r["lexemes"] or ()) for r in rows}
             counted = {
