@@ -5,8 +5,8 @@ Statements outside a transaction borrow a pooled connection in autocommit mode; 
 connection, and nested calls join it (as the SQLite store's connection does). The
 connection also reads the store's ``meta`` table, remembering values for a moment
 outside transactions, since every search needs the vectors' dims. Every cursor reports
-its statements to the calling thread's tracer (see :mod:`kgsearch.store.tracing`), so
-statements run on a transaction's own connection are heard too.
+its statements to the calling thread's tracer (:class:`~kgsearch.store.postgres.cursor.
+TracedCursor`), so statements run on a transaction's own connection are heard too.
 """
 
 from __future__ import annotations
@@ -15,29 +15,30 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any, Self, cast
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from kgsearch.errors import ConfigError, Conflict, InvalidRequest, KgsearchError, StoreError
 from kgsearch.model import Kind
 from kgsearch.store.common import pg_conflict, store_failure
 from kgsearch.store.postgres.sql import clean
-from kgsearch.store.tracing import active, note, report
+from kgsearch.store.tracing import active, note
 
 try:
     import psycopg
     from pgvector.psycopg import register_vector
     from psycopg import errors as pg_errors
     from psycopg import sql as pg_sql
-    from psycopg.abc import Params, Query, QueryNoTemplate
-    from psycopg.rows import Row, dict_row
+    from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ConfigError(
         "the PostgreSQL store needs the 'postgres' extra: pip install 'kgsearch[postgres]'"
     ) from exc
+
+from kgsearch.store.postgres.cursor import TracedCursor
 
 __all__ = [
     "BUILD_MEMORY",
@@ -238,53 +239,6 @@ def _checked(name: str) -> str:
 def _set(name: str, value: str) -> pg_sql.Composable:
     """``SET name = 'value'`` for the session."""
     return pg_sql.SQL("SET {} = {}").format(pg_sql.SQL(_checked(name)), pg_sql.Literal(value))
-
-
-class TracedCursor(psycopg.Cursor[Row]):
-    """A cursor that reports each statement and its parameters to the calling thread's
-    tracer before running it (nothing is reported, or copied, when none listens)."""
-
-    def execute(
-        self,
-        query: Query,
-        params: Params | None = None,
-        *,
-        prepare: bool | None = None,
-        binary: bool | None = None,
-    ) -> Self:
-        """Run one statement (see :meth:`psycopg.Cursor.execute`)."""
-        if active():
-            report(self._text(query), _listed(params))
-        # the base class takes template strings only without parameters (an overload);
-        # it checks that itself, so the call is passed on as it came
-        return super().execute(cast(QueryNoTemplate, query), params, prepare=prepare, binary=binary)
-
-    def executemany(
-        self, query: Query, params_seq: Iterable[Params], *, returning: bool = False
-    ) -> None:
-        """Run one statement per parameter row (see :meth:`psycopg.Cursor.executemany`)."""
-        if active():
-            params_seq = list(params_seq)
-            report(self._text(query), [_listed(p) for p in params_seq])
-        super().executemany(query, params_seq, returning=returning)
-
-    def _text(self, query: Query) -> str:
-        if isinstance(query, str):
-            return query
-        if isinstance(query, bytes):
-            return query.decode("utf-8", "replace")
-        if isinstance(query, pg_sql.Composable):
-            return query.as_string(self)
-        return str(query)
-
-
-def _listed(params: Params | None) -> Sequence[Any]:
-    """Parameters as a sequence (named parameters as one mapping in a list)."""
-    if params is None:
-        return ()
-    if isinstance(params, Sequence):
-        return params
-    return [dict(params)]
 
 
 class Connection:
