@@ -84,7 +84,9 @@ def test_connections_search_with_the_configured_beam_and_widen_it_for_larger_lim
     pg_factory: Any,
 ) -> None:
     store = PostgresStore(
-        pg_factory.postgres_store_url() + "&ef_search=10", index_min_rows=50, exact_max_rows=0
+        pg_factory.postgres_store_url() + "&ef_search=10&pool_size=1",
+        index_min_rows=50,
+        exact_max_rows=0,
     )
     pg_factory.track(store)
     fill(store, 200)
@@ -96,8 +98,11 @@ def test_connections_search_with_the_configured_beam_and_widen_it_for_larger_lim
     # (or fall back to the exact scan), never come back short
     hits = store.vector_search("default", Kind.OBJECT, query, limit=40)
     assert len(hits) == 40
-    assert store.db.one("SHOW hnsw.ef_search") == row  # SET LOCAL did not leak
-    assert len(store.vector_search("default", Kind.OBJECT, query, limit=10)) == 10
+    # the wider beam stays in the session only until the next walk names its own
+    log = _Log()
+    assert len(store.vector_search("default", Kind.OBJECT, query, limit=10, trace=log)) == 10
+    assert log.settings() == {}  # the connection's own beam
+    assert store.db.one("SHOW hnsw.ef_search") == row
 
 
 def test_a_store_from_before_halfvec_is_migrated_with_its_index_and_answers_alike(
@@ -237,7 +242,7 @@ def test_iterative_scans_only_where_the_conditions_drop_many_indexed_rows(
     pg_factory: Any,
 ) -> None:
     url = pg_factory.postgres_store_url()
-    store = PostgresStore(url, index_min_rows=50, exact_max_rows=0)
+    store = PostgresStore(url + "&pool_size=1", index_min_rows=50, exact_max_rows=0)
     pg_factory.track(store)
     fill(store, 200)
     store.db.execute("ANALYZE objects")
@@ -258,6 +263,9 @@ def test_iterative_scans_only_where_the_conditions_drop_many_indexed_rows(
     )
     assert len(hits) == 8
     assert rare.settings().get("hnsw.iterative_scan") == "relaxed_order"
+    # the session keeps it until the next walk, which names its own scan
+    assert store.db.one("SHOW hnsw.iterative_scan") == {"hnsw.iterative_scan": "relaxed_order"}
+    assert len(store.vector_search("default", Kind.OBJECT, query, limit=10)) == 10
     assert store.db.one("SHOW hnsw.iterative_scan") == {"hnsw.iterative_scan": "off"}
     # a small project beside a large one: its unfiltered leg walks iteratively too, and
     # finds its rows although the large project's are the index's nearest
@@ -288,12 +296,12 @@ def test_each_kind_walks_its_own_beam_unless_the_url_sets_one(pg_factory: Any) -
     heard = {kind: _Log() for kind in (Kind.OBJECT, Kind.RELATIONSHIP)}
     for kind, log in heard.items():
         assert len(store.vector_search("default", kind, query, limit=10, trace=log)) == 10
-    # objects walk the connection's beam; relationships set theirs for one statement
+    # objects walk the connection's beam; relationships name theirs (the session keeps
+    # it until a walk names another)
     assert heard[Kind.OBJECT].settings() == {}
     assert heard[Kind.RELATIONSHIP].settings() == {
         "hnsw.ef_search": str(EF_SEARCH[Kind.RELATIONSHIP])
     }
-    assert store.db.one("SHOW hnsw.ef_search") == {"hnsw.ef_search": str(EF_SEARCH[Kind.OBJECT])}
     one_beam = PostgresStore(url + "&ef_search=64", index_min_rows=50, exact_max_rows=0)
     pg_factory.track(one_beam)
     log = _Log()
@@ -358,8 +366,9 @@ def test_pooled_connections_compile_no_statement(pg_factory: Any) -> None:
 
 
 def test_settings_given_to_one_statement_are_undone_for_the_next(pg_factory: Any) -> None:
-    # one pooled connection: a leg's settings stay in its session until a statement
-    # wanting others (or the connection's own) takes it
+    # one pooled connection: a statement's settings stay in its session until a
+    # statement wanting others (or the connection's own) takes it; those of a vector
+    # walk stay until a statement names them (every walk names them)
     store = PostgresStore(pg_factory.postgres_store_url() + "&pool_size=1")
     pg_factory.track(store)
     show = (
@@ -367,13 +376,14 @@ def test_settings_given_to_one_statement_are_undone_for_the_next(pg_factory: Any
         "current_setting('random_page_cost') AS cost, current_setting('jit') AS jit"
     )
     own = store.db.one(show)
-    assert own is not None and own["ef"] == str(EF_SEARCH[Kind.OBJECT])
+    assert own == {"ef": str(EF_SEARCH[Kind.OBJECT]), "cost": "1.1", "jit": "off"}
     wanted = {"hnsw.ef_search": "64", "random_page_cost": "1.25", "jit": "on"}
     assert store.db.all_with(wanted, show) == [{"ef": "64", "cost": "1.25", "jit": "on"}]
     assert store.db.all_with({"hnsw.ef_search": "80"}, show) == [
-        {"ef": "80", "cost": own["cost"], "jit": "off"}
+        {"ef": "80", "cost": "1.1", "jit": "off"}
     ]
-    assert store.db.one(show) == own
+    assert store.db.one(show) == {**own, "ef": "80"}
+    assert store.db.all_with({"hnsw.ef_search": own["ef"]}, show) == [own]
     store.db.all_with(wanted, show)
     with store.db.transaction():  # a transaction starts from the connection's own too
         assert store.db.one(show) == own

@@ -5,8 +5,8 @@ Statements outside a transaction borrow a pooled connection in autocommit mode; 
 connection, and nested calls join it (as the SQLite store's connection does). The
 connection also reads the store's ``meta`` table, remembering values for a moment
 outside transactions, since every search needs the vectors' dims. Every cursor reports
-its statements to the calling thread's tracer (see :mod:`kgsearch.store.tracing`), so
-statements run on a transaction's own connection are heard too.
+its statements to the calling thread's tracer (:class:`~kgsearch.store.postgres.cursor.
+TracedCursor`), so statements run on a transaction's own connection are heard too.
 """
 
 from __future__ import annotations
@@ -15,29 +15,30 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any, Self, cast
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from kgsearch.errors import ConfigError, Conflict, InvalidRequest, KgsearchError, StoreError
 from kgsearch.model import Kind
 from kgsearch.store.common import pg_conflict, store_failure
 from kgsearch.store.postgres.sql import clean
-from kgsearch.store.tracing import active, note, report
+from kgsearch.store.tracing import active, note
 
 try:
     import psycopg
     from pgvector.psycopg import register_vector
     from psycopg import errors as pg_errors
     from psycopg import sql as pg_sql
-    from psycopg.abc import Params, Query, QueryNoTemplate
-    from psycopg.rows import Row, dict_row
+    from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ConfigError(
         "the PostgreSQL store needs the 'postgres' extra: pip install 'kgsearch[postgres]'"
     ) from exc
+
+from kgsearch.store.postgres.cursor import TracedCursor
 
 __all__ = [
     "BUILD_MEMORY",
@@ -157,6 +158,12 @@ _MAX_SCAN_TUPLES = 20_000
 # A run-time setting's name as the store writes them (``hnsw.ef_search``); the value
 # is always sent as a literal.
 _SETTING_NAME = re.compile(r"[a-z_]+(\.[a-z_]+)?")
+# Settings a statement of :meth:`Connection.all_with` may leave in a pooled session for
+# statements that do not name them: they change only how a vector index is walked, and
+# every statement walking one names each of them (search.py). Undoing them for the next
+# statement, then setting them again for the next vector leg, cost a round trip each,
+# about six a search on the sample graph (objects and relationships walk other beams).
+_LEG_SETTINGS = frozenset({"hnsw.ef_search", "hnsw.iterative_scan", "ivfflat.iterative_scan"})
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -234,53 +241,6 @@ def _set(name: str, value: str) -> pg_sql.Composable:
     return pg_sql.SQL("SET {} = {}").format(pg_sql.SQL(_checked(name)), pg_sql.Literal(value))
 
 
-class TracedCursor(psycopg.Cursor[Row]):
-    """A cursor that reports each statement and its parameters to the calling thread's
-    tracer before running it (nothing is reported, or copied, when none listens)."""
-
-    def execute(
-        self,
-        query: Query,
-        params: Params | None = None,
-        *,
-        prepare: bool | None = None,
-        binary: bool | None = None,
-    ) -> Self:
-        """Run one statement (see :meth:`psycopg.Cursor.execute`)."""
-        if active():
-            report(self._text(query), _listed(params))
-        # the base class takes template strings only without parameters (an overload);
-        # it checks that itself, so the call is passed on as it came
-        return super().execute(cast(QueryNoTemplate, query), params, prepare=prepare, binary=binary)
-
-    def executemany(
-        self, query: Query, params_seq: Iterable[Params], *, returning: bool = False
-    ) -> None:
-        """Run one statement per parameter row (see :meth:`psycopg.Cursor.executemany`)."""
-        if active():
-            params_seq = list(params_seq)
-            report(self._text(query), [_listed(p) for p in params_seq])
-        super().executemany(query, params_seq, returning=returning)
-
-    def _text(self, query: Query) -> str:
-        if isinstance(query, str):
-            return query
-        if isinstance(query, bytes):
-            return query.decode("utf-8", "replace")
-        if isinstance(query, pg_sql.Composable):
-            return query.as_string(self)
-        return str(query)
-
-
-def _listed(params: Params | None) -> Sequence[Any]:
-    """Parameters as a sequence (named parameters as one mapping in a list)."""
-    if params is None:
-        return ()
-    if isinstance(params, Sequence):
-        return params
-    return [dict(params)]
-
-
 class Connection:
     """A pool of connections to one database, scoped to one schema.
 
@@ -319,6 +279,7 @@ class Connection:
             weakref.WeakKeyDictionary()
         )
         self._changed_lock = threading.Lock()
+        self._own = self._defaults()
         # called after each outermost transaction commits (the store marks its cached
         # figures stale again: a search may have read them while the write was open)
         self.after_commit: Callable[[], None] | None = None
@@ -355,6 +316,10 @@ class Connection:
             "hnsw.iterative_scan": "off",
             "hnsw.max_scan_tuples": str(_MAX_SCAN_TUPLES),
             "ivfflat.iterative_scan": "off",
+            # the store's tables and indexes are read from memory (or SSD): an index
+            # page costs about what a table page does, so exact vector scans read their
+            # covering index alone (schema m013) instead of the whole table
+            "random_page_cost": "1.1",
             # no JIT compilation: it pays off for long analytic queries, while a
             # store's statement takes milliseconds and compiling takes tens of them
             # (none of the sample graph's statements costs the 100,000 that turn it on
@@ -369,7 +334,7 @@ class Connection:
                 [
                     pg_sql.SQL(f"SET search_path TO {path}, public"),
                     pg_sql.SQL("SET TIME ZONE 'UTC'"),
-                    *(_set(name, value) for name, value in self._defaults().items()),
+                    *(_set(name, value) for name, value in self._own.items()),
                 ]
             )
         )
@@ -413,7 +378,7 @@ class Connection:
             return
         try:
             with self.pool.connection() as conn:
-                self._ensure(conn, {})
+                self._ensure(conn, {}, strict=True)
                 self._local.conn = conn
                 try:
                     with conn.transaction():
@@ -467,8 +432,9 @@ class Connection:
     ) -> list[dict[str, Any]]:
         """Run a query with run-time settings of its own, every row as a dict. Outside a
         transaction they go into the pooled connection's session (one ``SET``, none when
-        it has them) and are undone for the next statement that takes it (:meth:`_ensure`);
-        inside one, and on Citus, as ``SET LOCAL`` (:meth:`set_local`), ending with the
+        it has them) and are undone for the next statement that takes it, but for the
+        vector-walk settings, kept until a statement names them (:meth:`_ensure`); inside
+        one, and on Citus, as ``SET LOCAL`` (:meth:`set_local`), ending with the
         transaction."""
         if not settings:
             return self.all(sql, params)
@@ -477,9 +443,11 @@ class Connection:
             # has them already) and keeps them until a statement wanting others takes
             # it: a pipelined transaction per statement cost more client CPU than the
             # statement (2 ms a search on the sample graph)
-            if active():  # heard whether or not the session had them already
+            if active():  # heard whether or not the session had them already (those
+                # that are the connection's own go unsaid)
                 for name, value in settings.items():
-                    note(f"setting {name} = {value}")
+                    if self._own.get(name) != value:
+                        note(f"setting {name} = {value}")
             with self._connection(settings) as conn:
                 try:
                     return conn.execute(sql, params).fetchall()
@@ -517,18 +485,27 @@ class Connection:
                 pg_sql.SQL("SET LOCAL {} = {}").format(pg_sql.SQL(name), pg_sql.Literal(value))
             )
 
-    def _ensure(self, conn: psycopg.Connection[Any], settings: Mapping[str, str]) -> None:
+    def _ensure(
+        self, conn: psycopg.Connection[Any], settings: Mapping[str, str], *, strict: bool = False
+    ) -> None:
         """Give a pooled connection's session ``settings``, and the connection's own
         value (:meth:`_defaults`, else the server's) for each setting an earlier
-        statement changed, in one round trip; none when it has them already.
+        statement changed, in one round trip; none when it has them already. Unless
+        ``strict`` (a transaction), the vector-walk settings of :data:`_LEG_SETTINGS` an
+        earlier statement left are kept unless ``settings`` names them.
 
         Raises:
             StoreError: A setting's name is not one (or a driver error, wrapped).
         """
-        defaults = self._defaults()
-        wanted = {k: v for k, v in settings.items() if defaults.get(k) != v}
+        defaults = self._own
         with self._changed_lock:
             changed = self._changed.get(conn, {})
+        if strict:
+            wanted = {}
+        else:  # a value not known to be the session's ("?") is set again
+            wanted = {k: v for k, v in changed.items() if k in _LEG_SETTINGS and v != "?"}
+        wanted.update(settings)
+        wanted = {k: v for k, v in wanted.items() if defaults.get(k) != v}
         if changed == wanted:
             return
         statements: list[pg_sql.Composable] = []

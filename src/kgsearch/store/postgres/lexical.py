@@ -39,8 +39,19 @@ _STATS_TTL_SECONDS = 300.0
 _EMPTY_TTL_SECONDS = 2.0
 # Kinds of up to this many rows have stale figures read again before scoring.
 _SYNC_ROWS = 10_000
+# Kinds of up to this many rows have figures a write made stale read again before the
+# next search scores (a count of a few thousand short rows); a larger kind's are read
+# in the background, at most every _REFRESH_SECONDS: on the sample graph's 9,000
+# objects a count of every row's length after each write took about a fifth of
+# PostgreSQL's CPU under REST load with 10 writes a second.
+_LAG_ROWS = 2_000
 # On larger kinds a first count stops here (exact figures follow in the background).
 _DF_CAP = 5_000
+# A (project, kind)'s stale figures are read again in the background at most this often:
+# under steady writes (each makes every figure stale) the refresh, whose row count reads
+# the whole kind, ran back to back (REST on the sample graph with 10 writes a second:
+# about a fifth of PostgreSQL's CPU).
+_REFRESH_SECONDS = 5.0
 
 
 # The tsv column's common lexemes and their shares, from its statistics (parameters:
@@ -57,13 +68,18 @@ _NO_COMMON_ELEMS = (
     "FROM (VALUES (%s::bool, %s::text, %s::text)) AS v(w, s, t) WHERE false"
 )
 
-# Settings of the statement that stems and counts new query terms: psycopg prepares a
-# statement after its fifth run on a connection, and a prepared statement planned
-# generically is not planned again.
-_GENERIC_PLAN = {"plan_cache_mode": "force_generic_plan"}
-
 # A lexeme (``\\w`` characters only, as the stored words are) as a ``tsquery``.
-_LEXEME = "quote_literal(x)::tsquery"
+_LEXEME = "quote_literal(l.x)::tsquery"
+# The lexemes of each term in order and their counts (the terms and the count are written
+# in: parameters terms, then the count's). Off Citus the terms are a subquery's value, so
+# that the prepared statement keeps its generic plan (see reads._ONCE_PLANNED).
+_STEM_AND_COUNT = (
+    "WITH w AS (SELECT w.term, array(SELECT lexeme FROM "
+    "unnest(to_tsvector('kgsearch', w.term)) ORDER BY positions[1]) AS lexemes "
+    "FROM unnest(%s) AS w(term)) "
+    "SELECT w.term, w.lexemes, array(SELECT %s FROM unnest(w.lexemes) WITH ORDINALITY "
+    "AS l(x, i) ORDER BY l.i) AS counts FROM w"
+)
 
 
 def _estimated_df(share: float, rows: int) -> int:
@@ -108,12 +124,15 @@ class LexicalStats:
     kept warm.
 
     A figure is read again once it is ``_STATS_TTL_SECONDS`` old, or after the store's
-    own writes (:meth:`clear` marks every figure stale). On a kind of up to
-    ``_SYNC_ROWS`` rows the query that finds a stale figure reads it again itself (a
+    own writes (:meth:`clear` marks every figure read before it stale). On a kind of up
+    to ``_LAG_ROWS`` rows the query that finds a stale figure reads it again itself (a
     cheap count, so small stores score exactly as SQLite does after each write); on a
     larger one the stale figure is used and read again by one background thread, so
-    neither writes nor the five-minute expiry make a search wait for full counts
-    (figures may lag a write by one refresh, as SQLite's lag a tenth of the rows).
+    neither writes nor the five-minute expiry make a search wait for full counts. That
+    thread reads the row count again and the frequencies of the lexemes searched while
+    stale (not every lexeme ever searched), each (project, kind) at most every
+    ``_REFRESH_SECONDS``: figures may lag a write by that long and one refresh, as
+    SQLite's lag a tenth of the rows.
     Zero document frequencies are never cached, so a word that appears elsewhere is
     always found; an empty kind is remembered for ``_EMPTY_TTL_SECONDS`` (vector legs
     skip it too, see ``search.py``)."""
@@ -131,9 +150,17 @@ class LexicalStats:
         self.stems: dict[str, tuple[str, ...]] = {}
         # per kind: (when read, the tsv column's common lexemes → share of rows)
         self._common: dict[Kind, tuple[float, dict[str, float]]] = {}
+        # figures whose read began before this moment are stale (the last write's)
+        self._stale_before = -math.inf
         # (project, kind) pairs a background refresh is due for, and whether one runs
         self._due: set[tuple[str, Kind]] = set()
         self._refreshing = False
+        # per (project, kind): when its last background refresh began, and the lexemes
+        # (with whether as a prefix) searched with a stale figure since
+        self._refreshed: dict[tuple[str, Kind], float] = {}
+        self._wanted: dict[tuple[str, Kind], set[tuple[str, bool]]] = {}
+        # per (project, kind): set once the row count a search is reading now is read
+        self._reading: dict[tuple[str, Kind], threading.Event] = {}
         # per thread: whether it wrote since its last commit
         self._written = threading.local()
 
@@ -154,8 +181,11 @@ class LexicalStats:
 
     def _stale(self) -> None:
         with self._lock:
-            self._tables = {k: (-math.inf, v) for k, (_, v) in self._tables.items()}
-            self._df = {k: (-math.inf, v) for k, (_, v) in self._df.items()}
+            self._stale_before = time.monotonic()
+
+    def _fresh(self, at: float, now: float, ttl: float = _STATS_TTL_SECONDS) -> bool:
+        """Whether a figure whose read began at ``at`` is still good at ``now``."""
+        return at > self._stale_before and now - at < ttl
 
     def table(self, db: Connection, project: str, kind: Kind) -> tuple[int, float]:
         """(live rows, mean lexemes per row) of a project's kind."""
@@ -163,12 +193,43 @@ class LexicalStats:
         with self._lock:
             cached = self._tables.get((project, kind))
         ttl = _STATS_TTL_SECONDS if cached is None or cached[1][0] else _EMPTY_TTL_SECONDS
-        if cached is not None and now - cached[0] < ttl:
+        if cached is not None and self._fresh(cached[0], now, ttl):
             return cached[1]
-        if cached is not None and cached[1][0] > _SYNC_ROWS:
+        if cached is not None and cached[1][0] > _LAG_ROWS:
             self._refresh_later(db, project, kind)
             return cached[1]
-        return self._read_table(db, project, kind)
+        return self._read_table_once(db, project, kind)
+
+    def empty(self, db: Connection, project: str, kind: Kind) -> bool:
+        """Whether the project's kind holds no live row (a kind known to hold rows is
+        taken to hold them still, without a read: a search of it finds whatever is left)."""
+        with self._lock:
+            cached = self._tables.get((project, kind))
+        if cached is not None and cached[1][0] > 0:
+            return False
+        return self.table(db, project, kind)[0] == 0
+
+    def _read_table_once(self, db: Connection, project: str, kind: Kind) -> tuple[int, float]:
+        """:meth:`_read_table`, once for the searches that find the figure stale at the same
+        time (after a write, every leg of every search under way did): the others wait
+        for that read and take its figure, unless a write made it stale meanwhile."""
+        key = (project, kind)
+        with self._lock:
+            reading = self._reading.get(key)
+            if reading is None:
+                self._reading[key] = threading.Event()
+        if reading is not None:
+            reading.wait(30.0)
+            with self._lock:
+                cached = self._tables.get(key)
+            if cached is not None and self._fresh(cached[0], time.monotonic()):
+                return cached[1]
+            return self._read_table(db, project, kind)
+        try:
+            return self._read_table(db, project, kind)
+        finally:
+            with self._lock:
+                self._reading.pop(key).set()
 
     def dfs(
         self, db: Connection, project: str, kind: Kind, lexemes: list[str], prefixed: set[str]
@@ -178,16 +239,20 @@ class LexicalStats:
         now = time.monotonic()
         out: dict[str, int] = {}
         missing: list[str] = []
-        stale = False
+        stale: list[tuple[str, bool]] = []
         with self._lock:
-            large = (self._tables.get((project, kind)) or (0.0, (0, 0.0)))[1][0] > _SYNC_ROWS
+            large = (self._tables.get((project, kind)) or (0.0, (0, 0.0)))[1][0] > _LAG_ROWS
             for x in lexemes:
                 cached = self._df.get((project, kind, x, x in prefixed))
-                if cached is not None and (large or now - cached[0] < _STATS_TTL_SECONDS):
+                fresh = cached is not None and self._fresh(cached[0], now)
+                if cached is not None and (large or fresh):
                     out[x] = cached[1]
-                    stale = stale or now - cached[0] >= _STATS_TTL_SECONDS
+                    if not fresh:
+                        stale.append((x, x in prefixed))
                 else:
                     missing.append(x)
+            if stale:
+                self._wanted.setdefault((project, kind), set()).update(stale)
         if stale:
             self._refresh_later(db, project, kind)
         if missing:
@@ -235,9 +300,11 @@ class LexicalStats:
         length is the refresh's dearest read)."""
         with self._lock:
             cached = self._tables.get((project, kind))
-        return cached is None or time.monotonic() - cached[0] >= _STATS_TTL_SECONDS
+            return cached is None or not self._fresh(cached[0], time.monotonic())
 
     def _read_table(self, db: Connection, project: str, kind: Kind) -> tuple[int, float]:
+        # a figure is as old as its read's start: a write committed meanwhile makes it stale
+        started = time.monotonic()
         row = db.one(
             f"SELECT count(*) AS n, coalesce(avg(length(tsv)), 0) AS avgdl FROM {kind.table} "
             "WHERE project = %s AND deleted_at IS NULL",
@@ -245,7 +312,7 @@ class LexicalStats:
         )
         figure = (int(row["n"]), float(row["avgdl"])) if row else (0, 0.0)
         with self._lock:  # an empty kind for a moment only (_EMPTY_TTL_SECONDS)
-            self._tables[(project, kind)] = (time.monotonic(), figure)
+            self._tables[(project, kind)] = (started, figure)
         return figure
 
     def _read_dfs(
@@ -256,9 +323,12 @@ class LexicalStats:
         words: list[tuple[str, bool]],
         cap: int | None = None,
     ) -> dict[str, int]:
+        started = time.monotonic()
         estimated = self._estimates(db, project, kind, words)
         if estimated:
-            self._remember(project, kind, [(x, False, d) for x, d in estimated.items()], None)
+            self._remember(
+                project, kind, [(x, False, d) for x, d in estimated.items()], None, started
+            )
             words = [(x, prefix) for x, prefix in words if prefix or x not in estimated]
             if not words:
                 return estimated
@@ -274,16 +344,26 @@ class LexicalStats:
             )
             counts = {int(r["i"]) - 1: int(r["n"]) for r in rows}
         counted = self._remember(
-            project, kind, [(x, p, counts.get(i, 0)) for i, (x, p) in enumerate(words)], cap
+            project,
+            kind,
+            [(x, p, counts.get(i, 0)) for i, (x, p) in enumerate(words)],
+            cap,
+            started,
         )
         return {**estimated, **counted}
 
     def _remember(
-        self, project: str, kind: Kind, counts: list[tuple[str, bool, int]], cap: int | None
+        self,
+        project: str,
+        kind: Kind,
+        counts: list[tuple[str, bool, int]],
+        cap: int | None,
+        started: float,
     ) -> dict[str, int]:
-        """Cache read document frequencies (a figure at the cap stale at once, so the
-        background refresh reads it whole) and return them by lexeme."""
-        now = time.monotonic()
+        """Cache document frequencies whose read began at ``started`` (a figure at the
+        cap stale at once, so the background refresh reads it whole) and return them by
+        lexeme."""
+        now = started
         out: dict[str, int] = {}
         with self._lock:
             for x, prefix, n in counts:
@@ -291,6 +371,8 @@ class LexicalStats:
                 if n:  # nor is an absent word: it costs one empty index probe
                     at = -math.inf if cap is not None and n >= cap else now
                     self._df[(project, kind, x, prefix)] = (at, n)
+                    if at == -math.inf:  # read whole by the next refresh
+                        self._wanted.setdefault((project, kind), set()).add((x, prefix))
                 else:
                     self._df.pop((project, kind, x, prefix), None)
         return out
@@ -308,33 +390,28 @@ class LexicalStats:
         with self._lock:
             known = {t: stems for t in terms if (stems := self.stems.get(t)) is not None}
         missing = list(dict.fromkeys(t for t in terms if t not in known))
+        started = time.monotonic()
         if missing and kind.table in self.spread:
             found, counted = self._stem_spread(db, project, kind, missing)
             known.update(found)
-            self._remember(project, kind, sorted(counted), None)
+            self._remember(project, kind, sorted(counted), None, started)
         elif missing:
-            # on a large kind a common lexeme is not counted here: its share of the rows
-            # comes from the column statistics, read by the same statement (a thousand
-            # lexemes sent as a parameter cost more than the lookup)
-            # planned once per connection (a generic plan): planning the pg_stats view
-            # for each call took most of the statement's time (1.7 of 2 ms on the sample
-            # graph), and the plan (index probes) does not depend on the parameters
-            rows = db.all_with(
-                _GENERIC_PLAN if self.column_stats and not db.held_here else {},
-                f"WITH s AS ({_COMMON_ELEMS if self.column_stats else _NO_COMMON_ELEMS}), "
-                "w AS (SELECT w.term, array(SELECT lexeme FROM "
-                "unnest(to_tsvector('kgsearch', w.term)) ORDER BY positions[1]) AS lexemes "
-                "FROM unnest(%s::text[]) AS w(term)), "
-                "l AS (SELECT w.term, l.i, l.x, (SELECT s.f[array_position(s.e, l.x)] FROM s) "
-                "AS share FROM w, unnest(w.lexemes) WITH ORDINALITY AS l(x, i)) "
-                "SELECT w.term, w.lexemes, array(SELECT CASE WHEN l.share IS NOT NULL "
-                f"THEN -l.share::float8 ELSE {_count_sql(kind, _LEXEME)}::float8 END "
-                "FROM l WHERE l.term = w.term ORDER BY l.i) AS counts FROM w",
-                (n > _SYNC_ROWS, db.schema, kind.table, missing, project, cap),
+            # stemmed and counted in one statement; on a large kind a lexeme in the
+            # column statistics (:meth:`common`, read every few minutes) takes its share
+            # of the rows from there instead of its count. Joining the pg_stats view in
+            # this statement (a thousand lexemes sent as a parameter cost more) took
+            # most of its time planning the view (1.7 of 2 ms on the sample graph), or
+            # a session setting for a generic plan, set and undone around it (two more
+            # round trips); a new term's common lexeme is now counted, up to the cap,
+            # the first time it is met
+            terms_sql = "(SELECT %s::text[])::text[]" if self.column_stats else "%s::text[]"
+            rows = db.all(
+                _STEM_AND_COUNT % (terms_sql, _count_sql(kind, _LEXEME)), (missing, project, cap)
             )
+            shares = self.common(db, kind) if n > _SYNC_ROWS else {}
             found = {r["term"]: tuple(r["lexemes"] or ()) for r in rows}
             counted = {
-                (x, False, int(c) if c >= 0 else _estimated_df(-float(c), n))
+                (x, False, _estimated_df(shares[x], n) if x in shares else int(c))
                 for r in rows
                 for x, c in zip(r["lexemes"] or (), r["counts"] or (), strict=True)
             }
@@ -343,7 +420,7 @@ class LexicalStats:
                 if len(self.stems) > 100_000:
                     self.stems.clear()
                 self.stems.update(found)
-            self._remember(project, kind, sorted(counted), cap)
+            self._remember(project, kind, sorted(counted), cap, started)
         wanted = list(dict.fromkeys(x for t in terms for x in known.get(t, ())))
         prefixed = set(known.get(terms[-1], ())[-1:]) if prefix and terms else set()
         return wanted, prefixed, self.dfs(db, project, kind, wanted, prefixed)
@@ -378,13 +455,21 @@ class LexicalStats:
                 if not self._due:
                     self._refreshing = False
                     return
-                project, kind = self._due.pop()
                 now = time.monotonic()
-                words = [
-                    (x, prefix)
-                    for (p, k, x, prefix), (at, _) in self._df.items()
-                    if p == project and k == kind and now - at >= _STATS_TTL_SECONDS
-                ]
+                due = min(self._due, key=lambda k: self._refreshed.get(k, -math.inf))
+                wait = self._refreshed.get(due, -math.inf) + _REFRESH_SECONDS - now
+                if wait <= 0:
+                    self._due.discard(due)
+                    self._refreshed[due] = now
+                    project, kind = due
+                    words = sorted(
+                        (x, prefix)
+                        for x, prefix in self._wanted.pop(due, set())
+                        if not self._fresh(self._df.get((*due, x, prefix), (-math.inf, 0))[0], now)
+                    )
+            if wait > 0:  # the last refresh of every due pair began a moment ago
+                time.sleep(wait)
+                continue
             try:
                 if self._table_stale(project, kind):
                     self._read_table(db, project, kind)

@@ -202,7 +202,7 @@ class PostgresSearch(SearchCore):
         if dims is None:
             return []
         check_dims(query, dims)
-        if self.lexical.table(self.db, project, kind)[0] == 0:
+        if self.lexical.empty(self.db, project, kind):
             return []  # an empty kind (a graph without chunks): no query at all
         where, params = filter_sql(kind, filters)
         base = (
@@ -244,21 +244,19 @@ class PostgresSearch(SearchCore):
                 "SELECT id, coalesce(1 - distance, 0) AS score FROM r ORDER BY distance, seq"
             )
             args = (query, project, *params)
-            settings: dict[str, str] = {}
+            # every walk names its beam and scan mode: a pooled session keeps those of
+            # the last walk on it (see connection._LEG_SETTINGS), set again only when
+            # they differ; Citus's workers see them only as each statement's own
             beam = min(1000, max(self.options.beam(kind), fetch))
-            # not the connection's own beam, or on Citus, whose workers never see the
-            # coordinator's session settings
-            if beam != self.db.ef_search or self.db.workers_follow_settings:
-                settings["hnsw.ef_search"] = str(beam)
+            settings = {"hnsw.ef_search": str(beam)}
             if iterative:
                 note("the conditions drop many indexed rows: iterative index scan")
                 settings["hnsw.iterative_scan"] = "relaxed_order"
                 settings["ivfflat.iterative_scan"] = "relaxed_order"
-            rows = (
-                self.db.all_with(settings, indexed_sql, args)
-                if settings
-                else self.db.all(indexed_sql, args)
-            )
+            elif not self.db.workers_follow_settings:
+                settings["hnsw.iterative_scan"] = "off"
+                settings["ivfflat.iterative_scan"] = "off"
+            rows = self.db.all_with(settings, indexed_sql, args)
             if len(rows) >= limit:
                 return [(r["id"], float(r["score"])) for r in rows[:limit]]
             note(f"the vector index found {len(rows)} of {limit} rows: exact scan")
@@ -271,11 +269,13 @@ class PostgresSearch(SearchCore):
         # table only when it knows index pages to be as cheap to read as the table's
         # (they are cached, as the table is): by default it prices them 4 times dearer.
         # The index holds no ids (a long one would not fit a btree entry): the top rows'
-        # ids are read by their keys afterwards.
+        # ids are read by their keys afterwards. The query vector is made a halfvec once,
+        # by a subquery: in a generic plan (PostgreSQL's after five runs of a prepared
+        # statement, when it costs no more) ``%s::halfvec`` converted it for every row.
         rows = self.db.all_with(
             _EXACT_SCAN,
             "SELECT o.id, coalesce(1 - r.distance, 0) AS score FROM (SELECT t.seq, "
-            f"t.vector <=> %s::halfvec AS distance {base} ORDER BY distance, t.seq "
+            f"t.vector <=> (SELECT %s::halfvec) AS distance {base} ORDER BY distance, t.seq "
             f"LIMIT {int(limit)}) AS r JOIN {kind.table} o ON o.project = %s AND o.seq = r.seq "
             "ORDER BY r.distance, r.seq",
             (query, project, *params, project),
