@@ -348,3 +348,9 @@ def test_postings_hold_fts5s_frequencies_and_lengths(store: SQLiteStore) -> None
     assert postings.stamp == stamp(db, Kind.OBJECT)
     assert postings.n_rows == len(postings.rowids) == 420
     assert postings.nbytes > 0
+
+
+def test_waiting_for_the_indexes_reads_the_postings(store: SQLiteStore) -> None:
+    store.lexical.held.background = True
+    store.wait_for_index("A", Kind.OBJECT)
+    assert _search(store, "A", Kind.OBJECT, "gamma", 5)[1]  # no background read awaited

@@ -378,6 +378,22 @@ class HeldPostings:
         postings = held.postings
         return postings if postings is not None and stamp(db, kind) == postings.stamp else None
 
+    def warm(self, db: Connection, kind: Kind) -> Postings | None:
+        """Read the kind's postings here and now unless fresh ones are held (warm-up:
+        benchmarks, ``wait_for_index``); None inside a write transaction or when the
+        read failed."""
+        if db.in_transaction:
+            return None
+        with self._lock:
+            held = self._held.setdefault(kind, _Held())
+            postings = held.postings
+        if postings is not None and stamp(db, kind) == postings.stamp:
+            return postings
+        with self._lock:
+            held.building = True
+        self._read(held, kind, lambda: db)
+        return held.postings
+
     def _read(self, held: _Held, kind: Kind, reader: Callable[[], Connection]) -> None:
         # a background thread has no caller to raise to: a failure (a store closed
         # under it included) leaves the kind to FTS5 for a while, and is logged
