@@ -43,6 +43,10 @@ class _Notes:
     def held(self) -> bool:
         return any("held postings" in n for n in self.notes)
 
+    @property
+    def in_memory(self) -> bool:
+        return "best rows checked in memory" in self.notes
+
 
 def _text(rng: random.Random) -> str:
     words = rng.choices(_WORDS, k=rng.randint(1, 9))
@@ -354,3 +358,47 @@ def test_waiting_for_the_indexes_reads_the_postings(store: SQLiteStore) -> None:
     store.lexical.held.background = True
     store.wait_for_index("A", Kind.OBJECT)
     assert _search(store, "A", Kind.OBJECT, "gamma", 5)[1]  # no background read awaited
+
+
+def test_a_validity_change_alone_is_seen_at_once(store: SQLiteStore) -> None:
+    """valid_to set on a relationship leaves its text (and the index) as it was: the
+    rows are checked on the table until the postings are read again."""
+    engine = Engine(store)
+    notes = _Notes()
+    hits = store.text_search("A", Kind.RELATIONSHIP, "runs", limit=10, trace=notes)
+    assert notes.in_memory and hits
+    (first,) = store.get_relationships("A", [hits[0][0]])
+    engine.add_relationships(
+        [RelationshipIn(type=first.type, source=first.source_id, target=first.target_id,
+                        valid_to=datetime(2001, 1, 1, tzinfo=UTC),
+                        properties=first.properties)],
+        project="A",
+    )  # fmt: skip
+    assert store.get_relationships("A", [first.id])[0].valid_to is not None
+    after, held = _search(store, "A", Kind.RELATIONSHIP, "runs", 10)
+    assert held and first.id not in [i for i, _ in after]
+    assert after == _oracle(store, "A", Kind.RELATIONSHIP, "runs", 10)
+
+
+def test_a_row_deleted_in_a_write_run_is_not_returned(store: SQLiteStore) -> None:
+    """Inside a write run the index keeps a deleted object's entry (fts_stale): the
+    table decides."""
+    first = _search(store, "A", Kind.OBJECT, "kismet", 3)[0][0][0]
+    with store.write_run():
+        Engine(store).delete("object", [first], project="A")
+        notes = _Notes()
+        hits = store.text_search("A", Kind.OBJECT, "kismet", limit=3, trace=notes)
+        assert notes.held and not notes.in_memory
+        assert first not in [i for i, _ in hits]
+        assert hits == _oracle(store, "A", Kind.OBJECT, "kismet", 3)
+    assert first not in [i for i, _ in _search(store, "A", Kind.OBJECT, "kismet", 3)[0]]
+
+
+def test_unfiltered_rows_are_checked_in_memory_filtered_ones_on_the_table(
+    store: SQLiteStore,
+) -> None:
+    for filters, in_memory in ((None, True), (Filters(object_types=["Film"]), False)):
+        notes = _Notes()
+        store.text_search("A", Kind.OBJECT, "alpha", limit=5, filters=filters, trace=notes)
+        assert notes.held and notes.in_memory is in_memory
+    assert _search(store, "nobody", Kind.OBJECT, "alpha", 5) == ([], True)

@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import numpy as np
 import numpy.typing as npt
@@ -39,7 +40,8 @@ import numpy.typing as npt
 from kgsearch.errors import StoreError
 from kgsearch.model import Filters, Kind
 from kgsearch.store.sqlite.connection import Connection
-from kgsearch.store.sqlite.sql import chunked, filter_sql, placeholders
+from kgsearch.store.sqlite.sql import chunked, filter_sql, iso, placeholders
+from kgsearch.store.tracing import active, note
 
 __all__ = ["HeldPostings", "Matches", "Postings", "checked", "read_postings"]
 
@@ -73,8 +75,108 @@ def _varint(blob: bytes) -> int:
 def stamp(db: Connection, kind: Kind) -> Stamp:
     """FTS5's averages and structure records of the kind's index (changed by every
     committed write to it)."""
-    rows = db.all(f"SELECT block FROM {kind.table}_fts_data WHERE id IN (1, 10) ORDER BY id")
-    return tuple(bytes(r[0]) for r in rows)
+    return state(db, kind)[0]
+
+
+def state(db: Connection, kind: Kind, *, deferrable: bool = False) -> tuple[Stamp, str, bool]:
+    """The index's :func:`stamp`, the kind's epoch (moved by every write to the kind)
+    and, with ``deferrable``, whether rows wait in ``fts_stale`` for their index entries
+    (a write run's deferral: a row deleted meanwhile is still indexed), in one
+    statement."""
+    table = kind.table
+    waiting = f"EXISTS (SELECT 1 FROM fts_stale WHERE tbl = '{table}')" if deferrable else "0"
+    row = db.one(
+        f"SELECT (SELECT block FROM {table}_fts_data WHERE id = 1), "
+        f"(SELECT block FROM {table}_fts_data WHERE id = 10), "
+        f"(SELECT value FROM meta WHERE key = 'epoch:{kind.value}'), {waiting}"
+    )
+    assert row is not None
+    marks = tuple(bytes(v) for v in (row[0], row[1]) if v is not None)
+    return marks, str(row[2]), bool(row[3])
+
+
+@dataclass(frozen=True)
+class Owners:
+    """Whose each indexed row is: its project and id (fixed for a rowid while the index
+    is unchanged) and, for relationships, the validity bounds of the rows that have
+    any, as of the kind's epoch ``epoch``. Read from the table's (project, id) index,
+    the bounds from the rows.
+
+    Attributes:
+        rowids: Rowids, ascending.
+        codes: Each row's project number (``projects``).
+        ids: The rows' ids, UTF-8, one after the other (``offsets`` delimit them).
+        bounds: rowid → (valid_from, valid_to), as stored (ISO-8601 text).
+    """
+
+    rowids: IntArray
+    codes: npt.NDArray[np.int32]
+    projects: dict[str, int]
+    ids: bytes
+    offsets: IntArray
+    bounds: dict[int, tuple[str | None, str | None]]
+    epoch: str
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays and ids."""
+        return self.rowids.nbytes + self.codes.nbytes + len(self.ids) + self.offsets.nbytes
+
+    def owned(self, project: str, rowids: list[int]) -> list[str | None]:
+        """Each row's id when it is the project's and valid now; else None."""
+        code = self.projects.get(project)
+        if code is None or not rowids:
+            return [None] * len(rowids)
+        wanted = np.asarray(rowids, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.rowids, wanted), len(self.rowids) - 1)
+        ok = ((self.rowids[at] == wanted) & (self.codes[at] == code)).tolist()
+        now = (iso(datetime.now(UTC)) or "") if self.bounds else ""
+        out: list[str | None] = []
+        for rowid, index, mine in zip(rowids, at.tolist(), ok, strict=True):
+            bound = self.bounds.get(rowid) if mine and self.bounds else None
+            if bound is not None:  # as filter_sql words "valid now"
+                start, end = bound
+                mine = (start is None or start <= now) and (end is None or end > now)
+            lo, hi = self.offsets[index], self.offsets[index + 1]
+            out.append(self.ids[lo:hi].decode() if mine else None)
+        return out
+
+
+def _read_owners(db: Connection, kind: Kind, epoch: str) -> Owners | None:
+    """The kind's :class:`Owners` (inside the caller's read transaction); None when a
+    bound is not text (then the table checks every row)."""
+    rowids: list[int] = []
+    ids: list[bytes] = []
+    projects: dict[str, int] = {}
+    codes: list[int] = []
+    for batch in db.batches(f"SELECT rowid, CAST(id AS BLOB), project FROM {kind.table}"):
+        for r in batch:
+            rowids.append(r[0])
+            ids.append(bytes(r[1]))
+            codes.append(projects.setdefault(str(r[2]), len(projects)))
+    order = np.argsort(np.asarray(rowids, dtype=np.int64), kind="stable")
+    ordered = [ids[i] for i in order.tolist()]
+    offsets = np.zeros(len(ordered) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, ordered), dtype=np.int64, count=len(ordered)), out=offsets[1:])
+    bounds: dict[int, tuple[str | None, str | None]] = {}
+    if kind is Kind.RELATIONSHIP:
+        for batch in db.batches(
+            "SELECT rowid, valid_from, valid_to FROM relationships "
+            "WHERE valid_from IS NOT NULL OR valid_to IS NOT NULL"
+        ):
+            for r in batch:
+                if not all(v is None or isinstance(v, str) for v in (r[1], r[2])):
+                    return None
+                bounds[int(r[0])] = (r[1], r[2])
+    return Owners(
+        rowids=np.asarray(rowids, dtype=np.int64)[order],
+        codes=np.asarray(codes, dtype=np.int32)[order],
+        projects=projects,
+        ids=b"".join(ordered),
+        offsets=offsets,
+        bounds=bounds,
+        epoch=epoch,
+    )
 
 
 @dataclass(frozen=True)
@@ -92,6 +194,8 @@ class Postings:
         rowids: Each position's rowid, ascending.
         n_rows: FTS5's row count (what its idf counts against).
         avgdl: FTS5's average row length in tokens.
+        owners: The rows' projects and ids (None: the table checks every row).
+        deferrable: Whether the kind's index upkeep can be deferred (``fts_stale``).
         seconds: How long reading and building took.
     """
 
@@ -104,13 +208,15 @@ class Postings:
     rowids: IntArray
     n_rows: int
     avgdl: float
+    owners: Owners | None = None
+    deferrable: bool = False
     seconds: float = 0.0
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the arrays (the token dictionary adds about 100 per token)."""
         arrays = (self.starts, self.rows, self.parts, self.order, self.rowids)
-        return sum(a.nbytes for a in arrays)
+        return sum(a.nbytes for a in arrays) + (self.owners.nbytes if self.owners else 0)
 
     def df(self, token: str) -> int:
         """How many rows hold the token."""
@@ -158,6 +264,8 @@ class Matches:
         only: npt.NDArray[np.int32] | None,
     ) -> None:
         self.postings = postings
+        # the rows' owners, when they answer for now (else the table checks the rows)
+        self.owners: Owners | None = None
         self._slices = slices  # (first posting, end, idf) of each token found
         self._totals = totals  # scores by position (0: not matched); None for one token
         self._only = only  # with an AND: the matching positions (ascending)
@@ -209,17 +317,23 @@ def checked(
     filters: Filters | None,
 ) -> list[tuple[int, str, float]]:
     """(rowid, id, score) of the best ``limit`` matching rows that are the project's,
-    live and pass the filters, best first: the best rows are checked on the table
-    (as the FTS5 path joins them), then four times as many, until enough pass or no
-    row is left."""
+    live and pass the filters, best first: the best rows are checked (by the held
+    owners when nothing but "valid now" filters them, else on the table, as the FTS5
+    path joins them), then four times as many, until enough pass or no row is left."""
     where, params = filter_sql(kind, filters)
+    owners = None if filter_sql(kind, filters, current_only=False)[0] else matches.owners
+    if active():
+        note("best rows checked " + ("in memory" if owners is not None else "on the table"))
     out: list[tuple[int, str, float]] = []
     done, stop = 0, limit
     while len(out) < limit:
         positions, scores = matches.best(stop)
         rowids = matches.postings.rowids[positions[done:]].tolist()
         ids: dict[int, str] = {}
-        for part in chunked(rowids):
+        if owners is not None:  # no filter but "valid now": the held owners answer
+            found = owners.owned(project, rowids)
+            ids = {r: i for r, i in zip(rowids, found, strict=True) if i is not None}
+        for part in chunked(rowids) if owners is None else ():
             ids.update(
                 (int(r[0]), str(r[1]))
                 for r in db.all(
@@ -255,8 +369,10 @@ def read_postings(db: Connection, kind: Kind) -> Postings:
         )
         if not db.in_transaction:
             db.temp_tables.add(f"{table}_i")
+    deferrable = db.one("SELECT 1 FROM sqlite_master WHERE name = 'fts_stale'") is not None
     with db.transaction(immediate=False):
-        marks = stamp(db, kind)
+        marks, epoch, _ = state(db, kind)
+        owners = _read_owners(db, kind, epoch)
         vocab = db.all(f"SELECT term, doc, cnt FROM temp.{table}_r")
         instances = np.fromiter(
             (r[0] for batch in db.batches(f"SELECT doc FROM temp.{table}_i") for r in batch),
@@ -307,6 +423,8 @@ def read_postings(db: Connection, kind: Kind) -> Postings:
         rowids=rowids,
         n_rows=int(n_rows),
         avgdl=float(avgdl),
+        owners=owners,
+        deferrable=deferrable,
         seconds=time.perf_counter() - started,
     )
 
@@ -351,32 +469,45 @@ class HeldPostings:
 
     def fresh(
         self, db: Connection, kind: Kind, reader: Callable[[], Connection]
-    ) -> Postings | None:
-        """The kind's postings if they match its index now; else None, after starting
-        a read when none runs (``reader`` gives the reading thread its connection)."""
+    ) -> tuple[Postings, Owners | None] | None:
+        """The kind's postings if they match its index now, with their owners if those
+        answer for now too; None when stale. A read starts (when none runs and the
+        last ended long enough ago) when either is stale; ``reader`` gives the reading
+        thread its connection."""
         if db.in_transaction:
             return None
         with self._lock:
             held = self._held.setdefault(kind, _Held())
-            postings = held.postings
-        if postings is not None and stamp(db, kind) == postings.stamp:
-            return postings
+        found, current = self._usable(db, kind, held.postings)
+        if current:
+            return found
         with self._lock:
             due = not held.building and time.monotonic() >= held.ready_at
             held.building = held.building or due
-        if not due:
-            return None
-        if self.background:
+        if due and self.background:
             threading.Thread(
-                target=self._read,
-                args=(held, kind, reader),
-                name="kgsearch-held-bm25",
-                daemon=True,
+                target=self._read, args=(held, kind, reader), name="kgsearch-held-bm25", daemon=True
             ).start()
-            return None
-        self._read(held, kind, reader)
-        postings = held.postings
-        return postings if postings is not None and stamp(db, kind) == postings.stamp else None
+        elif due:
+            self._read(held, kind, reader)
+            return self._usable(db, kind, held.postings)[0]
+        return found
+
+    @staticmethod
+    def _usable(
+        db: Connection, kind: Kind, postings: Postings | None
+    ) -> tuple[tuple[Postings, Owners | None] | None, bool]:
+        """(the postings and the owners that answer now, or None; whether reading
+        them again would change nothing)."""
+        if postings is None:
+            return None, False
+        marks, epoch, waiting = state(db, kind, deferrable=postings.deferrable)
+        if marks != postings.stamp:
+            return None, False
+        owners = postings.owners
+        if owners is not None and kind is Kind.RELATIONSHIP and epoch != owners.epoch:
+            return (postings, None), False  # bounds may have moved: the table checks
+        return (postings, None if waiting else owners), True
 
     def warm(self, db: Connection, kind: Kind) -> Postings | None:
         """Read the kind's postings here and now unless fresh ones are held (warm-up:
@@ -386,9 +517,9 @@ class HeldPostings:
             return None
         with self._lock:
             held = self._held.setdefault(kind, _Held())
-            postings = held.postings
-        if postings is not None and stamp(db, kind) == postings.stamp:
-            return postings
+        found, current = self._usable(db, kind, held.postings)
+        if found is not None and current:
+            return found[0]
         with self._lock:
             held.building = True
         self._read(held, kind, lambda: db)

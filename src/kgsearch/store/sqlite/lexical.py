@@ -118,9 +118,10 @@ class LexicalStats:
         words, or of an AND when every word is frequent (as :meth:`plan` matches them).
         None when the postings are not held or stale, or a word is not one index token
         (a phrase to FTS5): FTS5 answers."""
-        postings = self.held.fresh(db, kind, reader)
-        if postings is None:
+        held = self.held.fresh(db, kind, reader)
+        if held is None:
             return None
+        postings, owners = held
         self._setup(db)
         stems = self._stems(db, terms)
         if any(len(stems[t]) != 1 for t in terms):
@@ -130,7 +131,9 @@ class LexicalStats:
         threshold = max(_FREQUENT_FLOOR, int(postings.n_rows * _FREQUENT_SHARE))
         conjunction = len(terms) > 1 and all(df > threshold for df in dfs)
         idfs = [_idf(postings.n_rows, df) for df in dfs]
-        return postings.matches(tokens, idfs, conjunction=conjunction)
+        matches = postings.matches(tokens, idfs, conjunction=conjunction)
+        matches.owners = owners
+        return matches
 
     def _setup(self, db: Connection) -> None:
         """Create the TEMP helper tables on this connection (once per connection)."""
