@@ -12,17 +12,29 @@ and the row count and average length from FTS5's averages record: the same token
 document frequencies and lengths as FTS5's. A query's score is then, word by word in
 the query's order, ``idf * part`` summed per row (:func:`numpy.bincount` adds in that
 order, as FTS5 does), so each score is the very double ``-bm25()`` returns for an OR
-of the words (or an AND: :meth:`Postings.scores`); ties are broken by rowid, as the
-FTS5 path orders them.
+of the words (or an AND: :meth:`Postings.matches`); ties are broken by rowid, as the
+FTS5 path orders them. Only the best rows are ordered (:meth:`Matches.best`: a score
+that ``stop`` rows reach is read off each word's best postings, ``order``, and only
+the rows at or above it are sorted).
+
+The best rows are then checked as the FTS5 path joins them (:func:`checked`): the
+project's, live, passing the filters. With no filter but "valid now" the held
+:class:`Owners` answer (each indexed row's project and id, and the relationships'
+validity bounds); with any other, one statement on the table.
 
 Freshness: the postings are stamped with FTS5's structure and averages records
 (``{table}_fts_data`` rows 10 and 1), which every committed write to the index
-changes (a new segment, its delete markers included). A query reads both (one
-statement) and uses the postings only when they are equal; otherwise FTS5 answers as
-before while a background thread reads the postings again. Rows' projects, liveness
-and filters are not held: the best rows are checked by one statement on the table
-(:func:`checked`), as the FTS5 path joins them. Inside a write transaction FTS5 answers
-(only it sees the transaction's own pending writes).
+changes (a new segment, its delete markers included). A search reads both, with the
+kind's epoch and whether a write run defers index upkeep (one statement,
+:func:`state`), and uses the postings only when the stamp is equal; otherwise FTS5
+answers as before while a background thread reads the postings again (no sooner than
+:data:`_REBUILD_SPACING` times the last read's duration after it). The owners answer
+only while no row waits in ``fts_stale`` (a row deleted in a write run keeps its index
+entry until the run ends) and, for relationships, while the epoch is the one they
+were read at (a new ``valid_to`` leaves the text, so the index, as it was); else the
+table checks the rows, and the postings are read again. Inside a write transaction
+FTS5 answers (only it sees the transaction's own pending writes). Each read is one
+read transaction, so the postings, owners and stamp are of one snapshot.
 """
 
 from __future__ import annotations
@@ -54,10 +66,10 @@ Stamp = tuple[bytes, ...]
 # FTS5's bm25() constants.
 K1 = 1.2
 B = 0.75
-# A background read of the postings starts no sooner than this many times the last
-# read's duration after it ended (a store written to all the time is read again in at
-# most a fifth of the time, and FTS5 answers meanwhile).
 _REBUILD_SPACING = 4.0
+"""A background read of the postings starts no sooner than this many times the last
+read's duration after it ended (a store written to all the time spends at most a fifth
+of a core reading them, and FTS5 answers meanwhile)."""
 # After a failed read, how long FTS5 answers alone before it is tried again.
 _RETRY_SECONDS = 30.0
 

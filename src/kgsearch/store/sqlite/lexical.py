@@ -29,6 +29,14 @@ of frequent words is matched with AND and scored by FTS5 alone.
 
 An earlier form matched ``(rare…) AND (all words…)``; FTS5 scores every phrase of the
 expression, so rare words counted twice and frequent ones barely mattered.
+
+Once a kind's index is held in memory (:mod:`~kgsearch.store.sqlite.held_lexical`,
+:meth:`LexicalStats.held_scores`) a query of single-token words is answered from it
+instead, exactly: FTS5's own score of an OR of every word over every row holding one
+(an AND when every word is frequent, as above), where the plan above re-scores only
+the rows its selective words pick (so a row holding only frequent words, or a query
+whose selective words match nothing, "alpha qqqq", can differ). Prefix queries and
+words the index splits stay with FTS5.
 """
 
 from __future__ import annotations
