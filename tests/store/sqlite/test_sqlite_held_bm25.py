@@ -402,3 +402,22 @@ def test_unfiltered_rows_are_checked_in_memory_filtered_ones_on_the_table(
         store.text_search("A", Kind.OBJECT, "alpha", limit=5, filters=filters, trace=notes)
         assert notes.held and notes.in_memory is in_memory
     assert _search(store, "nobody", Kind.OBJECT, "alpha", 5) == ([], True)
+
+
+def test_the_best_rows_are_a_prefix_of_the_whole_order(store: SQLiteStore) -> None:
+    """Every cut (ties at it included) is the start of all matching rows sorted by
+    score, then position: what lets the table check them round after round."""
+    db = store.db.reader()
+    rng = random.Random(5)
+    for _ in range(60):
+        terms = query_terms(" ".join(rng.sample(_WORDS, rng.randint(1, 4))))
+        matches = store.lexical.held_scores(db, Kind.OBJECT, terms, store.db.reader)
+        assert matches is not None
+        positions, scores = matches.best(10_000)
+        whole = sorted(
+            zip(positions.tolist(), scores.tolist(), strict=True), key=lambda x: (-x[1], x[0])
+        )
+        assert list(zip(positions.tolist(), scores.tolist(), strict=True)) == whole
+        for stop in (1, 2, 5, 17, 64):
+            cut, values = matches.best(stop)
+            assert list(zip(cut.tolist(), values.tolist(), strict=True)) == whole[:stop]

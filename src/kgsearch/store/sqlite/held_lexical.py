@@ -291,13 +291,13 @@ class Matches:
         if self._totals is None:  # one token: its rows (ascending) and scores
             lo, hi, idf = self._slices[0]
             scores = idf * held.parts[lo:hi]
-            if stop < hi - lo:
-                # idf * part keeps the order of the parts: the stop-th best part's score
-                # is the stop-th best score
-                picked = np.flatnonzero(scores >= idf * held.parts[held.order[lo + stop - 1]])
-            else:
-                picked = np.arange(hi - lo)
-            return _first(held.rows[lo:hi][picked].astype(np.int64), scores[picked], stop)
+            if stop >= hi - lo:
+                return _first(held.rows[lo:hi].astype(np.int64), scores, stop)
+            # idf * part keeps the order of the parts: the stop-th best part's score is
+            # the stop-th best score
+            kth = idf * held.parts[held.order[lo + stop - 1]]
+            picked = np.flatnonzero(scores >= kth)
+            return _first(held.rows[lo:hi][picked].astype(np.int64), scores[picked], stop, kth)
         if self._only is not None:  # an AND: the few rows holding every token
             positions = self._only.astype(np.int64)
             return _first(positions, self._totals[positions], stop)
@@ -309,13 +309,24 @@ class Matches:
         )
         if len(heads) < stop:  # every matching row is among them
             return _first(heads.astype(np.int64), self._totals[heads], stop)
-        cut = np.partition(self._totals[heads], len(heads) - stop)[len(heads) - stop]
+        cut = np.sort(self._totals[heads])[len(heads) - stop]
         positions = np.flatnonzero(self._totals >= cut)
         return _first(positions, self._totals[positions], stop)
 
 
-def _first(positions: IntArray, scores: FloatArray, stop: int) -> tuple[IntArray, FloatArray]:
-    """The best ``stop`` of these rows, by score descending then position."""
+def _first(
+    positions: IntArray, scores: FloatArray, stop: int, kth: float | None = None
+) -> tuple[IntArray, FloatArray]:
+    """The best ``stop`` of these rows (``positions`` ascending), by score descending
+    then position: of the rows tied with the stop-th best score (``kth`` when known),
+    only the first are sorted (a frequent word's rows tie by thousands)."""
+    if len(scores) > 4 * stop:
+        if kth is None:  # a sort, not np.partition: slow on many equal values
+            kth = float(np.sort(scores)[len(scores) - stop])
+        above = np.flatnonzero(scores > kth)
+        tied = np.flatnonzero(scores == kth)[: stop - len(above)]
+        keep = np.concatenate([above, tied])
+        positions, scores = positions[keep], scores[keep]
     order = np.lexsort((positions, -scores))[:stop]
     return positions[order], scores[order]
 
