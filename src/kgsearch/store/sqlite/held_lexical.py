@@ -343,8 +343,8 @@ def checked(
     live and pass the filters, best first: the best rows are checked (by the held
     owners when nothing but "valid now" filters them, else on the table, as the FTS5
     path joins them), then four times as many, until enough pass or no row is left."""
-    where, params = filter_sql(kind, filters)
     owners = None if filter_sql(kind, filters, current_only=False)[0] else matches.owners
+    where, params = filter_sql(kind, filters) if owners is None else ("", [])
     if active():
         note("best rows checked " + ("in memory" if owners is not None else "on the table"))
     out: list[tuple[int, str, float]] = []
