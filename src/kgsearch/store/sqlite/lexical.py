@@ -29,6 +29,14 @@ of frequent words is matched with AND and scored by FTS5 alone.
 
 An earlier form matched ``(rare…) AND (all words…)``; FTS5 scores every phrase of the
 expression, so rare words counted twice and frequent ones barely mattered.
+
+Once a kind's index is held in memory (:mod:`~kgsearch.store.sqlite.held_lexical`,
+:meth:`LexicalStats.held_scores`) a query of single-token words is answered from it
+instead, exactly: FTS5's own score of an OR of every word over every row holding one
+(an AND when every word is frequent, as above), where the plan above re-scores only
+the rows its selective words pick (so a row holding only frequent words, or a query
+whose selective words match nothing, "alpha qqqq", can differ). Prefix queries and
+words the index splits stay with FTS5.
 """
 
 from __future__ import annotations
@@ -36,11 +44,12 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kgsearch.model import Kind
 from kgsearch.store.sqlite.connection import Connection
+from kgsearch.store.sqlite.held_lexical import HeldPostings, Matches
 from kgsearch.store.sqlite.sql import fts_query, placeholders
 
 __all__ = ["LexicalStats", "Plan"]
@@ -99,6 +108,7 @@ class LexicalStats:
         self._looked: dict[tuple[str, str], tuple[int, int]] = {}
         self._stem_cache: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
+        self.held = HeldPostings()
 
     def clear(self) -> None:
         """Forget cached frequencies (after writes that may change them a lot)."""
@@ -106,6 +116,32 @@ class LexicalStats:
             self._df.clear()
             self._loaded.clear()
             self._looked.clear()
+        self.held.clear()
+
+    def held_scores(
+        self, db: Connection, kind: Kind, terms: list[str], reader: Callable[[], Connection]
+    ) -> Matches | None:
+        """Every row a query of these words matches, with FTS5's score, from the held
+        postings (:mod:`~kgsearch.store.sqlite.held_lexical`): the BM25 of an OR of the
+        words, or of an AND when every word is frequent (as :meth:`plan` matches them).
+        None when the postings are not held or stale, or a word is not one index token
+        (a phrase to FTS5): FTS5 answers."""
+        held = self.held.fresh(db, kind, reader)
+        if held is None:
+            return None
+        postings, owners = held
+        self._setup(db)
+        stems = self._stems(db, terms)
+        if any(len(stems[t]) != 1 for t in terms):
+            return None
+        tokens = [stems[t][0] for t in terms]
+        dfs = [postings.df(token) for token in tokens]
+        threshold = max(_FREQUENT_FLOOR, int(postings.n_rows * _FREQUENT_SHARE))
+        conjunction = len(terms) > 1 and all(df > threshold for df in dfs)
+        idfs = [_idf(postings.n_rows, df) for df in dfs]
+        matches = postings.matches(tokens, idfs, conjunction=conjunction)
+        matches.owners = owners
+        return matches
 
     def _setup(self, db: Connection) -> None:
         """Create the TEMP helper tables on this connection (once per connection)."""

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from kgsearch.model import Filters, Kind
 from kgsearch.store.search_index import MAX_LIMIT, SearchCore, TextLeg, VectorLeg, check_dims
 from kgsearch.store.sqlite.connection import Connection
+from kgsearch.store.sqlite.held_lexical import checked
 from kgsearch.store.sqlite.lexical import LexicalStats, Plan
 from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, placeholders
 from kgsearch.store.sqlite.vectors import Entry, VectorCache
@@ -242,6 +243,14 @@ class SQLiteSearch(SearchCore):
         # ``lexical.py``)
         project, kind, terms, limit, filters, prefix = leg
         db = self.db.reader()
+        held = None if prefix else self.lexical.held_scores(db, kind, terms, self.db.reader)
+        if held is not None:
+            # the same scores from the index's postings held in memory (held_lexical.py)
+            if active():
+                note(f"BM25 from the held postings of {held.postings.n_rows} rows")
+            return [
+                (id, score) for _, id, score in checked(db, project, kind, held, limit, filters)
+            ]
         if db.one(f"SELECT 1 FROM {kind.table}_fts_docsize LIMIT 1") is None:
             return []  # nothing to match, or nothing indexed (a project without chunks)
         if len(terms) == 1 or prefix:
@@ -315,6 +324,8 @@ class SQLiteSearch(SearchCore):
         return []
 
     def wait_for_index(self, project: str, kind: Kind, timeout: float | None = None) -> bool:
-        """Load the vector cache and wait for its ANN index (benchmarks, warm-up)."""
+        """Load the vector cache and wait for its ANN index, and read the kind's BM25
+        postings (benchmarks, warm-up)."""
+        self.lexical.held.warm(self.db.reader(), kind)
         entry = self.vectors_cache.entry(self.db, project, kind)
         return entry.ann.wait(timeout) if entry.ann is not None else True
