@@ -55,7 +55,7 @@ from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.sqlite.sql import chunked, filter_sql, iso, placeholders
 from kgsearch.store.tracing import active, note
 
-__all__ = ["HeldPostings", "Matches", "Postings", "checked", "read_postings"]
+__all__ = ["HeldPostings", "Matches", "Postings", "checked", "read_postings", "varints"]
 
 _log = logging.getLogger(__name__)
 
@@ -72,6 +72,19 @@ read's duration after it ended (a store written to all the time spends at most a
 of a core reading them, and FTS5 answers meanwhile)."""
 # After a failed read, how long FTS5 answers alone before it is tried again.
 _RETRY_SECONDS = 30.0
+
+
+def varints(blob: bytes) -> list[int]:
+    """The SQLite varints in an FTS5 record (``docsize`` sizes; the averages record:
+    rows, then each column's token total)."""
+    out: list[int] = []
+    value = 0
+    for byte in blob:
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            out.append(value)
+            value = 0
+    return out
 
 
 def _varint(blob: bytes) -> int:
@@ -422,7 +435,7 @@ def read_postings(db: Connection, kind: Kind) -> Postings:
         raise StoreError(f"{table}: its vocabulary and its instances disagree")
     rowids = np.fromiter((r for r, _ in sized), dtype=np.int64, count=len(sized))
     lengths = np.fromiter((n for _, n in sized), dtype=np.float64, count=len(sized))
-    averages = _averages(marks[0] if marks else b"")
+    averages = varints(marks[0] if marks else b"") or [0]
     n_rows, total = averages[0], sum(averages[1:])
     avgdl = total / n_rows if n_rows and total else 1.0
     rows = np.searchsorted(rowids, posting_rowids)
@@ -450,18 +463,6 @@ def read_postings(db: Connection, kind: Kind) -> Postings:
         deferrable=deferrable,
         seconds=time.perf_counter() - started,
     )
-
-
-def _averages(blob: bytes) -> list[int]:
-    """The varints of FTS5's averages record: rows, then each column's token total."""
-    out: list[int] = []
-    value = 0
-    for byte in blob:
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            out.append(value)
-            value = 0
-    return out or [0]
 
 
 @dataclass

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 from kgsearch.model import Kind
 from kgsearch.store.sqlite.connection import Connection
-from kgsearch.store.sqlite.held_lexical import HeldPostings, Matches
+from kgsearch.store.sqlite.held_lexical import HeldPostings, Matches, varints
 from kgsearch.store.sqlite.sql import fts_query, placeholders
 
 __all__ = ["LexicalStats", "Plan"]
@@ -83,18 +83,6 @@ class Plan:
     fallback: str | None = None
     # FTS5's average row length when the plan was made (re-scoring needs it too).
     avgdl: float = 1.0
-
-
-def _varints(blob: bytes) -> list[int]:
-    """The SQLite varints in an FTS5 record (``docsize`` sizes, the averages row)."""
-    out: list[int] = []
-    value = 0
-    for byte in blob:
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            out.append(value)
-            value = 0
-    return out
 
 
 class LexicalStats:
@@ -246,7 +234,7 @@ class LexicalStats:
             ):
                 counts.setdefault(int(doc), {})[str(term)] = int(n)
             sizes = {
-                int(r[0]): (_varints(r[1]) or [0])[0]
+                int(r[0]): (varints(r[1]) or [0])[0]
                 for r in db.all("SELECT id, sz FROM temp.kg_scratch_docsize")
             }
         scores: dict[int, float] = {}
@@ -273,7 +261,7 @@ class LexicalStats:
         """(rows, average row length in tokens) of the FTS5 index, as bm25() sees them
         (read each time: one small record)."""
         row = db.one(f"SELECT block FROM {kind.table}_fts_data WHERE id = 1")
-        values = _varints(bytes(row[0])) if row and row[0] else []
+        values = varints(bytes(row[0])) if row and row[0] else []
         n_rows = values[0] if values else 0
         total = sum(values[1:])
         return n_rows, total / n_rows if n_rows and total else 1.0
