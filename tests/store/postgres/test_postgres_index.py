@@ -10,7 +10,7 @@ import pytest
 
 from kgsearch.engine import Engine
 from kgsearch.errors import StoreError
-from kgsearch.model import ChunkIn, Filters, Kind, ObjectIn, RelationshipIn, SourceIn
+from kgsearch.model import MAX_ID_BYTES, ChunkIn, Filters, Kind, ObjectIn, RelationshipIn, SourceIn
 from kgsearch.store.postgres import PostgresStore
 from kgsearch.store.postgres import store as store_module
 from kgsearch.store.postgres.connection import EF_SEARCH
@@ -412,14 +412,16 @@ def test_a_bulk_load_leaves_its_tables_vacuumed_for_index_only_scans(pg_factory:
 
 
 def test_a_chunk_with_a_long_id_is_embedded_and_found_at_768_dims(pg_factory: Any) -> None:
-    # ids are not in the exact-scan index: a 1,500-byte id beside a 768-dim vector and
-    # a long project name would not fit a btree entry (2,704 bytes at most)
+    # ids are not in the exact-scan index: the longest id (MAX_ID_BYTES) beside a
+    # 768-dim vector and a long project name would not fit a btree entry (2,704 bytes)
     store = PostgresStore(pg_factory.postgres_store_url(), index_min_rows=10**9)
     pg_factory.track(store)
     # (texts that do not compress: PostgreSQL compresses a large index entry first)
     project = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(4))[:200]
     engine = Engine(store, embedder=FakeEmbedder(768), project=project)
-    long_id = "doc:" + "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(24))
+    long_id = ("doc:" + "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(24)))[
+        :MAX_ID_BYTES
+    ]
     engine.add_sources([SourceIn(id="s")])
     engine.add_chunks(
         [ChunkIn(id=long_id, text="a passage", source_id="s")]
