@@ -72,7 +72,18 @@ def _normalise_field(name: str, value: Any) -> Any:
         return sorted(value)
     if name == "statements":
         return sorted(value)  # the stages traced: the same on every surface
+    if name == "notes" and isinstance(value, dict):
+        # whether a BM25 leg scored from the held postings depends on whether this
+        # process has read them yet (a server has, a one-off CLI search has not): the
+        # scores are the same either way (tests/store/sqlite/test_sqlite_held_bm25.py)
+        kept = {leg: [n for n in notes if not _held_note(n)] for leg, notes in value.items()}
+        return {leg: notes for leg, notes in kept.items() if notes}
     return normalise(value)
+
+
+def _held_note(note: str) -> bool:
+    held = note.startswith(("BM25 from the held postings", "best rows checked"))
+    return held or note.endswith("re-scored by BM25 over every query word")  # FTS5's path
 
 
 def seed(path: Path) -> dict[str, str]:

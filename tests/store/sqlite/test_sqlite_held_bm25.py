@@ -269,7 +269,6 @@ def test_stale_postings_never_answer_while_read_again_in_the_background(
 ) -> None:
     assert _search(store, "A", Kind.OBJECT, "beta", 5)[1]
     store.lexical.held.background = True
-    monkeypatch.setattr(held_lexical, "_INLINE_ROWS", 0)  # this index is small
     release = threading.Event()
     read = held_lexical.read_postings
 
@@ -355,26 +354,10 @@ def test_postings_hold_fts5s_frequencies_and_lengths(store: SQLiteStore) -> None
     assert postings.nbytes > 0
 
 
-def test_waiting_for_the_indexes_reads_the_postings(
-    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_waiting_for_the_indexes_reads_the_postings(store: SQLiteStore) -> None:
     store.lexical.held.background = True
-    monkeypatch.setattr(held_lexical, "_INLINE_ROWS", 0)
     store.wait_for_index("A", Kind.OBJECT)
     assert _search(store, "A", Kind.OBJECT, "gamma", 5)[1]  # no background read awaited
-
-
-def test_a_small_index_is_read_by_the_first_search_even_with_background_reads(
-    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A one-off search (the CLI's) answers from the postings, as a server does, so
-    ``explain`` says the same on every surface; a larger index is read in the
-    background and FTS5 answers the first search."""
-    store.lexical.held.background = True
-    assert _search(store, "A", Kind.OBJECT, "gamma", 5)[1]
-    store.lexical.held.clear()
-    monkeypatch.setattr(held_lexical, "_INLINE_ROWS", 419)  # the index holds 420 rows
-    assert not _search(store, "A", Kind.OBJECT, "gamma", 5)[1]
 
 
 def test_a_validity_change_alone_is_seen_at_once(store: SQLiteStore) -> None:

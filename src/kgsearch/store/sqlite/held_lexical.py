@@ -70,10 +70,6 @@ _REBUILD_SPACING = 4.0
 """A background read of the postings starts no sooner than this many times the last
 read's duration after it ended (a store written to all the time spends at most a fifth
 of a core reading them, and FTS5 answers meanwhile)."""
-_INLINE_ROWS = 1_000
-"""An index of at most this many rows is read by the search that finds it stale, not in
-the background (milliseconds): a one-off search (the CLI, ``explain``) then answers from
-the postings as a long-running server does."""
 # After a failed read, how long FTS5 answers alone before it is tried again.
 _RETRY_SECONDS = 30.0
 
@@ -99,13 +95,6 @@ def _varint(blob: bytes) -> int:
         if not byte & 0x80:
             return value
     return value
-
-
-def _small(db: Connection, kind: Kind) -> bool:
-    """Whether the kind's index holds at most :data:`_INLINE_ROWS` rows."""
-    row = db.one(f"SELECT block FROM {kind.table}_fts_data WHERE id = 1")  # the averages
-    rows = varints(bytes(row[0]))[:1] if row is not None and row[0] is not None else []
-    return (rows or [0])[0] <= _INLINE_ROWS
 
 
 def stamp(db: Connection, kind: Kind) -> Stamp:
@@ -519,7 +508,7 @@ class HeldPostings:
         with self._lock:
             due = not held.building and time.monotonic() >= held.ready_at
             held.building = held.building or due
-        if due and self.background and not _small(db, kind):
+        if due and self.background:
             threading.Thread(
                 target=self._read, args=(held, kind, reader), name="kgsearch-held-bm25", daemon=True
             ).start()
