@@ -18,6 +18,8 @@ MetaQA 1-hop dev questions embedded with the bundled model:
 * a 1-bit prefilter (the signs of each coordinate, Hamming distance, as pgvector's
   ``binary_quantize``), computed in numpy: how many rows it must keep so that the exact
   top 10 / top 30 are among them (every row tied with the last needed one counted).
+* the same rows held in the process and scanned by the SQLite store's int8 scan
+  (``store/ann.py``): CPU per leg, and how often its top 10 / 30 are the exact scan's;
 * unified search (``Engine.search``, limit 10, default legs) with the object leg over
   that index at ``--unified-ef`` (the index committed in the benchmark's own schema and
   dropped at the end) against the exact scan, the two taking turns question by
@@ -47,6 +49,7 @@ from pgvector.psycopg import register_vector
 
 from kgsearch import Engine, connect
 from kgsearch.embed.bundled import BundledEmbedder
+from kgsearch.store.ann import Int8Scan
 from kgsearch.store.postgres import PostgresStore
 from kgsearch.store.postgres.connection import parse_url
 from kgsearch.store.postgres.schema import HNSW_SQL
@@ -153,9 +156,12 @@ def main() -> None:
         dims = int(vectors.shape[1])
         live = LIVE.format(d=dims)
         stored = conn.execute(
-            f"SELECT t.vector::vector({dims}) AS v {live} ORDER BY t.seq", ("default",)
+            f"SELECT t.seq, t.vector::vector({dims}) AS v {live} ORDER BY t.seq", ("default",)
         ).fetchall()
-        matrix = np.array([r[0].to_numpy() for r in stored], dtype=np.float32)
+        seqs = np.array([r[0] for r in stored], dtype=np.int64)
+        matrix = np.array([r[1].to_numpy() for r in stored], dtype=np.float32)
+        unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+        held = Int8Scan(unit)
         exact_sql = (
             f"SELECT t.seq, t.vector <=> (SELECT %s::halfvec) AS d {live} "
             "ORDER BY d, t.seq LIMIT 30"
@@ -173,7 +179,12 @@ def main() -> None:
                 f"WHERE dims = {dims}"
             )
             build = time.perf_counter() - started
-            times: dict[str, list[float]] = {"exact": [], **{f"ef {ef}": [] for ef in efs}}
+            times: dict[str, list[float]] = {
+                "exact": [],
+                "held": [],
+                **{f"ef {ef}": [] for ef in efs},
+            }
+            held_same = {10: 0, 30: 0}
             same10 = dict.fromkeys(efs, 0)
             same30 = dict.fromkeys(efs, 0)
             recall = dict.fromkeys(efs, 0.0)
@@ -182,6 +193,12 @@ def main() -> None:
                 began = time.perf_counter()
                 exact = [r[0] for r in conn.execute(exact_sql, (q, "default")).fetchall()]
                 times["exact"].append(time.perf_counter() - began)
+                cpu = time.thread_time()
+                positions, _ = held.search(q / np.linalg.norm(q), 30, threads=1)
+                times["held"].append(time.thread_time() - cpu)
+                found = seqs[positions].tolist()
+                held_same[10] += set(found[:10]) == set(exact[:10])
+                held_same[30] += set(found) == set(exact)
                 for ef in efs:
                     conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
                     began = time.perf_counter()
@@ -206,6 +223,16 @@ def main() -> None:
             f"{1000 * percentile(times['exact'], 0.95):.2f}",
         ]
     ]
+    rows.append(
+        [
+            "held in the process: int8 scan (store/ann.py), CPU",
+            f"{held_same[10] / n:.3f}",
+            f"{held_same[30] / n:.3f}",
+            "",
+            f"{1000 * percentile(times['held'], 0.5):.2f}",
+            f"{1000 * percentile(times['held'], 0.95):.2f}",
+        ]
+    )
     for ef in efs:
         rows.append(
             [
@@ -233,7 +260,9 @@ def main() -> None:
         "The HNSW index is the store's own definition (`HNSW_SQL`: m = 32, "
         f"ef_construction = 400), built in {build:.1f} s inside a transaction that is "
         "rolled back. Times are wall clock per statement at the client, the variants "
-        "taking turns question by question. Load average (1 min) "
+        "taking turns question by question; the held row is the CPU time of an in-process "
+        "int8 scan (the SQLite store's, store/ann.py) over the same rows read once, as "
+        "PostgreSQL's store does not hold them. Load average (1 min) "
         f"{load_before:.1f} before, {load_after:.1f} after.\n\n"
         + table(headers, rows)
         + "\n\nRows a 1-bit prefilter (sign of each coordinate, Hamming distance, as "
