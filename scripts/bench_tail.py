@@ -17,6 +17,10 @@ before, after …) so the machine's noise falls on both:
   their count, total and longest pause per generation (the collecting thread's CPU
   time), the searches' p50, p95 and slowest (wall clock: read them with the load
   averages printed) and their CPU time (the process's, all threads).
+
+Last, the bundled model embeds each question alone with 1 and with 2 onnxruntime
+intra-op threads (``BundledEmbedder(threads=…)``; the default is the CPU count), the
+two taking turns: a lone query's latency against the CPU it takes.
 """
 
 from __future__ import annotations
@@ -103,6 +107,38 @@ def _gc_child(db: str, queries: str, passes: int) -> dict[str, Any]:
     gc.callbacks.remove(watch)
     engine.close()
     return {"times": times, "cpu": cpu, "pauses": pauses}
+
+
+def _embed_threads(questions: list[str], rounds: int) -> list[list[str]]:
+    """Rows of the bundled model embedding one question at a time with 1 and with 2
+    intra-op threads (one session each, taking turns question by question): wall and
+    CPU p50 / p95 per question."""
+    import time
+
+    from bench_latency import percentile
+
+    from kgsearch.embed.bundled import BundledEmbedder
+
+    models = {threads: BundledEmbedder(threads=threads) for threads in (1, 2)}
+    for model in models.values():
+        model.embed_query("warm up")
+    wall: dict[int, list[float]] = {t: [] for t in models}
+    cpu: dict[int, list[float]] = {t: [] for t in models}
+    for _ in range(rounds):
+        for question in questions:
+            for threads, model in models.items():
+                started, used = time.perf_counter(), time.process_time()
+                model.embed_query(question)
+                wall[threads].append((time.perf_counter() - started) * 1000)
+                cpu[threads].append((time.process_time() - used) * 1000)
+    return [
+        [
+            str(threads),
+            f"{statistics.median(wall[threads]):.2f} / {percentile(wall[threads], 0.95):.2f}",
+            f"{statistics.median(cpu[threads]):.2f} / {percentile(cpu[threads], 0.95):.2f}",
+        ]
+        for threads in models
+    ]
 
 
 def _turn(src: Path, args: list[str]) -> dict[str, Any]:
@@ -224,6 +260,17 @@ def main() -> None:
         + "\n\nLoad average (1 min) at the start and after each turn: "
         + ", ".join(f"{load:.1f}" for load in loads)
         + "."
+    )
+    embed_loads = [os.getloadavg()[0]]
+    embed_rows = _embed_threads(questions, args.rounds)
+    embed_loads.append(os.getloadavg()[0])
+    body += (
+        f"\n\nThe bundled model embedding one question at a time ({args.queries} "
+        f"questions × {args.rounds}, the two settings taking turns question by question; "
+        "this version's code, one session per setting), load "
+        + " → ".join(f"{load:.1f}" for load in embed_loads)
+        + ":\n\n"
+        + table(["intra-op threads", "wall p50 / p95 ms", "CPU p50 / p95 ms"], embed_rows)
     )
     print(body)
     if args.write:
