@@ -9,7 +9,8 @@ version searches the full MetaQA graph (``bench-data/metaqa-full.db``, built by
 bench_quality.py) in a child process of its own, with the same MetaQA questions
 embedded once by this process. The versions take turns (base, head, base, head …),
 so the machine's noise falls on both; each turn opens the store, waits for its
-vectors, warms up on 20 questions and times ``--passes`` passes. Times exclude the
+vectors, warms up as ``serve`` does (``Engine.warm``, where the version has it) and
+on 20 questions, and times ``--passes`` passes. Times exclude the
 query embedding, as in bench_latency.py. The base gets its own copy of the database,
 since a newer version may add migrations an older one refuses: the copy forgets the
 migrations the base does not know (their tables stay, unused by the base).
@@ -60,7 +61,7 @@ def _child(db: str, queries: str, passes: int, embed: bool) -> None:
             return getattr(self.real, name)
 
         def embed_query(self, text: str) -> np.ndarray:
-            return vectors[text]
+            return vectors[text] if text in vectors else self.real.embed_query(text)
 
     real = create_embedder("bundled")
     embedded: list[float] = []
@@ -74,6 +75,8 @@ def _child(db: str, queries: str, passes: int, embed: bool) -> None:
     store = engine.store
     for kind in (Kind.OBJECT, Kind.RELATIONSHIP):
         store.wait_for_index("default", kind, 900)  # type: ignore[attr-defined]
+    if hasattr(engine, "warm"):
+        engine.warm()  # what `serve` does at start (older versions: its search only)
     requests = [SearchRequest(query=q, limit=10) for q in vectors]
     times: list[float] = []
     cpu: list[float] = []

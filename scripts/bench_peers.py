@@ -450,6 +450,7 @@ def run(n: int, version: str) -> Measured:
     engine = Engine(SQLiteStore(path))
     for kind in (Kind.OBJECT, Kind.RELATIONSHIP):
         engine.store.wait_for_index("default", kind, 900)  # type: ignore[attr-defined]
+    engine.warm()  # what `serve` does at start
     names = {o.id: o.key for o in engine.store.iter_rows("default", "object")}
     questions = [(q, _answers(q, gold)) for q, gold in metaqa_questions(n)]
     texts = [q for q, _ in questions]

@@ -8,6 +8,7 @@ runs on, one backend per parameter.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import shutil
@@ -65,6 +66,16 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("KGSEARCH_"):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture(autouse=True)
+def unfrozen_heap() -> Iterator[None]:
+    """What a test's ``Engine.warm`` froze out of the cyclic garbage collector goes
+    back to it when the test ends (the suite's process lives on: its fixtures' cycles
+    must stay collectable)."""
+    yield
+    if gc.get_freeze_count():
+        gc.unfreeze()
 
 
 class StoreFactory(URLStoreFactory):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -11,6 +12,7 @@ from kgsearch.engine.core import EngineCore, llm_scoped
 from kgsearch.errors import InvalidRequest, MissingCredentials
 from kgsearch.keys import ApiKey
 from kgsearch.llm.base import LLM
+from kgsearch.model import Kind
 from kgsearch.search import service as searching
 from kgsearch.search.answer import Answer
 from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchResponse
@@ -18,6 +20,8 @@ from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchRe
 __all__ = ["SearchMethods"]
 
 _WARM_QUERY = "warm-up"
+# The kinds a default search reads (community reports only the global search does).
+_SEARCHED = (Kind.OBJECT, Kind.RELATIONSHIP, Kind.CHUNK)
 
 
 class SearchMethods(EngineCore):
@@ -63,18 +67,35 @@ class SearchMethods(EngineCore):
         sections whose items carry citations (``citations`` maps them to row ids)."""
         return searching.context(self._searching(project), request, options, max_tokens, style)
 
-    def warm(self, *, project: str | None = None) -> None:
+    def warm(self, *, project: str | None = None, freeze: bool = True) -> None:
         """Load what a first search would wait for: the embedding model (its session
         opened by embedding one query) and the store's search state (vectors held in
-        memory, caches), by running one search whose results are dropped. A server
-        calls it at start so its first answer does not pay for them.
+        memory, caches), by running one search whose results are dropped; a store
+        that reads such state in the background (SQLite: its held BM25 postings)
+        reads it here first. A server calls it at start so its first answers
+        neither pay for them nor share the cores with their reads.
+
+        With ``freeze`` (the default) the objects loaded so far are then left out of
+        Python's cyclic garbage collector (:func:`gc.freeze`): they live as long as
+        the process, and on MetaQA a full collection walking them (their lists of ids)
+        took 41-44 ms of CPU, a stall of 52-61 ms in one search of 600; after the
+        freeze one takes 0-2 ms. Objects freed by reference counting are freed as
+        before; a frozen object that later becomes garbage in a reference cycle is not
+        reclaimed.
 
         Raises:
             KgsearchError: The model could not be loaded, or the search failed (e.g.
                 the store was embedded with another model).
         """
         self.embedder.embed_query(_WARM_QUERY)
+        wait = getattr(self.store, "wait_for_index", None)
+        if callable(wait):  # read here, so the search starts no background read
+            for kind in _SEARCHED:  # no wait for an ANN index still building
+                wait(self._p(project), kind, 0)
         self.search(_WARM_QUERY, project=project, limit=1)
+        if freeze:
+            gc.collect()
+            gc.freeze()
 
     _chat: LLM | None = None
 

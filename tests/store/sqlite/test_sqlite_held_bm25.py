@@ -16,7 +16,7 @@ import pytest
 
 from kgsearch.engine import Engine
 from kgsearch.model import Filters, Kind, ObjectIn, ObjectRef, RelationshipIn
-from kgsearch.store.sqlite import SQLiteStore, held_lexical, lexical
+from kgsearch.store.sqlite import SQLiteStore, fts5_read, held_lexical, lexical
 from kgsearch.store.sqlite.held_lexical import read_postings, stamp
 from kgsearch.store.values import query_terms
 
@@ -421,3 +421,72 @@ def test_the_best_rows_are_a_prefix_of_the_whole_order(store: SQLiteStore) -> No
         for stop in (1, 2, 5, 17, 64):
             cut, values = matches.best(stop)
             assert list(zip(cut.tolist(), values.tolist(), strict=True)) == whole[:stop]
+
+
+def _held_arrays(postings: held_lexical.Postings) -> dict[str, Any]:
+    owners = postings.owners
+    assert owners is not None
+    return {
+        "stamp": postings.stamp,
+        "terms": postings.terms,
+        "n_rows": postings.n_rows,
+        "avgdl": postings.avgdl,
+        **{f: getattr(postings, f).tolist() for f in ("starts", "rows", "parts", "order")},
+        "rowids": postings.rowids.tolist(),
+        "owner_rowids": owners.rowids.tolist(),
+        "codes": owners.codes.tolist(),
+        "ids": owners.ids,
+        "offsets": owners.offsets.tolist(),
+        "projects": owners.projects,
+        "bounds": owners.bounds,
+    }
+
+
+@pytest.mark.parametrize("kind", [Kind.OBJECT, Kind.RELATIONSHIP])
+def test_a_read_in_small_chunks_equals_a_read_in_one(
+    store: SQLiteStore, kind: Kind, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks end inside a project, at a project's end and inside a token's run; a
+    long text's size takes two varint bytes."""
+    Engine(store).add_objects(
+        [ObjectIn(type="Film", key="long", properties={"name": "alpha " * 150 + "beta"})],
+        project="B",
+    )
+    db = store.db.reader()
+    whole = _held_arrays(read_postings(db, kind))
+    for size in (1, 7, 119, 120, 121):
+        monkeypatch.setattr(fts5_read, "_CHUNK", size)
+        assert _held_arrays(read_postings(db, kind)) == whole
+    if kind is Kind.OBJECT:  # the long row's size is two varint bytes; scored as FTS5 does
+        hits, held = _search(store, "B", kind, "alpha beta", 20)
+        assert held and len(hits) == 20
+        assert hits == _plain(store, "B", kind, ["alpha", "beta"], 20)
+
+
+def test_sizes_decode_as_fts5_writes_them() -> None:
+    """Each record's first varint, one to four bytes, empty records 0; what is not
+    whole varints is refused."""
+    import numpy as np
+
+    from kgsearch.errors import StoreError
+
+    def encode(value: int) -> bytes:
+        out = [value & 0x7F]
+        value >>= 7
+        while value:
+            out.append(0x80 | (value & 0x7F))
+            value >>= 7
+        return bytes(reversed(out))
+
+    values = [0, 1, 127, 128, 300, 16_383, 16_384, 2**21 + 5, 2**27 + 1]
+    records = [encode(v) for v in values] + [b"", encode(9) + encode(400), encode(129)]
+    lengths = np.asarray([len(r) for r in records], dtype=np.int64)
+    decoded = fts5_read._first_varints(b"".join(records), lengths)
+    assert decoded.tolist() == [*values, 0, 9, 129]
+    assert decoded.tolist() == [(held_lexical.varints(r) or [0])[0] for r in records]
+    with pytest.raises(StoreError, match="not whole varints"):
+        fts5_read._first_varints(b"\x81", np.asarray([1], dtype=np.int64))
+    with pytest.raises(StoreError, match="not whole varints"):
+        fts5_read._first_varints(b"\x01\x02", np.asarray([1], dtype=np.int64))
+    with pytest.raises(StoreError, match="does not begin a varint"):
+        fts5_read._first_varints(b"\x81\x01\x05", np.asarray([1, 2], dtype=np.int64))

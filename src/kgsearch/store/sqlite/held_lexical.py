@@ -34,7 +34,9 @@ entry until the run ends) and, for relationships, while the epoch is the one the
 were read at (a new ``valid_to`` leaves the text, so the index, as it was); else the
 table checks the rows, and the postings are read again. Inside a write transaction
 FTS5 answers (only it sees the transaction's own pending writes). Each read is one
-read transaction, so the postings, owners and stamp are of one snapshot.
+read transaction, so the postings, owners and stamp are of one snapshot, read a few
+aggregates a table (:mod:`kgsearch.store.sqlite.fts5_read`: 0.3 s + 0.9 s of CPU on MetaQA
+instead of 0.85 s + 2.0 s row by row).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ import numpy.typing as npt
 from kgsearch.errors import StoreError
 from kgsearch.model import Filters, Kind
 from kgsearch.store.sqlite.connection import Connection
+from kgsearch.store.sqlite.fts5_read import instance_rows, owner_columns, row_lengths, varints
 from kgsearch.store.sqlite.sql import chunked, filter_sql, iso, placeholders
 from kgsearch.store.tracing import active, note
 
@@ -72,29 +75,6 @@ read's duration after it ended (a store written to all the time spends at most a
 of a core reading them, and FTS5 answers meanwhile)."""
 # After a failed read, how long FTS5 answers alone before it is tried again.
 _RETRY_SECONDS = 30.0
-
-
-def varints(blob: bytes) -> list[int]:
-    """The SQLite varints in an FTS5 record (``docsize`` sizes; the averages record:
-    rows, then each column's token total)."""
-    out: list[int] = []
-    value = 0
-    for byte in blob:
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            out.append(value)
-            value = 0
-    return out
-
-
-def _varint(blob: bytes) -> int:
-    """The first SQLite varint of an FTS5 record (a ``docsize`` row's one column)."""
-    value = 0
-    for byte in blob:
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            return value
-    return value
 
 
 def stamp(db: Connection, kind: Kind) -> Stamp:
@@ -169,20 +149,12 @@ class Owners:
 
 def _read_owners(db: Connection, kind: Kind, epoch: str) -> Owners | None:
     """The kind's :class:`Owners` (inside the caller's read transaction); None when a
-    bound is not text (then the table checks every row)."""
-    rowids: list[int] = []
-    ids: list[bytes] = []
-    projects: dict[str, int] = {}
-    codes: list[int] = []
-    for batch in db.batches(f"SELECT rowid, CAST(id AS BLOB), project FROM {kind.table}"):
-        for r in batch:
-            rowids.append(r[0])
-            ids.append(bytes(r[1]))
-            codes.append(projects.setdefault(str(r[2]), len(projects)))
-    order = np.argsort(np.asarray(rowids, dtype=np.int64), kind="stable")
-    ordered = [ids[i] for i in order.tolist()]
-    offsets = np.zeros(len(ordered) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, ordered), dtype=np.int64, count=len(ordered)), out=offsets[1:])
+    bound is not text (then the table checks every row).
+
+    Raises:
+        StoreError: A row has no id.
+    """
+    rowids, codes, projects, ids, offsets = owner_columns(db, kind.table)
     bounds: dict[int, tuple[str | None, str | None]] = {}
     if kind is Kind.RELATIONSHIP:
         for batch in db.batches(
@@ -194,10 +166,10 @@ def _read_owners(db: Connection, kind: Kind, epoch: str) -> Owners | None:
                     return None
                 bounds[int(r[0])] = (r[1], r[2])
     return Owners(
-        rowids=np.asarray(rowids, dtype=np.int64)[order],
-        codes=np.asarray(codes, dtype=np.int32)[order],
+        rowids=rowids,
+        codes=codes,
         projects=projects,
-        ids=b"".join(ordered),
+        ids=ids,
         offsets=offsets,
         bounds=bounds,
         epoch=epoch,
@@ -410,16 +382,9 @@ def read_postings(db: Connection, kind: Kind) -> Postings:
         marks, epoch, _ = state(db, kind)
         owners = _read_owners(db, kind, epoch)
         vocab = db.all(f"SELECT term, doc, cnt FROM temp.{table}_r")
-        instances = np.fromiter(
-            (r[0] for batch in db.batches(f"SELECT doc FROM temp.{table}_i") for r in batch),
-            dtype=np.int64,
-        )
-        sized = [
-            (int(r[0]), _varint(bytes(r[1])))
-            for batch in db.batches(f"SELECT id, sz FROM {table}_docsize ORDER BY id")
-            for r in batch
-        ]
-    counts = np.fromiter((int(r[2]) for r in vocab), dtype=np.int64, count=len(vocab))
+        counts = np.fromiter((int(r[2]) for r in vocab), dtype=np.int64, count=len(vocab))
+        instances = instance_rows(db, f"temp.{table}_i", [str(r[0]) for r in vocab], counts)
+        rowids, lengths = row_lengths(db, f"{table}_docsize")
     docs = np.fromiter((int(r[1]) for r in vocab), dtype=np.int64, count=len(vocab))
     if int(counts.sum()) != len(instances):
         raise StoreError(f"{table}: its vocabulary and its instances disagree")
@@ -433,8 +398,6 @@ def read_postings(db: Connection, kind: Kind) -> Postings:
     per_term = np.bincount(term_of[heads], minlength=len(vocab))
     if not np.array_equal(per_term, docs):
         raise StoreError(f"{table}: its vocabulary and its instances disagree")
-    rowids = np.fromiter((r for r, _ in sized), dtype=np.int64, count=len(sized))
-    lengths = np.fromiter((n for _, n in sized), dtype=np.float64, count=len(sized))
     averages = varints(marks[0] if marks else b"") or [0]
     n_rows, total = averages[0], sum(averages[1:])
     avgdl = total / n_rows if n_rows and total else 1.0
