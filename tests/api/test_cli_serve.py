@@ -4,6 +4,7 @@ the missing-extra message; ``kgsearch serve`` itself is run as a subprocess."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -152,7 +153,7 @@ def test_serve_workers_auto_is_one_process_per_usable_cpu(
     from kgsearch.cli import serve_workers
     from kgsearch.cli.serve import AUTO_WORKERS, WorkerCount, _processes
 
-    monkeypatch.setattr(serve_workers.os, "sched_getaffinity", lambda _: {0, 3, 5}, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 3, 5}, raising=False)
     parse = WorkerCount().convert
 
     assert parse("auto", None, None) == parse(" AUTO ", None, None) == AUTO_WORKERS
@@ -161,7 +162,7 @@ def test_serve_workers_auto_is_one_process_per_usable_cpu(
     assert _processes(AUTO_WORKERS, "/data/graph.db") == 3
     assert _processes(AUTO_WORKERS, ":memory:") == 1  # no other process sees it
     assert _processes(2, "postgresql://db/kg") == 2
-    monkeypatch.setattr(serve_workers.os, "sched_getaffinity", lambda _: set(range(200)))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: set(range(200)), raising=False)
     assert serve_workers.usable_cpus() == 64
 
 
