@@ -7,11 +7,13 @@ Usage: python scripts/bench_load.py [--clients 20[,8...]] [--seconds 60] [--base
        [--before ../wt-main/src]
 
 The sample graph (data/sample/metaqa-movies.jsonl) is imported and embedded with the
-bundled model once (cached in --db). The server runs as a subprocess on a free
-loopback port with an API key; the clients (lean asyncio HTTP/1.1, one process) send
-POST /api/search/unified with questions built from the sample's names, each asked
-once (so the server's query-vector cache never answers), until the time or the
-request budget runs out. Client and server share this machine's cores.
+bundled model once (cached in --db). Every server serves a fresh copy of --db in a
+temporary folder, so the objects the write client adds go with the copy: --db is never
+written once made, and runs are comparable across runs. The server runs as a
+subprocess on a free loopback port with an API key; the clients (lean asyncio
+HTTP/1.1, one process) send POST /api/search/unified with questions built from the
+sample's names, each asked once (so the server's query-vector cache never answers),
+until the time or the request budget runs out. Client and server share this machine's cores.
 Reports requests/s, p50/p95/p99 latency and the error count (any non-200 or
 transport error) and writes docs/benchmarks.md's "load" section. Meanwhile one more
 client writes an object --writes-per-second times a second (POST /api/graph/objects),
@@ -36,10 +38,13 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -73,6 +78,24 @@ def ensure_db(path: Path) -> None:
         if status.pending or status.failed:
             print(f"embedding {status.pending} rows with the bundled model …", file=sys.stderr)
             engine.embed_pending()
+
+
+def fresh_copy(source: Path, target: Path) -> Path:
+    """``target`` made a consistent copy of the SQLite store ``source`` (SQLite's backup
+    API: its WAL included), replacing whatever was there."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{target}{suffix}").unlink(missing_ok=True)
+    src, dst = sqlite3.connect(source), sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+    ann = Path(f"{source}.ann")  # saved vector indexes beside the store, if any
+    if ann.is_dir():
+        shutil.rmtree(f"{target}.ann", ignore_errors=True)
+        shutil.copytree(ann, f"{target}.ann")
+    return target
 
 
 def postgres_copy(path: Path, schema: str = "loadsample") -> str:
@@ -380,7 +403,11 @@ def measure(
     src: Path | None = None,
 ) -> list[Result]:
     """Start a server with ``threads`` and ``workers`` and do each (clients, seconds) run
-    against it. Every search asks a question asked nowhere else in the benchmark."""
+    against it. Every search asks a question asked nowhere else in the benchmark. A
+    SQLite ``store`` is served from a fresh copy beside it (``served.db``), so what the
+    write client adds is gone by the next server."""
+    if not store.startswith("postgresql"):
+        store = str(fresh_copy(Path(store), Path(store).with_name("served.db")))
     port = free_port()
     server = start_server(store, port, threads, workers, src)
     results = []
@@ -467,7 +494,17 @@ def main() -> None:
     args = parser.parse_args()
     args.db.parent.mkdir(parents=True, exist_ok=True)
     ensure_db(args.db)
-    store = postgres_copy(args.db) if args.postgres else str(args.db)
+    with tempfile.TemporaryDirectory(prefix="bench-load-") as folder:
+        run(parser, args, Path(folder))
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace, folder: Path) -> None:
+    """Run every server and client count of ``args``, SQLite stores copied into
+    ``folder`` (--db itself is only read), print the table and write its section."""
+    # the key goes into the copy every server's store is copied from
+    store = (
+        postgres_copy(args.db) if args.postgres else str(fresh_copy(args.db, folder / "base.db"))
+    )
     key, counts = make_key(store)
     load_before = os.getloadavg()[0]
     client_counts = [int(n) for n in str(args.clients).split(",")]
@@ -568,7 +605,8 @@ def main() -> None:
         'The first row is a single client, for reference. "processes" is `kgsearch serve '
         '--workers`; "server threads" is the request and search pools of each process '
         "(default: one per core, `--threads`); RSS is each server process's resident "
-        "memory after the run. "
+        "memory after the run. Each server serves a fresh copy of the store (the objects "
+        "the write client added before are gone). "
         + "Server CPU ms/request is the CPU time the server's processes "
         + ("(and PostgreSQL's) " if args.postgres else "")
         + "used during the run, per request (searches and writes), from /proc: it "

@@ -4,6 +4,7 @@ the missing-extra message; ``kgsearch serve`` itself is run as a subprocess."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -121,6 +122,48 @@ def test_keyless_mode_refuses_non_loopback_addresses(tmp_path: Path, args: list[
 
     assert result.exit_code == 2
     assert "--no-auth only serves loopback addresses" in result.output
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("lots", "'lots' is neither a whole number nor 'auto'"),
+        ("0", "0 is not between 1 and 64 (or 'auto')"),
+        ("65", "65 is not between 1 and 64 (or 'auto')"),
+    ],
+)
+def test_serve_workers_takes_a_number_or_auto(tmp_path: Path, value: str, message: str) -> None:
+    result = run(tmp_path / "k.db", "serve", "--workers", value)
+
+    assert result.exit_code == 2
+    assert message in result.output
+    assert not (tmp_path / "k.db").exists()  # refused before any store is made
+
+
+def test_serve_workers_above_one_are_refused_for_an_in_memory_store() -> None:
+    result = CliRunner().invoke(cli, ["--db", ":memory:", "serve", "--workers", "2"], env=ENV)
+
+    assert result.exit_code == 2
+    assert "an in-memory store lives in one process" in result.output
+
+
+def test_serve_workers_auto_is_one_process_per_usable_cpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kgsearch.cli import serve_workers
+    from kgsearch.cli.serve import AUTO_WORKERS, WorkerCount, _processes
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 3, 5}, raising=False)
+    parse = WorkerCount().convert
+
+    assert parse("auto", None, None) == parse(" AUTO ", None, None) == AUTO_WORKERS
+    assert parse("3", None, None) == 3
+    assert serve_workers.usable_cpus() == 3
+    assert _processes(AUTO_WORKERS, "/data/graph.db") == 3
+    assert _processes(AUTO_WORKERS, ":memory:") == 1  # no other process sees it
+    assert _processes(2, "postgresql://db/kg") == 2
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: set(range(200)), raising=False)
+    assert serve_workers.usable_cpus() == 64
 
 
 @pytest.mark.parametrize(("command", "module"), [("serve", "fastapi"), ("mcp", "mcp")])

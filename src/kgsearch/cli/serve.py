@@ -11,7 +11,7 @@ import os
 import tempfile
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -26,7 +26,13 @@ from kgsearch.cli.common import (
     pass_state,
 )
 from kgsearch.cli.remote import announce, client_url, store_identity, withdraw
-from kgsearch.cli.serve_workers import OPTIONS_ENV, ProcessOptions, one_blas_thread
+from kgsearch.cli.serve_workers import (
+    MAX_WORKERS,
+    OPTIONS_ENV,
+    ProcessOptions,
+    one_blas_thread,
+    usable_cpus,
+)
 from kgsearch.errors import MissingDependency
 from kgsearch.keys import ApiKey, KeyLimits, is_loopback, parse_scopes
 from kgsearch.lifecycle.budget import BudgetLimits, UsageReport
@@ -43,6 +49,51 @@ def _require(module: str) -> None:
         raise MissingDependency(
             f"this command needs {module}, part of the server extra: {_INSTALL}"
         ) from exc
+
+
+AUTO_WORKERS = 0
+"""``--workers auto`` as parsed: resolved by :func:`_processes` once the store is known."""
+
+
+if TYPE_CHECKING:  # generic from click 8.2 on; the floor is 8.1
+    _IntParam = click.ParamType[int]
+else:
+    _IntParam = click.ParamType
+
+
+class WorkerCount(_IntParam):
+    """``--workers``: a number of processes, or ``auto`` (:data:`AUTO_WORKERS`)."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            count = value
+        elif str(value).strip().lower() == "auto":
+            return AUTO_WORKERS
+        else:
+            try:
+                count = int(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is neither a whole number nor 'auto'", param, ctx)
+        if not 1 <= count <= MAX_WORKERS:
+            self.fail(f"{count} is not between 1 and {MAX_WORKERS} (or 'auto')", param, ctx)
+        return count
+
+
+def _processes(workers: int, url: str) -> int:
+    """The processes to start: ``workers``, or for ``auto`` one per usable CPU; one for
+    an in-memory store, which no other process sees (a number above 1 is refused)."""
+    if url == ":memory:" and workers == AUTO_WORKERS:
+        return 1
+    if workers == AUTO_WORKERS:
+        return usable_cpus()
+    if workers > 1 and url == ":memory:":
+        raise click.UsageError(
+            f"--workers {workers} needs a store the processes share: an in-memory store "
+            "lives in one process (use a SQLite file or PostgreSQL)"
+        )
+    return workers
 
 
 def _check_keyless(no_auth: bool, host: str) -> None:
@@ -101,11 +152,12 @@ def _check_keyless(no_auth: bool, host: str) -> None:
 )
 @click.option(
     "--workers",
-    default=1,
+    default="1",
     show_default=True,
-    type=click.IntRange(1, 64),
-    help="Server processes on one socket, each with its own engine over the store "
-    '(searches in one process share its GIL; see docs/benchmarks.md, "load").',
+    type=WorkerCount(),
+    help="Server processes on one socket, each with its own engine over the store, or "
+    "auto: one per usable CPU (searches in one process share its GIL; each process holds "
+    'its own model and vectors; see docs/benchmarks.md, "load").',
 )
 @pass_state
 @handle_errors
@@ -138,6 +190,7 @@ def serve(
         store = settings.store.model_copy(update={"read_url": read_url})
         settings = settings.model_copy(update={"store": store})
     url = state.db or settings.store.url
+    workers = _processes(workers, url)
     one_blas_thread()
     if workers > 1:
         options = ProcessOptions(

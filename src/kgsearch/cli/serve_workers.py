@@ -27,7 +27,10 @@ from kgsearch.cli.common import load_settings
 from kgsearch.engine import Engine
 from kgsearch.lifecycle.budget import BudgetLimits
 
-__all__ = ["OPTIONS_ENV", "ProcessOptions", "app", "one_blas_thread"]
+__all__ = ["MAX_WORKERS", "OPTIONS_ENV", "ProcessOptions", "app", "one_blas_thread", "usable_cpus"]
+
+MAX_WORKERS = 64
+"""The most server processes ``--workers`` starts (``auto`` included)."""
 
 OPTIONS_ENV = "KGSEARCH_SERVE_PROCESS"
 """The environment variable that carries :class:`ProcessOptions` (JSON) to the workers."""
@@ -59,6 +62,16 @@ class ProcessOptions:
         """The options the parent left in :data:`OPTIONS_ENV`."""
         fields: dict[str, Any] = json.loads(os.environ[OPTIONS_ENV])
         return cls(**fields)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, where the system has one),
+    at most :data:`MAX_WORKERS`: what ``serve --workers auto`` starts."""
+    try:
+        count = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity masks (macOS, Windows)
+        count = os.cpu_count() or 1
+    return max(1, min(count, MAX_WORKERS))
 
 
 def one_blas_thread() -> None:
