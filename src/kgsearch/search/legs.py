@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from kgsearch.model import Filters, Kind
 from kgsearch.search.parts import LEGS, Leg, LegInput, Legs, SearchReads, key, split_key
-from kgsearch.search.paths import walk_paths
+from kgsearch.search.paths import span_names, walk_paths
 from kgsearch.search.plan import Plan, Vector
 from kgsearch.search.ppr import personalized_pagerank
 from kgsearch.search.request import SearchRequest
@@ -72,6 +72,7 @@ def scope_legs(
     vectors: Mapping[Kind, Vector | None],
     traces: Traces | None = None,
     started: Callable[[], None] | None = None,
+    rows: Rows | None = None,
 ) -> Legs:
     """Run the vector, BM25 and name legs of every searched scope.
 
@@ -83,6 +84,9 @@ def scope_legs(
         traces: Where each leg's statements go when the search is explained.
         started: Called once the legs are under way (work started beside them then
             queues behind them for connections and workers).
+        rows: The search's rows: when given, the name leg looks its names up through
+            them, with the anchored leg's, in one store call made here (see
+            :func:`_look_up_names`).
 
     Returns:
         The ranked list and timing of each leg.
@@ -90,14 +94,49 @@ def scope_legs(
     filters = plan.request.filters
     jobs = _Jobs()
     for kind in plan.scopes:
-        jobs.extend(_scope_jobs(store, project, plan, kind, vectors.get(kind), filters, traces))
+        jobs.extend(
+            _scope_jobs(store, project, plan, kind, vectors.get(kind), filters, traces, rows=rows)
+        )
     hinted = _hinted_filters(store, project, plan, traces)
     if hinted is not None:
         # The objects of the hinted type are ranked once more, so RRF lifts them above
         # same-name objects of other types (the hint stays a boost, not a filter).
         vector = vectors.get(Kind.OBJECT)
         jobs.extend(_scope_jobs(store, project, plan, Kind.OBJECT, vector, hinted, traces, True))
+    if rows is not None:
+        _look_up_names(plan, rows, traces)
     return _record(jobs, _run_jobs(store, jobs, started))
+
+
+def _look_up_names(plan: Plan, rows: Rows, traces: Traces | None) -> None:
+    """Look up, in one store call (traced as the name leg's), every name the search
+    will ask :meth:`Rows.named` for: the name leg's, when it shares the look-up
+    (:func:`_shared_names`), and the anchored leg's span linking's, when it runs. Done
+    before the legs start, so the anchored leg (in a leg worker) finds its names
+    looked up already rather than racing the name leg to a second call."""
+    names = _leg_names(plan)
+    if not names or not _shared_names(plan.request.filters) or Kind.OBJECT not in plan.scopes:
+        return
+    config = plan.request.scope(Kind.OBJECT)
+    if config is None or "bm25" not in config.methods:
+        return
+    wanted = [*names, *(span_names(plan.request.query) if plan.anchored else [])]
+    rows.named(wanted, log_of(traces, "objects:name"))
+
+
+def _leg_names(plan: Plan) -> list[str]:
+    """The names the name leg looks up: the query and the entities its keywords name,
+    those that can be a key."""
+    return [x for x in plan.names if _nameable(x)]
+
+
+def _shared_names(filters: Filters) -> bool:
+    """Whether the name leg answers from the search's one look-up: its filters leave
+    every object whose key a name is (no type, label, property or embedded-only
+    condition); a filtered leg looks its names up with its filters, as before."""
+    return not (
+        filters.object_types or filters.labels or filters.properties or filters.embedded_only
+    )
 
 
 def _scope_jobs(
@@ -109,8 +148,11 @@ def _scope_jobs(
     filters: Filters,
     traces: Traces | None,
     hinted: bool = False,
+    *,
+    rows: Rows | None = None,
 ) -> _Jobs:
-    """The legs of one scope under one set of filters (the hinted legs use the type's)."""
+    """The legs of one scope under one set of filters (the hinted legs use the type's);
+    with ``rows``, an unfiltered name leg reads the search's one name look-up."""
     config = plan.request.scope(kind)
     assert config is not None  # plan.scopes holds only scopes that are switched on
     n, suffix, prefix = plan.candidates[kind], ":hinted" if hinted else "", f"{kind.value}s:"
@@ -134,14 +176,28 @@ def _scope_jobs(
         store.text_search, project, kind, query, limit=n, filters=filters, trace=log_of(traces, leg)
     )
     jobs.lexical.append((leg, kind, search))
-    names, leg = [x for x in plan.names if _nameable(x)], f"objects:name{suffix}"
+    names, leg = _leg_names(plan), f"objects:name{suffix}"
     if kind is Kind.OBJECT and names:
         # an object whose key is the whole query ("Benji", "1984"), or one of the
         # entities its keywords name, is what a name lookup wants, even when longer
         # names or richer texts score higher
-        search = partial(_named, store, project, names, n, filters, log_of(traces, leg))
+        if rows is not None and _shared_names(filters):
+            search = partial(_looked_up, rows, names, n, log_of(traces, leg))
+        else:
+            search = partial(_named, store, project, names, n, filters, log_of(traces, leg))
         jobs.lookup.append((leg, kind, search))
     return jobs
+
+
+def _looked_up(
+    rows: Rows, names: Sequence[str], n: int, trace: Trace | None
+) -> list[tuple[str, float]]:
+    """:func:`_named` without filters, from the search's name look-up (the same ids in
+    the same order: each name's objects by type then id, the first ``n``; each id once,
+    where it first comes)."""
+    found = rows.named(names, trace)
+    ids = dict.fromkeys(id for name in names for _, id in found[name][:n])
+    return [(id, 1.0) for id in list(ids)[:n]]
 
 
 def _named(
@@ -485,7 +541,13 @@ def _paths(
 
 def _run_scope(given: LegInput) -> None:
     found = scope_legs(
-        given.store, given.project, given.plan, given.vectors, given.traces, given.under_way
+        given.store,
+        given.project,
+        given.plan,
+        given.vectors,
+        given.traces,
+        given.under_way,
+        given.rows,
     )
     given.legs.lists.update(found.lists)
     given.legs.ms.update(found.ms)

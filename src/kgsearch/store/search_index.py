@@ -143,6 +143,13 @@ class SearchCore(Slice):
         limit: int,
         trace: Trace | None = None,
     ) -> dict[str, list[str]]:
+        found = self.named_objects(project, names)
+        return {n: [i for _, i in rows[:limit]] for n, rows in found.items()}
+
+    @traced
+    def named_objects(
+        self, project: str, names: Sequence[str], *, trace: Trace | None = None
+    ) -> dict[str, list[tuple[str, str]]]:
         fold = self.dialect.fold
         wanted: dict[str, list[str]] = {}
         for name in dict.fromkeys(names):
@@ -154,4 +161,4 @@ class SearchCore(Slice):
         for row in self._named(project, list(wanted), None):
             for name in wanted.get(fold(row["key"]), []):
                 found.setdefault(name, []).append((row["type"], row["id"]))
-        return {n: [i for _, i in sorted(set(rows))[:limit]] for n, rows in found.items()}
+        return {n: sorted(set(rows)) for n, rows in found.items()}
