@@ -22,8 +22,9 @@ from functools import partial
 from typing import TypeVar
 
 from kgsearch.model import Filters, Kind
+from kgsearch.search.names import leg_names, look_up_names, looked_up, named, shared_names
 from kgsearch.search.parts import LEGS, Leg, LegInput, Legs, SearchReads, key, split_key
-from kgsearch.search.paths import span_names, walk_paths
+from kgsearch.search.paths import walk_paths
 from kgsearch.search.plan import Plan, Vector
 from kgsearch.search.ppr import personalized_pagerank
 from kgsearch.search.request import SearchRequest
@@ -46,8 +47,6 @@ _LEG_POOL: ThreadPoolExecutor | None = None
 _LEG_POOL_LOCK = threading.Lock()
 # The order legs are recorded in (per scope), whichever thread finished first.
 _LEG_ORDER = ["vector", "vector:hinted", "bm25:hinted", "bm25", "name:hinted", "name"]
-# Longest query that is tried as an object name.
-_MAX_NAME_CHARS = 200
 
 
 @dataclass
@@ -86,7 +85,7 @@ def scope_legs(
             queues behind them for connections and workers).
         rows: The search's rows: when given, the name leg looks its names up through
             them, with the anchored leg's, in one store call made here (see
-            :func:`_look_up_names`).
+            :func:`~kgsearch.search.names.look_up_names`).
 
     Returns:
         The ranked list and timing of each leg.
@@ -104,39 +103,8 @@ def scope_legs(
         vector = vectors.get(Kind.OBJECT)
         jobs.extend(_scope_jobs(store, project, plan, Kind.OBJECT, vector, hinted, traces, True))
     if rows is not None:
-        _look_up_names(plan, rows, traces)
+        look_up_names(plan, rows, traces)
     return _record(jobs, _run_jobs(store, jobs, started))
-
-
-def _look_up_names(plan: Plan, rows: Rows, traces: Traces | None) -> None:
-    """Look up, in one store call (traced as the name leg's), every name the search
-    will ask :meth:`Rows.named` for: the name leg's, when it shares the look-up
-    (:func:`_shared_names`), and the anchored leg's span linking's, when it runs. Done
-    before the legs start, so the anchored leg (in a leg worker) finds its names
-    looked up already rather than racing the name leg to a second call."""
-    names = _leg_names(plan)
-    if not names or not _shared_names(plan.request.filters) or Kind.OBJECT not in plan.scopes:
-        return
-    config = plan.request.scope(Kind.OBJECT)
-    if config is None or "bm25" not in config.methods:
-        return
-    wanted = [*names, *(span_names(plan.request.query) if plan.anchored else [])]
-    rows.named(wanted, log_of(traces, "objects:name"))
-
-
-def _leg_names(plan: Plan) -> list[str]:
-    """The names the name leg looks up: the query and the entities its keywords name,
-    those that can be a key."""
-    return [x for x in plan.names if _nameable(x)]
-
-
-def _shared_names(filters: Filters) -> bool:
-    """Whether the name leg answers from the search's one look-up: its filters leave
-    every object whose key a name is (no type, label, property or embedded-only
-    condition); a filtered leg looks its names up with its filters, as before."""
-    return not (
-        filters.object_types or filters.labels or filters.properties or filters.embedded_only
-    )
 
 
 def _scope_jobs(
@@ -176,46 +144,17 @@ def _scope_jobs(
         store.text_search, project, kind, query, limit=n, filters=filters, trace=log_of(traces, leg)
     )
     jobs.lexical.append((leg, kind, search))
-    names, leg = _leg_names(plan), f"objects:name{suffix}"
+    names, leg = leg_names(plan), f"objects:name{suffix}"
     if kind is Kind.OBJECT and names:
         # an object whose key is the whole query ("Benji", "1984"), or one of the
         # entities its keywords name, is what a name lookup wants, even when longer
         # names or richer texts score higher
-        if rows is not None and _shared_names(filters):
-            search = partial(_looked_up, rows, names, n, log_of(traces, leg))
+        if rows is not None and shared_names(filters):
+            search = partial(looked_up, rows, names, n, log_of(traces, leg))
         else:
-            search = partial(_named, store, project, names, n, filters, log_of(traces, leg))
+            search = partial(named, store, project, names, n, filters, log_of(traces, leg))
         jobs.lookup.append((leg, kind, search))
     return jobs
-
-
-def _looked_up(
-    rows: Rows, names: Sequence[str], n: int, trace: Trace | None
-) -> list[tuple[str, float]]:
-    """:func:`_named` without filters, from the search's name look-up (the same ids in
-    the same order: each name's objects by type then id, the first ``n``; each id once,
-    where it first comes)."""
-    found = rows.named(names, trace)
-    ids = dict.fromkeys(id for name in names for _, id in found[name][:n])
-    return [(id, 1.0) for id in list(ids)[:n]]
-
-
-def _named(
-    store: SearchIndex,
-    project: str,
-    names: Sequence[str],
-    n: int,
-    filters: Filters,
-    trace: Trace | None,
-) -> list[tuple[str, float]]:
-    """Objects named by any of ``names`` (each row once, at its best score), at most n."""
-    if len(names) == 1:
-        return store.objects_named(project, names[0], limit=n, filters=filters, trace=trace)
-    best: dict[str, float] = {}
-    for name in names:
-        for id, score in store.objects_named(project, name, limit=n, filters=filters, trace=trace):
-            best[id] = max(score, best.get(id, score))
-    return sorted(best.items(), key=lambda x: -x[1])[:n]
 
 
 def _bm25_query(plan: Plan, kind: Kind, hinted: bool) -> str:
@@ -296,17 +235,6 @@ def _record(jobs: _Jobs, results: Sequence[tuple[str, list[tuple[str, float]], f
         legs.lists[name] = ranked
         legs.ms[name] = ms
     return legs
-
-
-def _nameable(name: str) -> bool:
-    """Whether a query can be looked up as a key: short, no NUL, valid Unicode."""
-    if not 0 < len(name) <= _MAX_NAME_CHARS or "\x00" in name:
-        return False
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _hinted_filters(
