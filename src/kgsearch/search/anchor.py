@@ -123,14 +123,18 @@ def anchored_leg(
         return _rank(plan, anchors, links, edges, vector, embed, embed_many)
 
     def linked() -> tuple[Links, tuple[list[tuple[str, float]], bool] | None]:
-        # the names come from the search's one look-up (legs.py looked them up with
-        # the name leg's before the legs started, when that leg runs unfiltered)
-        links = link_spans(
-            store, rows.project, request.query, trace, lambda names: rows.named(names, trace)
-        )
-        # one read whatever was linked (the keys tell an exact spelling from a case-folded one)
-        found = rows.objects([id for span in links.spans for id in span.ids], trace)
-        anchors = _anchors(links, {id: o.key for id, o in found.items()})
+        # the names come from the search's one look-up (names.py looked them up with
+        # the name leg's before the legs started, when that leg runs unfiltered), with
+        # the keys as stored, which tell an exact spelling from a case-folded one
+        keys: dict[str, str] = {}
+
+        def named(names: list[str]) -> dict[str, list[tuple[str, str, str]]]:
+            found = rows.named(names, trace)
+            keys.update((id, key) for entries in found.values() for _, id, key in entries)
+            return found
+
+        links = link_spans(store, rows.project, request.query, trace, named)
+        anchors = _anchors(links, keys)
         return links, (ranked(anchors, links) if anchors else None)
 
     early = beside(store, linked)

@@ -66,7 +66,7 @@ def looked_up(
     the same order: each name's objects by type then id, the first ``n``; each id once,
     where it first comes)."""
     found = rows.named(names, trace)
-    ids = dict.fromkeys(id for name in names for _, id in found[name][:n])
+    ids = dict.fromkeys(id for name in names for _, id, _ in found[name][:n])
     return [(id, 1.0) for id in list(ids)[:n]]
 
 

@@ -170,7 +170,7 @@ def link_spans(
     project: str,
     question: str,
     trace: Trace | None = None,
-    named: Callable[[list[str]], Mapping[str, Sequence[tuple[str, str]]]] | None = None,
+    named: Callable[[list[str]], Mapping[str, Sequence[tuple[str, str, str]]]] | None = None,
 ) -> Links:
     """The longest non-overlapping spans of the question that are object keys (at most
     six objects in all, no span under 0.6 times the first's length), in one batched
@@ -179,7 +179,7 @@ def link_spans(
     be a key ("actors", "Movie Crazy") never displaces the name the question is about;
     the first span weighs 1, the others less.
 
-    ``named`` looks the names up (each → its objects' (type, id), ordered), for a search
+    ``named`` looks the names up (each → its objects' (type, id, key), ordered), for a search
     whose names were all looked up in one call (:meth:`~kgsearch.search.rows.Rows.named`);
     without it the store is asked here."""
     words, spans = _spans(question)
@@ -188,7 +188,7 @@ def link_spans(
         ids_of = store.objects_named_many(project, names, limit=_IDS_PER_NAME, trace=trace)
     else:
         found = named(names)
-        ids_of = {n: [id for _, id in rows[:_IDS_PER_NAME]] for n, rows in found.items() if rows}
+        ids_of = {n: [r[1] for r in rows[:_IDS_PER_NAME]] for n, rows in found.items() if rows}
     linked: list[tuple[bool, int, int, int, list[str]]] = []  # name-shaped, chars, i, j, ids
     for i, j, variants in spans:
         ids = list(dict.fromkeys(id for n in variants for id in ids_of.get(n, [])))

@@ -37,7 +37,7 @@ class Rows:
     def __init__(self, store: RowReads, project: str) -> None:
         self.store = store
         self.project = project
-        self._named: dict[str, list[tuple[str, str]]] = {}
+        self._named: dict[str, list[tuple[str, str, str]]] = {}
         self._objects: dict[str, GraphObject | None] = {}
         self._relationships: dict[str, Relationship | None] = {}
         self._chunks: dict[str, Chunk | None] = {}
@@ -67,9 +67,9 @@ class Rows:
 
     def named(
         self, names: Iterable[str], trace: Trace | None = None
-    ) -> dict[str, list[tuple[str, str]]]:
+    ) -> dict[str, list[tuple[str, str, str]]]:
         """Each of ``names`` → the live objects whose key it is, ignoring case, as
-        (type, id) ordered by type then id (empty when none): one store call
+        (type, id, key) ordered by type then id (empty when none): one store call
         (:meth:`~kgsearch.store.base.SearchIndex.named_objects`) for the names not looked
         up yet, none when every name was. A search asks for all its names first, so the
         name leg and the anchored leg share one look-up."""

@@ -79,7 +79,7 @@ def test_the_name_leg_and_filters_agree_with_the_table(store: SQLiteStore) -> No
 def test_a_write_of_this_process_is_seen_at_once(store: SQLiteStore) -> None:
     assert "Gone" not in _held(store, "A", ["Gone"])
     (made,) = Engine(store).add_objects([ObjectIn(type="Film", key="Gone")], project="A")
-    assert _held(store, "A", ["gONE"]) == {"gONE": [("Film", made.id)]}
+    assert _held(store, "A", ["gONE"]) == {"gONE": [("Film", made.id, "Gone")]}
     store.delete("A", "object", [made.id])
     assert _held(store, "A", ["gone"]) == {}
     assert _held(store, "A", ["Benji"]) == _table(store, "A", ["Benji"])
@@ -90,7 +90,7 @@ def test_a_write_through_another_connection_is_seen(store: SQLiteStore) -> None:
     other = SQLiteStore(store.path)
     (made,) = Engine(other).add_objects([ObjectIn(type="Tag", key="new")], project="B")
     other.close()
-    assert _held(store, "B", ["New"]) == {"New": [("Tag", made.id)]}
+    assert _held(store, "B", ["New"]) == {"New": [("Tag", made.id, "new")]}
 
 
 def test_a_write_of_another_process_is_seen(store: SQLiteStore) -> None:
@@ -109,7 +109,7 @@ def test_a_write_of_another_process_is_seen(store: SQLiteStore) -> None:
     found = _held(store, "A", ["benji"])["benji"]
     assert found == _table(store, "A", ["benji"])["benji"]
     assert benji[0] not in found
-    assert [t for t, _ in found][-1] == "Zoo"
+    assert [t for t, _, _ in found][-1] == "Zoo"
 
 
 def test_a_look_up_inside_a_write_transaction_sees_its_own_writes(store: SQLiteStore) -> None:
@@ -117,9 +117,9 @@ def test_a_look_up_inside_a_write_transaction_sees_its_own_writes(store: SQLiteS
     before = store.held_names.answered
     with store.transaction():
         (made,) = Engine(store).add_objects([ObjectIn(type="Film", key="inside")], project="A")
-        assert store.named_objects("A", ["Inside"]) == {"Inside": [("Film", made.id)]}
+        assert store.named_objects("A", ["Inside"]) == {"Inside": [("Film", made.id, "inside")]}
         assert store.held_names.answered == before  # the table answered
-    assert _held(store, "A", ["Inside"]) == {"Inside": [("Film", made.id)]}
+    assert _held(store, "A", ["Inside"]) == {"Inside": [("Film", made.id, "inside")]}
 
 
 def test_stale_names_never_answer_while_read_again_in_the_background(
@@ -137,12 +137,12 @@ def test_stale_names_never_answer_while_read_again_in_the_background(
     monkeypatch.setattr(held_names, "read_names", slow)
     (made,) = Engine(store).add_objects([ObjectIn(type="Film", key="later")], project="A")
     before = store.held_names.answered
-    assert store.named_objects("A", ["Later"]) == {"Later": [("Film", made.id)]}
+    assert store.named_objects("A", ["Later"]) == {"Later": [("Film", made.id, "later")]}
     assert store.held_names.answered == before  # the table answers while names are read
     release.set()
     deadline = time.monotonic() + 10
     while store.held_names.answered == before:
-        assert store.named_objects("A", ["Later"]) == {"Later": [("Film", made.id)]}
+        assert store.named_objects("A", ["Later"]) == {"Later": [("Film", made.id, "later")]}
         assert time.monotonic() < deadline
         time.sleep(0.02)
 

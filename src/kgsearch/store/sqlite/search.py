@@ -278,13 +278,15 @@ class SQLiteSearch(SearchCore):
             # (held_names.py); an explained search lists the statement it would run
             held = self.held_names.fresh(self.db.reader(), self.db.reader)
             if held is not None:
-                return [{"key": k, "type": t, "id": i} for k, t, i in held.found(project, keys)]
+                found = held.found(project, keys)
+                return [{"key": k, "stored": k, "type": t, "id": i} for k, t, i in found]
         where, params = filter_sql(Kind.OBJECT, filters)
         rows: list[Any] = []
         for part in chunked(keys):
             rows.extend(
                 self.db.reader().all(
-                    "SELECT t.key, t.type, t.id FROM objects t WHERE t.project = ? AND t.key "
+                    "SELECT t.key, t.key AS stored, t.type, t.id FROM objects t "
+                    "WHERE t.project = ? AND t.key "
                     f"COLLATE NOCASE IN ({placeholders(len(part))}) AND t.deleted_at IS NULL"
                     f"{where}",
                     (project, *part, *params),
