@@ -41,6 +41,12 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def _rss_mb() -> float:
+    """The process's resident memory (Linux), MB."""
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
 def main() -> None:
     """Run the comparison; print it (and write docs/benchmarks.md with --write)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -49,8 +55,11 @@ def main() -> None:
     args = parser.parse_args()
     store = SQLiteStore(str(ensure_full_db()))
     load = [os.getloadavg()[0]]
+    store.named_objects("default", ["warm up"])  # the reader connection, opened
+    rss = _rss_mb()
     names = store.held_names.warm(store.db.reader())
     assert names is not None
+    rss = _rss_mb() - rss
     held_fresh = store.held_names.fresh
     table_only: Callable[..., Any] = lambda *_: None  # noqa: E731
 
@@ -86,8 +95,8 @@ def main() -> None:
         equal += answers[WAYS[1]] == answers[WAYS[2]]
     load.append(os.getloadavg()[0])
     held = table(
-        ["objects", "read s", "MB (dicts, tuples, strings)"],
-        [[f"{names.rows:,}", f"{names.seconds:.2f}", f"{names.nbytes / 1e6:.1f}"]],
+        ["objects", "read s", "MB (dicts, tuples, strings)", "RSS growth MB"],
+        [[f"{names.rows:,}", f"{names.seconds:.2f}", f"{names.nbytes / 1e6:.1f}", f"{rss:.1f}"]],
     )
     rows = [
         [

@@ -29,6 +29,7 @@ Three steps, all bounded:
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -203,9 +204,11 @@ def span_names(question: str) -> list[str]:
     return [n for _, _, variants in _spans(question)[1] for n in variants]
 
 
+@functools.lru_cache(maxsize=256)
 def _spans(question: str) -> tuple[list[re.Match[str]], list[tuple[int, int, list[str]]]]:
     """The question's words, and each span that may be a name: (first word, end word,
-    the names tried for it)."""
+    the names tried for it). Cached: a search asks twice (its one name look-up, then
+    the anchored leg's linking); callers only read the lists."""
     text = question.replace("[", "").replace("]", "")
     words = list(re.finditer(r"\S+", text))
     starts, ends = [w.start() for w in words], [w.end() for w in words]
