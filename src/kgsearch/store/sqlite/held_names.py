@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kgsearch.store.sqlite.connection import Connection
+from kgsearch.store.sqlite.connection import CACHE_PAGES_KIB, Connection
 
 __all__ = ["EPOCH_SQL", "HeldNames", "Names", "read_names"]
 
@@ -37,6 +37,8 @@ _REBUILD_SPACING = 4.0
 """A background read starts no sooner than this many times the last read's duration
 after it ended (a store written to all the time spends at most a fifth of a core on
 reading its names again)."""
+_READ_CACHE_KIB = -2048
+"""The page cache of the read's connection while it reads (KiB, as SQLite counts it)."""
 _RETRY_SECONDS = 30.0
 """After a failed read, the table answers for this long before the next try."""
 
@@ -94,16 +96,23 @@ def read_names(db: Connection, fold: Callable[[str], str]) -> Names:
     by_key: dict[str, dict[str, list[Entry]]] = {}
     types: dict[str, str] = {}
     rows = 0
-    with db.transaction(immediate=False):
-        row = db.one(EPOCH_SQL)
-        epoch = str(row["value"]) if row is not None else "0"
-        for batch in db.batches(
-            "SELECT project, key, type, id FROM objects WHERE deleted_at IS NULL"
-        ):
-            for project, key, type_, id in batch:
-                type_ = types.setdefault(type_, type_)
-                by_key.setdefault(project, {}).setdefault(fold(key), []).append((key, type_, id))
-                rows += 1
+    # the scan visits every object row once: through a small page cache, so that it
+    # does not fill the connection's
+    db.execute(f"PRAGMA cache_size={_READ_CACHE_KIB}")
+    try:
+        with db.transaction(immediate=False):
+            row = db.one(EPOCH_SQL)
+            epoch = str(row["value"]) if row is not None else "0"
+            for batch in db.batches(
+                "SELECT project, key, type, id FROM objects WHERE deleted_at IS NULL"
+            ):
+                for project, key, type_, id in batch:
+                    type_ = types.setdefault(type_, type_)
+                    entry = (key, type_, id)
+                    by_key.setdefault(project, {}).setdefault(fold(key), []).append(entry)
+                    rows += 1
+    finally:
+        db.execute(f"PRAGMA cache_size={CACHE_PAGES_KIB}")
     frozen = {p: {k: tuple(v) for k, v in held.items()} for p, held in by_key.items()}
     return Names(frozen, epoch, rows, time.perf_counter() - started)
 
