@@ -23,7 +23,6 @@ from kgsearch.model import Filters, Kind
 from kgsearch.store.search_index import MAX_LIMIT, SearchCore, TextLeg, VectorLeg, check_dims
 from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.sqlite.held_lexical import checked
-from kgsearch.store.sqlite.held_names import HeldNames
 from kgsearch.store.sqlite.lexical import LexicalStats, Plan
 from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, placeholders
 from kgsearch.store.sqlite.vectors import Entry, VectorCache
@@ -192,7 +191,6 @@ class SQLiteSearch(SearchCore):
     db: Connection
     vectors_cache: VectorCache
     lexical: LexicalStats
-    held_names: HeldNames
     # object types per project, with the object epoch they were read at
     _types: dict[str, tuple[str, list[str]]]
 
@@ -273,13 +271,6 @@ class SQLiteSearch(SearchCore):
         return [(id, score) for _, id, score in ranked[:limit]]
 
     def _named(self, project: str, keys: list[str], filters: Filters | None) -> list[Any]:
-        if filters is None and self.db.path != ":memory:" and not active():
-            # unfiltered and not explained: the held names answer while fresh
-            # (held_names.py); an explained search lists the statement it would run
-            held = self.held_names.fresh(self.db.reader(), self.db.reader)
-            if held is not None:
-                found = held.found(project, keys)
-                return [{"key": k, "stored": k, "type": t, "id": i} for k, t, i in found]
         where, params = filter_sql(Kind.OBJECT, filters)
         rows: list[Any] = []
         for part in chunked(keys):
@@ -337,7 +328,5 @@ class SQLiteSearch(SearchCore):
         """Load the vector cache and wait for its ANN index, and read the kind's BM25
         postings (benchmarks, warm-up)."""
         self.lexical.held.warm(self.db.reader(), kind)
-        if kind is Kind.OBJECT and self.db.path != ":memory:":
-            self.held_names.warm(self.db.reader())
         entry = self.vectors_cache.entry(self.db, project, kind)
         return entry.ann.wait(timeout) if entry.ann is not None else True

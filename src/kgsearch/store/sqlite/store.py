@@ -24,7 +24,6 @@ from kgsearch.store.migrations import pending
 from kgsearch.store.records import StoreInfo
 from kgsearch.store.slices import SharedSlices
 from kgsearch.store.sqlite.connection import CACHE_PAGES_KIB, Connection
-from kgsearch.store.sqlite.held_names import HeldNames
 from kgsearch.store.sqlite.lexical import LexicalStats
 from kgsearch.store.sqlite.queue import SQLiteQueues
 from kgsearch.store.sqlite.schema import (
@@ -70,7 +69,6 @@ class SQLiteStore(
             ann_min_rows, None if path == ":memory:" else Path(path + ".ann")
         )
         self.lexical = LexicalStats()
-        self.held_names = HeldNames(SQLITE.fold)
         self._types = {}
         self._runs = 0
         if migrate:
@@ -154,7 +152,6 @@ class SQLiteStore(
                 self.db.execute(sql)
         self.db.execute(f"PRAGMA cache_size={CACHE_PAGES_KIB}")
         self.lexical.clear()
-        self.held_names.clear()
 
     # metadata ------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
