@@ -4,6 +4,8 @@ filters applied inside the leg, the leg in found_by and explain, and fusion weig
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -122,7 +124,11 @@ def test_explain_lists_the_legs_statements(engine: Engine) -> None:
     movie_graph(engine)
     statements = engine.explain("who directed Engines").statements
     sql = " ".join(s.sql for s in statements[LEG])
-    assert "objects" in sql and "relationships" in sql
+    assert "relationships" in sql and "objects" not in sql  # the edge read only
+    # the spans it links were looked up with the name leg's names, in its one statement
+    (lookup,) = statements["objects:name"]
+    params = json.dumps(lookup.params)
+    assert "objects" in lookup.sql and '"engines"' in params and '"who directed engines"' in params
 
 
 def test_a_hub_costs_at_most_the_edge_limit(

@@ -1,15 +1,14 @@
 """Store calls per search, counted by a proxy over the store (issue 13's acceptance bound).
 
-A search reads in a fixed number of batched calls whatever its pool size: default
-≤ 13 (issue 13's bound of 10, plus the anchored relationship leg's name lookup, its
-read of the linked objects and its edge read), with chunks and their mentions in the
-pool ≤ 14, with the ``mentions`` reranker ≤ 18, and the same count at limit 5 and 50 or
-with 10 and 100 chunks. A graph that holds chunks is a graph built from documents: its
-searches read one more batch, the mentions of the ``graph:evidence`` leg
-(:data:`EVIDENCE`). The engines' clocks are frozen, so the store info's re-read once it
-is stale (and the check for documents) never lands inside a counted search; one test
-moves the clock on to count that re-read.
-"""
+A search reads in a fixed number of batched calls whatever its pool size: default ≤ 11
+(issue 13's bound of 10, plus the anchored relationship leg's edge read; its names are
+looked up with the name leg's, in one call that gives their keys too), with chunks and
+their mentions in the pool ≤ 12, with the ``mentions`` reranker ≤ 16, and the same
+count at limit 5 and 50 or with 10 and 100 chunks. A graph that holds chunks is a graph
+built from documents: its searches read one more batch, the mentions of the
+``graph:evidence`` leg (:data:`EVIDENCE`). The engines' clocks are frozen, so the store
+info's re-read once it is stale (and the check for documents) never lands inside a
+counted search; one test moves the clock on to count that re-read."""
 
 from __future__ import annotations
 
@@ -31,15 +30,13 @@ from kgsearch.testing import FakeEmbedder
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "metaqa-movies.jsonl"
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
-# the anchored relationship leg adds one batched name lookup, one read of the objects
-# linked (their keys: a name spelt exactly beats one matched ignoring case) and one
-# edge read
+# the anchored relationship leg adds one edge read; its names are looked up with the
+# name leg's, in one call that gives their keys too (a name spelt exactly beats one
+# matched ignoring case)
 BASE_LEGS = {
     "vector_search": 3,
     "text_search": 3,
-    "objects_named": 1,
-    "objects_named_many": 1,
-    "get_objects": 1,
+    "named_objects": 1,
     "typed_edges": 1,
 }
 ROWS = {"get_objects": 1, "get_relationships": 1, "get_chunks": 1}
@@ -153,7 +150,7 @@ def test_default_search_reads_the_legs_and_one_batch_of_rows(store: Store) -> No
     engine, counting, _ = filled(store, chunks=0)
     calls = counting.searched(engine, "alpha film")
     assert calls == calls_of(BASE_LEGS, ROWS)
-    assert calls.total() <= 13
+    assert calls.total() <= 11
 
 
 def test_chunks_with_mentions_in_the_pool_cost_no_extra_call(store: Store) -> None:
@@ -162,14 +159,14 @@ def test_chunks_with_mentions_in_the_pool_cost_no_extra_call(store: Store) -> No
     assert {r.type for r in response.results} == {"graph", "relationship", "text"}
     calls = counting.searched(engine, "alpha film review")
     assert calls == calls_of(BASE_LEGS, ROWS, EVIDENCE)
-    assert calls.total() <= 14
+    assert calls.total() <= 12
 
 
 def test_mentions_reranker_reads_mentions_chunks_and_sources_once(store: Store) -> None:
     engine, counting, _ = filled(store, chunks=10)
     calls = counting.searched(engine, "alpha film review", reranker="mentions")
     assert calls == calls_of(BASE_LEGS, ROWS, EVIDENCE, {"mentions": 1, "get_sources": 1})
-    assert calls.total() <= 18
+    assert calls.total() <= 16
 
 
 def test_node_distance_reads_one_traversal(store: Store) -> None:
@@ -242,7 +239,7 @@ def test_store_calls_on_the_sample_graph() -> None:
         engine.embed_pending()
         engine.search("warm up")
         engine._documents.clock = lambda: 0.0
-        for options, bound in (({}, 14), ({"reranker": "mentions"}, 18)):
+        for options, bound in (({}, 13), ({"reranker": "mentions"}, 17)):
             counts = []
             for limit in (5, 50):
                 request = {**options, "limit": limit}

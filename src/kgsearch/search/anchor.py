@@ -7,9 +7,10 @@ finds "Top Hat directed_by Mark Sandrich" but also "Top Hat written_by ..." and
 
 1. **Anchors.** The query's names are linked to objects by exact key, ignoring case
    (:func:`~kgsearch.search.paths.link_spans`, the same linking the ``paths`` graph
-   uses); where a name is spelt exactly as some of its objects' keys, those only. When
-   no name matches, the best object of the ``objects:bm25`` leg anchors instead, at a
-   lower weight.
+   uses, its names looked up with the name leg's in one call:
+   :meth:`~kgsearch.search.rows.Rows.named`); where a name is spelt exactly as some of
+   its objects' keys, those only. When no name matches, the best object of the
+   ``objects:bm25`` leg anchors instead, at a lower weight.
 2. **Edges.** The anchors' incident relationships are read in one bounded call
    (:meth:`~kgsearch.store.base.GraphReads.typed_edges`, at most ``_HUB_EDGES`` per object
    and direction).
@@ -122,10 +123,18 @@ def anchored_leg(
         return _rank(plan, anchors, links, edges, vector, embed, embed_many)
 
     def linked() -> tuple[Links, tuple[list[tuple[str, float]], bool] | None]:
-        links = link_spans(store, rows.project, request.query, trace)
-        # one read whatever was linked (the keys tell an exact spelling from a case-folded one)
-        found = rows.objects([id for span in links.spans for id in span.ids], trace)
-        anchors = _anchors(links, {id: o.key for id, o in found.items()})
+        # the names come from the search's one look-up (names.py looked them up with
+        # the name leg's before the legs started, when that leg runs unfiltered), with
+        # the keys as stored, which tell an exact spelling from a case-folded one
+        keys: dict[str, str] = {}
+
+        def named(names: list[str]) -> dict[str, list[tuple[str, str, str]]]:
+            found = rows.named(names, trace)
+            keys.update((id, key) for entries in found.values() for _, id, key in entries)
+            return found
+
+        links = link_spans(store, rows.project, request.query, trace, named)
+        anchors = _anchors(links, keys)
         return links, (ranked(anchors, links) if anchors else None)
 
     early = beside(store, linked)

@@ -22,6 +22,7 @@ from functools import partial
 from typing import TypeVar
 
 from kgsearch.model import Filters, Kind
+from kgsearch.search.names import leg_names, look_up_names, looked_up, named, shared_names
 from kgsearch.search.parts import LEGS, Leg, LegInput, Legs, SearchReads, key, split_key
 from kgsearch.search.paths import walk_paths
 from kgsearch.search.plan import Plan, Vector
@@ -46,8 +47,6 @@ _LEG_POOL: ThreadPoolExecutor | None = None
 _LEG_POOL_LOCK = threading.Lock()
 # The order legs are recorded in (per scope), whichever thread finished first.
 _LEG_ORDER = ["vector", "vector:hinted", "bm25:hinted", "bm25", "name:hinted", "name"]
-# Longest query that is tried as an object name.
-_MAX_NAME_CHARS = 200
 
 
 @dataclass
@@ -72,6 +71,7 @@ def scope_legs(
     vectors: Mapping[Kind, Vector | None],
     traces: Traces | None = None,
     started: Callable[[], None] | None = None,
+    rows: Rows | None = None,
 ) -> Legs:
     """Run the vector, BM25 and name legs of every searched scope.
 
@@ -83,6 +83,9 @@ def scope_legs(
         traces: Where each leg's statements go when the search is explained.
         started: Called once the legs are under way (work started beside them then
             queues behind them for connections and workers).
+        rows: The search's rows: when given, the name leg looks its names up through
+            them, with the anchored leg's, in one store call made here (see
+            :func:`~kgsearch.search.names.look_up_names`).
 
     Returns:
         The ranked list and timing of each leg.
@@ -90,13 +93,17 @@ def scope_legs(
     filters = plan.request.filters
     jobs = _Jobs()
     for kind in plan.scopes:
-        jobs.extend(_scope_jobs(store, project, plan, kind, vectors.get(kind), filters, traces))
+        jobs.extend(
+            _scope_jobs(store, project, plan, kind, vectors.get(kind), filters, traces, rows=rows)
+        )
     hinted = _hinted_filters(store, project, plan, traces)
     if hinted is not None:
         # The objects of the hinted type are ranked once more, so RRF lifts them above
         # same-name objects of other types (the hint stays a boost, not a filter).
         vector = vectors.get(Kind.OBJECT)
         jobs.extend(_scope_jobs(store, project, plan, Kind.OBJECT, vector, hinted, traces, True))
+    if rows is not None:
+        look_up_names(plan, rows, traces)
     return _record(jobs, _run_jobs(store, jobs, started))
 
 
@@ -109,8 +116,11 @@ def _scope_jobs(
     filters: Filters,
     traces: Traces | None,
     hinted: bool = False,
+    *,
+    rows: Rows | None = None,
 ) -> _Jobs:
-    """The legs of one scope under one set of filters (the hinted legs use the type's)."""
+    """The legs of one scope under one set of filters (the hinted legs use the type's);
+    with ``rows``, an unfiltered name leg reads the search's one name look-up."""
     config = plan.request.scope(kind)
     assert config is not None  # plan.scopes holds only scopes that are switched on
     n, suffix, prefix = plan.candidates[kind], ":hinted" if hinted else "", f"{kind.value}s:"
@@ -134,32 +144,17 @@ def _scope_jobs(
         store.text_search, project, kind, query, limit=n, filters=filters, trace=log_of(traces, leg)
     )
     jobs.lexical.append((leg, kind, search))
-    names, leg = [x for x in plan.names if _nameable(x)], f"objects:name{suffix}"
+    names, leg = leg_names(plan), f"objects:name{suffix}"
     if kind is Kind.OBJECT and names:
         # an object whose key is the whole query ("Benji", "1984"), or one of the
         # entities its keywords name, is what a name lookup wants, even when longer
         # names or richer texts score higher
-        search = partial(_named, store, project, names, n, filters, log_of(traces, leg))
+        if rows is not None and shared_names(filters):
+            search = partial(looked_up, rows, names, n, log_of(traces, leg))
+        else:
+            search = partial(named, store, project, names, n, filters, log_of(traces, leg))
         jobs.lookup.append((leg, kind, search))
     return jobs
-
-
-def _named(
-    store: SearchIndex,
-    project: str,
-    names: Sequence[str],
-    n: int,
-    filters: Filters,
-    trace: Trace | None,
-) -> list[tuple[str, float]]:
-    """Objects named by any of ``names`` (each row once, at its best score), at most n."""
-    if len(names) == 1:
-        return store.objects_named(project, names[0], limit=n, filters=filters, trace=trace)
-    best: dict[str, float] = {}
-    for name in names:
-        for id, score in store.objects_named(project, name, limit=n, filters=filters, trace=trace):
-            best[id] = max(score, best.get(id, score))
-    return sorted(best.items(), key=lambda x: -x[1])[:n]
 
 
 def _bm25_query(plan: Plan, kind: Kind, hinted: bool) -> str:
@@ -240,17 +235,6 @@ def _record(jobs: _Jobs, results: Sequence[tuple[str, list[tuple[str, float]], f
         legs.lists[name] = ranked
         legs.ms[name] = ms
     return legs
-
-
-def _nameable(name: str) -> bool:
-    """Whether a query can be looked up as a key: short, no NUL, valid Unicode."""
-    if not 0 < len(name) <= _MAX_NAME_CHARS or "\x00" in name:
-        return False
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _hinted_filters(
@@ -485,7 +469,13 @@ def _paths(
 
 def _run_scope(given: LegInput) -> None:
     found = scope_legs(
-        given.store, given.project, given.plan, given.vectors, given.traces, given.under_way
+        given.store,
+        given.project,
+        given.plan,
+        given.vectors,
+        given.traces,
+        given.under_way,
+        given.rows,
     )
     given.legs.lists.update(found.lists)
     given.legs.ms.update(found.ms)

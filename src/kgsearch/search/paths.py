@@ -29,6 +29,7 @@ Three steps, all bounded:
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -59,10 +60,12 @@ __all__ = [
     "link_entities",
     "link_spans",
     "relation_vectors",
+    "span_names",
     "walk_paths",
 ]
 
 _MAX_SPAN_WORDS = 10
+_IDS_PER_NAME = 5  # the most objects one name links
 _HUB_EDGES = 64
 _FRONTIER = 200
 _FRONTIER_TOTAL = 400
@@ -164,14 +167,48 @@ class Links:
 
 
 def link_spans(
-    store: SearchIndex, project: str, question: str, trace: Trace | None = None
+    store: SearchIndex,
+    project: str,
+    question: str,
+    trace: Trace | None = None,
+    named: Callable[[list[str]], Mapping[str, Sequence[tuple[str, str, str]]]] | None = None,
 ) -> Links:
     """The longest non-overlapping spans of the question that are object keys (at most
     six objects in all, no span under 0.6 times the first's length), in one batched
     lookup. Spans shaped like a name (first and last word not lower case: "Crazy Heart",
     not "movie Crazy") go first, so a common word or a lower-case run that happens to
     be a key ("actors", "Movie Crazy") never displaces the name the question is about;
-    the first span weighs 1, the others less."""
+    the first span weighs 1, the others less.
+
+    ``named`` looks the names up (each → its objects' (type, id, key), ordered), for a search
+    whose names were all looked up in one call (:meth:`~kgsearch.search.rows.Rows.named`);
+    without it the store is asked here."""
+    words, spans = _spans(question)
+    names = [n for _, _, variants in spans for n in variants]
+    if named is None:
+        ids_of = store.objects_named_many(project, names, limit=_IDS_PER_NAME, trace=trace)
+    else:
+        found = named(names)
+        ids_of = {n: [r[1] for r in rows[:_IDS_PER_NAME]] for n, rows in found.items() if rows}
+    linked: list[tuple[bool, int, int, int, list[str]]] = []  # name-shaped, chars, i, j, ids
+    for i, j, variants in spans:
+        ids = list(dict.fromkeys(id for n in variants for id in ids_of.get(n, [])))
+        if ids:
+            shaped = not (_lower(words[i].group()) or _lower(words[j - 1].group()))
+            linked.append((shaped, words[j - 1].end() - words[i].start(), i, j, ids))
+    return _chosen(linked, words)
+
+
+def span_names(question: str) -> list[str]:
+    """The names :func:`link_spans` looks up for a question, in its order."""
+    return [n for _, _, variants in _spans(question)[1] for n in variants]
+
+
+@functools.lru_cache(maxsize=256)
+def _spans(question: str) -> tuple[list[re.Match[str]], list[tuple[int, int, list[str]]]]:
+    """The question's words, and each span that may be a name: (first word, end word,
+    the names tried for it). Cached: a search asks twice (its one name look-up, then
+    the anchored leg's linking); callers only read the lists."""
     text = question.replace("[", "").replace("]", "")
     words = list(re.finditer(r"\S+", text))
     starts, ends = [w.start() for w in words], [w.end() for w in words]
@@ -184,15 +221,13 @@ def link_spans(
             nameless = nameless and plain[j - 1]
             if not nameless:
                 spans.append((i, j, _variants(text[starts[i] : ends[j - 1]])))
-    named = store.objects_named_many(
-        project, [n for _, _, names in spans for n in names], limit=5, trace=trace
-    )
-    found: list[tuple[bool, int, int, int, list[str]]] = []  # name-shaped, chars, i, j, ids
-    for i, j, names in spans:
-        ids = list(dict.fromkeys(id for n in names for id in named.get(n, [])))
-        if ids:
-            shaped = not (_lower(words[i].group()) or _lower(words[j - 1].group()))
-            found.append((shaped, words[j - 1].end() - words[i].start(), i, j, ids))
+    return words, spans
+
+
+def _chosen(
+    found: list[tuple[bool, int, int, int, list[str]]], words: list[re.Match[str]]
+) -> Links:
+    """The spans linked, name-shaped and longest first, none overlapping another."""
     found.sort(key=lambda f: (not f[0], -f[1], f[2]))
     taken: set[int] = set()
     linked: list[Span] = []

@@ -1,24 +1,29 @@
 """The rows one search has read, so that no stage reads the same row twice.
 
 Graph legs read rows to pick seeds and to apply filters; hydration needs rows for the
-whole fused pool. Both go through one :class:`Rows` per search. Each request for rows
-is exactly one batched store call, for the ids not read yet (possibly none: a stage's
-number of store calls then follows from the plan alone, never from the data), and ids
-the store did not return (deleted, other project) are remembered as missing.
-"""
+whole fused pool. Both go through one :class:`Rows` per search, and so do the name
+look-ups (the name leg's and the anchored leg's span linking: :meth:`Rows.named`). Each
+request for rows is exactly one batched store call, for the ids not read yet (possibly
+none: a stage's number of store calls then follows from the plan alone, never from the
+data), and ids the store did not return (deleted, other project) are remembered as
+missing."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from kgsearch.model import Chunk, GraphObject, Kind, Relationship
-from kgsearch.store.base import GraphReads, Trace
+from kgsearch.store.base import GraphReads, SearchIndex, Trace
 
 __all__ = ["Row", "Rows"]
 
 Row = GraphObject | Relationship | Chunk
 _R = TypeVar("_R", GraphObject, Relationship, Chunk)
+
+
+class RowReads(GraphReads, SearchIndex, Protocol):
+    """What :class:`Rows` reads: rows by id, and objects by name."""
 
 
 class Rows:
@@ -29,9 +34,10 @@ class Rows:
         project: The project searched.
     """
 
-    def __init__(self, store: GraphReads, project: str) -> None:
+    def __init__(self, store: RowReads, project: str) -> None:
         self.store = store
         self.project = project
+        self._named: dict[str, list[tuple[str, str, str]]] = {}
         self._objects: dict[str, GraphObject | None] = {}
         self._relationships: dict[str, Relationship | None] = {}
         self._chunks: dict[str, Chunk | None] = {}
@@ -58,6 +64,21 @@ class Rows:
         return _read(
             self._chunks, ids, lambda i: self.store.get_chunks(self.project, i, trace=trace)
         )
+
+    def named(
+        self, names: Iterable[str], trace: Trace | None = None
+    ) -> dict[str, list[tuple[str, str, str]]]:
+        """Each of ``names`` → the live objects whose key it is, ignoring case, as
+        (type, id, key) ordered by type then id (empty when none): one store call
+        (:meth:`~kgsearch.store.base.SearchIndex.named_objects`) for the names not looked
+        up yet, none when every name was. A search asks for all its names first, so the
+        name leg and the anchored leg share one look-up."""
+        wanted = list(dict.fromkeys(names))
+        missing = [n for n in wanted if n not in self._named]
+        if missing:
+            found = self.store.named_objects(self.project, missing, trace=trace)
+            self._named.update({n: found.get(n, []) for n in missing})
+        return {n: self._named[n] for n in wanted}
 
     def by_key(self, keys: Iterable[str]) -> dict[str, Row]:
         """Rows already read for fusion keys (``kind:id``); unread or missing keys are left

@@ -470,6 +470,16 @@ class SearchIndex(Protocol):
         ids, ordered by type then id. Names nothing matches are left out."""
         ...
 
+    def named_objects(
+        self, project: str, names: Sequence[str], *, trace: Trace | None = None
+    ) -> dict[str, list[tuple[str, str, str]]]:
+        """Every live object whose key equals a given name ignoring case (as
+        :meth:`objects_named`), unfiltered and unlimited, as (type, id, key as stored)
+        ordered by type then id, per name; names nothing matches are left out. A search
+        looks all its names up in this one call (the name leg and the anchored leg's
+        span linking)."""
+        ...
+
     def object_types(self, project: str, *, trace: Trace | None = None) -> list[str]:
         """Distinct types of the project's live objects."""
         ...

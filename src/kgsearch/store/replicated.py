@@ -297,6 +297,7 @@ class ReplicatedStore:
     text_search = _on_replica("text_search")
     objects_named = _on_replica("objects_named")
     objects_named_many = _on_replica("objects_named_many")
+    named_objects = _on_replica("named_objects")
     object_types = _on_replica("object_types")
     vectors = _on_replica("vectors")
     community_build = _on_replica("community_build")

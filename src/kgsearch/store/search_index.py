@@ -80,8 +80,9 @@ class SearchCore(Slice):
             """Top ``leg.limit`` rows by BM25 over their text, higher better."""
 
         def _named(self, project: str, keys: list[str], filters: Filters | None) -> list[Any]:
-            """Live objects (``key``, ``type``, ``id``) whose key folds to one of
-            ``keys`` (already folded), filters applied."""
+            """Live objects (``key`` as the store folds it or as stored, ``stored``: as
+            stored, ``type``, ``id``) whose key folds to one of ``keys`` (already
+            folded), filters applied."""
 
     @traced
     def vector_search(
@@ -143,6 +144,13 @@ class SearchCore(Slice):
         limit: int,
         trace: Trace | None = None,
     ) -> dict[str, list[str]]:
+        found = self.named_objects(project, names)
+        return {n: [i for _, i, _ in rows[:limit]] for n, rows in found.items()}
+
+    @traced
+    def named_objects(
+        self, project: str, names: Sequence[str], *, trace: Trace | None = None
+    ) -> dict[str, list[tuple[str, str, str]]]:
         fold = self.dialect.fold
         wanted: dict[str, list[str]] = {}
         for name in dict.fromkeys(names):
@@ -150,8 +158,8 @@ class SearchCore(Slice):
                 wanted.setdefault(fold(name), []).append(name)
         if not wanted:
             return {}
-        found: dict[str, list[tuple[str, str]]] = {}
+        found: dict[str, list[tuple[str, str, str]]] = {}
         for row in self._named(project, list(wanted), None):
             for name in wanted.get(fold(row["key"]), []):
-                found.setdefault(name, []).append((row["type"], row["id"]))
-        return {n: [i for _, i in sorted(set(rows))[:limit]] for n, rows in found.items()}
+                found.setdefault(name, []).append((row["type"], row["id"], row["stored"]))
+        return {n: sorted(set(rows)) for n, rows in found.items()}

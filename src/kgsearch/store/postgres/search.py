@@ -323,7 +323,8 @@ class PostgresSearch(SearchCore):
     def _named(self, project: str, keys: list[str], filters: Filters | None) -> list[Any]:
         where, params = filter_sql(Kind.OBJECT, filters)
         return self.db.all(
-            "SELECT lower(t.key) AS key, t.type, t.id FROM objects t WHERE t.project = %s "
+            "SELECT lower(t.key) AS key, t.key AS stored, t.type, t.id FROM objects t "
+            "WHERE t.project = %s "
             f"AND lower(t.key) = ANY(%s) AND t.deleted_at IS NULL{where}",
             (project, keys, *params),
         )

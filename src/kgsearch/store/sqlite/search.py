@@ -276,7 +276,8 @@ class SQLiteSearch(SearchCore):
         for part in chunked(keys):
             rows.extend(
                 self.db.reader().all(
-                    "SELECT t.key, t.type, t.id FROM objects t WHERE t.project = ? AND t.key "
+                    "SELECT t.key, t.key AS stored, t.type, t.id FROM objects t "
+                    "WHERE t.project = ? AND t.key "
                     f"COLLATE NOCASE IN ({placeholders(len(part))}) AND t.deleted_at IS NULL"
                     f"{where}",
                     (project, *part, *params),

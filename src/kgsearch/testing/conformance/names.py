@@ -75,3 +75,18 @@ def test_many_names_in_one_call(store: Store, named: dict[str, str]) -> None:
         "benji": [named["Person:Benji"]]
     }
     assert set(store.objects_named_many("other", ["benji"], limit=10)["benji"]).isdisjoint(both)
+
+
+def test_named_objects_gives_every_match_with_its_type_and_key(
+    store: Store, named: dict[str, str]
+) -> None:
+    found = store.named_objects("default", ["bENJI", "Benji", "benj", "", "a\x00b", "Benji"])
+    both = [("Movie", named["Movie:Benji"], "Benji"), ("Person", named["Person:Benji"], "Benji")]
+    assert found == {"bENJI": both, "Benji": both}
+    assert store.named_objects("default", []) == {}
+    # the same ids, in the same order, as the filtered and limited look-ups give
+    assert [i for _, i, _ in found["Benji"]] == [
+        i for i, _ in store.objects_named("default", "Benji", limit=10)
+    ]
+    store.delete("default", "object", [named["Person:Benji"]])
+    assert store.named_objects("default", ["benji"]) == {"benji": both[:1]}
