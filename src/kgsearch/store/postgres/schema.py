@@ -27,6 +27,7 @@ __all__ = [
     "MIGRATIONS",
     "REFERENCE_TABLES",
     "SCHEMA_VERSION",
+    "VECTOR_WRITE_TRIGGERS",
 ]
 
 _VECTOR_TABLES = ("objects", "relationships", "chunks")
@@ -41,7 +42,7 @@ DISTRIBUTED_TABLES = {
     "cache": "namespace",  # LLM responses: can grow large, looked up by (namespace, key)
 }
 # Small tables every node may hold a copy of (Citus reference tables).
-REFERENCE_TABLES = ("meta", "migrations", "embed_stats", "api_keys")
+REFERENCE_TABLES = ("meta", "migrations", "embed_stats", "api_keys", "vector_writes")
 
 # The vector index of a kind, over the ``halfvec`` column cast to ``vector`` (float32)
 # of the store's dims (``%s``): the rows keep 2 bytes a dimension, the index 4, since
@@ -415,6 +416,72 @@ def m013_index_exact_scans(execute: Execute) -> None:
         )
 
 
+# The kinds whose vectors a process may hold (store/postgres/held.py), by table: every
+# committed write that can change which rows a vector leg returns, or their vectors,
+# leaves its transaction's id in ``vector_writes`` (m014).
+_HELD_KINDS = {
+    "objects": "object",
+    "relationships": "relationship",
+    "chunks": "chunk",
+    "community_reports": "community",
+}
+# What a held copy depends on: an update changing none of these leaves no entry (a
+# queue's claim, a text edit before it is embedded again); relationships' validity too.
+_HELD_COLUMNS = ("project", "id", "status", "deleted_at", "dims", "vector")
+# The triggers m014 creates on each table (Citus refuses triggers on distributed
+# tables: citus.distribute drops them, and a distributed store holds no vectors).
+VECTOR_WRITE_TRIGGERS = ("held_insert", "held_update", "held_delete", "held_truncate")
+
+
+def m014_log_vector_writes(execute: Execute) -> None:
+    """A log of the transactions that wrote each kind's vectors or liveness: one row per
+    (kind, transaction), made by triggers in the writing transaction, so it commits (or
+    not) with the writes. A process holding a kind's vectors remembers the snapshot it
+    read them in and asks whether a logged transaction is committed now but was not
+    visible then (``pg_visible_in_snapshot``): only then are they stale. No row is
+    locked and no counter shared, so concurrent writers never wait for one another.
+    Inserts and deletes log per statement, updates per row changing a held column.
+    Tables already distributed by Citus get no triggers."""
+    execute(
+        "CREATE TABLE IF NOT EXISTS vector_writes (kind TEXT NOT NULL, xid xid8 NOT NULL, "
+        "PRIMARY KEY (kind, xid))"
+    )
+    # search_path fixed at creation: a session with another path (psql) finds the log
+    execute(
+        """CREATE OR REPLACE FUNCTION kgsearch_vector_write() RETURNS trigger
+        LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        BEGIN
+            INSERT INTO vector_writes (kind, xid) VALUES (TG_ARGV[0], pg_current_xact_id())
+                ON CONFLICT DO NOTHING;
+            RETURN NULL;
+        END $$"""
+    )
+    for table, kind in _HELD_KINDS.items():
+        columns = (
+            (*_HELD_COLUMNS, "valid_from", "valid_to")
+            if kind == "relationship"
+            else (_HELD_COLUMNS)
+        )
+        changed = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in columns)
+        execute(
+            f"""DO $$ DECLARE spread boolean := false; BEGIN
+            IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+                EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_dist_partition '
+                    'WHERE logicalrelid = ''{table}''::regclass)' INTO spread;
+            END IF;
+            IF spread THEN RETURN; END IF;
+            CREATE TRIGGER held_insert AFTER INSERT ON {table}
+                FOR EACH STATEMENT EXECUTE FUNCTION kgsearch_vector_write('{kind}');
+            CREATE TRIGGER held_update AFTER UPDATE ON {table} FOR EACH ROW
+                WHEN ({changed}) EXECUTE FUNCTION kgsearch_vector_write('{kind}');
+            CREATE TRIGGER held_delete AFTER DELETE ON {table}
+                FOR EACH STATEMENT EXECUTE FUNCTION kgsearch_vector_write('{kind}');
+            CREATE TRIGGER held_truncate AFTER TRUNCATE ON {table}
+                FOR EACH STATEMENT EXECUTE FUNCTION kgsearch_vector_write('{kind}');
+            END $$"""
+        )
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_index_object_names", m002_index_object_names),
@@ -429,5 +496,6 @@ MIGRATIONS = [
     Migration("m011_llm_budgets", m011_llm_budgets),
     Migration("m012_embedding_skipped", m012_embedding_skipped),
     Migration("m013_index_exact_scans", m013_index_exact_scans),
+    Migration("m014_log_vector_writes", m014_log_vector_writes),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

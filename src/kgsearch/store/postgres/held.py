@@ -1,0 +1,281 @@
+"""Vector legs answered from vectors held in the process, when they are provably current.
+
+A PostgreSQL vector leg without filters is an exact scan of the kind's live embedded
+rows: on the sample graph 8.4 ms of the server's CPU for 9,736 objects, most of it
+reading index pages (docs/postgres.md). The same rows held in the process and scanned
+as the SQLite store scans them (the int8 scan of ``store/ann.py``) cost about half a
+millisecond. A process therefore keeps, per (project, kind), the rows' ``seq``, id and
+``halfvec`` values (as float16: the stored values, nothing rounded again), read in one
+``REPEATABLE READ`` snapshot whose text it remembers.
+
+**Freshness.** Migration m014 logs every transaction that writes a kind's vectors or
+liveness (``vector_writes``: kind and transaction id, written by triggers inside the
+writing transaction). Before answering, a leg asks in one statement whether the log
+holds a transaction of the kind that is visible now but was not in the held snapshot
+(``pg_visible_in_snapshot``; only ids from the snapshot's ``xmin`` on are looked at, an
+index range). If so, or if nothing is held yet, PostgreSQL answers as before and a
+background thread reads the kind again. The statement runs on the caller's
+transaction's connection inside a write transaction, so this process's own writes,
+committed or not, are seen at once; another process's once committed. The log is
+pruned when it outgrows :data:`_LOG_KEEP` rows; the prune horizon is written to
+``meta`` and a copy read before it counts as stale.
+
+**Answers.** Scores are what PostgreSQL computes: cosine over the float16 values with
+the query rounded to float16, in float32 sums and a double division (pgvector's
+``halfvec_cosine_distance``), ties by ``seq``. The int8 scan picks the candidates by
+inner product (the rows are not quite unit length once rounded), twice the limit at
+least, which are then ranked by that cosine. Sums in another order can still swap two
+rows whose scores agree to about 1e-7.
+
+What the held copy cannot apply goes to PostgreSQL: ids, type, label, property and
+time filters, relationships with validity times (any live one of the project), a
+store on Citus, and ``held_vectors=off`` in the store URL.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from psycopg.rows import tuple_row
+
+from kgsearch.model import Filters, Kind
+from kgsearch.store.ann import Int8Scan
+from kgsearch.store.postgres.connection import Connection
+
+__all__ = ["HeldVectors", "held_filters"]
+
+_log = logging.getLogger(__name__)
+
+# The log is pruned to nothing once it holds this many rows (copies read before then
+# are read again).
+_LOG_KEEP = 10_000
+# Rows read from the server at a time.
+_BATCH_ROWS = 10_000
+# A kind whose read failed is not read again for this long.
+_RETRY_SECONDS = 30.0
+# Candidates of the int8 scan ranked by cosine: this many times the limit, at least
+# this many more.
+_CANDIDATE_FACTOR = 2
+_CANDIDATE_EXTRA = 32
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """One (project, kind)'s live embedded rows as of ``snapshot``."""
+
+    snapshot: str
+    dims: int
+    seqs: npt.NDArray[np.int64]
+    ids: list[str]
+    matrix: npt.NDArray[np.float16]
+    norms: npt.NDArray[np.float32]  # squared, summed in float32 as pgvector does
+    scan: Int8Scan | None
+    has_validity: bool
+
+    @property
+    def nbytes(self) -> int:
+        """Memory of the arrays (the int8 codes included; ids not)."""
+        codes = self.matrix.shape[0] * self.matrix.shape[1] if self.scan is not None else 0
+        return int(self.matrix.nbytes + self.norms.nbytes + self.seqs.nbytes + codes)
+
+
+def held_filters(kind: Kind, filters: Filters | None) -> bool:
+    """Whether a leg's filters leave every live embedded row of the kind (validity aside,
+    which the copy checks): only such legs can be answered from a held copy."""
+    if filters is None:
+        return True
+    if filters.properties and kind is not Kind.CHUNK:
+        return False
+    if kind is Kind.OBJECT:
+        return not (filters.object_types or filters.labels)
+    if kind is Kind.RELATIONSHIP:
+        return not (filters.relationship_types or filters.as_of)
+    return True
+
+
+_STALE_SQL = (
+    "WITH s AS (SELECT %s::pg_snapshot AS s) SELECT EXISTS (SELECT 1 FROM vector_writes, s "
+    "WHERE kind = %s AND xid >= pg_snapshot_xmin(s.s) AND NOT pg_visible_in_snapshot(xid, s.s)) "
+    "OR coalesce((SELECT value::xid8 FROM meta WHERE key = 'vector_writes_horizon') "
+    "> (SELECT pg_snapshot_xmin(s) FROM s), false) AS stale"
+)
+
+
+class HeldVectors:
+    """Per (project, kind) copies of the embedded vectors, each with its snapshot.
+
+    Args:
+        db: The store's connection pool.
+    """
+
+    def __init__(self, db: Connection) -> None:
+        self._db = db
+        self._copies: dict[tuple[str, Kind], _Copy] = {}
+        self._reading: set[tuple[str, Kind]] = set()
+        self._failed: dict[tuple[str, Kind], float] = {}
+        self._lock = threading.Lock()
+        self.reads = 0  # full reads so far (tests and benchmarks read it)
+
+    def clear(self) -> None:
+        """Forget every copy (the next legs go to PostgreSQL and read them again)."""
+        with self._lock:
+            self._copies.clear()
+
+    def memory(self) -> int:
+        """Bytes of the held arrays (ids aside)."""
+        with self._lock:
+            return sum(c.nbytes for c in self._copies.values())
+
+    def search(
+        self, project: str, kind: Kind, query: npt.NDArray[np.float32], limit: int, dims: int
+    ) -> list[tuple[str, float]] | None:
+        """The leg's top ``limit`` (id, score) from the held copy; None when there is
+        none or it is stale (a read in the background is then started) or cannot
+        answer the leg (relationships with validity times)."""
+        key = (project, kind)
+        with self._lock:
+            copy = self._copies.get(key)
+        if copy is None or copy.dims != dims or self._stale(kind, copy.snapshot):
+            self._read_later(key, dims)
+            return None
+        if copy.has_validity:
+            return None
+        return _top(copy, query, limit)
+
+    def wait(self, project: str, kind: Kind, timeout: float = 30.0) -> bool:
+        """Block until no read of the kind is under way (tests, benchmarks); True when
+        a copy is held then."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if (project, kind) not in self._reading:
+                    return (project, kind) in self._copies
+            time.sleep(0.01)
+        return False
+
+    def _stale(self, kind: Kind, snapshot: str) -> bool:
+        row = self._db.one(_STALE_SQL, (snapshot, kind.value))
+        return row is None or bool(row["stale"])
+
+    def _read_later(self, key: tuple[str, Kind], dims: int) -> None:
+        """Start a background read of the kind, unless one is under way or failed lately."""
+        with self._lock:
+            if key in self._reading or time.monotonic() < self._failed.get(key, 0.0):
+                return
+            self._reading.add(key)
+        threading.Thread(
+            target=self._read, args=(key, dims), daemon=True, name="kgsearch-held-vectors"
+        ).start()
+
+    def _read(self, key: tuple[str, Kind], dims: int) -> None:
+        try:
+            copy = _read_copy(self._db, *key, dims)
+            with self._lock:
+                self._copies[key] = copy
+                self.reads += 1
+            _prune(self._db)
+        except Exception as exc:  # a failed read leaves PostgreSQL answering
+            _log.warning("could not read the %s vectors of %r: %s", key[1].value, key[0], exc)
+            with self._lock:
+                self._failed[key] = time.monotonic() + _RETRY_SECONDS
+        finally:
+            with self._lock:
+                self._reading.discard(key)
+
+
+def _read_copy(db: Connection, project: str, kind: Kind, dims: int) -> _Copy:
+    """The kind's live embedded rows of ``dims`` dimensions, in one snapshot, in ``seq``
+    order. Vectors come as ``halfvec_send`` bytes (a 4-byte header, then big-endian
+    float16 values), decoded for all rows of a batch at once."""
+    width = 4 + 2 * dims
+    seqs: list[int] = []
+    ids: list[str] = []
+    blobs: list[bytes] = []
+    with db.pool.connection() as conn, conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        found = conn.execute("SELECT pg_current_snapshot()::text AS s").fetchone()
+        snapshot = str(found["s"]) if found else ""
+        validity = False
+        if kind is Kind.RELATIONSHIP:
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM relationships WHERE project = %s AND "
+                "deleted_at IS NULL AND (valid_from IS NOT NULL OR valid_to IS NOT NULL)) AS v",
+                (project,),
+            ).fetchone()
+            validity = bool(row and row["v"])
+        with conn.cursor("kgsearch_held", row_factory=tuple_row) as cur:
+            cur.itersize = _BATCH_ROWS
+            cur.execute(
+                f"SELECT seq, id, halfvec_send(vector) FROM {kind.table} WHERE project = %s "
+                "AND deleted_at IS NULL AND status = 'embedded' AND vector IS NOT NULL "
+                f"AND dims = {int(dims)} ORDER BY seq",
+                (project,),
+            )
+            for seq, id, blob in cur:
+                seqs.append(seq)
+                ids.append(id)
+                blobs.append(blob)
+    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), width)
+    matrix = np.ascontiguousarray(raw[:, 4:]).view(">f2").astype(np.float16)
+    del raw, blobs
+    wide = matrix.astype(np.float32)
+    norms = np.einsum("ij,ij->i", wide, wide).astype(np.float32)
+    del wide
+    scan = Int8Scan(matrix) if len(ids) else None  # type: ignore[arg-type]  # see _top
+    return _Copy(
+        snapshot=snapshot,
+        dims=dims,
+        seqs=np.asarray(seqs, dtype=np.int64),
+        ids=ids,
+        matrix=matrix,
+        norms=norms,
+        scan=scan,
+        has_validity=validity,
+    )
+
+
+def _top(copy: _Copy, query: npt.NDArray[np.float32], limit: int) -> list[tuple[str, float]]:
+    """The top ``limit`` rows by PostgreSQL's ``halfvec`` cosine, ties by ``seq``. The
+    int8 scan over the float16 matrix (numpy multiplies float16 rows by a float32 query
+    in float32) keeps the candidates, ranked here exactly."""
+    if copy.scan is None:
+        return []
+    q = query.astype(np.float16).astype(np.float32)
+    wanted = min(len(copy.ids), max(_CANDIDATE_FACTOR * limit, limit + _CANDIDATE_EXTRA))
+    positions, _ = copy.scan.search(q, wanted)
+    rows = copy.matrix[positions].astype(np.float32)
+    dots = (rows @ q).astype(np.float64)
+    qnorm = float(np.dot(q, q))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        similarity = dots / np.sqrt(copy.norms[positions].astype(np.float64) * qnorm)
+    distance = 1.0 - np.clip(similarity, -1.0, 1.0)
+    order = np.lexsort((copy.seqs[positions], distance))[:limit]
+    return [
+        (copy.ids[int(p)], float(1.0 - d))
+        for p, d in zip(positions[order].tolist(), distance[order].tolist(), strict=True)
+    ]
+
+
+def _prune(db: Connection) -> None:
+    """Empty the log once it holds :data:`_LOG_KEEP` rows, recording the horizon: every
+    transaction logged before it is visible to any snapshot taken from now on."""
+    row = db.one(
+        "SELECT count(*) AS n FROM (SELECT 1 FROM vector_writes LIMIT %s) AS r", (_LOG_KEEP,)
+    )
+    if row is None or int(row["n"]) < _LOG_KEEP:
+        return
+    with db.transaction() as conn:
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('vector_writes_horizon', "
+            "pg_snapshot_xmin(pg_current_snapshot())::text) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        )
+        conn.execute(
+            "DELETE FROM vector_writes WHERE xid < "
+            "(SELECT value::xid8 FROM meta WHERE key = 'vector_writes_horizon')"
+        )
