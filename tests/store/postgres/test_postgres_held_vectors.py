@@ -223,8 +223,8 @@ def test_off_in_the_url_and_memory_reported(pg_factory: Any) -> None:
     store = _open(pg_factory, url)
     assert _held(store)
     assert store.held is not None
-    # 20 rows of 32 float16 values, their norms, seqs and int8 codes
-    assert store.held.memory() == 20 * 32 * 2 + 20 * 4 + 20 * 8 + 20 * 32
+    # 20 rows and 1,024 spare of 32 float16 values, their int8 codes and norms; seqs
+    assert store.held.memory() == 1044 * (32 * 2 + 32 + 4) + 20 * 8
 
 
 def test_a_pruned_log_makes_older_copies_stale(pg_factory: Any, monkeypatch: Any) -> None:
@@ -242,3 +242,25 @@ def test_a_pruned_log_makes_older_copies_stale(pg_factory: Any, monkeypatch: Any
     assert not _search(store, "thing", 3)[1]  # read before the horizon
     assert _search(other, "thing", 3)[1]
     assert np.isfinite(_search(other, "thing", 3)[0][0][1])
+
+
+def test_a_copy_is_brought_up_to_date_by_the_rows_changed(pg_factory: Any) -> None:
+    store = _open(pg_factory)
+    engine = _fill(store, 100)
+    exact = _open(pg_factory, store.url, held=False)
+    assert _held(store)
+    assert store.held is not None and store.held.reads == 1
+    # a new row, a deleted one, one embedded anew (its text changed)
+    engine.add_objects([ObjectIn(type="Common", key="zeta", properties={"name": "thing 7"})])
+    doomed = _search(store, "thing 12 beta", 1)[0][0][0]
+    store.delete("default", Kind.OBJECT, [doomed])
+    engine.add_objects([ObjectIn(type="Common", key="k7", properties={"name": "thing 12"})])
+    engine.embed_pending()
+    assert not _search(store, "thing", 3)[1]
+    assert store.held.wait("default", Kind.OBJECT)
+    assert (store.held.reads, store.held.updates) == (1, 1)
+    for text in QUERIES:
+        hits, held = _search(store, text, 30)
+        truth, _ = _search(exact, text, 30)
+        assert held and doomed not in [i for i, _ in hits]
+        _same(hits, truth)

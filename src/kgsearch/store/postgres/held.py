@@ -14,7 +14,11 @@ writing transaction). Before answering, a leg asks in one statement whether the 
 holds a transaction of the kind that is visible now but was not in the held snapshot
 (``pg_visible_in_snapshot``; only ids from the snapshot's ``xmin`` on are looked at, an
 index range). If so, or if nothing is held yet, PostgreSQL answers as before and a
-background thread reads the kind again. The statement runs on the caller's
+background thread brings the copy up to date: the log names the rows (by ``seq``) each
+transaction changed, so only those are read again, in a new snapshot (their old
+positions marked dead, their live versions appended, as the SQLite store's copies are
+kept); a copy is read whole when nothing is held, when many rows changed, or when the
+log was pruned past it. The statement runs on the caller's
 transaction's connection inside a write transaction, so this process's own writes,
 committed or not, are seen at once; another process's once committed. The log is
 pruned when it outgrows :data:`_LOG_KEEP` rows; the prune horizon is written to
@@ -37,7 +41,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -53,7 +60,13 @@ _log = logging.getLogger(__name__)
 
 # The log is pruned to nothing once it holds this many rows (copies read before then
 # are read again).
-_LOG_KEEP = 10_000
+_LOG_KEEP = 100_000
+# Bring a copy up to date by the rows changed up to this share of its rows; read it
+# whole beyond, or once this share of its positions is dead.
+_MAX_CHANGED = 0.2
+_MAX_DEAD = 0.2
+# Spare rows of a copy's buffers: an eighth more, at least this many.
+_MIN_SPARE = 1024
 # Rows read from the server at a time.
 _BATCH_ROWS = 10_000
 # A kind whose read failed is not read again for this long.
@@ -66,22 +79,39 @@ _CANDIDATE_EXTRA = 32
 
 @dataclass(frozen=True)
 class _Copy:
-    """One (project, kind)'s live embedded rows as of ``snapshot``."""
+    """One (project, kind)'s live embedded rows as of ``snapshot``.
+
+    Positions are rows in the order read, rows changed since appended; a changed row's
+    old position is dead (``alive`` False, its int8 code zeroed). ``matrix`` and
+    ``norms`` are views of buffers with room to grow, which the int8 scan shares (rows
+    appended for a newer copy lie beyond this one's ``size`` and are never returned)."""
 
     snapshot: str
     dims: int
     seqs: npt.NDArray[np.int64]
     ids: list[str]
-    matrix: npt.NDArray[np.float16]
+    buffer: npt.NDArray[np.float16]
     norms: npt.NDArray[np.float32]  # squared, summed in float32 as pgvector does
     scan: Int8Scan | None
     has_validity: bool
+    alive: npt.NDArray[np.bool_] | None = None
+
+    @property
+    def size(self) -> int:
+        """Positions in use (live and dead)."""
+        return len(self.ids)
+
+    @property
+    def live(self) -> int:
+        """Live positions."""
+        return self.size if self.alive is None else int(self.alive.sum())
 
     @property
     def nbytes(self) -> int:
-        """Memory of the arrays (the int8 codes included; ids not)."""
-        codes = self.matrix.shape[0] * self.matrix.shape[1] if self.scan is not None else 0
-        return int(self.matrix.nbytes + self.norms.nbytes + self.seqs.nbytes + codes)
+        """Memory of the arrays: float16 rows, their int8 codes, norms and seqs (the
+        buffers' spare rows included; ids not)."""
+        codes = self.buffer.shape[0] * self.buffer.shape[1] if self.scan is not None else 0
+        return int(self.buffer.nbytes + codes + self.norms.nbytes + self.seqs.nbytes)
 
 
 def held_filters(kind: Kind, filters: Filters | None) -> bool:
@@ -98,11 +128,23 @@ def held_filters(kind: Kind, filters: Filters | None) -> bool:
     return True
 
 
+# Whether a logged transaction of the kind is visible now but was not in the snapshot,
+# or the log was pruned past it.
 _STALE_SQL = (
     "WITH s AS (SELECT %s::pg_snapshot AS s) SELECT EXISTS (SELECT 1 FROM vector_writes, s "
     "WHERE kind = %s AND xid >= pg_snapshot_xmin(s.s) AND NOT pg_visible_in_snapshot(xid, s.s)) "
     "OR coalesce((SELECT value::xid8 FROM meta WHERE key = 'vector_writes_horizon') "
     "> (SELECT pg_snapshot_xmin(s) FROM s), false) AS stale"
+)
+# The rows those transactions changed (seq 0: the table was truncated), at most %s.
+_CHANGED_SQL = (
+    "WITH s AS (SELECT %s::pg_snapshot AS s) SELECT DISTINCT seq FROM vector_writes, s "
+    "WHERE kind = %s AND xid >= pg_snapshot_xmin(s.s) AND NOT pg_visible_in_snapshot(xid, s.s) "
+    "LIMIT %s"
+)
+_HORIZON_SQL = (
+    "SELECT coalesce((SELECT value::xid8 FROM meta WHERE key = 'vector_writes_horizon') "
+    "> pg_snapshot_xmin(%s::pg_snapshot), false) AS pruned"
 )
 
 
@@ -120,6 +162,7 @@ class HeldVectors:
         self._failed: dict[tuple[str, Kind], float] = {}
         self._lock = threading.Lock()
         self.reads = 0  # full reads so far (tests and benchmarks read it)
+        self.updates = 0  # copies brought up to date by the rows changed
 
     def clear(self) -> None:
         """Forget every copy (the next legs go to PostgreSQL and read them again)."""
@@ -174,10 +217,18 @@ class HeldVectors:
 
     def _read(self, key: tuple[str, Kind], dims: int) -> None:
         try:
-            copy = _read_copy(self._db, *key, dims)
+            with self._lock:
+                old = self._copies.get(key)
+            copy = _update(self._db, *key, old) if old is not None and old.dims == dims else None
+            if copy is None:
+                copy = _read_copy(self._db, *key, dims)
+                with self._lock:
+                    self.reads += 1
+            else:
+                with self._lock:
+                    self.updates += 1
             with self._lock:
                 self._copies[key] = copy
-                self.reads += 1
             _prune(self._db)
         except Exception as exc:  # a failed read leaves PostgreSQL answering
             _log.warning("could not read the %s vectors of %r: %s", key[1].value, key[0], exc)
@@ -188,67 +239,149 @@ class HeldVectors:
                 self._reading.discard(key)
 
 
-def _read_copy(db: Connection, project: str, kind: Kind, dims: int) -> _Copy:
-    """The kind's live embedded rows of ``dims`` dimensions, in one snapshot, in ``seq``
-    order. Vectors come as ``halfvec_send`` bytes (a 4-byte header, then big-endian
-    float16 values), decoded for all rows of a batch at once."""
-    width = 4 + 2 * dims
-    seqs: list[int] = []
-    ids: list[str] = []
-    blobs: list[bytes] = []
+@contextmanager
+def _snapshot(db: Connection) -> Iterator[tuple[Any, str]]:
+    """A read-only ``REPEATABLE READ`` transaction on a pooled connection, with the text
+    of its snapshot (every statement in it sees that snapshot)."""
     with db.pool.connection() as conn, conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         found = conn.execute("SELECT pg_current_snapshot()::text AS s").fetchone()
-        snapshot = str(found["s"]) if found else ""
-        validity = False
-        if kind is Kind.RELATIONSHIP:
-            row = conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM relationships WHERE project = %s AND "
-                "deleted_at IS NULL AND (valid_from IS NOT NULL OR valid_to IS NOT NULL)) AS v",
-                (project,),
-            ).fetchone()
-            validity = bool(row and row["v"])
-        with conn.cursor("kgsearch_held", row_factory=tuple_row) as cur:
-            cur.itersize = _BATCH_ROWS
-            cur.execute(
-                f"SELECT seq, id, halfvec_send(vector) FROM {kind.table} WHERE project = %s "
-                "AND deleted_at IS NULL AND status = 'embedded' AND vector IS NOT NULL "
-                f"AND dims = {int(dims)} ORDER BY seq",
-                (project,),
-            )
-            for seq, id, blob in cur:
-                seqs.append(seq)
-                ids.append(id)
-                blobs.append(blob)
-    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), width)
-    matrix = np.ascontiguousarray(raw[:, 4:]).view(">f2").astype(np.float16)
-    del raw, blobs
+        yield conn, str(found["s"]) if found else ""
+
+
+def _has_validity(conn: Any, project: str, kind: Kind) -> bool:
+    """Whether a live relationship of the project has validity times."""
+    if kind is not Kind.RELATIONSHIP:
+        return False
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM relationships WHERE project = %s AND "
+        "deleted_at IS NULL AND (valid_from IS NOT NULL OR valid_to IS NOT NULL)) AS v",
+        (project,),
+    ).fetchone()
+    return bool(row and row["v"])
+
+
+def _rows(
+    conn: Any, project: str, kind: Kind, dims: int, seqs: list[int] | None = None
+) -> tuple[list[int], list[str], npt.NDArray[np.float16]]:
+    """(seqs, ids, float16 matrix) of the kind's live embedded rows of ``dims``
+    dimensions (of ``seqs`` only, when given), in ``seq`` order. Vectors come as
+    ``halfvec_send`` bytes (a 4-byte header, then big-endian float16 values), decoded
+    for all rows at once."""
+    found: list[int] = []
+    ids: list[str] = []
+    blobs: list[bytes] = []
+    where = "" if seqs is None else " AND seq = ANY(%s)"
+    with conn.cursor("kgsearch_held", row_factory=tuple_row) as cur:
+        cur.itersize = _BATCH_ROWS
+        cur.execute(
+            f"SELECT seq, id, halfvec_send(vector) FROM {kind.table} WHERE project = %s "
+            "AND deleted_at IS NULL AND status = 'embedded' AND vector IS NOT NULL "
+            f"AND dims = {int(dims)}{where} ORDER BY seq",
+            (project,) if seqs is None else (project, seqs),
+        )
+        for seq, id, blob in cur:
+            found.append(seq)
+            ids.append(id)
+            blobs.append(blob)
+    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), 4 + 2 * dims)
+    return found, ids, np.ascontiguousarray(raw[:, 4:]).view(">f2").astype(np.float16)
+
+
+def _norms(matrix: npt.NDArray[np.float16]) -> npt.NDArray[np.float32]:
     wide = matrix.astype(np.float32)
-    norms = np.einsum("ij,ij->i", wide, wide).astype(np.float32)
-    del wide
-    scan = Int8Scan(matrix) if len(ids) else None  # type: ignore[arg-type]  # see _top
+    return np.asarray(np.einsum("ij,ij->i", wide, wide), dtype=np.float32)
+
+
+def _capacity(rows: int) -> int:
+    return rows + max(_MIN_SPARE, rows // 8)
+
+
+def _read_copy(db: Connection, project: str, kind: Kind, dims: int) -> _Copy:
+    """The kind's live embedded rows of ``dims`` dimensions, in one snapshot."""
+    with _snapshot(db) as (conn, snapshot):
+        validity = _has_validity(conn, project, kind)
+        seqs, ids, matrix = _rows(conn, project, kind, dims)
+    size = len(ids)
+    buffer = np.zeros((_capacity(size), dims), dtype=np.float16)
+    buffer[:size] = matrix
+    norms = np.zeros(buffer.shape[0], dtype=np.float32)
+    norms[:size] = _norms(matrix)
+    # numpy multiplies the float16 rows by a float32 query in float32 (see _top)
+    scan = Int8Scan(buffer, size) if size else None  # type: ignore[arg-type]
     return _Copy(
         snapshot=snapshot,
         dims=dims,
         seqs=np.asarray(seqs, dtype=np.int64),
         ids=ids,
-        matrix=matrix,
+        buffer=buffer,
         norms=norms,
         scan=scan,
         has_validity=validity,
     )
 
 
+def _update(db: Connection, project: str, kind: Kind, old: _Copy) -> _Copy | None:
+    """``old`` with the rows changed since its snapshot read again (their old positions
+    dead, their live versions appended), in a new snapshot; None when a full read is due
+    instead: the log pruned past it, the table truncated, more than ``_MAX_CHANGED`` of
+    its rows changed or ``_MAX_DEAD`` of its positions dead, or nothing held yet."""
+    if old.scan is None:
+        return None
+    limit = max(1, int(_MAX_CHANGED * max(old.live, 1)))
+    with _snapshot(db) as (conn, snapshot):
+        pruned = conn.execute(_HORIZON_SQL, (old.snapshot,)).fetchone()
+        if pruned is None or pruned["pruned"]:
+            return None
+        changed = [
+            int(r["seq"])
+            for r in conn.execute(_CHANGED_SQL, (old.snapshot, kind.value, limit + 1)).fetchall()
+        ]
+        if len(changed) > limit or 0 in changed:
+            return None
+        seqs, ids, matrix = _rows(conn, project, kind, old.dims, changed)
+        validity = old.has_validity or _has_validity(conn, project, kind)
+    dead = np.flatnonzero(np.isin(old.seqs, np.asarray(changed, dtype=np.int64)))
+    size, added = old.size, len(ids)
+    alive = np.ones(size + added, dtype=np.bool_)
+    if old.alive is not None:
+        alive[:size] = old.alive
+    alive[dead] = False
+    if size + added - int(alive.sum()) > _MAX_DEAD * (size + added):
+        return None
+    buffer, norms = old.buffer, old.norms
+    if size + added > buffer.shape[0]:
+        buffer = np.zeros((_capacity(size + added), old.dims), dtype=np.float16)
+        buffer[:size] = old.buffer[:size]
+        norms = np.zeros(buffer.shape[0], dtype=np.float32)
+        norms[:size] = old.norms[:size]
+    buffer[size : size + added] = matrix
+    norms[size : size + added] = _norms(matrix)
+    old.scan.kill(dead)
+    old.scan.extend(buffer, size, size + added)  # type: ignore[arg-type]
+    return _Copy(
+        snapshot=snapshot,
+        dims=old.dims,
+        seqs=np.concatenate([old.seqs, np.asarray(seqs, dtype=np.int64)]),
+        ids=old.ids + ids,
+        buffer=buffer,
+        norms=norms,
+        scan=old.scan,
+        has_validity=validity,
+        alive=None if alive.all() else alive,
+    )
+
+
 def _top(copy: _Copy, query: npt.NDArray[np.float32], limit: int) -> list[tuple[str, float]]:
     """The top ``limit`` rows by PostgreSQL's ``halfvec`` cosine, ties by ``seq``. The
-    int8 scan over the float16 matrix (numpy multiplies float16 rows by a float32 query
-    in float32) keeps the candidates, ranked here exactly."""
-    if copy.scan is None:
+    int8 scan over the float16 rows (numpy multiplies them by a float32 query in
+    float32) keeps the candidates, ranked here exactly."""
+    if copy.scan is None or copy.live == 0:
         return []
     q = query.astype(np.float16).astype(np.float32)
-    wanted = min(len(copy.ids), max(_CANDIDATE_FACTOR * limit, limit + _CANDIDATE_EXTRA))
-    positions, _ = copy.scan.search(q, wanted)
-    rows = copy.matrix[positions].astype(np.float32)
+    wanted = min(copy.live, max(_CANDIDATE_FACTOR * limit, limit + _CANDIDATE_EXTRA))
+    positions, _ = copy.scan.search(q, wanted, rows=copy.size, alive=copy.alive)
+    rows = copy.buffer[positions].astype(np.float32)
     dots = (rows @ q).astype(np.float64)
     qnorm = float(np.dot(q, q))
     with np.errstate(divide="ignore", invalid="ignore"):
