@@ -229,7 +229,6 @@ class HeldVectors:
                     self.updates += 1
             with self._lock:
                 self._copies[key] = copy
-            _prune(self._db)
         except Exception as exc:  # a failed read leaves PostgreSQL answering
             _log.warning("could not read the %s vectors of %r: %s", key[1].value, key[0], exc)
             with self._lock:
@@ -237,6 +236,10 @@ class HeldVectors:
         finally:
             with self._lock:
                 self._reading.discard(key)
+        try:
+            _prune(self._db)
+        except Exception as exc:  # a read replica, a role without DELETE: the log grows
+            _log.debug("could not prune the vector write log: %s", exc)
 
 
 @contextmanager
