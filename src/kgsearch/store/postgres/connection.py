@@ -352,6 +352,23 @@ class Connection:
         """Close every pooled connection."""
         self.pool.close()
 
+    def dedicated(self) -> psycopg.Connection[Any]:
+        """A connection of its own, outside the pool, set up as pooled ones are (for a
+        background reader that must not wait behind searches for a pooled one); the
+        caller closes it.
+
+        Raises:
+            StoreError: The server cannot be reached.
+        """
+        try:
+            conn = psycopg.connect(
+                self.url, autocommit=True, row_factory=dict_row, cursor_factory=TracedCursor
+            )
+        except psycopg.Error as exc:
+            raise wrap_error(exc) from exc
+        self._configure(conn)
+        return conn
+
     @contextmanager
     def _connection(
         self, settings: Mapping[str, str] | None = None

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import psycopg
 from psycopg.rows import tuple_row
 
 from kgsearch.model import Filters, Kind
@@ -65,6 +66,8 @@ _LOG_KEEP = 100_000
 # whole beyond, or once this share of its positions is dead.
 _MAX_CHANGED = 0.2
 _MAX_DEAD = 0.2
+# The log's size is looked at after every this-many reads and updates.
+_PRUNE_EVERY = 100
 # Spare rows of a copy's buffers: an eighth more, at least this many.
 _MIN_SPARE = 1024
 # Rows read from the server at a time.
@@ -136,15 +139,14 @@ _STALE_SQL = (
     "OR coalesce((SELECT value::xid8 FROM meta WHERE key = 'vector_writes_horizon') "
     "> (SELECT pg_snapshot_xmin(s) FROM s), false) AS stale"
 )
-# The rows those transactions changed (seq 0: the table was truncated), at most %s.
-_CHANGED_SQL = (
-    "WITH s AS (SELECT %s::pg_snapshot AS s) SELECT DISTINCT seq FROM vector_writes, s "
-    "WHERE kind = %s AND xid >= pg_snapshot_xmin(s.s) AND NOT pg_visible_in_snapshot(xid, s.s) "
-    "LIMIT %s"
-)
-_HORIZON_SQL = (
-    "SELECT coalesce((SELECT value::xid8 FROM meta WHERE key = 'vector_writes_horizon') "
-    "> pg_snapshot_xmin(%s::pg_snapshot), false) AS pruned"
+# In a new snapshot: its text, whether the log was pruned past the old one, and the rows
+# (at most %s) the transactions not visible in the old one changed (seq 0: truncated).
+_CHANGES_SQL = (
+    "WITH s AS (SELECT %s::pg_snapshot AS s) SELECT pg_current_snapshot()::text AS snapshot, "
+    "coalesce((SELECT value::xid8 FROM meta WHERE key = 'vector_writes_horizon') "
+    "> (SELECT pg_snapshot_xmin(s) FROM s), false) AS pruned, "
+    "ARRAY(SELECT DISTINCT seq FROM vector_writes, s WHERE kind = %s AND "
+    "xid >= pg_snapshot_xmin(s.s) AND NOT pg_visible_in_snapshot(xid, s.s) LIMIT %s) AS changed"
 )
 
 
@@ -163,6 +165,9 @@ class HeldVectors:
         self._lock = threading.Lock()
         self.reads = 0  # full reads so far (tests and benchmarks read it)
         self.updates = 0  # copies brought up to date by the rows changed
+        # the reader's own connection (see _reader), one read at a time on it
+        self._conn: Any = None
+        self._reader_lock = threading.Lock()
 
     def clear(self) -> None:
         """Forget every copy (the next legs go to PostgreSQL and read them again)."""
@@ -215,20 +220,51 @@ class HeldVectors:
             target=self._read, args=(key, dims), daemon=True, name="kgsearch-held-vectors"
         ).start()
 
+    def close(self) -> None:
+        """Close the reader's connection (a read under way fails and is dropped)."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    @contextmanager
+    def _reader(self) -> Iterator[Any]:
+        """The reader's own connection (opened on first use, again after an error): a
+        copy brought up to date waits for no pooled connection, which searches hold."""
+        with self._reader_lock:
+            with self._lock:
+                conn = self._conn
+            if conn is None or conn.closed:
+                conn = self._db.dedicated()
+                with self._lock:
+                    self._conn = conn
+            try:
+                yield conn
+            except Exception:
+                with self._lock:
+                    self._conn = None
+                conn.close()
+                raise
+
     def _read(self, key: tuple[str, Kind], dims: int) -> None:
         try:
             with self._lock:
                 old = self._copies.get(key)
-            copy = _update(self._db, *key, old) if old is not None and old.dims == dims else None
-            if copy is None:
-                copy = _read_copy(self._db, *key, dims)
+            with self._reader() as conn:
+                copy = _update(conn, *key, old) if old is not None and old.dims == dims else None
+                updated = copy is not None
+                if copy is None:
+                    copy = _read_copy(conn, *key, dims)
                 with self._lock:
-                    self.reads += 1
-            else:
-                with self._lock:
-                    self.updates += 1
-            with self._lock:
-                self._copies[key] = copy
+                    self._copies[key] = copy
+                    self.updates += updated
+                    self.reads += not updated
+                    due = (self.reads + self.updates) % _PRUNE_EVERY == 1
+                if due:
+                    try:
+                        _prune(conn)
+                    except psycopg.Error as exc:  # a read replica, a role without DELETE
+                        _log.debug("could not prune the vector write log: %s", exc)
         except Exception as exc:  # a failed read leaves PostgreSQL answering
             _log.warning("could not read the %s vectors of %r: %s", key[1].value, key[0], exc)
             with self._lock:
@@ -236,20 +272,16 @@ class HeldVectors:
         finally:
             with self._lock:
                 self._reading.discard(key)
-        try:
-            _prune(self._db)
-        except Exception as exc:  # a read replica, a role without DELETE: the log grows
-            _log.debug("could not prune the vector write log: %s", exc)
 
 
 @contextmanager
-def _snapshot(db: Connection) -> Iterator[tuple[Any, str]]:
-    """A read-only ``REPEATABLE READ`` transaction on a pooled connection, with the text
-    of its snapshot (every statement in it sees that snapshot)."""
-    with db.pool.connection() as conn, conn.transaction():
+def _snapshot(conn: Any) -> Iterator[str]:
+    """A read-only ``REPEATABLE READ`` transaction on ``conn``, with the text of its
+    snapshot (every statement in it sees that snapshot)."""
+    with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         found = conn.execute("SELECT pg_current_snapshot()::text AS s").fetchone()
-        yield conn, str(found["s"]) if found else ""
+        yield str(found["s"]) if found else ""
 
 
 def _has_validity(conn: Any, project: str, kind: Kind) -> bool:
@@ -265,30 +297,33 @@ def _has_validity(conn: Any, project: str, kind: Kind) -> bool:
 
 
 def _rows(
-    conn: Any, project: str, kind: Kind, dims: int, seqs: list[int] | None = None
+    conn: Any, project: str, kind: Kind, dims: int
 ) -> tuple[list[int], list[str], npt.NDArray[np.float16]]:
     """(seqs, ids, float16 matrix) of the kind's live embedded rows of ``dims``
-    dimensions (of ``seqs`` only, when given), in ``seq`` order. Vectors come as
-    ``halfvec_send`` bytes (a 4-byte header, then big-endian float16 values), decoded
-    for all rows at once."""
+    dimensions, in ``seq`` order, read in batches, decoded all at once."""
     found: list[int] = []
     ids: list[str] = []
     blobs: list[bytes] = []
-    where = "" if seqs is None else " AND seq = ANY(%s)"
     with conn.cursor("kgsearch_held", row_factory=tuple_row) as cur:
         cur.itersize = _BATCH_ROWS
         cur.execute(
             f"SELECT seq, id, halfvec_send(vector) FROM {kind.table} WHERE project = %s "
             "AND deleted_at IS NULL AND status = 'embedded' AND vector IS NOT NULL "
-            f"AND dims = {int(dims)}{where} ORDER BY seq",
-            (project,) if seqs is None else (project, seqs),
+            f"AND dims = {int(dims)} ORDER BY seq",
+            (project,),
         )
         for seq, id, blob in cur:
             found.append(seq)
             ids.append(id)
             blobs.append(blob)
+    return found, ids, _decode(blobs, dims)
+
+
+def _decode(blobs: list[bytes], dims: int) -> npt.NDArray[np.float16]:
+    """Rows of ``halfvec_send`` bytes (a 4-byte header, then big-endian float16 values)
+    as one float16 matrix."""
     raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), 4 + 2 * dims)
-    return found, ids, np.ascontiguousarray(raw[:, 4:]).view(">f2").astype(np.float16)
+    return np.ascontiguousarray(raw[:, 4:]).view(">f2").astype(np.float16)
 
 
 def _norms(matrix: npt.NDArray[np.float16]) -> npt.NDArray[np.float32]:
@@ -300,9 +335,9 @@ def _capacity(rows: int) -> int:
     return rows + max(_MIN_SPARE, rows // 8)
 
 
-def _read_copy(db: Connection, project: str, kind: Kind, dims: int) -> _Copy:
+def _read_copy(conn: Any, project: str, kind: Kind, dims: int) -> _Copy:
     """The kind's live embedded rows of ``dims`` dimensions, in one snapshot."""
-    with _snapshot(db) as (conn, snapshot):
+    with _snapshot(conn) as snapshot:
         validity = _has_validity(conn, project, kind)
         seqs, ids, matrix = _rows(conn, project, kind, dims)
     size = len(ids)
@@ -324,7 +359,7 @@ def _read_copy(db: Connection, project: str, kind: Kind, dims: int) -> _Copy:
     )
 
 
-def _update(db: Connection, project: str, kind: Kind, old: _Copy) -> _Copy | None:
+def _update(conn: Any, project: str, kind: Kind, old: _Copy) -> _Copy | None:
     """``old`` with the rows changed since its snapshot read again (their old positions
     dead, their live versions appended), in a new snapshot; None when a full read is due
     instead: the log pruned past it, the table truncated, more than ``_MAX_CHANGED`` of
@@ -332,18 +367,31 @@ def _update(db: Connection, project: str, kind: Kind, old: _Copy) -> _Copy | Non
     if old.scan is None:
         return None
     limit = max(1, int(_MAX_CHANGED * max(old.live, 1)))
-    with _snapshot(db) as (conn, snapshot):
-        pruned = conn.execute(_HORIZON_SQL, (old.snapshot,)).fetchone()
-        if pruned is None or pruned["pruned"]:
+    # two statements in one snapshot, the transaction begun and ended by hand (a
+    # transaction block of psycopg's costs two more round trips)
+    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    try:
+        found = conn.execute(_CHANGES_SQL, (old.snapshot, kind.value, limit + 1)).fetchone()
+        if found is None or found["pruned"]:
             return None
-        changed = [
-            int(r["seq"])
-            for r in conn.execute(_CHANGED_SQL, (old.snapshot, kind.value, limit + 1)).fetchall()
-        ]
+        snapshot, changed = str(found["snapshot"]), [int(x) for x in found["changed"]]
         if len(changed) > limit or 0 in changed:
             return None
-        seqs, ids, matrix = _rows(conn, project, kind, old.dims, changed)
-        validity = old.has_validity or _has_validity(conn, project, kind)
+        timed = "valid_from IS NOT NULL OR valid_to IS NOT NULL"
+        rows = conn.execute(
+            f"SELECT seq, id, halfvec_send(vector) AS v, "
+            f"{timed if kind is Kind.RELATIONSHIP else 'false'} AS timed FROM {kind.table} "
+            "WHERE project = %s AND seq = ANY(%s) AND deleted_at IS NULL AND status = "
+            f"'embedded' AND vector IS NOT NULL AND dims = {int(old.dims)} ORDER BY seq",
+            (project, changed),
+        ).fetchall()
+    finally:
+        conn.execute("ROLLBACK")
+    seqs, ids = [int(r["seq"]) for r in rows], [str(r["id"]) for r in rows]
+    matrix = _decode([r["v"] for r in rows], old.dims)
+    # a changed row may bring validity times; one losing them leaves the flag set until
+    # the next full read (PostgreSQL answers meanwhile)
+    validity = old.has_validity or any(r["timed"] for r in rows)
     dead = np.flatnonzero(np.isin(old.seqs, np.asarray(changed, dtype=np.int64)))
     size, added = old.size, len(ids)
     alive = np.ones(size + added, dtype=np.bool_)
@@ -397,15 +445,15 @@ def _top(copy: _Copy, query: npt.NDArray[np.float32], limit: int) -> list[tuple[
     ]
 
 
-def _prune(db: Connection) -> None:
+def _prune(conn: Any) -> None:
     """Empty the log once it holds :data:`_LOG_KEEP` rows, recording the horizon: every
     transaction logged before it is visible to any snapshot taken from now on."""
-    row = db.one(
+    row = conn.execute(
         "SELECT count(*) AS n FROM (SELECT 1 FROM vector_writes LIMIT %s) AS r", (_LOG_KEEP,)
-    )
+    ).fetchone()
     if row is None or int(row["n"]) < _LOG_KEEP:
         return
-    with db.transaction() as conn:
+    with conn.transaction():
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('vector_writes_horizon', "
             "pg_snapshot_xmin(pg_current_snapshot())::text) "

@@ -146,7 +146,9 @@ class PostgresStore(
         self.db.execute(sql, None)
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pool (and the held vectors' reader)."""
+        if self.held is not None:
+            self.held.close()
         self.db.close()
 
     @contextmanager
