@@ -307,29 +307,6 @@ def _has_validity(conn: Any, project: str, kind: Kind) -> bool:
     return bool(row and row["v"])
 
 
-def _rows(
-    conn: Any, project: str, kind: Kind, dims: int
-) -> tuple[list[int], list[str], npt.NDArray[np.float16]]:
-    """(seqs, ids, float16 matrix) of the kind's live embedded rows of ``dims``
-    dimensions, in ``seq`` order, read in batches, decoded all at once."""
-    found: list[int] = []
-    ids: list[str] = []
-    blobs: list[bytes] = []
-    with conn.cursor("kgsearch_held", row_factory=tuple_row) as cur:
-        cur.itersize = _BATCH_ROWS
-        cur.execute(
-            f"SELECT seq, id, halfvec_send(vector) FROM {kind.table} WHERE project = %s "
-            "AND deleted_at IS NULL AND status = 'embedded' AND vector IS NOT NULL "
-            f"AND dims = {int(dims)} ORDER BY seq",
-            (project,),
-        )
-        for seq, id, blob in cur:
-            found.append(seq)
-            ids.append(id)
-            blobs.append(blob)
-    return found, ids, _decode(blobs, dims)
-
-
 def _decode(blobs: list[bytes], dims: int) -> npt.NDArray[np.float16]:
     """Rows of ``halfvec_send`` bytes (a 4-byte header, then big-endian float16 values)
     as one float16 matrix."""
@@ -347,15 +324,32 @@ def _capacity(rows: int) -> int:
 
 
 def _read_copy(conn: Any, project: str, kind: Kind, dims: int) -> _Copy:
-    """The kind's live embedded rows of ``dims`` dimensions, in one snapshot."""
+    """The kind's live embedded rows of ``dims`` dimensions in one snapshot, in ``seq``
+    order, decoded a batch at a time into the copy's buffer (the peak memory is about
+    the copy's own, not the rows' bytes held whole beside it)."""
+    where = (
+        f"FROM {kind.table} WHERE project = %s AND deleted_at IS NULL AND status = 'embedded' "
+        f"AND vector IS NOT NULL AND dims = {int(dims)}"
+    )
+    seqs: list[int] = []
+    ids: list[str] = []
     with _snapshot(conn) as snapshot:
         validity = _has_validity(conn, project, kind)
-        seqs, ids, matrix = _rows(conn, project, kind, dims)
+        found = conn.execute(f"SELECT count(*) AS n {where}", (project,)).fetchone()
+        buffer = np.zeros((_capacity(int(found["n"]) if found else 0), dims), dtype=np.float16)
+        with conn.cursor("kgsearch_held", row_factory=tuple_row) as cur:
+            cur.itersize = _BATCH_ROWS
+            cur.execute(f"SELECT seq, id, halfvec_send(vector) {where} ORDER BY seq", (project,))
+            while batch := cur.fetchmany(_BATCH_ROWS):
+                start = len(ids)  # the count was read in this snapshot: the rows fit
+                buffer[start : start + len(batch)] = _decode([r[2] for r in batch], dims)
+                seqs.extend(r[0] for r in batch)
+                ids.extend(r[1] for r in batch)
     size = len(ids)
-    buffer = np.zeros((_capacity(size), dims), dtype=np.float16)
-    buffer[:size] = matrix
     norms = np.zeros(buffer.shape[0], dtype=np.float32)
-    norms[:size] = _norms(matrix)
+    for start in range(0, size, _BATCH_ROWS):
+        stop = min(size, start + _BATCH_ROWS)
+        norms[start:stop] = _norms(buffer[start:stop])
     # numpy multiplies the float16 rows by a float32 query in float32 (see _top)
     scan = Int8Scan(buffer, size) if size else None  # type: ignore[arg-type]
     return _Copy(
