@@ -62,6 +62,13 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=1000)
     parser.add_argument("--db", type=Path, default=ROOT / "bench-data" / "load-sample.db")
     parser.add_argument("--schema", default="pgheld_sample")
+    parser.add_argument(
+        "--pg-vector-index",
+        default="none",
+        choices=["none", "hnsw"],
+        help="PostgreSQL's side: exact scans only (none, the held copy's reference) or "
+        "its HNSW indexes where a kind has one (what it answers by default)",
+    )
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
 
@@ -71,7 +78,8 @@ def main() -> None:
     vectors = [np.asarray(embedder.embed_query(q), dtype=np.float32) for q, _ in gold]
     load = os.getloadavg()[0]
     held_engine = Engine(connect(url), embedder=embedder)
-    pg_engine = Engine(connect(url + "&held_vectors=off"), embedder=embedder)
+    pg_url = url + f"&held_vectors=off&vector_index={args.pg_vector_index}"
+    pg_engine = Engine(connect(pg_url), embedder=embedder)
     held, pg = held_engine.store, pg_engine.store
     assert isinstance(held, PostgresStore) and isinstance(pg, PostgresStore)
     assert held.held is not None and pg.held is None
@@ -81,11 +89,7 @@ def main() -> None:
         assert held.held.wait("default", kind, timeout=300), f"no {kind.value} copy"
     read_s = time.perf_counter() - started
     counts = {k: held.held._copies[("default", k)].live for k, _ in _LEGS}
-    ids_bytes = sum(
-        sys.getsizeof(i) + 8
-        for c in held.held._copies.values()
-        for i in c.ids
-    )
+    ids_bytes = sum(sys.getsizeof(i) + 8 for c in held.held._copies.values() for i in c.ids)
     memory = held.held.memory()
     same = {k: 0 for k, _ in _LEGS}
     tied = {k: 0 for k, _ in _LEGS}
@@ -144,7 +148,12 @@ def main() -> None:
         "whose scores tie to 1e-3 may trade places. Held ms is the process's CPU for the "
         "leg (the freshness check's round trip included), PostgreSQL ms the wall time at "
         "the client (the server's CPU), the two taking turns question by question. "
-        f"Load average (1 min) {load:.1f} before, {load_after:.1f} after.\n\n"
+        + (
+            "PostgreSQL scans exactly (vector_index=none). "
+            if args.pg_vector_index == "none"
+            else "PostgreSQL walks its HNSW index on kinds of 10,000 rows or more. "
+        )
+        + f"Load average (1 min) {load:.1f} before, {load_after:.1f} after.\n\n"
         + table(
             [
                 "leg",
@@ -165,7 +174,10 @@ def main() -> None:
     )
     print(body)
     if args.write:
-        command = f"python scripts/bench_pg_held.py --questions {args.questions}"
+        command = (
+            f"python scripts/bench_pg_held.py --questions {args.questions} "
+            f"--pg-vector-index {args.pg_vector_index}"
+        )
         write_section(
             "pg-held",
             "PostgreSQL: vector legs from vectors held in the process",
