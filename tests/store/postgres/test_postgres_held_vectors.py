@@ -83,7 +83,7 @@ def _search(store: PostgresStore, text: str, limit: int = 10, **kw: Any) -> tupl
     )
     hits = store.vector_search(
         "default", kw.pop("kind", Kind.OBJECT), query, limit=limit, trace=log, **kw
-    )  # type: ignore[arg-type]
+    )
     return hits, any("held in memory" in n for n in log.notes)
 
 
@@ -135,7 +135,7 @@ def test_writes_of_another_connection_and_process_are_seen(pg_factory: Any) -> N
     assert _held(store)
     other = _open(pg_factory, store.url, held=False)
     doomed = _search(store, "thing 7 alpha", 1)[0][0][0]
-    other.delete("default", Kind.OBJECT, [doomed])
+    other.delete("default", "object", [doomed])
     hits, held = _search(store, "thing 7 alpha", 5)
     assert not held and doomed not in [i for i, _ in hits]
     assert _held(store)
@@ -160,7 +160,7 @@ def test_inside_a_write_transaction_its_own_writes_are_seen(pg_factory: Any) -> 
     assert _held(store)
     doomed = _search(store, "thing 7 alpha", 1)[0][0][0]
     with store.transaction():
-        store.delete("default", Kind.OBJECT, [doomed])
+        store.delete("default", "object", [doomed])
         hits, held = _search(store, "thing 7 alpha", 5)
         assert not held and doomed not in [i for i, _ in hits]
     # committed: whichever answers (a read started inside may have seen the commit)
@@ -178,7 +178,7 @@ def test_a_rolled_back_write_leaves_the_copy_current(pg_factory: Any) -> None:
     assert _held(store)
     doomed = _search(store, "thing 7 alpha", 1)[0][0][0]
     with pytest.raises(RuntimeError), store.transaction():
-        store.delete("default", Kind.OBJECT, [doomed])
+        store.delete("default", "object", [doomed])
         raise RuntimeError("undo")
     hits, held = _search(store, "thing 7 alpha", 1)
     assert held and hits[0][0] == doomed
@@ -204,7 +204,7 @@ def test_filters_the_copy_cannot_apply_go_to_postgresql(pg_factory: Any) -> None
     assert not _search(store, "thing", 3, ids=ids)[1]
     assert _search(store, "thing", 3, filters=Filters())[1]
     # relationships with validity times: PostgreSQL decides which are valid now
-    objs = store.list_rows("default", Kind.OBJECT, limit=3).items
+    objs = store.list_rows("default", "object", limit=3).items
     engine.add_relationships(
         [
             RelationshipIn(
@@ -259,7 +259,7 @@ def test_a_copy_is_brought_up_to_date_by_the_rows_changed(pg_factory: Any) -> No
     # a new row, a deleted one, one embedded anew (its text changed)
     engine.add_objects([ObjectIn(type="Common", key="zeta", properties={"name": "thing 7"})])
     doomed = _search(store, "thing 12 beta", 1)[0][0][0]
-    store.delete("default", Kind.OBJECT, [doomed])
+    store.delete("default", "object", [doomed])
     engine.add_objects([ObjectIn(type="Common", key="k7", properties={"name": "thing 12"})])
     engine.embed_pending()
     assert not _search(store, "thing", 3)[1]

@@ -51,6 +51,7 @@ import numpy.typing as npt
 import psycopg
 from psycopg.rows import tuple_row
 
+from kgsearch.errors import StoreError
 from kgsearch.model import Filters, Kind
 from kgsearch.store.ann import Int8Scan
 from kgsearch.store.postgres.connection import Connection
@@ -178,6 +179,7 @@ class HeldVectors:
         self.updates = 0  # copies brought up to date by the rows changed
         # the reader's own connection (see _reader), one read at a time on it
         self._conn: Any = None
+        self._closed = False
         self._reader_lock = threading.Lock()
 
     def clear(self) -> None:
@@ -224,7 +226,11 @@ class HeldVectors:
     def _read_later(self, key: tuple[str, Kind], dims: int) -> None:
         """Start a background read of the kind, unless one is under way or failed lately."""
         with self._lock:
-            if key in self._reading or time.monotonic() < self._failed.get(key, 0.0):
+            if (
+                self._closed
+                or key in self._reading
+                or time.monotonic() < self._failed.get(key, 0.0)
+            ):
                 return
             self._reading.add(key)
         threading.Thread(
@@ -232,8 +238,10 @@ class HeldVectors:
         ).start()
 
     def close(self) -> None:
-        """Close the reader's connection (a read under way fails and is dropped)."""
+        """Close the reader's connection (a read under way fails and is dropped); no
+        read starts afterwards."""
         with self._lock:
+            self._closed = True
             conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
@@ -248,7 +256,12 @@ class HeldVectors:
             if conn is None or conn.closed:
                 conn = self._db.dedicated()
                 with self._lock:
-                    self._conn = conn
+                    closed = self._closed
+                    if not closed:
+                        self._conn = conn
+                if closed:  # the store closed meanwhile
+                    conn.close()
+                    raise StoreError("the store is closed")
             try:
                 yield conn
             except Exception:
@@ -277,6 +290,8 @@ class HeldVectors:
                     except psycopg.Error as exc:  # a read replica, a role without DELETE
                         _log.debug("could not prune the vector write log: %s", exc)
         except Exception as exc:  # a failed read leaves PostgreSQL answering
+            if self._closed:
+                return
             _log.warning("could not read the %s vectors of %r: %s", key[1].value, key[0], exc)
             with self._lock:
                 self._failed[key] = time.monotonic() + _RETRY_SECONDS

@@ -40,9 +40,12 @@ DISTRIBUTED_TABLES = {
     **{t: "project" for t in _COMMUNITY_TABLES},
     "llm_usage": "project",  # LLM spend per (project, key, minute), summed per project
     "cache": "namespace",  # LLM responses: can grow large, looked up by (namespace, key)
+    # the log of vector writes (m014): grows with the writes; unused on Citus, whose
+    # distributed tables carry no triggers
+    "vector_writes": "kind",
 }
 # Small tables every node may hold a copy of (Citus reference tables).
-REFERENCE_TABLES = ("meta", "migrations", "embed_stats", "api_keys", "vector_writes")
+REFERENCE_TABLES = ("meta", "migrations", "embed_stats", "api_keys")
 
 # The vector index of a kind, over the ``halfvec`` column cast to ``vector`` (float32)
 # of the store's dims (``%s``): the rows keep 2 bytes a dimension, the index 4, since
