@@ -238,13 +238,19 @@ class HeldVectors:
         ).start()
 
     def close(self) -> None:
-        """Close the reader's connection (a read under way fails and is dropped); no
-        read starts afterwards."""
+        """Close the reader's connection, or let a read under way close it when it ends
+        (closed under its server-side cursor, the cursor's cleanup would fail); no read
+        starts afterwards."""
         with self._lock:
             self._closed = True
-            conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        if self._reader_lock.acquire(blocking=False):
+            try:
+                with self._lock:
+                    conn, self._conn = self._conn, None
+                if conn is not None:
+                    conn.close()
+            finally:
+                self._reader_lock.release()
 
     @contextmanager
     def _reader(self) -> Iterator[Any]:
@@ -269,6 +275,12 @@ class HeldVectors:
                     self._conn = None
                 conn.close()
                 raise
+            with self._lock:
+                closed = self._closed
+                if closed:
+                    self._conn = None
+            if closed:  # the store closed during the read
+                conn.close()
 
     def _read(self, key: tuple[str, Kind], dims: int) -> None:
         try:
