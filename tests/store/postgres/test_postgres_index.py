@@ -19,6 +19,12 @@ from kgsearch.store.postgres.search import vector_index_exists
 from kgsearch.testing import FakeEmbedder
 
 
+def _url(pg_factory: Any) -> str:
+    """A fresh schema's URL, vectors not held in the process: these tests are about
+    PostgreSQL's own vector statements (held copies: test_postgres_held_vectors.py)."""
+    return str(pg_factory.postgres_store_url()) + "&held_vectors=off"
+
+
 def fill(store: PostgresStore, n: int) -> Engine:
     engine = Engine(store, embedder=FakeEmbedder(32))
     engine.add_objects(
@@ -40,7 +46,7 @@ def fill(store: PostgresStore, n: int) -> Engine:
 def test_index_is_built_once_large_enough_and_agrees_with_exact(
     pg_factory: Any, method: str
 ) -> None:
-    url = pg_factory.postgres_store_url() + f"&vector_index={method}"
+    url = _url(pg_factory) + f"&vector_index={method}"
     # a store this small is searched exactly (see below) unless told otherwise
     store = PostgresStore(url, index_min_rows=150, exact_max_rows=0)
     pg_factory.track(store)
@@ -59,7 +65,7 @@ def test_index_is_built_once_large_enough_and_agrees_with_exact(
 
 
 def test_a_filtered_search_through_the_index_is_never_short(pg_factory: Any) -> None:
-    store = PostgresStore(pg_factory.postgres_store_url(), index_min_rows=50, exact_max_rows=0)
+    store = PostgresStore(_url(pg_factory), index_min_rows=50, exact_max_rows=0)
     pg_factory.track(store)
     fill(store, 200)
     assert vector_index_exists(store.db, Kind.OBJECT)
@@ -73,7 +79,7 @@ def test_a_filtered_search_through_the_index_is_never_short(pg_factory: Any) -> 
 
 
 def test_no_index_on_an_empty_store(pg_factory: Any) -> None:
-    store = PostgresStore(pg_factory.postgres_store_url(), index_min_rows=1)
+    store = PostgresStore(_url(pg_factory), index_min_rows=1)
     pg_factory.track(store)
     store.set_embedding_model("fake:32", 32)
     assert store.build_indexes() == []
@@ -84,7 +90,7 @@ def test_connections_search_with_the_configured_beam_and_widen_it_for_larger_lim
     pg_factory: Any,
 ) -> None:
     store = PostgresStore(
-        pg_factory.postgres_store_url() + "&ef_search=10&pool_size=1",
+        _url(pg_factory) + "&ef_search=10&pool_size=1",
         index_min_rows=50,
         exact_max_rows=0,
     )
@@ -108,7 +114,7 @@ def test_connections_search_with_the_configured_beam_and_widen_it_for_larger_lim
 def test_a_store_from_before_halfvec_is_migrated_with_its_index_and_answers_alike(
     pg_factory: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = pg_factory.postgres_store_url()
+    url = _url(pg_factory)
     # the released schema (with today's community tables, which the code expects)
     communities = [m for m in MIGRATIONS if m.name == "m007_create_communities"]
     monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:4] + communities)
@@ -179,7 +185,7 @@ class _Log:
 def test_a_selective_filter_scans_its_rows_exactly_and_a_broad_one_uses_the_index(
     pg_factory: Any,
 ) -> None:
-    url = pg_factory.postgres_store_url()
+    url = _url(pg_factory)
     # 8 Rare objects of 200: below the cut-off of 50 rows, the Common ones above it
     store = PostgresStore(url, index_min_rows=50, exact_max_rows=50)
     pg_factory.track(store)
@@ -204,7 +210,7 @@ def test_a_selective_filter_scans_its_rows_exactly_and_a_broad_one_uses_the_inde
 
 
 def test_relationship_types_are_indexed_for_selective_filters(pg_factory: Any) -> None:
-    store = PostgresStore(pg_factory.postgres_store_url())
+    store = PostgresStore(_url(pg_factory))
     pg_factory.track(store)
     index = store.db.one(
         "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
@@ -216,7 +222,7 @@ def test_relationship_types_are_indexed_for_selective_filters(pg_factory: Any) -
 def test_an_empty_kind_is_searched_without_statements_until_the_store_writes_to_it(
     pg_factory: Any,
 ) -> None:
-    store = PostgresStore(pg_factory.postgres_store_url())
+    store = PostgresStore(_url(pg_factory))
     pg_factory.track(store)
     engine = fill(store, 20)  # objects only: no chunks
     query = FakeEmbedder(32).embed_query("thing")
@@ -241,7 +247,7 @@ def _ids(store: PostgresStore, project: str) -> set[str]:
 def test_iterative_scans_only_where_the_conditions_drop_many_indexed_rows(
     pg_factory: Any,
 ) -> None:
-    url = pg_factory.postgres_store_url()
+    url = _url(pg_factory)
     store = PostgresStore(url + "&pool_size=1", index_min_rows=50, exact_max_rows=0)
     pg_factory.track(store)
     fill(store, 200)
@@ -282,7 +288,7 @@ def test_iterative_scans_only_where_the_conditions_drop_many_indexed_rows(
 
 
 def test_each_kind_walks_its_own_beam_unless_the_url_sets_one(pg_factory: Any) -> None:
-    url = pg_factory.postgres_store_url()
+    url = _url(pg_factory)
     store = PostgresStore(url, index_min_rows=50, exact_max_rows=0)
     pg_factory.track(store)
     engine = fill(store, 120)
@@ -314,7 +320,7 @@ def test_an_exact_scan_reads_its_kind_s_exact_scan_index_alone(pg_factory: Any) 
     # every page of the table, with its texts and JSON
     # rows as wide as the sample graph's (a text, 384 dims): at the planner's default
     # price of an index page the whole table looks cheaper to read than the index
-    url = pg_factory.postgres_store_url()
+    url = _url(pg_factory)
     store = PostgresStore(url, index_min_rows=10**9)
     pg_factory.track(store)
     engine = Engine(store, embedder=FakeEmbedder(384))
@@ -345,7 +351,7 @@ def test_vectors_too_long_for_the_exact_scan_index_are_stored_and_found(
     pg_factory: Any,
 ) -> None:
     # a btree entry holds 2,704 bytes: 1,536 halfvec dims (3,080) stay out of the index
-    store = PostgresStore(pg_factory.postgres_store_url())
+    store = PostgresStore(_url(pg_factory))
     pg_factory.track(store)
     engine = Engine(store, embedder=FakeEmbedder(1536))
     engine.add_objects(
@@ -360,7 +366,7 @@ def test_vectors_too_long_for_the_exact_scan_index_are_stored_and_found(
 
 def test_pooled_connections_compile_no_statement(pg_factory: Any) -> None:
     # a statement of milliseconds gains nothing from JIT, which compiles for tens
-    store = PostgresStore(pg_factory.postgres_store_url())
+    store = PostgresStore(_url(pg_factory))
     pg_factory.track(store)
     assert store.db.one("SHOW jit") == {"jit": "off"}
 
@@ -369,7 +375,7 @@ def test_settings_given_to_one_statement_are_undone_for_the_next(pg_factory: Any
     # one pooled connection: a statement's settings stay in its session until a
     # statement wanting others (or the connection's own) takes it; those of a vector
     # walk stay until a statement names them (every walk names them)
-    store = PostgresStore(pg_factory.postgres_store_url() + "&pool_size=1")
+    store = PostgresStore(_url(pg_factory) + "&pool_size=1")
     pg_factory.track(store)
     show = (
         "SELECT current_setting('hnsw.ef_search') AS ef, "
@@ -395,7 +401,7 @@ def test_settings_given_to_one_statement_are_undone_for_the_next(pg_factory: Any
 def test_a_bulk_load_leaves_its_tables_vacuumed_for_index_only_scans(pg_factory: Any) -> None:
     # a migrated copy is searched at once: its pages must be marked all-visible, or the
     # exact scan's index-only plan visits the table for every row until autovacuum runs
-    store = PostgresStore(pg_factory.postgres_store_url())
+    store = PostgresStore(_url(pg_factory))
     pg_factory.track(store)
     engine = Engine(store, embedder=FakeEmbedder(32))
     with store.bulk_load():
@@ -414,7 +420,7 @@ def test_a_bulk_load_leaves_its_tables_vacuumed_for_index_only_scans(pg_factory:
 def test_a_chunk_with_a_long_id_is_embedded_and_found_at_768_dims(pg_factory: Any) -> None:
     # ids are not in the exact-scan index: the longest id (MAX_ID_BYTES) beside a
     # 768-dim vector and a long project name would not fit a btree entry (2,704 bytes)
-    store = PostgresStore(pg_factory.postgres_store_url(), index_min_rows=10**9)
+    store = PostgresStore(_url(pg_factory), index_min_rows=10**9)
     pg_factory.track(store)
     # (texts that do not compress: PostgreSQL compresses a large index entry first)
     project = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(4))[:200]

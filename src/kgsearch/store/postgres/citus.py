@@ -36,7 +36,11 @@ from typing import Any
 
 from kgsearch.errors import ConfigError
 from kgsearch.store.postgres.connection import Connection
-from kgsearch.store.postgres.schema import DISTRIBUTED_TABLES, REFERENCE_TABLES
+from kgsearch.store.postgres.schema import (
+    DISTRIBUTED_TABLES,
+    REFERENCE_TABLES,
+    VECTOR_WRITE_TRIGGERS,
+)
 
 __all__ = [
     "SPREAD_TABLES",
@@ -183,6 +187,10 @@ def _colocate(db: Connection, table: str, column: str) -> str:
 def _distribute_table(db: Connection, table: str, column: str, shard_count: int | None) -> None:
     """Distribute a table Citus does not know yet (moving its rows to the shards)."""
     name = f'"{db.schema}".{table}'
+    # Citus refuses a table with triggers: those logging vector writes for held copies
+    # (schema m014) go, and a distributed store holds no vectors (store.py)
+    for trigger in VECTOR_WRITE_TRIGGERS:
+        db.execute(f"DROP TRIGGER IF EXISTS {trigger} ON {table}")
     if column == "id":
         _key_by_id(db, table)
     colocate = _colocate(db, table, column)

@@ -85,6 +85,9 @@ class StoreOptions:
       without it, :data:`EF_SEARCH` per kind.
     * ``build_memory`` — ``maintenance_work_mem`` of the vector index builds, in MB or
       GB (default :data:`BUILD_MEMORY`); on Citus, of each worker's shard builds.
+    * ``held_vectors`` — ``on`` (default): unfiltered vector legs are answered from
+      vectors held in the process while they are current (``held.py``); ``off``:
+      PostgreSQL answers every leg.
     """
 
     def __init__(
@@ -94,8 +97,10 @@ class StoreOptions:
         pool_size: int,
         ef_search: int | None = None,
         build_memory: str = BUILD_MEMORY,
+        held_vectors: bool = True,
     ) -> None:
         self.schema = schema
+        self.held_vectors = held_vectors
         self.vector_index = vector_index
         self.pool_size = pool_size
         self.ef_search = ef_search
@@ -115,7 +120,7 @@ def parse_url(url: str) -> tuple[str, StoreOptions]:
     parts = urlsplit(url)
     scheme = parts.scheme.split("+", 1)[0]
     params = parse_qsl(parts.query, keep_blank_values=True)
-    own = {"schema", "vector_index", "pool_size", "ef_search", "build_memory"}
+    own = {"schema", "vector_index", "pool_size", "ef_search", "build_memory", "held_vectors"}
     ours = {k: v for k, v in params if k in own}
     rest = [(k, v) for k, v in params if k not in ours]
     schema = ours.get("schema", "public")
@@ -141,10 +146,13 @@ def parse_url(url: str) -> tuple[str, StoreOptions]:
     memory = ours.get("build_memory", BUILD_MEMORY)
     if not _BUILD_MEMORY.fullmatch(memory):
         raise ConfigError(f"build_memory must be a size in MB or GB, like 2GB, not {memory!r}")
+    held = ours.get("held_vectors", "on")
+    if held not in {"on", "off"}:
+        raise ConfigError(f"held_vectors must be on or off, not {held!r}")
     libpq = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(rest), ""))
     if scheme not in {"postgresql", "postgres"}:
         raise ConfigError(f"not a PostgreSQL URL: {url!r}")
-    return libpq, StoreOptions(schema, index, pool_size, ef_search, memory)
+    return libpq, StoreOptions(schema, index, pool_size, ef_search, memory, held == "on")
 
 
 # Serialises first-time set-up (schema, extension) among processes opening one database.
@@ -343,6 +351,23 @@ class Connection:
     def close(self) -> None:
         """Close every pooled connection."""
         self.pool.close()
+
+    def dedicated(self) -> psycopg.Connection[Any]:
+        """A connection of its own, outside the pool, set up as pooled ones are (for a
+        background reader that must not wait behind searches for a pooled one); the
+        caller closes it.
+
+        Raises:
+            StoreError: The server cannot be reached.
+        """
+        try:
+            conn = psycopg.connect(
+                self.url, autocommit=True, row_factory=dict_row, cursor_factory=TracedCursor
+            )
+        except psycopg.Error as exc:
+            raise wrap_error(exc) from exc
+        self._configure(conn)
+        return conn
 
     @contextmanager
     def _connection(

@@ -27,6 +27,7 @@ __all__ = [
     "MIGRATIONS",
     "REFERENCE_TABLES",
     "SCHEMA_VERSION",
+    "VECTOR_WRITE_TRIGGERS",
 ]
 
 _VECTOR_TABLES = ("objects", "relationships", "chunks")
@@ -39,6 +40,9 @@ DISTRIBUTED_TABLES = {
     **{t: "project" for t in _COMMUNITY_TABLES},
     "llm_usage": "project",  # LLM spend per (project, key, minute), summed per project
     "cache": "namespace",  # LLM responses: can grow large, looked up by (namespace, key)
+    # the log of vector writes (m014): grows with the writes; unused on Citus, whose
+    # distributed tables carry no triggers
+    "vector_writes": "kind",
 }
 # Small tables every node may hold a copy of (Citus reference tables).
 REFERENCE_TABLES = ("meta", "migrations", "embed_stats", "api_keys")
@@ -415,6 +419,94 @@ def m013_index_exact_scans(execute: Execute) -> None:
         )
 
 
+# The kinds whose vectors a process may hold (store/postgres/held.py), by table.
+_HELD_KINDS = {
+    "objects": "object",
+    "relationships": "relationship",
+    "chunks": "chunk",
+    "community_reports": "community",
+}
+# What a held copy depends on: an update changing none of these is not logged (a
+# queue's claim, a text edited before it is embedded again).
+_HELD_COLUMNS = ("project", "id", "status", "deleted_at", "dims", "vector")
+# The triggers m014 creates on each table (Citus refuses triggers on distributed
+# tables: citus.distribute drops them, and a distributed store holds no vectors).
+VECTOR_WRITE_TRIGGERS = ("held_insert", "held_update", "held_delete", "held_truncate")
+# A row is held when it is live and embedded.
+_HELD_ROW = "{0}.deleted_at IS NULL AND {0}.status = 'embedded' AND {0}.vector IS NOT NULL"
+
+
+def _log_function(name: str, rows: str) -> str:
+    """A trigger function logging ``rows`` (a query over the statement's transition
+    tables yielding ``seq``) under the trigger's kind and the current transaction; its
+    search_path fixed at creation, so a session with another (psql) finds the log."""
+    return f"""CREATE OR REPLACE FUNCTION {name}() RETURNS trigger
+        LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        BEGIN
+            INSERT INTO vector_writes (kind, xid, seq)
+                SELECT DISTINCT TG_ARGV[0], pg_current_xact_id(), r.seq FROM ({rows}) AS r
+                ON CONFLICT DO NOTHING;
+            RETURN NULL;
+        END $$"""
+
+
+def m014_log_vector_writes(execute: Execute) -> None:
+    """A log of the rows whose vector or liveness each transaction changed: (kind,
+    transaction id, ``seq``), written by statement triggers from their transition
+    tables inside the writing transaction, so it commits (or not) with the writes. A
+    process holding a kind's vectors remembers the snapshot it read them in; a logged
+    transaction visible now but not then (``pg_visible_in_snapshot``) makes them stale,
+    and its rows are read again. No row is locked and no counter shared, so concurrent
+    writers never wait for one another. Inserts log the rows born held, updates those
+    whose held columns changed (a queue's claims log nothing), deletes every row, and a
+    truncation ``seq`` 0 (read everything again). Tables already distributed by Citus
+    get no triggers."""
+    execute(
+        "CREATE TABLE IF NOT EXISTS vector_writes (kind TEXT NOT NULL, xid xid8 NOT NULL, "
+        "seq BIGINT NOT NULL, PRIMARY KEY (kind, xid, seq))"
+    )
+    execute(
+        _log_function(
+            "kgsearch_held_insert",
+            f"SELECT n.seq FROM new_rows n WHERE {_HELD_ROW.format('n')}",
+        )
+    )
+    execute(_log_function("kgsearch_held_delete", "SELECT o.seq FROM old_rows o"))
+    execute(_log_function("kgsearch_held_truncate", "SELECT 0::bigint AS seq"))
+    for columns, suffix in ((_HELD_COLUMNS, ""), (("valid_from", "valid_to"), "_valid")):
+        changed = " OR ".join(
+            f"o.{c} IS DISTINCT FROM n.{c}" for c in _HELD_COLUMNS + (columns if suffix else ())
+        )
+        execute(
+            _log_function(
+                f"kgsearch_held_update{suffix}",
+                f"SELECT n.seq FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE {changed}",
+            )
+        )
+    for table, kind in _HELD_KINDS.items():
+        update = "update_valid" if kind == "relationship" else "update"
+        execute(
+            f"""DO $$ DECLARE spread boolean := false; BEGIN
+            IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+                EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_dist_partition '
+                    'WHERE logicalrelid = ''{table}''::regclass)' INTO spread;
+            END IF;
+            IF spread THEN RETURN; END IF;
+            CREATE TRIGGER held_insert AFTER INSERT ON {table}
+                REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
+                EXECUTE FUNCTION kgsearch_held_insert('{kind}');
+            CREATE TRIGGER held_update AFTER UPDATE ON {table}
+                REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
+                EXECUTE FUNCTION kgsearch_held_{update}('{kind}');
+            CREATE TRIGGER held_delete AFTER DELETE ON {table}
+                REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT
+                EXECUTE FUNCTION kgsearch_held_delete('{kind}');
+            CREATE TRIGGER held_truncate AFTER TRUNCATE ON {table}
+                FOR EACH STATEMENT EXECUTE FUNCTION kgsearch_held_truncate('{kind}');
+            END $$"""
+        )
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_index_object_names", m002_index_object_names),
@@ -429,5 +521,6 @@ MIGRATIONS = [
     Migration("m011_llm_budgets", m011_llm_budgets),
     Migration("m012_embedding_skipped", m012_embedding_skipped),
     Migration("m013_index_exact_scans", m013_index_exact_scans),
+    Migration("m014_log_vector_writes", m014_log_vector_writes),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

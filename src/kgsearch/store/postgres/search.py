@@ -28,6 +28,7 @@ import numpy.typing as npt
 from kgsearch.model import Filters, Kind
 from kgsearch.store.postgres.citus import plan_rows
 from kgsearch.store.postgres.connection import BUILD_MEMORY, Connection, StoreOptions
+from kgsearch.store.postgres.held import HeldVectors, held_filters
 from kgsearch.store.postgres.lexical import LexicalStats, bm25
 from kgsearch.store.postgres.schema import HNSW_SQL, INDEXED_DISTANCE, IVFFLAT_SQL
 from kgsearch.store.postgres.sql import filter_sql, tsquery
@@ -126,6 +127,8 @@ class PostgresSearch(SearchCore):
     db: Connection
     options: StoreOptions
     lexical: LexicalStats
+    # vectors held in the process (None: off, or on Citus)
+    held: HeldVectors | None
     # build a kind's vector index once it holds this many vectors
     index_min_rows: int
     # scan a vector leg's rows exactly when the planner expects at most this many
@@ -204,6 +207,11 @@ class PostgresSearch(SearchCore):
         check_dims(query, dims)
         if self.lexical.empty(self.db, project, kind):
             return []  # an empty kind (a graph without chunks): no query at all
+        if self.held is not None and ids is None and held_filters(kind, filters):
+            hits = self.held.search(project, kind, query, limit, int(dims))
+            if hits is not None:
+                note(f"top {limit} by an int8 scan of the {kind.value} vectors held in memory")
+                return hits
         where, params = filter_sql(kind, filters)
         base = (
             f"FROM {kind.table} t WHERE t.project = %s AND t.deleted_at IS NULL "

@@ -24,6 +24,7 @@ from kgsearch.store.common import PROJECTS_SQL, check_embedding_model
 from kgsearch.store.migrations import pending
 from kgsearch.store.postgres.citus import distributed, spread_tables
 from kgsearch.store.postgres.connection import EF_SEARCH, Connection, parse_url
+from kgsearch.store.postgres.held import HeldVectors
 from kgsearch.store.postgres.lexical import LexicalStats
 from kgsearch.store.postgres.queue import PostgresQueues
 from kgsearch.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
@@ -93,6 +94,9 @@ class PostgresStore(
         self.lexical.column_stats = not self.citus
         self.claims_by_project = self.citus
         self.db.workers_follow_settings = self.citus
+        # unfiltered vector legs from vectors held here while current (held.py); not on
+        # Citus, whose distributed tables carry no triggers to log their writes
+        self.held = HeldVectors(self.db) if options.held_vectors and not self.citus else None
 
     # lifecycle -----------------------------------------------------------
     def migrate(self) -> list[str]:
@@ -142,7 +146,9 @@ class PostgresStore(
         self.db.execute(sql, None)
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pool (and the held vectors' reader)."""
+        if self.held is not None:
+            self.held.close()
         self.db.close()
 
     @contextmanager
