@@ -10,7 +10,9 @@ The sample graph (data/sample/metaqa-movies.jsonl) is imported and embedded with
 bundled model once (cached in --db). Every server serves a fresh copy of --db in a
 temporary folder, so the objects the write client adds go with the copy: --db is never
 written once made, and runs are comparable across runs. The server runs as a
-subprocess on a free loopback port with an API key; the clients (lean asyncio
+subprocess on a free loopback port with an API key and is timed once every process
+answers /health warm (a process still starting would leave the clients' keep-alive
+connections to the others); the clients (lean asyncio
 HTTP/1.1, one process) send POST /api/search/unified with questions built from the
 sample's names, each asked once (so the server's query-vector cache never answers),
 until the time or the request budget runs out. Client and server share this machine's cores.
@@ -188,7 +190,7 @@ def start_server(
     store: str, port: int, threads: int | None, workers: int = 1, src: Path | None = None
 ) -> subprocess.Popen[bytes]:
     """Run `kgsearch serve` (of the sources in ``src``, default this checkout's) and wait
-    until /health answers."""
+    until /health answers warm (``ready``) on 4 fresh connections a process in a row."""
     command = [sys.executable, "-m", "kgsearch", "--db", store, "serve", "--no-worker"]
     if threads is not None:
         command += ["--threads", str(threads)]
@@ -204,14 +206,27 @@ def start_server(
         env=env,
     )
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    ready = 0  # fresh connections in a row answered by a warm process
+    while time.monotonic() < deadline and ready < 4 * workers:
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return proc
+            reply = httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
         except httpx.TransportError:
             time.sleep(0.2)
+            continue
+        if reply.status_code != 200:
+            time.sleep(0.2)
+            continue
+        # each process starts and warms up on its own: one still starting accepts no
+        # connection, so the clients' keep-alive connections (made once, kept for the
+        # run) would all go to the processes up first
+        warm = reply.json().get("warm")
+        ready = ready + 1 if warm != "loading" else 0
+        if not ready:
+            time.sleep(0.2)
+    if ready >= 4 * workers:
+        return proc
     proc.kill()
-    raise SystemExit("the server did not start within 60 s")
+    raise SystemExit("the server did not start and warm up within 60 s")
 
 
 class Result:
