@@ -151,7 +151,8 @@ class CitusCluster:
                     "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
                     "shared_buffers = 32MB\nmax_worker_processes = 16\n" + self.settings
                 )
-            self._run("pg_ctl", "-D", str(data), "-l", str(data / "log"), "-w", "-t", "60", "start")
+        for i in range(len(self.nodes)):
+            self._start(i)
         for i in range(len(self.nodes)):
             with psycopg.connect(self.node_url(i), autocommit=True) as conn:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
@@ -161,6 +162,28 @@ class CitusCluster:
             for _, port in self.nodes[1:]:
                 conn.execute("SELECT citus_add_node('127.0.0.1', %s)", (port,))
         return self.url
+
+    def _start(self, i: int, tries: int = 3) -> None:
+        """Start node ``i``. A start that fails is tried again on a new port (the port was
+        free when chosen, but another process may bind it before the server does); the
+        last failure says what the server logged."""
+        name, _ = self.nodes[i]
+        data = self.root / name
+        for attempt in range(tries):
+            try:
+                self._run(
+                    "pg_ctl", "-D", str(data), "-l", str(data / "log"), "-w", "-t", "60", "start"
+                )
+                return
+            except RuntimeError as exc:
+                log = data / "log"
+                logged = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+                if attempt == tries - 1:
+                    raise RuntimeError(f"{exc}\n{name}'s log:\n{logged}") from None
+                port = _free_port()
+                self.nodes[i] = (name, port)
+                with (data / "postgresql.conf").open("a") as conf:
+                    conf.write(f"port = {port}\n")  # the last setting of a name wins
 
     def stop(self) -> None:
         """Stop every node that runs and delete the cluster's folder."""
