@@ -64,8 +64,6 @@ class Dialect:
         conditions: The backend's ``filter_sql``: ``(kind, filters, alias="t", *,
             current_only=True)`` → conditions, each starting with `` AND``, in the
             backend's own placeholders (spliced in after :meth:`sql`), and parameters.
-        fold: A key as the store compares keys ignoring case (SQLite's NOCASE lowers
-            ASCII letters only).
         stamp: The current time as the store keeps timestamps.
         time: A datetime (or None) as the store keeps timestamps.
         text: A text value made fit to bind (PostgreSQL refuses NUL characters).
@@ -90,7 +88,6 @@ class Dialect:
     greatest: str
     listed: Callable[[str, Sequence[Any]], tuple[str, list[Any]]]
     conditions: Callable[..., tuple[str, list[Any]]]
-    fold: Callable[[str], str]
     stamp: Callable[[], Any]
     time: Callable[[datetime | None], Any]
     text: Callable[[Any], Any]

@@ -10,7 +10,7 @@ graph, PostgreSQL asks pgvector) and ``_matching`` (FTS5 BM25, or BM25 over
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -79,10 +79,15 @@ class SearchCore(Slice):
         def _matching(self, leg: TextLeg) -> list[tuple[str, float]]:
             """Top ``leg.limit`` rows by BM25 over their text, higher better."""
 
-        def _named(self, project: str, keys: list[str], filters: Filters | None) -> list[Any]:
-            """Live objects (``key`` as the store folds it or as stored, ``stored``: as
-            stored, ``type``, ``id``) whose key folds to one of ``keys`` (already
-            folded), filters applied."""
+        def _named(
+            self, project: str, names: list[str], filters: Filters | None
+        ) -> list[tuple[str, str, str, str]]:
+            """(name, type, id, key as stored) of each live object whose key is one of
+            ``names`` (distinct, NUL-free) ignoring case as the store compares keys,
+            once per name it matches, filters applied. The store matches each name
+            itself: a name folded in Python can differ from the key folded by the
+            database ("İstanbul", a final sigma), and then the key spelt exactly as
+            asked would not be found."""
 
     @traced
     def vector_search(
@@ -132,8 +137,8 @@ class SearchCore(Slice):
             return []  # no stored key holds NUL
         # sorted here, so that no plan walks an index in (type, id) order instead of
         # looking the key up
-        rows = self._named(project, [self.dialect.fold(name)], filters)
-        return [(i, 1.0) for _, i in sorted((r["type"], r["id"]) for r in rows)[:limit]]
+        rows = self._named(project, [name], filters)
+        return [(i, 1.0) for _, i in sorted((type_, id) for _, type_, id, _ in rows)[:limit]]
 
     @traced
     def objects_named_many(
@@ -151,15 +156,10 @@ class SearchCore(Slice):
     def named_objects(
         self, project: str, names: Sequence[str], *, trace: Trace | None = None
     ) -> dict[str, list[tuple[str, str, str]]]:
-        fold = self.dialect.fold
-        wanted: dict[str, list[str]] = {}
-        for name in dict.fromkeys(names):
-            if name and "\x00" not in name:
-                wanted.setdefault(fold(name), []).append(name)
+        wanted = [n for n in dict.fromkeys(names) if n and "\x00" not in n]
         if not wanted:
             return {}
         found: dict[str, list[tuple[str, str, str]]] = {}
-        for row in self._named(project, list(wanted), None):
-            for name in wanted.get(fold(row["key"]), []):
-                found.setdefault(name, []).append((row["type"], row["id"], row["stored"]))
+        for name, type_, id, key in self._named(project, wanted, None):
+            found.setdefault(name, []).append((type_, id, key))
         return {n: sorted(set(rows)) for n, rows in found.items()}

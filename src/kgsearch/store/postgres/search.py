@@ -328,14 +328,18 @@ class PostgresSearch(SearchCore):
             )
         return hits
 
-    def _named(self, project: str, keys: list[str], filters: Filters | None) -> list[Any]:
+    def _named(
+        self, project: str, names: list[str], filters: Filters | None
+    ) -> list[tuple[str, str, str, str]]:
+        # each name lowered by the server, as the key is (Python's lower can differ)
         where, params = filter_sql(Kind.OBJECT, filters)
-        return self.db.all(
-            "SELECT lower(t.key) AS key, t.key AS stored, t.type, t.id FROM objects t "
-            "WHERE t.project = %s "
-            f"AND lower(t.key) = ANY(%s) AND t.deleted_at IS NULL{where}",
-            (project, keys, *params),
+        rows = self.db.all(
+            "SELECT n.name, t.type, t.id, t.key FROM unnest(%s::text[]) AS n(name) "
+            "JOIN objects t ON t.project = %s AND lower(t.key) = lower(n.name) "
+            f"WHERE t.deleted_at IS NULL{where}",
+            (names, project, *params),
         )
+        return [(r["name"], r["type"], r["id"], r["key"]) for r in rows]
 
     @traced
     def object_types(self, project: str, *, trace: Trace | None = None) -> list[str]:

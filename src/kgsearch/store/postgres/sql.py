@@ -96,7 +96,6 @@ POSTGRES = Dialect(
     greatest="greatest",
     listed=_listed,
     conditions=filter_sql,
-    fold=str.lower,
     stamp=lambda: datetime.now(UTC),
     time=utc,
     text=clean,

@@ -14,7 +14,6 @@ import threading
 import weakref
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +23,7 @@ from kgsearch.store.search_index import MAX_LIMIT, SearchCore, TextLeg, VectorLe
 from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.sqlite.held_lexical import checked
 from kgsearch.store.sqlite.lexical import LexicalStats, Plan
-from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, placeholders
+from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, nocase, placeholders
 from kgsearch.store.sqlite.vectors import Entry, VectorCache
 from kgsearch.store.tracing import Trace, active, note, traced
 
@@ -270,20 +269,26 @@ class SQLiteSearch(SearchCore):
             ranked = self.lexical.rescore(db, kind, ranked, plan)
         return [(id, score) for _, id, score in ranked[:limit]]
 
-    def _named(self, project: str, keys: list[str], filters: Filters | None) -> list[Any]:
+    def _named(
+        self, project: str, names: list[str], filters: Filters | None
+    ) -> list[tuple[str, str, str, str]]:
+        # NOCASE lowers ASCII letters only, as ``nocase`` does: each key's names by it
+        asked: dict[str, list[str]] = {}
+        for name in names:
+            asked.setdefault(nocase(name), []).append(name)
         where, params = filter_sql(Kind.OBJECT, filters)
-        rows: list[Any] = []
-        for part in chunked(keys):
-            rows.extend(
-                self.db.reader().all(
-                    "SELECT t.key, t.key AS stored, t.type, t.id FROM objects t "
-                    "WHERE t.project = ? AND t.key "
-                    f"COLLATE NOCASE IN ({placeholders(len(part))}) AND t.deleted_at IS NULL"
-                    f"{where}",
-                    (project, *part, *params),
-                )
+        out: list[tuple[str, str, str, str]] = []
+        for part in chunked(list(asked)):
+            rows = self.db.reader().all(
+                "SELECT t.key, t.type, t.id FROM objects t "
+                "WHERE t.project = ? AND t.key "
+                f"COLLATE NOCASE IN ({placeholders(len(part))}) AND t.deleted_at IS NULL"
+                f"{where}",
+                (project, *part, *params),
             )
-        return rows
+            for key, type_, id in rows:
+                out.extend((name, type_, id, key) for name in asked.get(nocase(key), []))
+        return out
 
     @traced
     def object_types(self, project: str, *, trace: Trace | None = None) -> list[str]:

@@ -112,7 +112,6 @@ SQLITE = Dialect(
     greatest="max",
     listed=_listed,
     conditions=filter_sql,
-    fold=nocase,
     stamp=now_iso,
     time=iso,
     text=lambda value: value,

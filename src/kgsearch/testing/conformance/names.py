@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kgsearch.engine import Engine
-from kgsearch.model import Filters
+from kgsearch.model import Filters, ObjectIn
 from kgsearch.search.request import ScopeConfig, SearchRequest
 from kgsearch.store.base import Store
 from kgsearch.testing import FakeEmbedder
@@ -90,3 +90,16 @@ def test_named_objects_gives_every_match_with_its_type_and_key(
     ]
     store.delete("default", "object", [named["Person:Benji"]])
     assert store.named_objects("default", ["benji"]) == {"benji": both[:1]}
+
+
+@pytest.mark.parametrize("key", ["Émile Zola", "Łódź", "İstanbul", "Straße", "ΣΊΣΥΦΟΣ"])
+def test_a_key_outside_ascii_is_found_as_spelt(store: Store, key: str) -> None:
+    engine = Engine(store, embedder=FakeEmbedder(32))
+    (obj,) = engine.add_objects([ObjectIn(type="Person", key=key)])
+    assert store.objects_named("default", key, limit=5) == [(obj.id, 1.0)]
+    assert store.named_objects("default", [key]) == {key: [("Person", obj.id, key)]}
+    assert store.objects_named_many("default", [key], limit=5) == {key: [obj.id]}
+    if "Zola" in key:  # its ASCII letters in another case find it too, on every store
+        assert store.named_objects("default", ["Émile zOLA"]) == {
+            "Émile zOLA": [("Person", obj.id, key)]
+        }
