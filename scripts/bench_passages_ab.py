@@ -1,7 +1,7 @@
 """The multi_hop passage search of two versions of kgsearch, interleaved in one run.
 
     python scripts/bench_passages_ab.py --before /work/wt-head/src [--sets SET,...]
-        [--questions N] [--block 10] [--rounds 1]
+        [--questions N] [--block 10]
 
 Each side is a process of its own (``PYTHONPATH`` = ``--before`` or this checkout's
 ``src``) over the same copy of a set's store (``bench-data/passages-<set>.db``,
@@ -10,14 +10,16 @@ take turns by ``--block`` questions (which side goes first alternates), so both 
 the same load. Every question is a whole ``multi_hop`` search (limit 40) asked for the
 first time in its process, query embedding included. Per side: wall time and process
 CPU time p50 / p95 over every question but the first, the first search's time (it
-reads the passage graph), recall@2 / @5
-as ``bench_passages.py`` counts them, and how many questions gave the same passages in
-the same order on both sides. Load averages (1, 5, 15 min) before and after each set.
+reads the passage graph), recall@2 / @5 as ``bench_passages.py`` counts them; how
+many questions gave the same passages in the same order on both sides, and how many
+identical responses (all but the timings). Load averages (1, 5, 15 min) before and
+after each set.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sqlite3
@@ -56,7 +58,13 @@ def serve(name: str, path: str) -> None:
                     title = titles.get(r.source_id or "", "")
                     if title not in found:
                         found.append(title)
-            print(json.dumps({"wall": wall, "cpu": cpu, "found": found}), flush=True)
+            body = response.model_dump(mode="json", by_alias=True)
+            body["metadata"].pop("executionTime", None)
+            digest = hashlib.blake2b(json.dumps(body, sort_keys=True).encode()).hexdigest()
+            print(
+                json.dumps({"wall": wall, "cpu": cpu, "found": found, "digest": digest}),
+                flush=True,
+            )
 
 
 def _start(src: str, name: str, path: str) -> subprocess.Popen[str]:
@@ -135,6 +143,7 @@ def run_set(name: str, sides: dict[str, str], count: int | None, block: int) -> 
         }
     a, b = answers.values()
     out["same"] = sum(x["found"] == y["found"] for x, y in zip(a, b, strict=True))
+    out["identical"] = sum(x["digest"] == y["digest"] for x, y in zip(a, b, strict=True))
     out["questions"] = len(asked)
     return out
 
@@ -164,7 +173,11 @@ def main() -> None:
                 f"CPU {m['cpu_p50']:.1f} / {m['cpu_p95']:.1f} ms, first search "
                 f"{m['first']:.0f} ms, recall@2 / @5 {m['recall@2']:.3f} / {m['recall@5']:.3f}"
             )
-        print(f"  same passages in the same order: {r['same']} of {r['questions']}", flush=True)
+        print(
+            f"  same passages in the same order: {r['same']} of {r['questions']}; "
+            f"identical responses (timings left out): {r['identical']}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
