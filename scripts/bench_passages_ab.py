@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from benchdoc import table, write_section
+
 ROOT = Path(__file__).resolve().parent.parent
 SETS = ["musique-spacy", "2wiki-spacy"]
 
@@ -67,8 +69,10 @@ def serve(name: str, path: str) -> None:
             )
 
 
-def _start(src: str, name: str, path: str) -> subprocess.Popen[str]:
+def _start(src: str, name: str, path: str, blas: int | None) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": src}
+    if blas is not None:  # as `kgsearch serve` holds it (threadpoolctl), for both sides
+        env["OPENBLAS_NUM_THREADS"] = env["OMP_NUM_THREADS"] = str(blas)
     proc = subprocess.Popen(
         [sys.executable, __file__, "--serve", name, "--store", path],
         stdin=subprocess.PIPE,
@@ -95,7 +99,9 @@ def _pct(values: list[float], share: float) -> float:
     return 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * share))]
 
 
-def run_set(name: str, sides: dict[str, str], count: int | None, block: int) -> dict[str, Any]:
+def run_set(
+    name: str, sides: dict[str, str], count: int | None, block: int, blas: int | None = None
+) -> dict[str, Any]:
     """Both sides over one set; figures per side."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_passages import build, questions
@@ -106,7 +112,7 @@ def run_set(name: str, sides: dict[str, str], count: int | None, block: int) -> 
         with sqlite3.connect(build(name)) as source, sqlite3.connect(copy) as target:
             source.backup(target)
         load_before = os.getloadavg()
-        procs = {side: _start(src, name, copy) for side, src in sides.items()}
+        procs = {side: _start(src, name, copy, blas) for side, src in sides.items()}
         answers: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
         order = list(sides)
         try:
@@ -154,6 +160,10 @@ def main() -> None:
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--questions", type=int, help="Only the first N questions a set.")
     parser.add_argument("--block", type=int, default=10, help="Questions a turn.")
+    parser.add_argument(
+        "--blas-threads", type=int, help="numpy's BLAS threads in both sides (default: all)."
+    )
+    parser.add_argument("--write", action="store_true", help="Write docs/benchmarks.md.")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -163,21 +173,49 @@ def main() -> None:
     if not args.before:
         parser.error("--before SRC is needed")
     sides = {"before": str(Path(args.before).resolve()), "after": str(ROOT / "src")}
+    rows, notes = [], []
     for name in args.sets.split(","):
-        r = run_set(name, sides, args.questions, args.block)
+        r = run_set(name, sides, args.questions, args.block, args.blas_threads)
         load = " → ".join(", ".join(f"{x:.1f}" for x in v) for v in r["load"])
-        print(f"{name}: {r['questions']} questions, load {load}")
         for side, m in r["sides"].items():
-            print(
-                f"  {side:6s} wall p50 / p95 {m['p50']:.1f} / {m['p95']:.1f} ms, "
-                f"CPU {m['cpu_p50']:.1f} / {m['cpu_p95']:.1f} ms, first search "
-                f"{m['first']:.0f} ms, recall@2 / @5 {m['recall@2']:.3f} / {m['recall@5']:.3f}"
+            rows.append(
+                [
+                    name,
+                    side,
+                    f"{m['p50']:.1f} / {m['p95']:.1f}",
+                    f"{m['cpu_p50']:.1f} / {m['cpu_p95']:.1f}",
+                    f"{m['first']:.0f}",
+                    f"{m['recall@2']:.3f} / {m['recall@5']:.3f}",
+                    load if side == "before" else "",
+                ]
             )
-        print(
-            f"  same passages in the same order: {r['same']} of {r['questions']}; "
-            f"identical responses (timings left out): {r['identical']}",
-            flush=True,
+        notes.append(
+            f"{name}: same passages in the same order on {r['same']} of {r['questions']} "
+            f"questions, identical responses (timings left out) on {r['identical']}"
         )
+        print(rows[-2], rows[-1], notes[-1], sep="\n", flush=True)
+    heads = [
+        "set",
+        "side",
+        "wall p50 / p95 ms",
+        "CPU p50 / p95 ms",
+        "first search ms",
+        "recall@2 / @5",
+        "load (1, 5, 15 min) before → after",
+    ]
+    threads = "all" if args.blas_threads is None else str(args.blas_threads)
+    body = (
+        f"Before: `{args.before}`. numpy's BLAS threads: {threads}.\n\n"
+        + table(heads, rows)
+        + "\n\n"
+        + "\n".join(f"- {n}" for n in notes)
+    )
+    print(body)
+    if args.write:
+        command = "python scripts/bench_passages_ab.py --before SRC --sets " + args.sets
+        if args.blas_threads is not None:
+            command += f" --blas-threads {args.blas_threads}"
+        write_section("passages-ab", "Multi-hop passage search, before / after", command, body)
 
 
 if __name__ == "__main__":
