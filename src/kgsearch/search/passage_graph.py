@@ -87,13 +87,9 @@ def build_graph(store: GraphReads, project: str, *, hub_chunks: int) -> PassageG
         project: The project.
         hub_chunks: Entities mentioned by more passages keep no links.
     """
-    live_chunks = {c.id for c in store.iter_rows(project, "chunk")}
-    objects: list[str] = []
-    chunk_ids: list[str] = []
-    for m in store.iter_rows(project, "mention"):
-        if m.object_id and m.chunk_id in live_chunks:
-            objects.append(str(m.object_id))
-            chunk_ids.append(str(m.chunk_id))
+    links = store.mention_pairs(project)
+    objects = [o for o, _ in links]
+    chunk_ids = [c for _, c in links]
     # entities and chunks by sorted id; each (entity, chunk) pair once, in that order
     entity_ids, ent = np.unique(np.asarray(objects, dtype=str), return_inverse=True)
     chunk_names, chk = np.unique(np.asarray(chunk_ids, dtype=str), return_inverse=True)
