@@ -7,7 +7,15 @@ import time
 from pathlib import Path
 
 from kgsearch import Engine, connect
-from kgsearch.model import ChunkIn, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
+from kgsearch.model import (
+    ChunkIn,
+    Mention,
+    MentionIn,
+    ObjectIn,
+    ObjectRef,
+    RelationshipIn,
+    SourceIn,
+)
 from kgsearch.search.passage_graph import bridges, build_graph, graph_for
 from kgsearch.testing import FakeEmbedder
 
@@ -161,3 +169,19 @@ def test_a_write_of_this_process_shows_at_once(engine: Engine) -> None:
     graph = graph_for(engine.store, engine.project, hub_chunks=10, check_seconds=60)
     assert graph is not first
     assert "w" in graph.chunk_index and "z" not in graph.chunk_index
+
+
+def test_inside_a_write_transaction_a_due_check_runs_in_the_search(engine: Engine) -> None:
+    fill(engine)
+    first = graph_for(engine.store, engine.project, hub_chunks=10)
+    with engine.store.transaction():
+        engine.store.add_mentions(
+            engine.project,
+            [Mention(project=engine.project, chunk_id="z", object_id=ids(engine)["a"])],
+        )
+        # not in a thread of its own (which would not see the transaction's write)
+        graph = graph_for(
+            engine.store, engine.project, hub_chunks=10, check_seconds=0, background=True
+        )
+        assert graph is not first
+        assert ids(engine)["a"] in {graph.entities[e] for e in graph.entities_of(2)}

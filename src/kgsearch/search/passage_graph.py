@@ -181,8 +181,9 @@ def graph_for(
     and the graph with them when they changed (so another process's write shows in the
     bridges within ``check_seconds`` and a check's time; this process's writes at once,
     :func:`forget`): in a background thread while the held graph answers, or here and
-    now without ``background`` (default :data:`BACKGROUND`). With no graph held (the
-    first search, or after a write of this process) it is read here and now."""
+    now without ``background`` (default :data:`BACKGROUND`) or inside a write
+    transaction. With no graph held (the first search, or after a write of this
+    process) it is read here and now."""
     now = time.monotonic()
     with _lock:
         held = _cache.get(store, {}).get(project)
@@ -192,7 +193,10 @@ def graph_for(
         if held is not None:
             if held.checking or now - held.checked < check_seconds:
                 return held.graph
-            if BACKGROUND if background is None else background:
+            # inside a write transaction the check runs here, on its connection (an
+            # in-memory store has only that one)
+            wanted = BACKGROUND if background is None else background
+            if wanted and not getattr(store, "in_transaction", False):
                 held.checking = True
                 threading.Thread(
                     target=_check,
