@@ -3,10 +3,19 @@ through the entities they share (hubs left out), and read again after a write.""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from kgsearch import Engine, connect
-from kgsearch.model import ChunkIn, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
+from kgsearch.model import (
+    ChunkIn,
+    Mention,
+    MentionIn,
+    ObjectIn,
+    ObjectRef,
+    RelationshipIn,
+    SourceIn,
+)
 from kgsearch.search.passage_graph import bridges, build_graph, graph_for
 from kgsearch.testing import FakeEmbedder
 
@@ -100,8 +109,53 @@ def test_within_the_check_interval_another_process_s_write_waits(tmp_path: Path)
             there.add_mentions([MentionIn(chunk_id="w", source_id="s", object=person("d"))])
 
         assert graph_for(here.store, here.project, hub_chunks=10, check_seconds=60) is first
-        again = graph_for(here.store, here.project, hub_chunks=10, check_seconds=0)
+        again = graph_for(
+            here.store, here.project, hub_chunks=10, check_seconds=0, background=False
+        )
         assert "w" in again.chunk_index
+
+
+def test_a_due_check_in_the_background_answers_with_the_held_graph_meanwhile(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "kg.db")
+    with Engine(connect(path), embedder=FakeEmbedder(16)) as here:
+        fill(here)
+        first = graph_for(here.store, here.project, hub_chunks=10)
+        with Engine(connect(path), embedder=FakeEmbedder(16)) as there:  # as another process
+            there.add_chunks([ChunkIn(id="w", text="text w", source_id="s")])
+            there.add_mentions([MentionIn(chunk_id="w", source_id="s", object=person("d"))])
+
+        # the check is due: started in a thread, the held graph answers now
+        due = graph_for(here.store, here.project, hub_chunks=10, check_seconds=0, background=True)
+        assert due is first
+        deadline = time.monotonic() + 10
+        again = first
+        while again is first and time.monotonic() < deadline:
+            time.sleep(0.01)
+            again = graph_for(here.store, here.project, hub_chunks=10, check_seconds=60)
+        assert "w" in again.chunk_index and "w" not in first.chunk_index
+
+
+def test_a_check_that_finds_the_same_counts_keeps_the_graph(engine: Engine) -> None:
+    fill(engine)
+    first = graph_for(engine.store, engine.project, hub_chunks=10)
+
+    again = graph_for(
+        engine.store, engine.project, hub_chunks=10, check_seconds=0, background=False
+    )
+
+    assert again is first
+
+
+def test_a_graph_held_for_another_hub_cap_is_not_reused(engine: Engine) -> None:
+    fill(engine)
+    wide = graph_for(engine.store, engine.project, hub_chunks=10)
+
+    narrow = graph_for(engine.store, engine.project, hub_chunks=1)
+
+    assert narrow is not wide
+    assert bridges(narrow, {"x": 1.0}) == {} and bridges(wide, {"x": 1.0}) == {"y": 1.0}
 
 
 def test_a_write_of_this_process_shows_at_once(engine: Engine) -> None:
@@ -115,3 +169,19 @@ def test_a_write_of_this_process_shows_at_once(engine: Engine) -> None:
     graph = graph_for(engine.store, engine.project, hub_chunks=10, check_seconds=60)
     assert graph is not first
     assert "w" in graph.chunk_index and "z" not in graph.chunk_index
+
+
+def test_inside_a_write_transaction_a_due_check_runs_in_the_search(engine: Engine) -> None:
+    fill(engine)
+    first = graph_for(engine.store, engine.project, hub_chunks=10)
+    with engine.store.transaction():
+        engine.store.add_mentions(
+            engine.project,
+            [Mention(project=engine.project, chunk_id="z", object_id=ids(engine)["a"])],
+        )
+        # not in a thread of its own (which would not see the transaction's write)
+        graph = graph_for(
+            engine.store, engine.project, hub_chunks=10, check_seconds=0, background=True
+        )
+        assert graph is not first
+        assert ids(engine)["a"] in {graph.entities[e] for e in graph.entities_of(2)}

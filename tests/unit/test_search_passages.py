@@ -3,10 +3,13 @@ question ranks up, though it shares no word with the question."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kgsearch import Engine, SearchRequest
 from kgsearch.model import ChunkIn, Kind, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
+from kgsearch.search import pipeline
 from kgsearch.search.passages import BRIDGE_CHUNKS, BRIDGE_WEIGHT, LEXICAL_WEIGHT
 from kgsearch.search.request import ScopeConfig, TextResult
 
@@ -163,3 +166,25 @@ def test_without_the_passage_walk_the_chunks_own_legs_rank_them(
     assert found and found[0].id == "bridge"
     assert all(r.score > 0 for r in found)
     assert [h.leg for h in found[0].found_by] != ["graph:passages"]
+
+
+def test_the_passage_walk_alone_fuses_no_first_round(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build(engine)
+    calls: list[int] = []
+    fuse = pipeline._fuse
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return fuse(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_fuse", counted)
+    found = passages(engine, "multi_hop")
+
+    # the walk ranks from the chunks' own lists: the only fusion is the final one
+    assert set(found[:2]) == {"bridge", "answer"}
+    assert len(calls) == 1
+    calls.clear()
+    engine.search(SearchRequest(query=QUESTION, limit=10, recipe="local"))
+    assert len(calls) == 2  # a query mode's expansion is seeded by the first round

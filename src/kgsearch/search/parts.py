@@ -191,7 +191,8 @@ def run_legs(given: LegInput, fuse: Callable[[], Sequence[tuple[str, float]]]) -
     Args:
         given: What the legs use.
         fuse: The first round fused, best first (called once, only when an
-            ``expand`` leg is selected: it picks their seeds).
+            ``expand`` leg that needs ``first_round`` is selected: it picks their
+            seeds; the passage walk ranks from the legs' own lists).
     """
     chosen = [leg for _, leg in LEGS.items() if leg.selected(given.plan)]
     given._beside = [leg for leg in chosen if leg.stage == "beside"]
@@ -202,7 +203,7 @@ def run_legs(given: LegInput, fuse: Callable[[], Sequence[tuple[str, float]]]) -
     for wait in given._waiting:
         wait()
     expand = [leg for leg in chosen if leg.stage == "expand"]
-    if expand:
+    if any("first_round" in leg.needs for leg in expand):
         given.first_round = fuse()
-        for leg in expand:
-            leg.run(given)
+    for leg in expand:
+        leg.run(given)

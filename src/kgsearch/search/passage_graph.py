@@ -10,13 +10,15 @@ passages one shared entity away from a few others with no store read.
 The graph is read from the store on first use and kept per (store, project) while the
 store's live counts (objects, relationships, chunks, sources, mentions) stay the same:
 any write that adds or removes a row changes them, and the graph is read again
-(:func:`graph_for`; the counts are checked every :data:`CHECK_SECONDS`). An entity
+(:func:`graph_for`; the counts are checked every :data:`CHECK_SECONDS`, in a background
+thread while the held graph answers: counting costs a scan). An entity
 mentioned by more than ``hub_chunks`` passages (a hub: a country, a language) keeps no
 links: two passages that both name it are not thereby about one thing.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
@@ -29,7 +31,15 @@ import numpy.typing as npt
 from kgsearch.search.path_graph import csr
 from kgsearch.store.base import GraphReads
 
-__all__ = ["PassageGraph", "bridges", "build_graph", "forget", "graph_for"]
+__all__ = [
+    "BACKGROUND",
+    "CHECK_SECONDS",
+    "PassageGraph",
+    "bridges",
+    "build_graph",
+    "forget",
+    "graph_for",
+]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -77,25 +87,22 @@ def build_graph(store: GraphReads, project: str, *, hub_chunks: int) -> PassageG
         project: The project.
         hub_chunks: Entities mentioned by more passages keep no links.
     """
-    live_chunks = {c.id for c in store.iter_rows(project, "chunk")}
-    pairs: set[tuple[str, str]] = set()
-    for m in store.iter_rows(project, "mention"):
-        if m.object_id and m.chunk_id in live_chunks:
-            pairs.add((str(m.object_id), str(m.chunk_id)))
-    ordered = sorted(pairs)
-    entity_index: dict[str, int] = {}
-    for o, _ in ordered:
-        entity_index.setdefault(o, len(entity_index))
-    chunks = sorted({c for _, c in ordered})
+    links = store.mention_pairs(project)
+    objects = [o for o, _ in links]
+    chunk_ids = [c for _, c in links]
+    # entities and chunks by sorted id; each (entity, chunk) pair once, in that order
+    entity_ids, ent = np.unique(np.asarray(objects, dtype=str), return_inverse=True)
+    chunk_names, chk = np.unique(np.asarray(chunk_ids, dtype=str), return_inverse=True)
+    pairs = np.unique(ent.astype(np.int64) * max(len(chunk_names), 1) + chk)
+    ent, chk = np.divmod(pairs, max(len(chunk_names), 1))
+    chunks = chunk_names.tolist()
     chunk_index = {c: i for i, c in enumerate(chunks)}
-    ent = np.fromiter((entity_index[o] for o, _ in ordered), np.int64, len(ordered))
-    chk = np.fromiter((chunk_index[c] for _, c in ordered), np.int64, len(ordered))
-    chunk_count = np.bincount(ent, minlength=len(entity_index)).astype(np.float64)
+    chunk_count = np.bincount(ent, minlength=len(entity_ids)).astype(np.float64)
     keep = chunk_count[ent] <= hub_chunks
     entity_ptr, entity_of = csr(chk[keep], ent[keep], len(chunks))
-    chunk_ptr, chunk_of = csr(ent[keep], chk[keep], len(entity_index))
+    chunk_ptr, chunk_of = csr(ent[keep], chk[keep], len(entity_ids))
     return PassageGraph(
-        entities=list(entity_index),
+        entities=entity_ids.tolist(),
         chunks=chunks,
         chunk_index=chunk_index,
         chunk_count=chunk_count,
@@ -134,11 +141,29 @@ def bridges(graph: PassageGraph, hops: Mapping[str, float]) -> dict[str, float]:
 
 CHECK_SECONDS = 5.0
 """How long a graph is used before the store's counts are read again (counting every
-live row costs a scan: 100 ms on a store of 170,000 rows, too much per search)."""
+live row costs a scan: 75-100 ms on 2Wiki's store of 130,000 rows, too much per
+search)."""
+
+BACKGROUND = True
+"""Whether a due check runs in a background thread by default (the held graph answers
+meanwhile), rather than in the search that finds it due."""
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Held:
+    """One project's graph as held: its hub cap, the counts it was read at, when they
+    were last compared with the store's, and whether a check is under way."""
+
+    hub_chunks: int
+    stamp: tuple[tuple[str, int], ...]
+    checked: float
+    graph: PassageGraph
+    checking: bool = False
 
 
 _lock = threading.Lock()
-_Held = tuple[tuple[object, ...], float, PassageGraph]
 _cache: weakref.WeakKeyDictionary[object, dict[str, _Held]] = weakref.WeakKeyDictionary()
 _versions: weakref.WeakKeyDictionary[object, dict[str, int]] = weakref.WeakKeyDictionary()
 
@@ -149,26 +174,71 @@ def graph_for(
     *,
     hub_chunks: int,
     check_seconds: float = CHECK_SECONDS,
+    background: bool | None = None,
 ) -> PassageGraph:
     """The project's graph (arguments as :func:`build_graph`), held per store and
-    project: after ``check_seconds`` the store's live counts are read again, and the
-    graph with them when they changed (so another process's write shows in the bridges
-    within ``check_seconds``; this process's writes at once, :func:`forget`)."""
-    options = (hub_chunks,)
+    project. Once ``check_seconds`` have passed the store's live counts are read again,
+    and the graph with them when they changed (so another process's write shows in the
+    bridges within ``check_seconds`` and a check's time; this process's writes at once,
+    :func:`forget`): in a background thread while the held graph answers, or here and
+    now without ``background`` (default :data:`BACKGROUND`) or inside a write
+    transaction. With no graph held (the first search, or after a write of this
+    process) it is read here and now."""
     now = time.monotonic()
     with _lock:
         held = _cache.get(store, {}).get(project)
         version = _versions.get(store, {}).get(project, 0)
-    if held is not None and held[0][:1] == options and now - held[1] < check_seconds:
-        return held[2]
-    stamp = (*options, *sorted(store.counts(project).items()))
-    if held is not None and held[0] == stamp:
-        graph = held[2]
-    else:
-        graph = build_graph(store, project, hub_chunks=hub_chunks)
-    with _lock:  # not held if a write of this process committed while it was read
+        if held is not None and held.hub_chunks != hub_chunks:
+            held = None
+        if held is not None:
+            if held.checking or now - held.checked < check_seconds:
+                return held.graph
+            # inside a write transaction the check runs here, on its connection (an
+            # in-memory store has only that one)
+            wanted = BACKGROUND if background is None else background
+            if wanted and not getattr(store, "in_transaction", False):
+                held.checking = True
+                threading.Thread(
+                    target=_check,
+                    args=(store, project, hub_chunks, held, version),
+                    name="kgsearch-passage-graph",
+                    daemon=True,
+                ).start()
+                return held.graph
+    return _check(store, project, hub_chunks, held, version)
+
+
+def _check(
+    store: GraphReads,
+    project: str,
+    hub_chunks: int,
+    held: _Held | None,
+    version: int,
+) -> PassageGraph:
+    """The graph for the store's counts now: the held one when they are the same, else
+    read again; held unless a write of this process committed meanwhile."""
+    try:
+        stamp = tuple(sorted(store.counts(project).items()))
+        if held is not None and held.stamp == stamp:
+            graph = held.graph
+        else:
+            graph = build_graph(store, project, hub_chunks=hub_chunks)
+    except Exception as exc:
+        if held is None:
+            raise  # the search's own read: its caller hears of it
+        # a background check has no caller to raise to (a store closed under it
+        # included): the held graph answers until the next check
+        _log.warning("passage graph not checked against the store: %s", exc)
+        with _lock:
+            held.checking, held.checked = False, time.monotonic()
+        return held.graph
+    with _lock:
         if _versions.get(store, {}).get(project, 0) == version:
-            _cache.setdefault(store, {})[project] = (stamp, now, graph)
+            _cache.setdefault(store, {})[project] = _Held(
+                hub_chunks, stamp, time.monotonic(), graph
+            )
+        elif held is not None:
+            held.checking = False
     return graph
 
 

@@ -312,6 +312,9 @@ class GraphReads(Protocol):
         (``search/path_graph.py``)."""
         ...
 
+    def mention_pairs(self, project: str) -> list[tuple[str, str]]:
+        """(object id, live chunk id) of each mention link naming both, in insertion order."""
+
     def chunk_ids_of(self, project: str, source_ids: Sequence[str]) -> list[str]:
         """Ids of the live chunks of these sources, in insertion order."""
         ...

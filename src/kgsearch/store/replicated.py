@@ -292,6 +292,7 @@ class ReplicatedStore:
     typed_edges = _on_replica("typed_edges")
     edge_table = _on_replica("edge_table")
     chunk_ids_of = _on_replica("chunk_ids_of")
+    mention_pairs = _on_replica("mention_pairs")
     mentions = _on_replica("mentions")
     vector_search = _on_replica("vector_search")
     text_search = _on_replica("text_search")

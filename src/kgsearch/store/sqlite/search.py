@@ -32,6 +32,9 @@ __all__ = ["SQLiteSearch", "VectorCache"]
 # Candidates ranked before frequent words are added to their scores (at least).
 _RESCORE_POOL = 90
 _RESCORE_FACTOR = 3
+_SCAN_OUT_SHARE = 0.05
+"""Largest share of an int8-scanned kind's rows a mask may leave out for the scan to
+answer (with that many more candidates); beyond it the kept rows are scored exactly."""
 
 
 def _with_tail(
@@ -218,6 +221,16 @@ class SQLiteSearch(SearchCore):
                 note(f"top {limit} by an int8 scan of {rows}, re-scored in float32")
             keys, scores = entry.scan.search(query, limit, rows=size, alive=entry.alive)
             return _pairs(entry.ids, keys, scores)
+        if mask is not None and entry.scan is not None:
+            # a few rows out (relationships no longer valid, dead rows): the int8 scan
+            # with room for them among its candidates, instead of a float32 product
+            # over a copy of the kept rows (17-30 ms on 2Wiki's 18k relationships)
+            out = size - int(np.count_nonzero(mask))
+            if out <= size * _SCAN_OUT_SHARE:
+                if active():
+                    note(f"top {limit} by an int8 scan of {rows} ({out} out), re-scored in float32")
+                keys, scores = entry.scan.search(query, limit + out, rows=size, alive=mask)
+                return _pairs(entry.ids, keys[:limit], scores[:limit])
         mask = entry.alive if mask is None else mask
         if mask is None:
             scores = entry.matrix @ query

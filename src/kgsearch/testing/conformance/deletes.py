@@ -170,6 +170,30 @@ def test_chunks_of_sources_and_deleting_their_mentions(engine: Engine) -> None:
     assert store.delete_mentions("other", ["c3"]) == 0
 
 
+def test_mention_pairs_link_objects_to_live_chunks(engine: Engine) -> None:
+    engine.add_sources([SourceIn(id="s1")])
+    engine.add_chunks([ChunkIn(id=c, text=c, source_id="s1") for c in ("c1", "c2")])
+    engine.add_objects([person("a", "Ada"), person("b", "Bob")])
+    engine.add_mentions(
+        [
+            MentionIn(chunk_id=c, source_id="s1", object=ObjectRef(type="Person", key=k))
+            for c, k in (("c1", "a"), ("c2", "b"), ("c2", "a"))
+        ]
+        + [MentionIn(source_id="s1", object=ObjectRef(type="Person", key="b"))]  # no chunk
+    )
+    store = engine.store
+    ids = {o.key: o.id for o in store.iter_rows("default", "object")}
+
+    assert store.mention_pairs("default") == [
+        (ids["a"], "c1"),
+        (ids["b"], "c2"),
+        (ids["a"], "c2"),
+    ]
+    assert store.mention_pairs("other") == []
+    store.delete("default", "chunk", ["c2"])
+    assert store.mention_pairs("default") == [(ids["a"], "c1")]
+
+
 def test_deleting_a_document_takes_its_chunks_and_unsupported_rows(engine: Engine) -> None:
     engine.add_sources([SourceIn(id="s1"), SourceIn(id="s2")])
     engine.add_chunks(
