@@ -176,3 +176,11 @@ def test_query_vectors_stay_within_float_rounding_of_activations_and_documents_d
     assert (alone @ reference.T).argsort(axis=1)[:, -2].tolist() == (
         reference @ reference.T
     ).argsort(axis=1)[:, -2].tolist()
+
+
+@pytest.mark.slow
+def test_an_embedder_that_has_only_embedded_queries_counts_as_loaded(cache: Path) -> None:
+    fast = BundledEmbedder(fast_queries=True, cache_dir=cache)
+    assert not fast.loaded
+    fast.embed_query("who directed the movie Jesse James")
+    assert fast.loaded

@@ -125,8 +125,9 @@ class BundledEmbedder:
 
     @property
     def loaded(self) -> bool:
-        """Whether the ONNX session is open (it is opened by the first embedding)."""
-        return self._session is not None
+        """Whether an ONNX session is open (the model's is opened by the first embedding,
+        the query graph's by the first query with ``fast_queries``)."""
+        return self._session is not None or self._query_session is not None
 
     @property
     def model_id(self) -> str:
