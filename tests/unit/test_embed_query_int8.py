@@ -144,6 +144,18 @@ def test_the_build_is_cached_with_a_manifest_that_matches_its_bytes(cache: Path)
 
 
 @pytest.mark.slow
+def test_the_build_has_one_attention_node_a_layer_and_no_float_weight_matmul(
+    cache: Path,
+) -> None:
+    import onnx
+
+    ops = [node.op_type for node in onnx.load(str(next(cache.glob("*.onnx")))).graph.node]
+    assert ops.count("MultiHeadAttention") == 6
+    assert ops.count("MatMulNBits") == 36
+    assert "MatMul" not in ops and "Softmax" not in ops and "Transpose" not in ops
+
+
+@pytest.mark.slow
 def test_with_the_pinned_tools_the_build_is_the_reference_bytes(cache: Path) -> None:
     import onnx
     import onnxruntime
