@@ -81,7 +81,7 @@ class BundledEmbedder:
             (default: the user's cache directory, :func:`kgsearch.embed.requant.cache_dir`).
         fast_queries: Embed queries (:meth:`embed_query`, :meth:`embed_queries`) with
             the same weights multiplied in int8 (:mod:`kgsearch.embed.query_int8`):
-            about 25 % less CPU a lone query, vectors within a cosine of 0.9996 of the
+            about 30 % less CPU a lone query, vectors within a cosine of 0.9996 of the
             default's, so they search vectors stored by the default model (same model
             id). Documents are embedded as before. Built on first use (about 3 s; needs
             the ``fast`` extra). Default model only.
