@@ -40,10 +40,12 @@ from kgsearch.errors import MissingDependency, ProviderError
 __all__ = [
     "MIN_COSINE",
     "MIN_MEAN_COSINE",
+    "PER_CHANNEL",
     "PROBES",
     "RECIPE",
     "REFERENCE_SHA256",
     "Manifest",
+    "Recipe",
     "cache_dir",
     "ensure_model",
     "read_manifest",
@@ -88,14 +90,37 @@ _log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
+class Recipe:
+    """How a model is built from the bundled file, and how close it must stay to it.
+
+    Attributes:
+        name: Names the steps (the manifest's ``recipe``); change it whenever they
+            change, so cached models are rebuilt.
+        build: ``build(source, built)`` writes the model built from ``source``; it may
+            put scratch files beside ``built`` (a temporary directory).
+        reference_sha256: The output's sha256 with the pinned onnxruntime and onnx.
+        min_cosine: Every probe's cosine to the bundled model must reach this.
+        min_mean_cosine: And the probes' mean cosine this.
+        label: What the model is called in error messages.
+    """
+
+    name: str
+    build: Callable[[Path, Path], None]
+    reference_sha256: str
+    min_cosine: float
+    min_mean_cosine: float
+    label: str
+
+
+@dataclass(frozen=True)
 class Manifest:
     """What a cached model was built from, and what it was checked to be.
 
     Attributes:
-        recipe: :data:`RECIPE` at build time.
+        recipe: The recipe's name at build time (:data:`RECIPE` for ``bundled:fast``).
         source_sha256: The bundled model the build started from.
         sha256: The built file's sha256.
-        reproduced: Whether ``sha256`` equals :data:`REFERENCE_SHA256`.
+        reproduced: Whether ``sha256`` equals the recipe's reference sha256.
         onnxruntime: The onnxruntime version that built it.
         onnx: The onnx version that built it.
         min_cosine: The lowest probe cosine to the bundled model.
@@ -126,8 +151,9 @@ def ensure_model(
     *,
     cosines: Callable[[Path, Sequence[str]], Sequence[float]],
     directory: Path | None = None,
+    recipe: Recipe | None = None,
 ) -> Path:
-    """The cached per-channel model for ``source``, built first if missing or stale.
+    """The cached model ``recipe`` builds from ``source``, built first if missing or stale.
 
     Args:
         source: The bundled int8 model file (already checked against its sha256).
@@ -136,6 +162,7 @@ def ensure_model(
         cosines: ``cosines(candidate, PROBES)`` embeds the probes with the candidate
             file and with the bundled model and returns each probe's cosine.
         directory: The cache directory (default: :func:`cache_dir`).
+        recipe: The build (default: :data:`PER_CHANNEL`, the ``bundled:fast`` model).
 
     Returns:
         The path of a model whose manifest matches this recipe, the source and the
@@ -144,21 +171,22 @@ def ensure_model(
     Raises:
         MissingDependency: A build is needed and ``onnx`` is not installed.
         ProviderError: The cache directory is not writable, or a build fails or
-            misses :data:`MIN_COSINE` on a probe.
+            misses the recipe's cosines on a probe.
     """
+    recipe = recipe if recipe is not None else PER_CHANNEL
     folder = directory if directory is not None else cache_dir()
     target = folder / f"{name}-{source_sha256[:12]}.onnx"
-    if _current(target, source_sha256):
+    if _current(target, source_sha256, recipe):
         return target
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with _locked(folder / f"{target.name}.lock"):
             # Another process may have built it while this one waited for the lock.
-            if not _current(target, source_sha256):
-                _build(source, source_sha256, target, cosines)
+            if not _current(target, source_sha256, recipe):
+                _build(source, source_sha256, target, cosines, recipe)
     except OSError as exc:
         raise ProviderError(
-            f"Could not build the fast bundled model in {folder}: {exc}. Make the "
+            f"Could not build the {recipe.label} in {folder}: {exc}. Make the "
             "directory writable, or point XDG_CACHE_HOME at one that is.",
             details={"path": str(folder)},
         ) from exc
@@ -174,10 +202,13 @@ def read_manifest(model: Path) -> Manifest | None:
         return None
 
 
-def _current(target: Path, source_sha256: str) -> bool:
+def _current(target: Path, source_sha256: str, recipe: Recipe) -> bool:
     """Whether ``target`` exists and its manifest matches the recipe, source and bytes."""
     manifest = read_manifest(target)
-    if manifest is None or (manifest.recipe, manifest.source_sha256) != (RECIPE, source_sha256):
+    if manifest is None or (manifest.recipe, manifest.source_sha256) != (
+        recipe.name,
+        source_sha256,
+    ):
         return False
     try:
         return _sha256(target) == manifest.sha256
@@ -190,29 +221,29 @@ def _build(
     source_sha256: str,
     target: Path,
     cosines: Callable[[Path, Sequence[str]], Sequence[float]],
+    recipe: Recipe,
 ) -> None:
-    """Fold, re-quantise, check on the probes, then move model and manifest into place."""
+    """Build, check on the probes, then move model and manifest into place."""
     try:
         import onnx
     except ImportError as exc:
         raise MissingDependency(
-            "The fast bundled embedder builds its model once with the onnx package:\n"
+            f"The {recipe.label} is built once with the onnx package:\n"
             "pip install 'kgsearch[fast]'",
             details={"extra": "fast"},
         ) from exc
     import onnxruntime
 
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
-        folded, built = Path(tmp) / "folded.onnx", Path(tmp) / "built.onnx"
-        _fold(source, folded)
-        _quantize(folded, built)
+        built = Path(tmp) / "built.onnx"
+        recipe.build(source, built)
         probe = list(cosines(built, PROBES))
         lowest, mean = min(probe), sum(probe) / len(probe)
-        if lowest < MIN_COSINE or mean < MIN_MEAN_COSINE:
+        if lowest < recipe.min_cosine or mean < recipe.min_mean_cosine:
             raise ProviderError(
-                f"The re-quantised model's vectors drifted from the bundled model's "
+                f"The {recipe.label}'s vectors drifted from the bundled model's "
                 f"(probe cosines: lowest {lowest:.4f}, mean {mean:.4f}; needed "
-                f"{MIN_COSINE} and {MIN_MEAN_COSINE}) with onnxruntime "
+                f"{recipe.min_cosine} and {recipe.min_mean_cosine}) with onnxruntime "
                 f"{onnxruntime.__version__} and onnx {onnx.__version__}. Use the bundled "
                 "model, or onnxruntime 1.32.0 with onnx 1.23.2.",
                 details={
@@ -224,10 +255,10 @@ def _build(
             )
         digest = _sha256(built)
         manifest = Manifest(
-            recipe=RECIPE,
+            recipe=recipe.name,
             source_sha256=source_sha256,
             sha256=digest,
-            reproduced=digest == REFERENCE_SHA256,
+            reproduced=digest == recipe.reference_sha256,
             onnxruntime=onnxruntime.__version__,
             onnx=onnx.__version__,
             min_cosine=round(lowest, 6),
@@ -239,6 +270,24 @@ def _build(
         os.replace(staged, target.with_suffix(_MANIFEST_SUFFIX))
     if not manifest.reproduced:
         _log.info("built %s with sha256 %s (not the reference build)", target, digest)
+
+
+def _per_channel(source: Path, built: Path) -> None:
+    """Fold ``source`` into float32 weights, then quantise them per channel into ``built``."""
+    folded = built.with_name("folded.onnx")
+    _fold(source, folded)
+    _quantize(folded, built)
+
+
+PER_CHANNEL = Recipe(
+    name=RECIPE,
+    build=_per_channel,
+    reference_sha256=REFERENCE_SHA256,
+    min_cosine=MIN_COSINE,
+    min_mean_cosine=MIN_MEAN_COSINE,
+    label="fast bundled model",
+)
+"""The ``bundled:fast`` model: steps 1 and 2 of this module's docstring."""
 
 
 def _fold(source: Path, folded: Path) -> None:
