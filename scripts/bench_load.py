@@ -623,7 +623,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, folder: Path)
         "client and, with many closed-loop clients, is mostly queueing: about clients ÷ "
         "requests/s. Server p50/p95 is the search's own `metadata.executionTime.totalMs`. "
         'The first row is a single client, for reference. "processes" is `kgsearch serve '
-        '--workers`; "server threads" is the request and search pools of each process '
+        "--workers` (each process runs the bundled model on its share of the cores); "
+        '"server threads" is the request and search pools of each process '
         "(default: one per core, `--threads`); RSS is each server process's resident "
         "memory after the run. Each server serves a fresh copy of the store (the objects "
         "the write client added before are gone). "
