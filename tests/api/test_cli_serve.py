@@ -166,6 +166,37 @@ def test_serve_workers_auto_is_one_process_per_usable_cpu(
     assert serve_workers.usable_cpus() == 64
 
 
+def test_each_server_process_runs_the_model_on_its_share_of_the_cpus(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kgsearch.cli import serve_workers
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: set(range(8)), raising=False)
+
+    assert serve_workers.model_threads(1) == 8
+    assert serve_workers.model_threads(2) == 4
+    assert serve_workers.model_threads(3) == 2  # 8 // 3: never more threads than CPUs
+    assert serve_workers.model_threads(8) == 1
+    assert serve_workers.model_threads(64) == 1  # at least one
+
+
+def test_serve_workers_hand_the_model_threads_to_each_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kgsearch.cli import serve, serve_workers
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    seen: list[serve_workers.ProcessOptions] = []
+    monkeypatch.setattr(serve, "_serve_processes", lambda options, *rest: seen.append(options))
+
+    result = run(tmp_path / "k.db", "serve", "--workers", "2")
+
+    assert result.exit_code == 0, result.output
+    assert seen[0].model_threads == 1  # 2 processes on 2 CPUs: one thread each
+    again = serve_workers.ProcessOptions(**json.loads(seen[0].to_env()))
+    assert again == seen[0]  # what the processes read back from the environment
+
+
 @pytest.mark.parametrize(("command", "module"), [("serve", "fastapi"), ("mcp", "mcp")])
 def test_server_commands_without_the_extra_say_how_to_install_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, module: str

@@ -183,7 +183,9 @@ def create_app(
     app.state.warm = "off"
     app.state.health = None  # (when, the store's info) of /health's last check
     app.state.max_upload_bytes = max_upload_bytes
-    routers = (graph, ingest, search, embeddings, documents, extract, entities, explore)
+    # search first: a request walks the routes in order until one matches, and a search
+    # (the request served most) then matches at once (no other path starts /api/search/)
+    routers = (search, graph, ingest, embeddings, documents, extract, entities, explore)
     for module in (*routers, communities):
         app.include_router(module.router)
     web.mount(app)

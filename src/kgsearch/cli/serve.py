@@ -30,6 +30,7 @@ from kgsearch.cli.serve_workers import (
     MAX_WORKERS,
     OPTIONS_ENV,
     ProcessOptions,
+    model_threads,
     one_blas_thread,
     usable_cpus,
 )
@@ -203,6 +204,7 @@ def serve(
             threads=threads,
             llm_threads=llm_threads,
             warm=warm,
+            model_threads=model_threads(workers),
         )
         engine_from(state, settings=settings, create=True).close()  # made, migrated once
         _serve_processes(options, host, port, workers, worker, store_identity(url))

@@ -9,10 +9,12 @@ process) from the options the parent left in :data:`OPTIONS_ENV`, and the app ov
 it. The supervisor restarts a process that dies.
 
 What each process holds for itself: the embedding model, the store's vectors and
-caches. A background job runs in the process that started it and posts its progress
-to a folder the processes share (:mod:`kgsearch.api.job_board`), so any process
-answers a poll or a cancel. The embedding worker (``--worker``) runs in one process
-only: the first to take :data:`OPTIONS_ENV`'s lock file.
+caches. The bundled model runs on the process's share of the CPUs
+(:func:`model_threads`), not on every CPU in every process. A background job runs
+in the process that started it and posts its progress to a folder the processes
+share (:mod:`kgsearch.api.job_board`), so any process answers a poll or a cancel.
+The embedding worker (``--worker``) runs in one process only: the first to take
+:data:`OPTIONS_ENV`'s lock file.
 """
 
 from __future__ import annotations
@@ -27,7 +29,15 @@ from kgsearch.cli.common import load_settings
 from kgsearch.engine import Engine
 from kgsearch.lifecycle.budget import BudgetLimits
 
-__all__ = ["MAX_WORKERS", "OPTIONS_ENV", "ProcessOptions", "app", "one_blas_thread", "usable_cpus"]
+__all__ = [
+    "MAX_WORKERS",
+    "OPTIONS_ENV",
+    "ProcessOptions",
+    "app",
+    "model_threads",
+    "one_blas_thread",
+    "usable_cpus",
+]
 
 MAX_WORKERS = 64
 """The most server processes ``--workers`` starts (``auto`` included)."""
@@ -52,6 +62,7 @@ class ProcessOptions:
     llm_threads: int
     warm: bool
     jobs_folder: str | None = None
+    model_threads: int | None = None
 
     def to_env(self) -> str:
         """The options as the JSON the workers read."""
@@ -72,6 +83,14 @@ def usable_cpus() -> int:
     except (AttributeError, OSError):  # no affinity masks (macOS, Windows)
         count = os.cpu_count() or 1
     return max(1, min(count, MAX_WORKERS))
+
+
+def model_threads(workers: int) -> int:
+    """The bundled model's threads in each of ``workers`` processes: its share of the
+    usable CPUs, at least one. The processes' searches already keep every core busy
+    under load, and a model call spread over more threads than its share only waits
+    for the cores the other processes hold (docs/benchmarks.md, "load")."""
+    return max(1, usable_cpus() // max(1, workers))
 
 
 def one_blas_thread() -> None:
@@ -97,7 +116,12 @@ def app() -> Any:
     if options.read_url:
         store = settings.store.model_copy(update={"read_url": options.read_url})
         settings = settings.model_copy(update={"store": store})
-    engine = Engine.from_settings(settings, project=options.project, store_url=options.url)
+    engine = Engine.from_settings(
+        settings,
+        project=options.project,
+        store_url=options.url,
+        model_threads=options.model_threads,
+    )
     atexit.register(engine.close)
     return create_app(
         engine,

@@ -155,6 +155,7 @@ class EngineCore:
         project: str | None = None,
         store_url: str | None = None,
         model: str | None = None,
+        model_threads: int | None = None,
     ) -> Self:
         """Build an engine from settings (the adapters' entry point). With
         ``settings.store.read_url`` the store reads from that replica (see
@@ -165,10 +166,17 @@ class EngineCore:
             project: Overrides ``settings.store.project``.
             store_url: Overrides ``settings.store.url``.
             model: Overrides ``settings.embed.model``.
+            model_threads: CPU threads the bundled model runs on (onnxruntime's
+                intra-op threads; default: one per CPU). ``serve --workers N`` gives
+                each process its share of the CPUs. Other providers ignore it.
         """
         embed, spec = settings.embed, model or settings.embed.model
         key = embed.api_key.get_secret_value() if embed.api_key is not None else None
-        options = {k: v for k, v in (("base_url", embed.base_url), ("api_key", key)) if v}
+        options: dict[str, Any] = {
+            k: v for k, v in (("base_url", embed.base_url), ("api_key", key)) if v
+        }
+        if model_threads is not None and spec.partition(":")[0] == "bundled":
+            options["threads"] = model_threads
         store = connect(store_url or settings.store.url, read_url=settings.store.read_url)
         return cls(
             store,
