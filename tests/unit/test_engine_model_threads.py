@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kgsearch import Engine
 from kgsearch.config import Settings
 from kgsearch.embed.bundled import BundledEmbedder
 from kgsearch.embed.fake import FakeEmbedder
+from kgsearch.errors import ConfigError
 
 
 def _engine(tmp_path: Path, model: str, threads: int | None) -> Engine:
@@ -36,3 +39,27 @@ def test_other_providers_ignore_the_thread_count(tmp_path: Path) -> None:
     with _engine(tmp_path, "fake:8", 1) as engine:
         assert isinstance(engine.embedder, FakeEmbedder)
         assert engine.embedder.dims == 8
+
+
+def test_fast_queries_in_the_settings_reach_the_bundled_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _engine(tmp_path, "bundled", None) as engine:  # off by default
+        assert not engine.embedder._fast_queries  # type: ignore[attr-defined]
+    monkeypatch.setenv("KGSEARCH_EMBED__FAST_QUERIES", "true")
+    settings = Settings()
+    assert settings.embed.fast_queries
+    with Engine.from_settings(settings, store_url=str(tmp_path / "kg.db")) as engine:
+        embedder = engine.embedder
+        assert isinstance(embedder, BundledEmbedder)
+        assert embedder._fast_queries
+
+
+def test_fast_queries_with_the_fast_model_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KGSEARCH_EMBED__FAST_QUERIES", "true")
+    monkeypatch.setenv("KGSEARCH_EMBED__MODEL", "bundled:fast")
+    engine = Engine.from_settings(Settings(), store_url=str(tmp_path / "kg.db"))
+    with engine, pytest.raises(ConfigError, match="fast_queries is for the default model"):
+        engine.embedder  # noqa: B018

@@ -175,8 +175,11 @@ class EngineCore:
         options: dict[str, Any] = {
             k: v for k, v in (("base_url", embed.base_url), ("api_key", key)) if v
         }
-        if model_threads is not None and spec.partition(":")[0] == "bundled":
-            options["threads"] = model_threads
+        if spec.partition(":")[0] == "bundled":
+            if model_threads is not None:
+                options["threads"] = model_threads
+            if embed.fast_queries:
+                options["fast_queries"] = True
         store = connect(store_url or settings.store.url, read_url=settings.store.read_url)
         return cls(
             store,
