@@ -359,7 +359,7 @@ def test_rrf_scores_are_the_correctly_rounded_sums_and_ties_go_by_rank_then_key(
         places: dict[str, list[tuple[str, int, float]]] = {}
         for leg, ranked in lists.items():
             first = list(dict.fromkeys(key for key, _ in ranked))
-            raw = {}
+            raw: dict[str, float] = {}
             for key, score in ranked:
                 raw.setdefault(key, score)
             for rank, key in enumerate(first, 1):
