@@ -338,3 +338,42 @@ def test_scaled_multiplies_a_legs_weight_for_one_query() -> None:
 def test_scaled_rejects_bad_multipliers(multiplier: float) -> None:
     with pytest.raises(InvalidRequest, match="multiplier for leg 'a'"):
         scaled({"a": 1.0}, {"a": multiplier})
+
+
+def test_rrf_scores_are_the_correctly_rounded_sums_and_ties_go_by_rank_then_key() -> None:
+    """Random lists (repeats, left-out keys, up to five legs): each score is the exact
+    sum of its terms rounded once (math.fsum, whatever the number of terms), the order
+    is score, then best rank, then key, and each key's places are in leg order."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(200):
+        legs = [f"leg{i}" for i in range(rng.randint(1, 5))]
+        lists = {
+            leg: [(f"k{rng.randint(0, 30)}", rng.random()) for _ in range(rng.randint(0, 40))]
+            for leg in legs
+        }
+        weights = {leg: rng.choice([0.0, 0.5, 1.0, 1.7, 3.0]) for leg in legs}
+        left_out = {leg: {f"k{rng.randint(0, 30)}"} for leg in legs if rng.random() < 0.5}
+        k = rng.choice([1, 10, 60])
+        places: dict[str, list[tuple[str, int, float]]] = {}
+        for leg, ranked in lists.items():
+            first = list(dict.fromkeys(key for key, _ in ranked))
+            raw: dict[str, float] = {}
+            for key, score in ranked:
+                raw.setdefault(key, score)
+            for rank, key in enumerate(first, 1):
+                if key not in left_out.get(leg, ()):
+                    places.setdefault(key, []).append((leg, rank, raw[key]))
+        expected = sorted(
+            (
+                -math.fsum(weights[leg] / (k + rank) for leg, rank, _ in found),
+                min(rank for _, rank, _ in found),
+                key,
+            )
+            for key, found in places.items()
+        )
+        fused = rrf(lists, k=k, weights=weights, left_out=left_out)
+        assert [(f.key, f.score) for f in fused] == [(key, -s) for s, _, key in expected]
+        for f in fused:
+            assert [(h.leg, h.rank, h.score) for h in f.found_by] == places[f.key]

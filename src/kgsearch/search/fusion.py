@@ -209,16 +209,22 @@ def rrf(
         )
     leg_weights = _check_weights(lists, weights)
     hits = _collect(lists, left_out or {})
-    scores = {
-        # one or two terms: their plain sum is already the correctly rounded one
-        key: (
-            sum([leg_weights[leg] / (k + rank) for leg, rank, _ in places])
-            if len(places) < 3
-            else math.fsum(leg_weights[leg] / (k + rank) for leg, rank, _ in places)
-        )
-        for key, places in hits.items()
-    }
-    return _finish(scores, hits)
+    # (-score, best rank, key) of each key, as _finish orders them; one or two terms:
+    # their plain sum is already the correctly rounded one (and what sum() gives)
+    order: list[tuple[float, int, str]] = []
+    for key, places in hits.items():
+        if len(places) == 1:
+            leg, rank, _ = places[0]
+            order.append((-(leg_weights[leg] / (k + rank)), rank, key))
+        elif len(places) == 2:
+            (leg, rank, _), (other, rank2, _) = places
+            score = leg_weights[leg] / (k + rank) + leg_weights[other] / (k + rank2)
+            order.append((-score, min(rank, rank2), key))
+        else:
+            score = math.fsum(leg_weights[leg] / (k + rank) for leg, rank, _ in places)
+            order.append((-score, min(p[1] for p in places), key))
+    order.sort()
+    return [Fused.placed(key, -negated, hits[key]) for negated, _, key in order]
 
 
 def weighted(
@@ -315,13 +321,15 @@ def _collect(
     for leg, ranked in lists.items():
         seen: set[str] = set()
         skip = (left_out or {}).get(leg, ())
+        rank = 0
         for key, score in ranked:
             if key in seen:
                 continue
             seen.add(key)
+            rank += 1
             if key in skip:
                 continue
-            place = (leg, len(seen), float(score))
+            place = (leg, rank, float(score))
             found = hits.get(key)
             if found is None:
                 hits[key] = [place]

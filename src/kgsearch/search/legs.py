@@ -189,7 +189,8 @@ def _run(jobs: Sequence[Job]) -> list[tuple[str, list[tuple[str, float]], float]
     out = []
     for name, kind, job in jobs:
         started = time.perf_counter()
-        ranked = [(key(kind, i), s) for i, s in job()]
+        prefix = key(kind, "")
+        ranked = [(prefix + i, s) for i, s in job()]
         out.append((name, ranked, (time.perf_counter() - started) * 1000))
     return out
 

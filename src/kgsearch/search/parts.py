@@ -196,12 +196,19 @@ def run_legs(given: LegInput, fuse: Callable[[], Sequence[tuple[str, float]]]) -
     """
     chosen = [leg for _, leg in LEGS.items() if leg.selected(given.plan)]
     given._beside = [leg for leg in chosen if leg.stage == "beside"]
-    for leg in chosen:
-        if leg.stage == "retrieve":
-            leg.run(given)
-    given.under_way()  # no-op when a retrieve leg started them already
-    for wait in given._waiting:
-        wait()
+    try:
+        for leg in chosen:
+            if leg.stage == "retrieve":
+                leg.run(given)
+        given.under_way()  # no-op when a retrieve leg started them already
+        for wait in given._waiting:
+            wait()
+    finally:
+        # a beside leg's wait holds ``given`` (a reference cycle): let it go, so the
+        # search's rows and lists are freed when the search ends, not by the cyclic
+        # collector (on MetaQA ~300 objects a search were left to it, and its
+        # collections cost ~0.4 ms of CPU a search)
+        given._waiting.clear()
     expand = [leg for leg in chosen if leg.stage == "expand"]
     if any("first_round" in leg.needs for leg in expand):
         given.first_round = fuse()

@@ -135,15 +135,22 @@ class Owners:
         wanted = np.asarray(rowids, dtype=np.int64)
         at = np.minimum(np.searchsorted(self.rowids, wanted), len(self.rowids) - 1)
         ok = ((self.rowids[at] == wanted) & (self.codes[at] == code)).tolist()
-        now = (iso(datetime.now(UTC)) or "") if self.bounds else ""
+        # each id's bytes, its bounds as Python ints (not a numpy scalar per row)
+        starts, ends = self.offsets[at].tolist(), self.offsets[at + 1].tolist()
+        ids, bounds = self.ids, self.bounds
+        if not bounds:
+            return [
+                ids[lo:hi].decode() if mine else None
+                for lo, hi, mine in zip(starts, ends, ok, strict=True)
+            ]
+        now = iso(datetime.now(UTC)) or ""
         out: list[str | None] = []
-        for rowid, index, mine in zip(rowids, at.tolist(), ok, strict=True):
-            bound = self.bounds.get(rowid) if mine and self.bounds else None
+        for rowid, lo, hi, mine in zip(rowids, starts, ends, ok, strict=True):
+            bound = bounds.get(rowid) if mine else None
             if bound is not None:  # as filter_sql words "valid now"
                 start, end = bound
                 mine = (start is None or start <= now) and (end is None or end > now)
-            lo, hi = self.offsets[index], self.offsets[index + 1]
-            out.append(self.ids[lo:hi].decode() if mine else None)
+            out.append(ids[lo:hi].decode() if mine else None)
         return out
 
 
