@@ -196,3 +196,24 @@ def test_an_embedder_that_has_only_embedded_queries_counts_as_loaded(cache: Path
     assert not fast.loaded
     fast.embed_query("who directed the movie Jesse James")
     assert fast.loaded
+
+
+@pytest.mark.slow
+def test_a_search_embeds_its_relation_texts_as_queries(cache: Path) -> None:
+    from kgsearch import Engine, ObjectIn, RelationshipIn
+    from kgsearch.store.sqlite import SQLiteStore
+
+    fast = BundledEmbedder(fast_queries=True, cache_dir=cache)
+    engine = Engine(SQLiteStore(":memory:"), embedder=fast)
+    a, b = engine.add_objects(
+        [ObjectIn(type="Movie", key="Jesse James"), ObjectIn(type="Person", key="Henry King")]
+    )
+    engine.add_relationships([RelationshipIn(source=a.id, target=b.id, type="directed_by")])
+    engine.embed_pending()
+    documents: list[str] = []
+    real = fast.embed_documents
+    fast.embed_documents = lambda texts: documents.extend(texts) or real(texts)  # type: ignore[method-assign]
+    found = engine.search("who directed the movie Jesse James", include_debug=True)
+    assert found.results and found.debug is not None
+    assert "relationships:anchored" in found.debug["fusion_details"]["legs"]
+    assert documents == []  # the question, its rest and "directed by" went to the query graph

@@ -254,7 +254,8 @@ def search_context(setup: SearchSetup) -> SearchContext:
         if setup.guard is not None and getattr(embedder, "remote", False):
             embed_query = Through(setup.guard.embed, (embedder.embed_query,))
         else:  # a local model embeds the multi-hop leg's relation texts in batches
-            embed_texts = embedder.embed_documents
+            # (as queries, where it embeds queries its own way: bundled fast_queries)
+            embed_texts = getattr(embedder, "embed_queries", None) or embedder.embed_documents
         if setup.cache is not None:
             embed_query = Through(setup.cache.embed, (embedder.model_id, embed_query))
     keywords = None if setup.keywords_llm is None else partial(extract_keywords, setup.keywords_llm)
