@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from click.testing import CliRunner
 
 from kgsearch.cli import cli
@@ -137,3 +138,48 @@ def test_only_the_first_process_takes_the_embedding_worker(tmp_path: Path) -> No
     finally:
         while _held:
             _held.pop().close()
+
+
+def test_each_process_listens_on_a_socket_of_its_own_on_the_port() -> None:
+    import pickle
+    from multiprocessing.reduction import ForkingPickler
+
+    from kgsearch.cli.serve_workers import listening_socket
+
+    parent = listening_socket("127.0.0.1", 0)
+    assert parent is not None
+    port = parent.getsockname()[1]
+    # what uvicorn hands each process it starts: a new socket on the same port
+    own = [pickle.loads(ForkingPickler.dumps(parent)) for _ in range(2)]
+    try:
+        assert [s.getsockname() for s in own] == [("127.0.0.1", port)] * 2
+        assert all(type(s) is socket.socket for s in own)
+        for s in own:
+            s.listen(64)
+            s.setblocking(False)
+        # connections made together are spread over the processes' sockets, by the kernel
+        clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(32)]
+        time.sleep(0.2)
+        accepted = [0, 0]
+        for i, s in enumerate(own):
+            while True:
+                try:
+                    conn, _ = s.accept()
+                except BlockingIOError:
+                    break
+                conn.close()
+                accepted[i] += 1
+        for c in clients:
+            c.close()
+        assert sum(accepted) == 32 and min(accepted) > 0, accepted
+        # a port another server listens on is refused, not shared
+        with socket.socket() as other:
+            other.bind(("127.0.0.1", 0))
+            other.listen()
+            taken = other.getsockname()[1]
+            with pytest.raises(OSError):
+                listening_socket("127.0.0.1", taken)
+    finally:
+        parent.close()
+        for s in own:
+            s.close()

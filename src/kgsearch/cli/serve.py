@@ -30,6 +30,7 @@ from kgsearch.cli.serve_workers import (
     MAX_WORKERS,
     OPTIONS_ENV,
     ProcessOptions,
+    listening_socket,
     model_threads,
     one_blas_thread,
     usable_cpus,
@@ -268,7 +269,10 @@ def _serve_processes(
             workers=workers,
             log_level="info",
         )
-        sock = config.bind_socket()
+        try:
+            sock = listening_socket(host, port) or config.bind_socket()
+        except OSError as exc:
+            raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
         shown = f"[{host}]" if ":" in host else host
         bound = sock.getsockname()[1]
         click.echo(f"Web UI: http://{shown}:{bound}/ui ({workers} processes)", err=True)
