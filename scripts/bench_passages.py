@@ -41,7 +41,7 @@ from benchdoc import table, write_section
 from kgsearch import Engine, SearchRequest, connect
 from kgsearch.io.documents import Document
 from kgsearch.search import passages
-from kgsearch.search.request import ScopeConfig, TextResult
+from kgsearch.search.request import ScopeConfig, SearchResponse, TextResult
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL = ROOT.parent / "shared" / "eval-data"
@@ -157,6 +157,17 @@ LEG_SECONDS: list[float] = []
 """The ``graph:passages`` leg's own time, per search that ran it."""
 
 
+def found_titles(response: SearchResponse, titles: dict[str, str]) -> list[str]:
+    """The titles of the passages a search found, each once, in their order."""
+    found: list[str] = []
+    for r in response.results:
+        if isinstance(r, TextResult):
+            title = titles.get(r.source_id or "", "")
+            if title not in found:
+                found.append(title)
+    return found
+
+
 def _timed_leg(leg: Callable[..., None]) -> Callable[..., None]:
     def timed(*args: Any, **kwargs: Any) -> None:
         started = time.perf_counter()
@@ -201,12 +212,7 @@ def run_set(name: str, limit: int | None, offset: int = 0) -> dict[str, dict[str
                 started = time.perf_counter()
                 response = engine.search(make(question))
                 seconds.append(time.perf_counter() - started)
-                found: list[str] = []
-                for r in response.results:
-                    if isinstance(r, TextResult):
-                        title = titles.get(r.source_id or "", "")
-                        if title not in found:
-                            found.append(title)
+                found = found_titles(response, titles)
                 for k in hits:
                     hits[k].append(len(gold & set(found[:k])) / len(gold))
             seconds.sort()

@@ -39,10 +39,9 @@ SETS = ["musique-spacy", "2wiki-spacy"]
 def serve(name: str, path: str) -> None:
     """Worker: answer question numbers read from stdin with one JSON line each."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_passages import multi_hop, questions
+    from bench_passages import found_titles, multi_hop, questions
 
     from kgsearch import Engine, connect
-    from kgsearch.search.request import TextResult
 
     asked = questions(name)
     with Engine(connect(path)) as engine:
@@ -54,12 +53,7 @@ def serve(name: str, path: str) -> None:
             wall, cpu = time.perf_counter(), time.process_time()
             response = engine.search(multi_hop(asked[i][0]))
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            found: list[str] = []
-            for r in response.results:
-                if isinstance(r, TextResult):
-                    title = titles.get(r.source_id or "", "")
-                    if title not in found:
-                        found.append(title)
+            found = found_titles(response, titles)
             body = response.model_dump(mode="json", by_alias=True)
             body["metadata"].pop("executionTime", None)
             digest = hashlib.blake2b(json.dumps(body, sort_keys=True).encode()).hexdigest()

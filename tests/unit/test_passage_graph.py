@@ -99,14 +99,20 @@ def test_a_deleted_chunk_leaves_the_graph(engine: Engine) -> None:
     assert "z" not in graph.chunk_index
 
 
+def _another_process_writes(path: str) -> None:
+    """A passage "w" mentioning "d", written through an engine of its own (as another
+    process would)."""
+    with Engine(connect(path), embedder=FakeEmbedder(16)) as there:
+        there.add_chunks([ChunkIn(id="w", text="text w", source_id="s")])
+        there.add_mentions([MentionIn(chunk_id="w", source_id="s", object=person("d"))])
+
+
 def test_within_the_check_interval_another_process_s_write_waits(tmp_path: Path) -> None:
     path = str(tmp_path / "kg.db")
     with Engine(connect(path), embedder=FakeEmbedder(16)) as here:
         fill(here)
         first = graph_for(here.store, here.project, hub_chunks=10)
-        with Engine(connect(path), embedder=FakeEmbedder(16)) as there:  # as another process
-            there.add_chunks([ChunkIn(id="w", text="text w", source_id="s")])
-            there.add_mentions([MentionIn(chunk_id="w", source_id="s", object=person("d"))])
+        _another_process_writes(path)
 
         assert graph_for(here.store, here.project, hub_chunks=10, check_seconds=60) is first
         again = graph_for(
@@ -122,9 +128,7 @@ def test_a_due_check_in_the_background_answers_with_the_held_graph_meanwhile(
     with Engine(connect(path), embedder=FakeEmbedder(16)) as here:
         fill(here)
         first = graph_for(here.store, here.project, hub_chunks=10)
-        with Engine(connect(path), embedder=FakeEmbedder(16)) as there:  # as another process
-            there.add_chunks([ChunkIn(id="w", text="text w", source_id="s")])
-            there.add_mentions([MentionIn(chunk_id="w", source_id="s", object=person("d"))])
+        _another_process_writes(path)
 
         # the check is due: started in a thread, the held graph answers now
         due = graph_for(here.store, here.project, hub_chunks=10, check_seconds=0, background=True)
