@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -212,7 +213,12 @@ def test_a_search_embeds_its_relation_texts_as_queries(cache: Path) -> None:
     engine.embed_pending()
     documents: list[str] = []
     real = fast.embed_documents
-    fast.embed_documents = lambda texts: documents.extend(texts) or real(texts)  # type: ignore[method-assign]
+
+    def noted(texts: Sequence[str]) -> list[np.ndarray]:
+        documents.extend(texts)
+        return real(texts)
+
+    fast.embed_documents = noted  # type: ignore[method-assign]
     found = engine.search("who directed the movie Jesse James", include_debug=True)
     assert found.results and found.debug is not None
     assert "relationships:anchored" in found.debug["fusion_details"]["legs"]
