@@ -157,7 +157,8 @@ def _check_keyless(no_auth: bool, host: str) -> None:
     default="1",
     show_default=True,
     type=WorkerCount(),
-    help="Server processes on one socket, each with its own engine over the store, or "
+    help="Server processes on one port (a listening socket each), each with its own engine "
+    "over the store, or "
     "auto: one per usable CPU (searches in one process share its GIL; each process holds "
     'its own model and vectors; see docs/benchmarks.md, "load").',
 )
@@ -250,7 +251,7 @@ def _serve_processes(
     embed_worker: bool,
     identity: str | None,
 ) -> None:
-    """Serve with ``workers`` processes on one socket (:mod:`kgsearch.cli.serve_workers`)."""
+    """Serve with ``workers`` processes on one port (:mod:`kgsearch.cli.serve_workers`)."""
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 

@@ -1,4 +1,4 @@
-"""``kgsearch serve --workers N``: several server processes behind one socket.
+"""``kgsearch serve --workers N``: several server processes on one port.
 
 One process serves searches on one core's worth of Python at a time (the GIL): the
 query embedding and the vector products run beside it, but parsing, ranking, fusing
