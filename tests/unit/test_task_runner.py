@@ -22,12 +22,14 @@ from kgsearch.lifecycle.tasks import TaskDone, run_tasks
 from kgsearch.store.base import Store, Task, TaskIn
 
 JOB = "shout"
-# A failed task is due again after a short backoff; a run never waits for it.
-NO_WAIT = RetryPolicy(max_attempts=2, backoff_seconds=0.05, max_wait_seconds=0.0)
+# A failed task is due again after a short backoff; a run never waits for it. The
+# backoff outlasts a run on a loaded machine: at 0.05 s a Citus run under load took
+# its own failed task back before it ended (failed twice, dead, in one run).
+NO_WAIT = RetryPolicy(max_attempts=2, backoff_seconds=1.0, max_wait_seconds=0.0)
 
 
 def past_backoff() -> None:
-    time.sleep(0.3)
+    time.sleep(1.3)
 
 
 def enqueue(store: Store, *words: str, digest: str = "v1") -> int:
