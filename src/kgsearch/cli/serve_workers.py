@@ -33,7 +33,7 @@ import json
 import os
 import socket
 from dataclasses import asdict, dataclass
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from kgsearch.cli.common import load_settings
 from kgsearch.engine import Engine
@@ -56,6 +56,7 @@ MAX_WORKERS = 64
 OPTIONS_ENV = "KGSEARCH_SERVE_PROCESS"
 """The environment variable that carries :class:`ProcessOptions` (JSON) to the workers."""
 
+_S = TypeVar("_S", bound=socket.socket)
 _held: list[IO[bytes]] = []  # the embedding worker's lock, held for the process's life
 
 
@@ -99,13 +100,22 @@ class _OwnSocket(socket.socket):
 
 def _bound(family: int, host: str, port: int) -> socket.socket:
     """A socket bound to ``(host, port)`` with ``SO_REUSEPORT``, beside the others."""
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    if family == socket.AF_INET6:
-        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-    sock.bind((host, port))
+    sock = _shared_bind(socket.socket(family, socket.SOCK_STREAM), host, port)
     sock.set_inheritable(True)
+    return sock
+
+
+def _shared_bind(sock: _S, host: str, port: int) -> _S:
+    """``sock`` bound to ``(host, port)`` with ``SO_REUSEPORT`` (closed if that fails)."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if sock.family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
     return sock
 
 
@@ -124,17 +134,7 @@ def listening_socket(host: str, port: int) -> socket.socket | None:
         with socket.socket(family, socket.SOCK_STREAM) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind((host, port))
-    sock = _OwnSocket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    return sock
+    return _shared_bind(_OwnSocket(family, socket.SOCK_STREAM), host, port)
 
 
 def usable_cpus() -> int:
