@@ -13,7 +13,8 @@ import pytest
 
 from kgsearch import Engine
 from kgsearch.embed.fake import FakeEmbedder
-from kgsearch.model import Kind, ObjectIn, ObjectRef, RelationshipIn
+from kgsearch.model import ChunkIn, Kind, MentionIn, ObjectIn, ObjectRef, RelationshipIn, SourceIn
+from kgsearch.search import passage_graph
 from kgsearch.store.sqlite import SQLiteStore
 
 
@@ -70,3 +71,28 @@ def test_warm_freezes_what_it_loaded_unless_told_not_to(engine: Engine) -> None:
     engine.warm()
 
     assert gc.get_freeze_count() > 0
+
+
+def test_warm_reads_a_document_graphs_passage_graph(tmp_path: Path) -> None:
+    engine = Engine(SQLiteStore(str(tmp_path / "docs.db")), embedder=FakeEmbedder(16))
+    try:
+        engine.add_objects([ObjectIn(type="person", key=k) for k in ("ada", "bob")])
+        engine.add_sources([SourceIn(id="s")])
+        engine.add_chunks([ChunkIn(id="c1", text="Ada met Bob.", source_id="s")])
+        refs = [ObjectRef(type="person", key=k) for k in ("ada", "bob")]
+        engine.add_mentions([MentionIn(chunk_id="c1", source_id="s", object=r) for r in refs])
+        engine.embed_pending()
+
+        engine.warm(freeze=False)
+
+        # held: the first multi_hop search finds it and reads nothing
+        held = passage_graph._cache.get(engine.store, {}).get(engine.project)
+        assert held is not None and held.graph.chunks == ["c1"]
+    finally:
+        engine.close()
+
+
+def test_warm_reads_no_passage_graph_without_documents(engine: Engine) -> None:
+    engine.warm(freeze=False)
+
+    assert passage_graph._cache.get(engine.store, {}).get(engine.project) is None
