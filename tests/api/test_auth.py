@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
+import anyio
 import httpx
 import pytest
 from starlette.datastructures import Headers, QueryParams
@@ -104,6 +106,28 @@ def test_a_revoked_key_stops_working_at_once(base: str, http: Http, api_engine: 
         401,
         "this API key was revoked",
     )
+
+
+def test_a_key_is_checked_on_the_event_loop(
+    base: str, http: Http, api_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a SQLite store's key read costs less than handing it to a worker thread and back
+    key, _ = api_engine.create_api_key("alpha", "read")
+    authenticate = api_engine.authenticate
+    on_loop: list[bool] = []
+
+    def noting(presented: str) -> object:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:
+            on_loop.append(False)
+        return authenticate(presented)
+
+    monkeypatch.setattr(api_engine, "authenticate", noting)
+
+    assert http(base, key).get("/api/graph/objects").status_code == 200
+    assert on_loop == [True]
 
 
 @pytest.mark.parametrize(
@@ -226,7 +250,7 @@ def test_keyless_mode_refuses_non_loopback_clients() -> None:
         app = App()
 
     with pytest.raises(Forbidden):
-        require("read")(Request(), None)
+        anyio.run(require("read"), Request(), None)
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,11 @@ from kgsearch.keys import ApiKey, KeyLimits
 from kgsearch.store.dialect import Slice
 from kgsearch.store.values import dumps, parse_dt
 
-__all__ = ["ApiKeys"]
+__all__ = ["KEY_BY_ID", "ApiKeys", "found_key"]
 
 _COLUMNS = "id, project, name, scopes, created_at, revoked_at, llm_limits"
+KEY_BY_ID = f"SELECT {_COLUMNS}, key_hash FROM api_keys WHERE id = ?"
+"""One key's record and digest (``?`` placeholders)."""
 
 
 def _to_key(row: Any) -> ApiKey:
@@ -30,6 +32,11 @@ def _to_key(row: Any) -> ApiKey:
         created_at=parse_dt(row["created_at"]),
         revoked_at=parse_dt(row["revoked_at"]),
     )
+
+
+def found_key(row: Any) -> tuple[ApiKey, str] | None:
+    """The record and secret digest of a :data:`KEY_BY_ID` row (None: no such key)."""
+    return None if row is None else (_to_key(row), str(row["key_hash"]))
 
 
 def _limits(limits: KeyLimits | None) -> str | None:
@@ -64,10 +71,7 @@ class ApiKeys(Slice):
         return [_to_key(r) for r in rows]
 
     def find_api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
-        row = self.db.one(
-            self.dialect.sql(f"SELECT {_COLUMNS}, key_hash FROM api_keys WHERE id = ?"), (key_id,)
-        )
-        return None if row is None else (_to_key(row), str(row["key_hash"]))
+        return found_key(self.db.one(self.dialect.sql(KEY_BY_ID), (key_id,)))
 
     def set_api_key_limits(self, key_id: str, limits: KeyLimits | None) -> bool:
         changed = self.db.write(

@@ -46,6 +46,9 @@ class Connection:
             raise StoreError(f"cannot open SQLite database {path!r}: {exc}") from exc
         self._db.row_factory = sqlite3.Row
         self._lock = threading.RLock()
+        # guards the list of readers only: a thread opening its reader never waits for
+        # a write transaction holding ``_lock``
+        self._readers_lock = threading.Lock()
         self._depth = 0
         self._owner: int | None = None
         self._local = threading.local()
@@ -67,7 +70,7 @@ class Connection:
 
     def close(self) -> None:
         """Close the connection and every reader opened from it."""
-        with self._lock:
+        with self._lock, self._readers_lock:
             for _, reader in self._readers or ():
                 reader.close()
             if self._readers is not None:
@@ -88,7 +91,7 @@ class Connection:
         if conn is None:
             conn = Connection(self.path, readers=False)
             self._local.conn = conn
-            with self._lock:
+            with self._readers_lock:
                 for thread, old in [r for r in self._readers if not r[0].is_alive()]:
                     old.close()
                     self._readers.remove((thread, old))

@@ -16,10 +16,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kgsearch.errors import MigrationError
+from kgsearch.keys import ApiKey
 from kgsearch.store.ann import ANN_MIN_ROWS
 from kgsearch.store.common import check_embedding_model
 from kgsearch.store.counts import META_SQL, MIGRATIONS_SQL, PROJECTS_SQL
 from kgsearch.store.graph_writes import GraphWritesCore
+from kgsearch.store.keys import KEY_BY_ID, found_key
 from kgsearch.store.migrations import pending
 from kgsearch.store.records import StoreInfo
 from kgsearch.store.slices import SharedSlices
@@ -110,6 +112,13 @@ class SQLiteStore(
 
     def _exec(self, sql: str) -> None:
         self.db.execute(sql)
+
+    def find_api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
+        """The key's record and digest, read on the calling thread's own connection: a
+        REST server checks keys on its event loop (``api/auth.py``), which must never
+        wait for a write holding the store's connection; WAL shows it every committed
+        revocation."""
+        return found_key(self.db.reader().one(KEY_BY_ID, (key_id,)))
 
     def close(self) -> None:
         """Close the connection and drop cached vector indexes."""
