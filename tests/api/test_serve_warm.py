@@ -19,6 +19,7 @@ import pytest
 from cli_store import cli_built_store
 
 from kgsearch import Engine, connect
+from kgsearch.embed.batching import QueryBatcher
 from kgsearch.embed.bundled import BundledEmbedder
 from kgsearch.embed.fake import FakeEmbedder
 from kgsearch.errors import KgsearchError
@@ -139,11 +140,17 @@ def test_engine_warm_opens_the_model_and_loads_the_vectors(store: Path) -> None:
 
 def test_a_process_that_only_searches_opens_only_the_query_session(store: Path) -> None:
     with Engine(connect(str(store))) as engine:
+        engine.batch_queries()  # as a server does
         engine.warm()
-        engine.search("who works for Acme", limit=3)
+        found = engine.search("who works for Acme Corp", limit=3, include_debug=True)
         engine.search("Ada Lovelace", limit=3)
 
-        embedder = engine.embedder
+        assert found.debug is not None  # the anchored leg embedded relation texts too
+        assert "relationships:anchored" in found.debug["fusion_details"]["legs"]
+
+        batcher = engine.embedder
+        assert isinstance(batcher, QueryBatcher)
+        embedder = batcher.inner
         assert isinstance(embedder, BundledEmbedder)
         assert embedder.sessions == ("queries",)  # the model's float32 weights never load
         assert engine.query_embedding == "query graph"
