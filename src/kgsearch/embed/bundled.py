@@ -84,7 +84,7 @@ class BundledEmbedder:
         batch_size: Texts per model call. Texts are sorted by length first, so a
             batch holds texts of similar length and little padding.
         model: :data:`MODEL` (the default) or :data:`FAST_MODEL`, which is built
-            from it on first use (about 5 s; needs the ``fast`` extra for that).
+            from it on first use (about 5 s, with the ``onnx`` package).
         cache_dir: Where the fast model and the query graph are built and kept
             (default: the user's cache directory, :func:`kgsearch.embed.requant.cache_dir`).
         fast_queries: Embed queries (:meth:`embed_query`, :meth:`embed_queries`)
