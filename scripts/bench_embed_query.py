@@ -1,13 +1,14 @@
 """A lone query's embedding, before and after a change, in one run (section "embed-query-ab").
 
 Usage: python scripts/bench_embed_query.py [--before /work/wt-head/src]
-       [--sides before:2,after:2,before:1,after:1,after:1:fast]
+       [--sides before:2,after:2,before:1,after:1]
        [--queries 1000] [--texts 1000] [--rounds 2] [--write]
 
 Each side (``before``: the kgsearch sources at ``--before``; ``after``: this checkout's)
-at an intra-op thread count (``:fast``: with ``fast_queries``, queries through the int8
-query graph, :mod:`kgsearch.embed.query_int8`) runs in its own process, with the
-bundled model loaded once.
+at an intra-op thread count runs in its own process, with the bundled model loaded
+once; each side embeds queries its sources' default way (since ``fast_queries`` became
+the default, through the int8 query graph, :mod:`kgsearch.embed.query_int8`), and
+``:fast`` asks for ``fast_queries`` explicitly (for a before side older than that).
 The parent hands the same MetaQA 1-hop question to every process in turn, one at a time
 (interleaved, so machine noise falls on all of them), and each process reports the
 CPU time (all its threads) and wall time of ``embed_query`` on it. Then each process
@@ -172,7 +173,7 @@ def main() -> None:
     parser.add_argument("--before", type=Path, default=Path("/work/wt-head/src"))
     parser.add_argument(
         "--sides",
-        default="before:2,after:2,before:1,after:1,after:1:fast",
+        default="before:2,after:2,before:1,after:1",
         help="before|after:<intra-op threads>[:fast], comma-separated",
     )
     parser.add_argument("--queries", type=int, default=1000)

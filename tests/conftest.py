@@ -60,6 +60,19 @@ def postgres_url() -> Iterator[str]:
         shutil.rmtree(pgdata, ignore_errors=True)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One cache of built models for the whole run, never the user's: the bundled
+    model's query graph (built on the first query, about 3 s) is built there at most
+    once a run, and the servers and CLIs the tests start find it through the
+    inherited ``XDG_CACHE_HOME``."""
+    folder = tmp_path_factory.mktemp("cache")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("XDG_CACHE_HOME", str(folder))
+    yield folder / "kgsearch" / "models"
+    patch.undo()
+
+
 @pytest.fixture(autouse=True)
 def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     """No KGSEARCH_* variable of the caller's shell leaks into a test."""

@@ -60,7 +60,7 @@ def test_health_needs_no_key(api: Api, api_engine: Engine) -> None:
         from kgsearch.store.postgres.schema import SCHEMA_VERSION as schema
     assert (response.status_code, response.json()) == (
         200,
-        {"status": "ok", "version": "0.1.0", "schema": schema, "warm": "off"},
+        {"status": "ok", "version": "0.1.0", "schema": schema, "warm": "off", "queries": None},
     )
 
 

@@ -84,9 +84,18 @@ def test_batch_order_is_preserved(embedder: BundledEmbedder, corpus_vectors: np.
     assert np.all(cosines > 0.999)
 
 
-def test_query_equals_single_document(embedder: BundledEmbedder) -> None:
+def test_without_fast_queries_a_query_equals_a_single_document() -> None:
+    exact = BundledEmbedder(fast_queries=False)
     text = "Ada works for Acme"
-    assert np.array_equal(embedder.embed_query(text), embedder.embed_documents([text])[0])
+    assert np.array_equal(exact.embed_query(text), exact.embed_documents([text])[0])
+
+
+def test_a_query_through_the_query_graph_is_within_its_cosine_of_the_document(
+    embedder: BundledEmbedder,
+) -> None:
+    text = "Ada works for Acme"
+    query, document = embedder.embed_query(text), embedder.embed_documents([text])[0]
+    assert float(query @ document) > 0.999  # the activations' int8 rounding only
 
 
 def test_paraphrase_scores_higher_than_unrelated_text(embedder: BundledEmbedder) -> None:

@@ -1,15 +1,20 @@
-"""``fast_queries``: queries through the bundled weights multiplied in int8
-(:mod:`kgsearch.embed.query_int8`), documents as before.
+"""``fast_queries`` (the bundled model's default): queries through the bundled weights
+multiplied in int8 (:mod:`kgsearch.embed.query_int8`), documents as before; a query
+graph that cannot be built leaves queries to the document model, never fails them.
 
 The rewrite is checked on a small synthetic graph (fast); the real build (about 3 s on
-2 shared cores) runs once per module into a temporary cache, and the tests that need it
-are marked slow.
+2 shared cores) happens once per test run, into the run's cache (conftest
+``model_cache``), and the tests that need it are marked slow.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
+import logging
+import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -115,7 +120,7 @@ def test_fast_queries_is_for_the_default_model_only() -> None:
 
 
 def test_without_fast_queries_embed_queries_equals_embed_documents() -> None:
-    embedder = BundledEmbedder()
+    embedder = BundledEmbedder(fast_queries=False)
     texts = _texts()[:20]
     queries = embedder.embed_queries(texts)
     documents = embedder.embed_documents(texts)
@@ -124,18 +129,76 @@ def test_without_fast_queries_embed_queries_equals_embed_documents() -> None:
     assert embedder.embed_queries([]) == []
 
 
+def test_the_default_model_embeds_queries_through_the_query_graph_by_default() -> None:
+    assert BundledEmbedder().queries == "query graph (not loaded yet)"
+    assert BundledEmbedder(fast_queries=False).queries == "document model"
+    assert BundledEmbedder(model=FAST_MODEL).queries == "document model"
+
+
+def _falls_back(embedder: BundledEmbedder, caplog: pytest.LogCaptureFixture) -> str:
+    """Embed queries with ``embedder`` whose query graph cannot be had; check they are
+    the document model's vectors with one warning; return what it says of its queries."""
+    texts = QUESTIONS[:2]
+    with caplog.at_level(logging.WARNING, logger="kgsearch.embed.bundled"):
+        first = embedder.embed_query(texts[0])
+        again = embedder.embed_queries(texts)
+    documents = embedder.embed_documents(texts)
+    assert np.array_equal(first, documents[0])
+    assert all(np.array_equal(q, d) for q, d in zip(again, documents, strict=True))
+    assert embedder.sessions == ("documents",)
+    warned = [r.getMessage() for r in caplog.records if "query graph" in r.getMessage()]
+    assert len(warned) == 1, warned  # once, not once a query
+    assert warned[0].startswith("queries are embedded with the document model")
+    return embedder.queries
+
+
+def test_without_onnx_queries_go_through_the_document_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    said = _falls_back(BundledEmbedder(cache_dir=tmp_path / "empty"), caplog)
+    assert said.startswith("document model (query graph unavailable: MissingDependency: ")
+
+
+def test_an_unwritable_cache_leaves_queries_to_the_document_model(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    said = _falls_back(BundledEmbedder(cache_dir=blocked / "models"), caplog)
+    assert said.startswith("document model (query graph unavailable: ProviderError: ")
+
+
+def test_a_query_graph_that_misses_its_probes_leaves_queries_to_the_document_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def far(self: BundledEmbedder, candidate: Path, texts: Sequence[str]) -> list[float]:
+        return [0.5] * len(texts)
+
+    def copy(source: Path, built: Path) -> None:  # no 3 s build: the probes fail anyway
+        shutil.copyfile(source, built)
+
+    monkeypatch.setattr(query_int8, "RECIPE", dataclasses.replace(query_int8.RECIPE, build=copy))
+    monkeypatch.setattr(BundledEmbedder, "_probe_cosines", far)
+    said = _falls_back(BundledEmbedder(cache_dir=tmp_path / "models"), caplog)
+    assert "drifted from the bundled model's" in said
+    assert not list((tmp_path / "models").glob("*.onnx"))  # nothing kept
+
+
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache directory holding one build of the query graph."""
-    folder = tmp_path_factory.mktemp("models")
-    BundledEmbedder(fast_queries=True, cache_dir=folder).embed_query("build it")
-    return folder
+def cache() -> Path:
+    """The run's cache directory (conftest ``model_cache``), holding the query graph."""
+    BundledEmbedder().embed_query("build it")
+    return requant.cache_dir()
+
+
+def _built(cache: Path) -> Path:
+    return cache / f"{query_int8.NAME}-{MODEL_SHA256[:12]}.onnx"
 
 
 @pytest.mark.slow
 def test_the_build_is_cached_with_a_manifest_that_matches_its_bytes(cache: Path) -> None:
-    [model] = cache.glob("*.onnx")
-    assert model.name == f"{query_int8.NAME}-{MODEL_SHA256[:12]}.onnx"
+    model = _built(cache)
     manifest = requant.read_manifest(model)
     assert manifest is not None
     assert (manifest.recipe, manifest.source_sha256) == (query_int8.RECIPE.name, MODEL_SHA256)
@@ -150,7 +213,7 @@ def test_the_build_has_one_attention_node_a_layer_and_no_float_weight_matmul(
 ) -> None:
     import onnx
 
-    ops = [node.op_type for node in onnx.load(str(next(cache.glob("*.onnx")))).graph.node]
+    ops = [node.op_type for node in onnx.load(str(_built(cache))).graph.node]
     assert ops.count("MultiHeadAttention") == 6
     assert ops.count("MatMulNBits") == 36
     assert "MatMul" not in ops and "Softmax" not in ops and "Transpose" not in ops
@@ -163,7 +226,7 @@ def test_with_the_pinned_tools_the_build_is_the_reference_bytes(cache: Path) -> 
 
     if (onnxruntime.__version__, onnx.__version__) != ("1.32.0", "1.23.2"):
         pytest.skip("REFERENCE_SHA256 was built with onnxruntime 1.32.0 and onnx 1.23.2")
-    manifest = requant.read_manifest(next(cache.glob("*.onnx")))
+    manifest = requant.read_manifest(_built(cache))
     assert manifest is not None and manifest.reproduced
 
 
@@ -171,8 +234,8 @@ def test_with_the_pinned_tools_the_build_is_the_reference_bytes(cache: Path) -> 
 def test_query_vectors_stay_within_float_rounding_of_activations_and_documents_do_not_move(
     cache: Path,
 ) -> None:
-    base = BundledEmbedder()
-    fast = create_embedder("bundled", fast_queries=True, cache_dir=cache)
+    base = BundledEmbedder(fast_queries=False)
+    fast = create_embedder("bundled", cache_dir=cache)
     assert isinstance(fast, BundledEmbedder)
     assert fast.model_id == base.model_id  # they search the default model's vectors
     texts = _texts()
@@ -193,7 +256,7 @@ def test_query_vectors_stay_within_float_rounding_of_activations_and_documents_d
 
 @pytest.mark.slow
 def test_an_embedder_that_has_only_embedded_queries_counts_as_loaded(cache: Path) -> None:
-    fast = BundledEmbedder(fast_queries=True, cache_dir=cache)
+    fast = BundledEmbedder(cache_dir=cache)
     assert not fast.loaded
     fast.embed_query("who directed the movie Jesse James")
     assert fast.loaded
@@ -204,7 +267,7 @@ def test_a_search_embeds_its_relation_texts_as_queries(cache: Path) -> None:
     from kgsearch import Engine, ObjectIn, RelationshipIn
     from kgsearch.store.sqlite import SQLiteStore
 
-    fast = BundledEmbedder(fast_queries=True, cache_dir=cache)
+    fast = BundledEmbedder(cache_dir=cache)
     engine = Engine(SQLiteStore(":memory:"), embedder=fast)
     a, b = engine.add_objects(
         [ObjectIn(type="Movie", key="Jesse James"), ObjectIn(type="Person", key="Henry King")]

@@ -44,15 +44,21 @@ def test_other_providers_ignore_the_thread_count(tmp_path: Path) -> None:
 def test_fast_queries_in_the_settings_reach_the_bundled_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with _engine(tmp_path, "bundled", None) as engine:  # off by default
-        assert not engine.embedder._fast_queries  # type: ignore[attr-defined]
-    monkeypatch.setenv("KGSEARCH_EMBED__FAST_QUERIES", "true")
+    with _engine(tmp_path, "bundled", None) as engine:  # on by default
+        assert engine.embedder._fast_queries  # type: ignore[attr-defined]
+    monkeypatch.setenv("KGSEARCH_EMBED__FAST_QUERIES", "false")
     settings = Settings()
-    assert settings.embed.fast_queries
+    assert settings.embed.fast_queries is False
     with Engine.from_settings(settings, store_url=str(tmp_path / "kg.db")) as engine:
         embedder = engine.embedder
         assert isinstance(embedder, BundledEmbedder)
-        assert embedder._fast_queries
+        assert not embedder._fast_queries
+        assert embedder.queries == "document model"
+
+
+def test_the_fast_model_keeps_its_own_queries_by_default(tmp_path: Path) -> None:
+    with _engine(tmp_path, "bundled:fast", None) as engine:
+        assert engine.embedder.queries == "document model"  # type: ignore[attr-defined]
 
 
 def test_fast_queries_with_the_fast_model_is_a_clear_error(

@@ -134,3 +134,28 @@ def test_engine_batches_its_query_embeddings_and_still_searches() -> None:
     after = engine.search("Ada Lovelace", limit=3)
     assert [h.id for h in after.results] == [h.id for h in before.results]
     engine.close()
+
+
+class QueriesApart(FakeEmbedder):
+    """The fake model with queries of its own (as the bundled model's query graph):
+    each query vector negated, so it cannot pass for a document's."""
+
+    def __init__(self) -> None:
+        super().__init__(16)
+        self.documents: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        self.documents.extend(texts)
+        return super().embed_documents(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
+        return [-v for v in super().embed_documents(texts)]
+
+
+def test_several_queries_at_once_go_through_the_embedders_own_query_call() -> None:
+    inner = QueriesApart()
+    batcher = QueryBatcher(inner)
+    vectors = batcher.embed_queries(["directed by", "starred actors"])
+    expected = inner.embed_queries(["directed by", "starred actors"])
+    assert [v.tolist() for v in vectors] == [v.tolist() for v in expected]
+    assert inner.documents == []  # never as documents (the bundled model's other session)

@@ -216,7 +216,8 @@ with the last answer (a probe every 20 ms under load then waits for no thread)."
 async def _health(request: Request) -> dict[str, Any]:
     """Liveness: the store answers (asked at most once a second); ``warm`` tells
     whether the model and search state are loaded yet (``kgsearch serve`` loads them at
-    start). Needs no key."""
+    start); ``queries`` how the model embeds queries (:attr:`Engine.query_embedding`:
+    a failed query-graph build shows here, not as failed searches). Needs no key."""
     engine: Engine = request.app.state.engine
     checked = request.app.state.health
     if checked is None or time.monotonic() - checked[0] > HEALTH_FRESH_SECONDS:
@@ -229,6 +230,7 @@ async def _health(request: Request) -> dict[str, Any]:
         "version": kgsearch.__version__,
         "schema": info.schema_version,
         "warm": request.app.state.warm,
+        "queries": engine.query_embedding,
     }
 
 

@@ -134,6 +134,16 @@ class QueryBatcher:
         """Stored texts go straight to the wrapped embedder (they come in batches)."""
         return self.inner.embed_documents(texts)
 
+    def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
+        """Several queries at once (a search's relation texts), in one call of the
+        wrapped embedder's batch call, as queries: its ``embed_queries`` where it has
+        one. Without this a search found only ``embed_documents`` here, and in a server
+        the bundled model opened its document session for them (~75 MB more) and
+        embedded them unlike the question."""
+        if self._batch is None:
+            return [self.inner.embed_query(text) for text in texts]
+        return self._batch(texts)
+
     def embed_query(self, text: str) -> Vector:
         """The query's vector, from a model call shared with the queries that wait
         with it.

@@ -5,6 +5,11 @@ before they are loaded. The WordPiece tokenizer is vendored in ``embed/data`` (s
 ``NOTICE.md`` there). The vectors equal the sentence-transformers output of the model:
 mean pooling over the real tokens, then L2 normalisation. Nothing touches the network.
 
+Queries go through a graph of their own by default: the same int8 weights multiplied
+in int8 (:mod:`kgsearch.embed.query_int8`), about a third less CPU a lone query and
+within a cosine of 0.9996 of the documents' vectors, built once on first use and cached;
+``fast_queries=False`` embeds them exactly as documents.
+
 A second model, ``all-MiniLM-L6-v2-int8pc`` (``bundled:fast``), is the same file
 re-quantised per channel, about twice as fast; it is built once on first use and cached
 (:mod:`kgsearch.embed.requant`). Its vectors differ slightly, so it has its own model id
@@ -14,6 +19,7 @@ and a store never mixes the two.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -54,6 +60,8 @@ CALL_TOKENS = 10
 tokens took about 2.5 ms + 0.27 ms × B × L of CPU (one thread, AVX-512; B 1-16, L
 8-64), so a call costs as much as about 10 more padded tokens."""
 
+_log = logging.getLogger(__name__)
+
 
 class BundledEmbedder:
     """all-MiniLM-L6-v2 (384-d, English), shipped with kgsearch and run on the CPU.
@@ -76,19 +84,23 @@ class BundledEmbedder:
         batch_size: Texts per model call. Texts are sorted by length first, so a
             batch holds texts of similar length and little padding.
         model: :data:`MODEL` (the default) or :data:`FAST_MODEL`, which is built
-            from it on first use (about 5 s; needs the ``fast`` extra for that).
+            from it on first use (about 5 s, with the ``onnx`` package).
         cache_dir: Where the fast model and the query graph are built and kept
             (default: the user's cache directory, :func:`kgsearch.embed.requant.cache_dir`).
-        fast_queries: Embed queries (:meth:`embed_query`, :meth:`embed_queries`) with
-            the same weights multiplied in int8 (:mod:`kgsearch.embed.query_int8`):
-            about 30 % less CPU a lone query, vectors within a cosine of 0.9996 of the
-            default's, so they search vectors stored by the default model (same model
-            id). Documents are embedded as before. Built on first use (about 3 s; needs
-            the ``fast`` extra). Default model only.
+        fast_queries: Embed queries (:meth:`embed_query`, :meth:`embed_queries`)
+            through the query graph, the same weights multiplied in int8
+            (:mod:`kgsearch.embed.query_int8`): about 30 % less CPU a lone query,
+            vectors within a cosine of 0.9996 of the documents' model, so they search
+            the vectors it stored (same model id). Documents are embedded as before.
+            The graph is built on first use (about 3 s, with the ``onnx`` package) and
+            cached; when it cannot be built or opened, queries go through the
+            documents' model instead, with one warning (:attr:`queries` says which).
+            None (the default) means on for the default model, off for the fast one;
+            ``False`` embeds queries exactly as documents, bit for bit.
 
     Raises:
-        ConfigError: ``model`` is neither of the two, or ``fast_queries`` is asked of
-            the fast model.
+        ConfigError: ``model`` is neither of the two, or ``fast_queries=True`` is
+            asked of the fast model.
     """
 
     def __init__(
@@ -98,7 +110,7 @@ class BundledEmbedder:
         batch_size: int = BATCH_SIZE,
         model: str = MODEL,
         cache_dir: str | Path | None = None,
-        fast_queries: bool = False,
+        fast_queries: bool | None = None,
     ) -> None:
         if batch_size <= 0:
             raise ValueError("batch_size must be positive")
@@ -113,8 +125,9 @@ class BundledEmbedder:
                 "multiplies in int8.",
                 details={"provider": "bundled", "model": model},
             )
-        self._fast_queries = fast_queries
+        self._fast_queries = model == MODEL if fast_queries is None else fast_queries
         self._query_session: Any = None
+        self._query_failure: str | None = None
         self._threads = threads or os.cpu_count() or 1
         self._batch_size = batch_size
         self._model = model
@@ -125,9 +138,31 @@ class BundledEmbedder:
 
     @property
     def loaded(self) -> bool:
-        """Whether an ONNX session is open (the model's is opened by the first embedding,
-        the query graph's by the first query with ``fast_queries``)."""
+        """Whether an ONNX session is open (the model's is opened by the first document,
+        the query graph's by the first query; see :attr:`sessions`)."""
         return self._session is not None or self._query_session is not None
+
+    @property
+    def sessions(self) -> tuple[str, ...]:
+        """The ONNX sessions open now: ``"documents"`` (the model's, about 100 MB of
+        float32 weights) and ``"queries"`` (the query graph's, its weights in int8). A
+        process that only searches opens the second alone."""
+        opened = (("documents", self._session), ("queries", self._query_session))
+        return tuple(name for name, session in opened if session is not None)
+
+    @property
+    def queries(self) -> str:
+        """How queries are embedded: ``"query graph"`` (int8, ``fast_queries``; before
+        the first query ``"query graph (not loaded yet)"``), ``"document model"``
+        (``fast_queries=False``, or the fast model), or ``"document model (query graph
+        unavailable: <why>)"`` when the query graph could not be built or opened."""
+        if not self._fast_queries:
+            return "document model"
+        if self._query_failure is not None:
+            return f"document model (query graph unavailable: {self._query_failure})"
+        if self._query_session is None:
+            return "query graph (not loaded yet)"
+        return "query graph"
 
     @property
     def model_id(self) -> str:
@@ -168,7 +203,8 @@ class BundledEmbedder:
     def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
         """Embed several queries in as few model calls as :meth:`embed_documents` would.
 
-        The same vectors as :meth:`embed_documents`, unless ``fast_queries`` is set.
+        Through the query graph while ``fast_queries`` is on and the graph could be
+        built (:attr:`queries`); otherwise the same vectors as :meth:`embed_documents`.
         """
         return self._embed(texts, self._get_query_session if self._fast_queries else None)
 
@@ -234,20 +270,39 @@ class BundledEmbedder:
         return self._session
 
     def _get_query_session(self) -> Any:
-        if self._query_session is None:
+        """The query graph's session, or the model's when the graph is unavailable."""
+        if self._query_session is None and self._query_failure is None:
             source = _source_path()  # checked before the lock: it reads 23 MB
             with self._lock:
-                if self._query_session is None:
-                    path = requant.ensure_model(
-                        source,
-                        MODEL_SHA256,
-                        query_int8.NAME,
-                        cosines=self._probe_cosines,
-                        directory=self._cache_dir,
-                        recipe=query_int8.RECIPE,
-                    )
-                    self._query_session = _open_session(path, self._threads)
+                if self._query_session is None and self._query_failure is None:
+                    self._open_query_session(source)
+        if self._query_session is None:
+            return self._get_session()
         return self._query_session
+
+    def _open_query_session(self, source: Path) -> None:
+        """Build (or find cached) and open the query graph; on any failure remember
+        why and warn once, so queries go through the model's session from then on."""
+        try:
+            path = requant.ensure_model(
+                source,
+                MODEL_SHA256,
+                query_int8.NAME,
+                cosines=self._probe_cosines,
+                directory=self._cache_dir,
+                recipe=query_int8.RECIPE,
+            )
+            self._query_session = _open_session(path, self._threads)
+        # A faster path for queries must never fail a search: whatever stops it (no
+        # onnx, an unwritable cache, probes missed, an onnxruntime without the kernel)
+        # leaves queries embedded as documents, as before the query graph existed.
+        except Exception as exc:
+            self._query_failure = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            _log.warning(
+                "queries are embedded with the document model: the int8 query graph "
+                "could not be built or opened (%s)",
+                self._query_failure,
+            )
 
     def _probe_cosines(self, candidate: Path, texts: Sequence[str]) -> list[float]:
         """Each text's cosine between ``candidate``'s vector and the bundled model's."""

@@ -22,9 +22,12 @@ mask): 145 nodes instead of 315 before onnxruntime's own fusions. On its own, in
 float32 graph, that fusion moves vectors by 1.3e-7 at most and saves ~8 % of a lone
 query's CPU; here, ~11 %.
 
-Built once from the bundled file with the ``onnx`` package (the ``fast`` extra), checked
-on :data:`kgsearch.embed.requant.PROBES` and cached with a manifest, the way
-``bundled:fast`` is (:func:`kgsearch.embed.requant.ensure_model` with :data:`RECIPE`).
+Built on the first query from the bundled file with the ``onnx`` package (a
+dependency), checked on :data:`kgsearch.embed.requant.PROBES` and cached with a
+manifest, the way ``bundled:fast`` is (:func:`kgsearch.embed.requant.ensure_model` with
+:data:`RECIPE`). It is the bundled model's default for queries
+(:class:`kgsearch.embed.bundled.BundledEmbedder`'s ``fast_queries``); a build that
+cannot happen leaves queries to the document model.
 """
 
 from __future__ import annotations

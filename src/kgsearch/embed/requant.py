@@ -10,8 +10,9 @@ to float32 at every call, and quantised per tensor. This module rebuilds it, tor
    int8 **per channel** (per output column).
 
 The result runs about twice as fast, and its vectors keep a cosine of about 0.99 to the
-bundled model's. The quantiser needs the ``onnx`` package (the ``fast`` extra), for the
-build only; running the built model needs onnxruntime alone.
+bundled model's. The quantiser needs the ``onnx`` package (a dependency; the ``fast``
+extra pins the version of :data:`REFERENCE_SHA256`), for the build only; running the
+built model needs onnxruntime alone.
 
 The build is byte-reproducible for one onnxruntime/onnx pair; :data:`REFERENCE_SHA256`
 is the sha256 it gives with the versions named there. Other versions may write other

@@ -178,8 +178,8 @@ class EngineCore:
         if spec.partition(":")[0] == "bundled":
             if model_threads is not None:
                 options["threads"] = model_threads
-            if embed.fast_queries:
-                options["fast_queries"] = True
+            if embed.fast_queries is not None:  # None: the model's own default
+                options["fast_queries"] = embed.fast_queries
         store = connect(store_url or settings.store.url, read_url=settings.store.read_url)
         return cls(
             store,
@@ -206,6 +206,16 @@ class EngineCore:
                     factory = self._embedder_factory or (lambda: create_embedder("bundled"))
                     self._embedder = factory()
         return self._embedder
+
+    @property
+    def query_embedding(self) -> str | None:
+        """How the embedder embeds queries, where it says (the bundled model: through
+        its query graph or its document model, and why; see
+        :attr:`~kgsearch.embed.bundled.BundledEmbedder.queries`); None before the
+        embedder is made or when it does not say. Never makes the embedder."""
+        embedder = self._embedder
+        said = getattr(getattr(embedder, "inner", embedder), "queries", None)
+        return said if isinstance(said, str) else None
 
     def batch_queries(self, *, window: float = WINDOW_SECONDS, max_batch: int = MAX_BATCH) -> None:
         """Let concurrent searches share model calls for their query vectors
