@@ -6,6 +6,9 @@ Two accelerations, both measured by ``scripts/bench_latency.py``:
   kernels (a quarter of the memory traffic of float32), then the best candidates are
   re-scored in float32. On the MetaQA relationships (129k × 384) this is several times
   faster than numpy's float32 product and returned the exact top 10 in every test query.
+  From :data:`KERNEL_MIN_ROWS` rows its first pass is a product with 4-bit codes by
+  onnxruntime's ``MatMulNBits`` instead (``nbits.py``: built in the background, a
+  quarter of numkong's CPU on MetaQA's relationships, the same top 30).
 * :class:`AnnIndex` — HNSW for very large collections, built in a background thread
   (searches use the scan until it is ready). On graph texts that are near-duplicates of
   each other ("X starred actors Y" × 30,000) HNSW recall against real questions stayed
@@ -64,10 +67,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from kgsearch.store import nbits
+from kgsearch.store.nbits import Kernel
+
 if TYPE_CHECKING:
     from usearch.index import Index
 
-__all__ = ["ANN_MIN_ROWS", "INT8_MIN_ROWS", "AnnIndex", "Int8Scan"]
+__all__ = ["ANN_MIN_ROWS", "INT8_MIN_ROWS", "KERNEL_MIN_ROWS", "AnnIndex", "Int8Scan"]
 
 _log = logging.getLogger(__name__)
 
@@ -112,6 +118,11 @@ def _native() -> _Native:
 # relationships) a search cost 2.4 ms less CPU with the scan (13.1-13.6 -> 10.6-11.2
 # ms at 8 clients) and the responses of 600 questions were identical.
 INT8_MIN_ROWS = 5_000
+# From this many rows the int8 scan's first pass is the 4-bit kernel (nbits.py).
+KERNEL_MIN_ROWS = 20_000
+# Rows appended since the kernel's build that may be left to the int8 codes (or an
+# eighth of the kernel's rows, when more) before it is rebuilt in the background.
+_KERNEL_TAIL = 5_000
 # From this many rows the HNSW index takes over from the scan.
 ANN_MIN_ROWS = 400_000
 # The int8 scan keeps this many candidates (at least) for exact float32 re-scoring.
@@ -303,11 +314,26 @@ class Int8Scan:
     are picked by :func:`_largest`, and all picked rows are re-scored in float32. Large
     matrices are split into parts scanned by parallel threads (numkong releases the GIL).
 
+    From :data:`KERNEL_MIN_ROWS` rows the first pass over most rows is a 4-bit
+    ``MatMulNBits`` product instead (:mod:`kgsearch.store.nbits`), built in a daemon
+    thread: until it is ready, and for the rows appended since it was built, the int8
+    codes are scanned as before. It is rebuilt in the background once the rows appended
+    since outnumber :data:`_KERNEL_TAIL` (and an eighth of the rows it holds), so a
+    search never waits for a build.
+
     Args:
         matrix: Unit-length float32 vectors, one per row (kept by reference).
+        rows: Rows of ``matrix`` in use (default: all; a buffer may hold more).
+        kernel_min_rows: Rows from which the 4-bit kernel is built (None: never).
     """
 
-    def __init__(self, matrix: npt.NDArray[np.float32], rows: int | None = None) -> None:
+    def __init__(
+        self,
+        matrix: npt.NDArray[np.float32],
+        rows: int | None = None,
+        *,
+        kernel_min_rows: int | None = KERNEL_MIN_ROWS,
+    ) -> None:
         self._matrix = matrix
         rows = matrix.shape[0] if rows is None else rows
         peak = float(np.abs(matrix[:rows]).max()) if rows and matrix.size else 1.0
@@ -315,6 +341,59 @@ class Int8Scan:
         # room for as many rows as the matrix has (a buffer may hold more than ``rows``)
         self._codes: npt.NDArray[np.int8] = np.zeros(matrix.shape, dtype=np.int8)
         self._quantize(0, rows)
+        self._rows = rows
+        self._kernel_min_rows = kernel_min_rows
+        self._kernel: Kernel | None = None
+        # positions killed, kept out of the kernel's candidates (its weights are fixed)
+        self._dead: Positions = np.zeros(0, dtype=np.int64)
+        self._building: threading.Thread | None = None
+        self._build_lock = threading.Lock()
+        self._maybe_build(rows)
+
+    def _maybe_build(self, rows: int) -> None:
+        """Start a kernel build over the first ``rows`` rows when none is running and the
+        current kernel (if any) leaves too many of them to the int8 codes."""
+        if self._kernel_min_rows is None or rows < self._kernel_min_rows:
+            return
+        with self._build_lock:
+            if self._building is not None:
+                return
+            held = self._kernel.rows if self._kernel is not None else 0
+            if held and rows - held <= max(_KERNEL_TAIL, held // 8):
+                return
+            matrix = self._matrix
+            self._building = threading.Thread(
+                target=self._build, args=(matrix, rows), daemon=True, name="kgsearch-scan-kernel"
+            )
+            self._building.start()
+
+    def _build(self, matrix: npt.NDArray[np.float32], rows: int) -> None:
+        try:
+            kernel = nbits.build(matrix, rows)
+        except Exception:  # a failed build leaves the int8 scan in charge, as without one
+            _log.warning("could not build the 4-bit scan kernel", exc_info=True)
+            kernel = None
+        with self._build_lock:
+            if kernel is not None:
+                self._kernel = kernel
+            self._building = None
+        if kernel is not None:
+            self._maybe_build(self._rows)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until no kernel build is running (for tests and benchmarks); True if none
+        is running any more."""
+        building = self._building
+        if building is not None:
+            building.join(timeout)
+            return not building.is_alive()
+        return True
+
+    @property
+    def kernel_rows(self) -> int:
+        """Rows the 4-bit kernel covers (0: none ready)."""
+        kernel = self._kernel
+        return kernel.rows if kernel is not None else 0
 
     def _quantize(self, start: int, stop: int) -> None:
         """Codes of rows [start, stop), a block at a time (whole-matrix temporaries would
@@ -335,11 +414,15 @@ class Int8Scan:
             self._codes = codes
         self._matrix = matrix
         self._quantize(start, stop)
+        self._rows = stop
+        self._maybe_build(stop)
 
     def kill(self, positions: Positions) -> None:
-        """Zero the codes of dropped rows, so they crowd no live row out of the candidates
-        (searches filter them out by ``alive`` too)."""
+        """Zero the codes of dropped rows and keep them out of the kernel's candidates, so
+        they crowd no live row out (searches filter them out by ``alive`` too)."""
         self._codes[positions] = 0
+        if positions.size:
+            self._dead = np.union1d(self._dead, positions.astype(np.int64))
 
     def search(
         self,
@@ -360,7 +443,10 @@ class Int8Scan:
         count = min(rows, max(_RESCORE, 4 * k))
         code = self._code(query)
         parts = _parts(rows, threads)
-        if len(parts) == 1:
+        kernel = self._kernel
+        if len(parts) == 1 and kernel is not None:
+            candidates = self._kernel_top(kernel, query, code, rows, count)
+        elif len(parts) == 1:
             candidates = self._top(code, 0, rows, count)
         else:
             pool = _pool()
@@ -375,6 +461,26 @@ class Int8Scan:
         scores = np.take(self._matrix, candidates, axis=0) @ query
         order = np.argsort(-scores, kind="stable")[:k]
         return candidates[order], scores[order].astype(np.float32, copy=False)
+
+    def _kernel_top(
+        self,
+        kernel: Kernel,
+        query: npt.NDArray[np.float32],
+        code: npt.NDArray[np.int8],
+        rows: int,
+        count: int,
+    ) -> Positions:
+        """The best ``count`` of the kernel's rows below ``rows`` (killed rows scored out),
+        and the best ``count`` of the int8 codes of the rows it does not hold."""
+        head = min(rows, kernel.rows)
+        scores = kernel.scores(query)[:head]
+        dead = self._dead
+        if dead.size:
+            scores[dead[: np.searchsorted(dead, head)]] = -np.inf
+        candidates = _largest(scores, count)
+        if rows > head:
+            candidates = np.concatenate([candidates, self._top(code, head, rows, count)])
+        return candidates
 
     def _code(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
         """The query's int8 code on the rows' scale (values beyond it clipped)."""

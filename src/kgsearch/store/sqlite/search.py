@@ -343,8 +343,10 @@ class SQLiteSearch(SearchCore):
         return []
 
     def wait_for_index(self, project: str, kind: Kind, timeout: float | None = None) -> bool:
-        """Load the vector cache and wait for its ANN index, and read the kind's BM25
-        postings (benchmarks, warm-up)."""
+        """Load the vector cache and wait for its ANN index and its scan's kernel, and
+        read the kind's BM25 postings (benchmarks, warm-up)."""
         self.lexical.held.warm(self.db.reader(), kind)
         entry = self.vectors_cache.entry(self.db, project, kind)
+        if entry.scan is not None and not entry.scan.wait(timeout):
+            return False
         return entry.ann.wait(timeout) if entry.ann is not None else True

@@ -1,0 +1,121 @@
+"""The int8 scan's 4-bit first pass (store/nbits.py): exact results, appends, deletions,
+the rows limit and background rebuilds."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kgsearch.store import nbits
+from kgsearch.store.ann import Int8Scan
+
+DIMS = 128
+ROWS = 25_000
+
+
+def _unit(rows: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    matrix = rng.standard_normal((rows, DIMS)).astype(np.float32)
+    unit: np.ndarray = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    return unit
+
+
+def _near(matrix: np.ndarray, positions: list[int], seed: int) -> np.ndarray:
+    """Queries close to the given rows (random queries have no clear top 10)."""
+    rng = np.random.default_rng(seed)
+    queries = matrix[positions] + 0.05 * rng.standard_normal((len(positions), DIMS))
+    unit: np.ndarray = (queries / np.linalg.norm(queries, axis=1, keepdims=True)).astype(np.float32)
+    return unit
+
+
+def _ready(matrix: np.ndarray, rows: int | None = None) -> Int8Scan:
+    scan = Int8Scan(matrix, rows, kernel_min_rows=20_000)
+    assert scan.wait(60)
+    return scan
+
+
+def _no_int8_codes(scan: Int8Scan, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any) -> None:
+        raise AssertionError("the int8 codes were scanned")
+
+    monkeypatch.setattr(scan, "_top", refuse)
+
+
+def test_a_ready_kernel_gives_the_exact_top_k_without_the_int8_codes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    matrix = _unit(ROWS, seed=1)
+    scan = _ready(matrix)
+    _no_int8_codes(scan, monkeypatch)
+    for query in _near(matrix, [3, 9_000, 24_999], seed=2):
+        positions, scores = scan.search(query, 10)
+        exact = matrix @ query
+        expected = np.argsort(-exact)[:10]
+        assert positions.tolist() == expected.tolist()
+        np.testing.assert_allclose(scores, exact[expected], rtol=1e-5)
+
+
+def test_rows_appended_after_the_build_are_found_in_the_int8_codes() -> None:
+    buffer = np.zeros((ROWS + 1_000, DIMS), dtype=np.float32)
+    buffer[:] = _unit(ROWS + 1_000, seed=3)
+    scan = _ready(buffer, ROWS)
+    scan.extend(buffer, ROWS, ROWS + 100)  # too few to rebuild for
+    positions, _ = scan.search(buffer[ROWS + 50], 1, rows=ROWS + 100)
+    assert (scan.kernel_rows, positions.tolist()) == (ROWS, [ROWS + 50])
+
+
+def test_a_search_during_a_rebuild_answers_from_the_old_kernel_and_the_codes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    buffer = _unit(ROWS + 8_000, seed=4)
+    scan = _ready(buffer, ROWS)
+    release, built = threading.Event(), nbits.build
+
+    def slow(matrix: np.ndarray, rows: int) -> nbits.Kernel | None:
+        release.wait(60)
+        return built(matrix, rows)
+
+    monkeypatch.setattr(nbits, "build", slow)
+    scan.extend(buffer, ROWS, ROWS + 8_000)
+    during = scan.search(buffer[ROWS + 7_000], 1)[0].tolist()
+    held = scan.kernel_rows
+    release.set()
+    assert scan.wait(60)
+    assert (during, held, scan.kernel_rows) == ([ROWS + 7_000], ROWS, ROWS + 8_000)
+
+
+def test_killed_rows_crowd_no_live_row_out_of_the_kernel_candidates() -> None:
+    matrix = _unit(ROWS, seed=5)
+    query = matrix[0].copy()
+    copies = np.arange(100, 400)
+    matrix[copies] = query  # 300 copies, more than the candidates kept
+    scan = _ready(matrix)
+    scan.kill(np.concatenate([[0], copies]))
+    alive = np.ones(ROWS, dtype=np.bool_)
+    alive[0] = False
+    alive[copies] = False
+    positions, _ = scan.search(query, 1, alive=alive)
+    assert positions.tolist() == [int(np.argsort(-(matrix @ query))[301])]
+
+
+def test_rows_beyond_the_limit_are_not_returned_by_the_kernel() -> None:
+    matrix = _unit(ROWS, seed=6)
+    scan = _ready(matrix)
+    positions, _ = scan.search(matrix[22_000], 5, rows=20_000)
+    assert scan.kernel_rows == ROWS
+    assert int(positions.max()) < 20_000
+
+
+def test_without_onnx_no_kernel_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nbits, "available", lambda: False)
+    matrix = _unit(ROWS, seed=7)
+    scan = _ready(matrix)
+    positions, _ = scan.search(matrix[11], 1)
+    assert (scan.kernel_rows, positions.tolist()) == (0, [11])
+
+
+def test_a_width_that_is_not_whole_blocks_keeps_the_int8_scan() -> None:
+    assert nbits.build(np.ones((30_000, 96), dtype=np.float32), 30_000) is None
