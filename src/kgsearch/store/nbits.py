@@ -18,8 +18,8 @@ holds ~37 MB for the 129k rows (MLAS repacks the 25 MB of codes), beside the int
 it does not replace (the tail and the fallback scan them); a build took 1.6-1.8 s CPU,
 ~180 MB at its peak (float temporaries, the serialised graph).
 
-The graph is written with the ``onnx`` package (the ``fast`` extra); without it
-:func:`build` returns None and the scan keeps numkong's kernel.
+The graph is written with the ``onnx`` package (a dependency; should it be missing,
+:func:`build` returns None and the scan keeps numkong's kernel).
 """
 
 from __future__ import annotations
