@@ -25,6 +25,7 @@ import numpy.typing as npt
 from bench_quality import ensure_full_db, metaqa_questions
 
 from kgsearch import Engine, Kind, connect
+from kgsearch.store import nbits
 from kgsearch.store.ann import Int8Scan, _largest, _native
 from kgsearch.store.sqlite import SQLiteStore
 
@@ -44,8 +45,6 @@ def rss_mb() -> float:
 def nbits_model(matrix: Matrix, bits: int, block: int) -> bytes:
     """A one-node graph: ``y[1, N] = q[1, K] × B`` with B the rows quantised to ``bits``
     (symmetric, one float scale per row and block of K, zero point the type's middle)."""
-    from onnx import TensorProto, helper, numpy_helper
-
     rows, dims = matrix.shape
     blocks = matrix.reshape(rows, dims // block, block)
     top = 2 ** (bits - 1) - 1
@@ -55,29 +54,9 @@ def nbits_model(matrix: Matrix, bits: int, block: int) -> bytes:
     packed = (codes + 2 ** (bits - 1)).astype(np.uint8)
     if bits == 4:  # two values a byte, the first in the low nibble
         packed = packed[:, :, 0::2] | (packed[:, :, 1::2] << 4)
-    node = helper.make_node(
-        "MatMulNBits",
-        ["q", "B", "S"],
-        ["y"],
-        domain="com.microsoft",
-        K=dims,
-        N=rows,
-        bits=bits,
-        block_size=block,
-        accuracy_level=4,
+    return nbits.graph_bytes(
+        packed, scales.reshape(-1).astype(np.float32), dims=dims, rows=rows, bits=bits, block=block
     )
-    graph = helper.make_graph(
-        [node],
-        "scan",
-        [helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, dims])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, rows])],
-        [
-            numpy_helper.from_array(np.ascontiguousarray(packed), "B"),
-            numpy_helper.from_array(scales.reshape(-1).astype(np.float32), "S"),
-        ],
-    )
-    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
-    return bytes(helper.make_model(graph, opset_imports=opsets).SerializeToString())
 
 
 def nbits_scorer(matrix: Matrix, bits: int, block: int, threads: int) -> tuple[Scorer, str]:

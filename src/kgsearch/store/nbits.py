@@ -29,7 +29,7 @@ import functools
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BLOCK", "Kernel", "available", "build"]
+__all__ = ["BLOCK", "Kernel", "available", "build", "graph_bytes"]
 
 BLOCK = 128
 """Values of a row sharing one scale (blocks of 32 and 64 were no more exact on MetaQA
@@ -76,29 +76,9 @@ def build(matrix: npt.NDArray[np.float32], rows: int) -> Kernel | None:
     if not available() or rows == 0 or dims % BLOCK:
         return None
     import onnxruntime as ort
-    from onnx import TensorProto, helper, numpy_helper
 
     packed, scales = _quantize(matrix, rows)
-    node = helper.make_node(
-        "MatMulNBits",
-        ["q", "B", "S"],
-        ["y"],
-        domain="com.microsoft",
-        K=dims,
-        N=rows,
-        bits=_BITS,
-        block_size=BLOCK,
-        accuracy_level=4,
-    )
-    graph = helper.make_graph(
-        [node],
-        "scan",
-        [helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, dims])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, rows])],
-        [numpy_helper.from_array(packed, "B"), numpy_helper.from_array(scales, "S")],
-    )
-    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
-    blob = helper.make_model(graph, opset_imports=opsets).SerializeToString()
+    blob = graph_bytes(packed, scales, dims=dims, rows=rows)
     options = ort.SessionOptions()
     # one thread: the scan runs beside other searches, and a second one did not pay
     # (same CPU or more, bench_scan_kernel.py)
@@ -106,6 +86,45 @@ def build(matrix: npt.NDArray[np.float32], rows: int) -> Kernel | None:
     options.inter_op_num_threads = 1
     session = ort.InferenceSession(blob, options, providers=["CPUExecutionProvider"])
     return Kernel(session, rows)
+
+
+def graph_bytes(
+    packed: npt.NDArray[np.uint8],
+    scales: npt.NDArray[np.float32],
+    *,
+    dims: int,
+    rows: int,
+    bits: int = _BITS,
+    block: int = BLOCK,
+) -> bytes:
+    """The serialised one-node graph ``y[1, rows] = q[1, dims] × B``: B the ``bits``-bit
+    codes ``packed`` (zero point the type's middle, two a byte at 4 bits), one float
+    ``scales`` entry per row and block of ``block`` values, int8 activations."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    node = helper.make_node(
+        "MatMulNBits",
+        ["q", "B", "S"],
+        ["y"],
+        domain="com.microsoft",
+        K=dims,
+        N=rows,
+        bits=bits,
+        block_size=block,
+        accuracy_level=4,
+    )
+    graph = helper.make_graph(
+        [node],
+        "scan",
+        [helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, dims])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, rows])],
+        [
+            numpy_helper.from_array(np.ascontiguousarray(packed), "B"),
+            numpy_helper.from_array(np.ascontiguousarray(scales), "S"),
+        ],
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    return bytes(helper.make_model(graph, opset_imports=opsets).SerializeToString())
 
 
 def _quantize(
