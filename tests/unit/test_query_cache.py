@@ -90,3 +90,19 @@ def test_relation_type_vectors_outlive_the_search_that_embedded_them() -> None:
         for query in ["who directed Heat", "Heat director", "the director of Heat"]:
             engine.search(SearchRequest(query=query))  # the anchored leg embeds types
     assert embedder.documents.count("directed by") == 1, embedder.documents
+
+
+def test_embed_many_takes_cached_vectors_and_embeds_the_others_in_one_call() -> None:
+    cache = QueryCache(size=8)
+    made: list[list[str]] = []
+
+    def fn(texts: Sequence[str]) -> list[Vector]:
+        made.append(list(texts))
+        return [np.full(2, len(t), np.float32) for t in texts]
+
+    cache.put("m", "ab", np.zeros(2, np.float32))
+    vectors = cache.embed_many("m", fn, ["ab", "abc", "a", "abc"])
+    assert made == [["abc", "a"]]
+    assert [v.tolist() for v in vectors] == [[0, 0], [3, 3], [1, 1], [3, 3]]
+    assert cache.get("m", "a") is not None
+    assert (cache.hits, cache.misses) == (1, 2)

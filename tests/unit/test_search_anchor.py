@@ -1,18 +1,23 @@
 """The entity-anchored relationship leg (search/anchor.py) on every store backend: the
 facts of the object a query names, the relation that matches the rest of the query first,
-filters applied inside the leg, the leg in found_by and explain, and fusion weights."""
+filters applied inside the leg, the leg in found_by and explain, and fusion weights; the
+rest of the query embedded with the question, in one model call."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 
+from kgsearch import connect
+from kgsearch.embed.base import Vector
 from kgsearch.engine import Engine
 from kgsearch.model import ObjectIn, RelationshipIn
-from kgsearch.search import anchor
+from kgsearch.search import anchor, paths, pipeline
 from kgsearch.search.parts import default_weights
+from kgsearch.testing import FakeEmbedder
 
 LEG = "relationships:anchored"
 FILMS = 12
@@ -214,3 +219,66 @@ def test_clear_wants_one_relation_well_ahead_of_every_other(
     scores: dict[tuple[int, str], float], clear: bool
 ) -> None:
     assert anchor._clear(scores) is clear
+
+
+# one model call per first-time question: the rest of the query (without the name it
+# links) and its words are embedded with the question (search/parts.py Prefetch)
+
+
+class Batching(FakeEmbedder):
+    """A fake with a batch call for queries (as the bundled model has), logging each
+    model call's texts."""
+
+    def __init__(self) -> None:
+        super().__init__(32)
+        self.log: list[list[str]] = []
+
+    def embed_query(self, text: str) -> Vector:
+        self.log.append([text])
+        return super().embed_query(text)
+
+    def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
+        self.log.append(list(texts))
+        return [super(Batching, self).embed_query(t) for t in texts]
+
+
+def test_a_first_time_question_makes_one_model_call_with_its_rest() -> None:
+    embedder = Batching()
+    with Engine(connect(":memory:"), embedder=embedder) as engine:
+        movie_graph(engine)
+        engine.search("who wrote Engines")  # the relation types are embedded once
+        embedder.log.clear()
+        hits = anchored(engine, "which person directed Engines")
+    assert embedder.log == [
+        ["which person directed Engines", "which person directed", "person", "directed"]
+    ]
+    assert hits[0] == ("Engines", "directed_by", "Bob")
+
+
+def test_the_legs_ranking_is_the_same_as_with_the_rest_embedded_by_the_leg(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    questions = ["which person directed Engines", "the writer of Engines is who"]
+    found, calls = [], []
+    for prefetch in (True, False):
+        monkeypatch.setattr(paths, "_VECTORS", {})  # equal fakes share relation vectors
+        if not prefetch:  # the leg embeds its rest itself, mid-search, as it did
+            monkeypatch.setattr(pipeline, "prefetches", lambda given: [])
+        embedder = Batching()
+        with Engine(connect(":memory:"), embedder=embedder) as engine:
+            movie_graph(engine)
+            found.append([anchored(engine, q) for q in questions])
+        calls.append(len(embedder.log))
+    assert found[0] == found[1]
+    assert found[0][0][0] == ("Engines", "directed_by", "Bob")
+    assert calls[0] < calls[1]
+
+
+def test_the_rests_vectors_are_kept_for_the_leg() -> None:
+    embedder = Batching()
+    with Engine(connect(":memory:"), embedder=embedder) as engine:
+        movie_graph(engine)
+        engine.search("which person directed Engines")
+        embedder.log.clear()
+        engine.search("which person directed Film 3")  # the same rest: nothing new to embed
+    assert embedder.log == [["which person directed Film 3"]]

@@ -38,9 +38,17 @@ import numpy as np
 
 from kgsearch.model import EmbeddingStatus, Kind, Relationship
 from kgsearch.search.legs import beside
-from kgsearch.search.parts import LEGS, Leg, LegInput, Legs, SearchReads, key, split_key
+from kgsearch.search.names import look_up_names
+from kgsearch.search.parts import LEGS, Leg, LegInput, Legs, Prefetch, SearchReads, key, split_key
 from kgsearch.search.path_scores import content_words, named_relations, overlap
-from kgsearch.search.paths import Links, humanise, link_spans, relation_vectors
+from kgsearch.search.paths import (
+    Links,
+    humanise,
+    link_spans,
+    relation_vectors,
+    remember_vectors,
+    unembedded,
+)
 from kgsearch.search.plan import Plan, Vector
 from kgsearch.search.rows import Rows
 from kgsearch.search.statements import Traces, log_of
@@ -123,18 +131,7 @@ def anchored_leg(
         return _rank(plan, anchors, links, edges, vector, embed, embed_many)
 
     def linked() -> tuple[Links, tuple[list[tuple[str, float]], bool] | None]:
-        # the names come from the search's one look-up (names.py looked them up with
-        # the name leg's before the legs started, when that leg runs unfiltered), with
-        # the keys as stored, which tell an exact spelling from a case-folded one
-        keys: dict[str, str] = {}
-
-        def named(names: list[str]) -> dict[str, list[tuple[str, str, str]]]:
-            found = rows.named(names, trace)
-            keys.update((id, key) for entries in found.values() for _, id, key in entries)
-            return found
-
-        links = link_spans(store, rows.project, request.query, trace, named)
-        anchors = _anchors(links, keys)
+        links, anchors = _linked(store, rows, request.query, trace)
         return links, (ranked(anchors, links) if anchors else None)
 
     early = beside(store, linked)
@@ -153,6 +150,24 @@ def anchored_leg(
         legs.add(LEG, hits, started, multiplier)
 
     return finish
+
+
+def _linked(
+    store: SearchReads, rows: Rows, query: str, trace: Trace | None
+) -> tuple[Links, dict[str, tuple[float, int]]]:
+    """The query's linked spans and the anchors they give (see :func:`_anchors`)."""
+    # the names come from the search's one look-up (names.py looked them up with the
+    # name leg's before the query was embedded, when that leg runs unfiltered), with the
+    # keys as stored, which tell an exact spelling from a case-folded one
+    keys: dict[str, str] = {}
+
+    def named(names: list[str]) -> dict[str, list[tuple[str, str, str]]]:
+        found = rows.named(names, trace)
+        keys.update((id, key) for entries in found.values() for _, id, key in entries)
+        return found
+
+    links = link_spans(store, rows.project, query, trace, named)
+    return links, _anchors(links, keys)
 
 
 def _anchors(links: Links, keys: Mapping[str, str]) -> dict[str, tuple[float, int]]:
@@ -322,6 +337,27 @@ def _allowed(rows: Rows, plan: Plan, ids: Sequence[str], trace: Trace | None) ->
     }
 
 
+def _prefetch(given: LegInput) -> Prefetch | None:
+    """The rest of the query (without the first span's name) and its words, which the
+    relation match embeds (:func:`_match`) when the first span anchors an object: found
+    from the names alone (the search's one name look-up, made here, before the query is
+    embedded), so they are embedded with the question in one model call.
+
+    The match embeds them only when the span's anchors have edges, which is unknown
+    before the edge read: a span whose objects have none embeds its rest for nothing
+    (about 1 question in 1,000 on MetaQA; docs/benchmarks.md)."""
+    plan, embed = given.plan, given.embed
+    if embed is None or given.embed_many is None or Kind.RELATIONSHIP not in plan.vector_kinds:
+        return None
+    look_up_names(plan, given.rows, given.traces)
+    links, anchors = _linked(given.store, given.rows, plan.request.query, log_of(given.traces, LEG))
+    if not any(0 <= span < _MAX_RESTS for _, span in anchors.values()):
+        return None
+    rest = _rest(links, 0, plan.request.query)
+    texts = unembedded(embed, [rest, *content_words(rest)])
+    return Prefetch(texts, lambda vectors: remember_vectors(embed, texts, vectors))
+
+
 def _start(given: LegInput) -> Callable[[], None]:
     finish = anchored_leg(
         given.store,
@@ -346,5 +382,6 @@ LEGS.register(
         weights={LEG: WEIGHT},
         needs=frozenset({"names", "embedder", "graph", "index"}),
         scales=frozenset({LEG}),
+        prefetch=_prefetch,
     ),
 )

@@ -38,10 +38,12 @@ __all__ = [
     "LegInput",
     "Legs",
     "Need",
+    "Prefetch",
     "SearchReads",
     "Stage",
     "default_weights",
     "key",
+    "prefetches",
     "run_legs",
     "scaled_lists",
     "split_key",
@@ -142,6 +144,21 @@ class LegInput:
 
 
 @dataclass(frozen=True)
+class Prefetch:
+    """Texts a leg will embed with the query embedder that it can tell before the query
+    is embedded, and what keeps their vectors for it: the embed stage embeds them with
+    the question in one model call rather than the leg making a second one mid-search.
+
+    Attributes:
+        texts: The texts, not embedded yet.
+        keep: Takes their vectors, in order.
+    """
+
+    texts: Sequence[str]
+    keep: Callable[[Sequence[Vector]], None]
+
+
+@dataclass(frozen=True)
 class Leg:
     """One search leg (or family of legs run together), as the registry holds it.
 
@@ -159,6 +176,8 @@ class Leg:
             it records with them (:meth:`Legs.add`): how sure it is of its ranking for
             this query. Fusion applies the multiplier on top of the weight, default or
             the request's; multipliers recorded for other lists are ignored.
+        prefetch: Tells, before the query is embedded, texts the leg will embed
+            (:class:`Prefetch`; None when there are none).
     """
 
     name: str
@@ -169,6 +188,7 @@ class Leg:
     weights: Mapping[str, float] = field(default_factory=dict)
     needs: frozenset[Need] = frozenset()
     scales: frozenset[str] = frozenset()
+    prefetch: Callable[[LegInput], Prefetch | None] | None = None
 
 
 LEGS: Registry[Leg] = Registry("leg")
@@ -183,6 +203,17 @@ def default_weights() -> dict[str, float]:
 def scaled_lists() -> frozenset[str]:
     """The lists whose leg declares a per-query weight multiplier (:attr:`Leg.scales`)."""
     return frozenset(name for _, leg in LEGS.items() for name in leg.scales)
+
+
+def prefetches(given: LegInput) -> list[Prefetch]:
+    """The texts the selected legs will embed that they can tell now (see :class:`Prefetch`)."""
+    found = []
+    for _, leg in LEGS.items():
+        if leg.prefetch is not None and leg.selected(given.plan):
+            wanted = leg.prefetch(given)
+            if wanted is not None and wanted.texts:
+                found.append(wanted)
+    return found
 
 
 def run_legs(given: LegInput, fuse: Callable[[], Sequence[tuple[str, float]]]) -> None:

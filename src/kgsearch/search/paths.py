@@ -60,7 +60,9 @@ __all__ = [
     "link_entities",
     "link_spans",
     "relation_vectors",
+    "remember_vectors",
     "span_names",
+    "unembedded",
     "walk_paths",
 ]
 
@@ -525,19 +527,31 @@ def _unit(vector: Vector) -> Vector:
     return vector / norm if norm > 0 else vector
 
 
+def unembedded(embed: Callable[[str], Vector], texts: Sequence[str]) -> list[str]:
+    """The texts :func:`relation_vectors` would have to embed for ``embed``, each once."""
+    return list(dict.fromkeys(t for t in texts if (embed, t) not in _VECTORS))
+
+
+def remember_vectors(
+    embed: Callable[[str], Vector], texts: Sequence[str], vectors: Sequence[Vector]
+) -> None:
+    """Keep ``vectors`` as ``embed``'s of ``texts``, embedded elsewhere (with the
+    question, in the search's one model call), so :func:`relation_vectors` finds them."""
+    if len(_VECTORS) + len(texts) >= _CACHE_SIZE:
+        _VECTORS.clear()
+    for text, vector in zip(texts, vectors, strict=True):
+        _VECTORS[(embed, text)] = _unit(vector)
+
+
 def _prefill(
     embed: Callable[[str], Vector],
     embed_many: Callable[[Sequence[str]], list[Vector]],
     texts: Sequence[str],
 ) -> None:
     """Embed the texts not cached yet in one call, cached as ``embed``'s."""
-    missing = list(dict.fromkeys(t for t in texts if (embed, t) not in _VECTORS))
-    if not missing:
-        return
-    if len(_VECTORS) + len(missing) >= _CACHE_SIZE:
-        _VECTORS.clear()
-    for text, vector in zip(missing, embed_many(missing), strict=True):
-        _VECTORS[(embed, text)] = _unit(vector)
+    missing = unembedded(embed, texts)
+    if missing:
+        remember_vectors(embed, missing, embed_many(missing))
 
 
 def _embed_vocabulary(

@@ -31,6 +31,7 @@ from kgsearch.search.parts import (
     Legs,
     SearchReads,
     default_weights,
+    prefetches,
     run_legs,
     scaled_lists,
     split_key,
@@ -70,6 +71,10 @@ class SearchContext:
     keywords: Callable[[str], QueryKeywords] | None = None
     documents: bool = False
     """The project is a graph built from documents (``Plan.documents``)."""
+    embed_queries: Callable[[Sequence[str]], list[Vector]] | None = None
+    """Embeds the question with the texts the legs will embed
+    (:class:`~kgsearch.search.parts.Prefetch`) in one call, through the same cache as
+    ``embed_query``; None (a remote embedder) embeds them apart, as the legs ask."""
 
 
 def run_search(
@@ -88,20 +93,20 @@ def run_search(
     """
     started, ms = time.perf_counter(), dict[str, float]()
     plan = _with_keywords(make_plan(request, documents=ctx.documents), ctx.keywords, traces)
-    query = embed_query(plan, ctx.embed_query)
-    ms["embed"] = query.ms
     rows = Rows(ctx.store, ctx.project)
     given = LegInput(
-        ctx.store,
-        ctx.project,
-        plan,
-        rows,
-        query.by_kind,
-        Legs(),
-        traces,
-        ctx.embed_query,
-        ctx.embed_texts,
+        ctx.store, ctx.project, plan, rows, {}, Legs(), traces, ctx.embed_query, ctx.embed_texts
     )
+    # what the legs will embed and can tell now goes with the question, in one call
+    wanted = prefetches(given) if ctx.embed_queries is not None else []
+    also = [t for p in wanted for t in p.texts]
+    query = embed_query(plan, ctx.embed_query, ctx.embed_queries, also)
+    ms["embed"] = query.ms
+    given.vectors = query.by_kind
+    start = 0
+    for p in wanted if query.also else []:
+        p.keep(query.also[start : start + len(p.texts)])
+        start += len(p.texts)
 
     def first_round() -> list[tuple[str, float]]:
         with _timed(ms, "fusion"):  # the first round's order picks the expansion seeds

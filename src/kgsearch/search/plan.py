@@ -11,7 +11,7 @@ the plan's reranker (a part in ``rerankers.RERANKERS``) once the query vector is
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -131,12 +131,15 @@ class QueryVectors:
         ms: Time spent embedding.
         plain: With keywords (the object and relationship scopes embed theirs), the
             query's own vector when a chunk leg embedded it.
+        also: The vectors of the legs' texts embedded with the query (``also`` of
+            :func:`embed_query`), in order; empty when they were not.
     """
 
     by_kind: dict[Kind, Vector | None] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     ms: float = 0.0
     plain: Vector | None = None
+    also: list[Vector] = field(default_factory=list)
 
     @property
     def first(self) -> Vector | None:
@@ -246,14 +249,25 @@ def _candidates(request: SearchRequest, kind: Kind) -> int:
     return max(30, 3 * request.limit)
 
 
-def embed_query(plan: Plan, embed: Callable[[str], Vector] | None) -> QueryVectors:
+def embed_query(
+    plan: Plan,
+    embed: Callable[[str], Vector] | None,
+    embed_many: Callable[[Sequence[str]], list[Vector]] | None = None,
+    also: Sequence[str] = (),
+) -> QueryVectors:
     """Embed each scope's text once (:meth:`Plan.text`: the query, or the scope's
-    keywords), the object scope's with the type hint.
+    keywords), the object scope's with the type hint; with ``embed_many``, together
+    with the texts ``also`` holds, in one call.
 
     Args:
         plan: The search plan.
         embed: The query embedder, or None when the store has no vectors yet (its
             embedder has not answered once: rows wait, pending or failed).
+        embed_many: Embeds several queries in one call (through the same cache as
+            ``embed``), when the embedder can.
+        also: Texts the legs will embed (:class:`~kgsearch.search.parts.Prefetch`),
+            embedded with the scopes' texts when ``embed_many`` is given; their vectors
+            go to :attr:`QueryVectors.also`, and their time counts as the query's.
 
     Returns:
         The vectors per scope; empty, with a warning, when there is no embedder or
@@ -272,12 +286,21 @@ def embed_query(plan: Plan, embed: Callable[[str], Vector] | None) -> QueryVecto
                 "(run `kgsearch embed generate` to search by meaning too)"
             )
         return out
+    texts: dict[Kind, str] = {}
+    for kind in kinds:  # each distinct text once (the keywords give each kind its own)
+        text = plan.text(kind)
+        texts[kind] = (
+            enrich_query(text, request.type_hint)
+            if (request.type_hint and kind is Kind.OBJECT)
+            else text
+        )
     made: dict[str, Vector] = {}
     try:
-        for kind in kinds:  # each distinct text once (the keywords give each kind its own)
-            text = plan.text(kind)
-            if request.type_hint and kind is Kind.OBJECT:
-                text = enrich_query(text, request.type_hint)
+        if embed_many is not None and also:
+            wanted = list(dict.fromkeys([*texts.values(), *also]))
+            made = dict(zip(wanted, embed_many(wanted), strict=True))
+            out.also = [made[t] for t in also]
+        for kind, text in texts.items():
             if text not in made:
                 made[text] = embed(text)
             out.by_kind[kind] = made[text]
@@ -290,7 +313,7 @@ def embed_query(plan: Plan, embed: Callable[[str], Vector] | None) -> QueryVecto
             f"embedder failed ({type(exc).__name__}: {exc}); "
             "vector legs skipped, results are lexical/graph only"
         )
-        out.by_kind = {}
+        out.by_kind, out.also = {}, []
     out.ms = (time.perf_counter() - started) * 1000
     return out
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from kgsearch.embed.base import Vector
 
@@ -60,3 +60,25 @@ class QueryCache:
         vector = fn(text)
         self.put(model_id, text, vector)
         return vector
+
+    def embed_many(
+        self, model_id: str, fn: Callable[[Sequence[str]], list[Vector]], texts: Sequence[str]
+    ) -> list[Vector]:
+        """The vectors of ``texts``: the cached ones from here, the others from one
+        ``fn`` call, kept for next time (a search embeds its question with the texts
+        its legs will embed, in one model call)."""
+        found: dict[str, Vector] = {}
+        with self._lock:
+            for text in texts:
+                vector = self._vectors.get((model_id, text))
+                if vector is not None:
+                    self._vectors.move_to_end((model_id, text))
+                    found[text] = vector
+            missing = list(dict.fromkeys(t for t in texts if t not in found))
+            self.hits += len(found)
+            self.misses += len(missing)
+        if missing:
+            for text, vector in zip(missing, fn(missing), strict=True):
+                self.put(model_id, text, vector)
+                found[text] = vector
+        return [found[t] for t in texts]

@@ -240,6 +240,7 @@ def search_context(setup: SearchSetup) -> SearchContext:
     info = setup.info.get()
     embed_query: Callable[[str], Vector] | None
     embed_texts: Callable[[Sequence[str]], list[Vector]] | None = None
+    embed_queries: Callable[[Sequence[str]], list[Vector]] | None = None
     if info.embedding_model is None:
         embed_query = None  # nothing embedded yet: vector legs have nothing to find
     else:
@@ -256,8 +257,13 @@ def search_context(setup: SearchSetup) -> SearchContext:
         else:  # a local model embeds the multi-hop leg's relation texts in batches
             # (as queries, where it embeds queries its own way: bundled fast_queries)
             embed_texts = getattr(embedder, "embed_queries", None) or embedder.embed_documents
+            # the question with its legs' texts in one call: only an embedder that embeds
+            # queries as queries (documents may take another prefix)
+            embed_queries = getattr(embedder, "embed_queries", None)
         if setup.cache is not None:
             embed_query = Through(setup.cache.embed, (embedder.model_id, embed_query))
+            if embed_queries is not None:
+                embed_queries = partial(setup.cache.embed_many, embedder.model_id, embed_queries)
     keywords = None if setup.keywords_llm is None else partial(extract_keywords, setup.keywords_llm)
     return SearchContext(
         setup.store,
@@ -267,6 +273,7 @@ def search_context(setup: SearchSetup) -> SearchContext:
         embed_texts,
         keywords,
         documents=setup.has_documents,
+        embed_queries=embed_queries,
     )
 
 
