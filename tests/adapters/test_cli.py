@@ -12,6 +12,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
+from kgsearch import connect
 from kgsearch.cli import cli
 from kgsearch.store.sqlite.schema import SCHEMA_VERSION
 
@@ -295,6 +296,37 @@ def test_embed_status_json_is_100_percent_after_generate(run: Cli) -> None:
     status = run.json("embed", "status")
     assert (status["model"], status["dims"], status["percent_embedded"]) == ("fake:32", 32, 100.0)
     assert (status["total"], status["embedded"], status["pending"]) == (4, 4, 0)
+
+
+def _bundled_store(run: Cli) -> None:
+    """The store as if embedded with the bundled model (recorded, nothing embedded)."""
+    run("init")
+    store = connect(str(run.db))
+    store.set_embedding_model("bundled:all-MiniLM-L6-v2-int8", 384)
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        (None, "queries: query graph (fast_queries, the bundled model's default)"),
+        ("false", "queries: document model (fast_queries is off)"),
+        ("true", "queries: query graph (fast_queries is on)"),
+    ],
+)
+def test_embed_status_says_how_queries_are_embedded_and_why(
+    run: Cli, monkeypatch: pytest.MonkeyPatch, setting: str | None, said: str
+) -> None:
+    _bundled_store(run)
+    if setting is not None:
+        monkeypatch.setenv("KGSEARCH_EMBED__FAST_QUERIES", setting)
+    light = run("embed", "status")
+    # a store section as JSON: only the settings model reads it, so the engine answers
+    monkeypatch.setenv("KGSEARCH_STORE", json.dumps({"url": str(run.db)}))
+    engine = run("embed", "status")
+    assert (light.exit_code, engine.exit_code) == (0, 0), light.output + engine.output
+    assert said in light.output.splitlines()
+    assert said in engine.output.splitlines()
 
 
 def test_embed_status_before_generate_shows_pending_rows(run: Cli) -> None:

@@ -131,8 +131,10 @@ def test_without_fast_queries_embed_queries_equals_embed_documents() -> None:
 
 def test_the_default_model_embeds_queries_through_the_query_graph_by_default() -> None:
     assert BundledEmbedder().queries == "query graph (not loaded yet)"
-    assert BundledEmbedder(fast_queries=False).queries == "document model"
-    assert BundledEmbedder(model=FAST_MODEL).queries == "document model"
+    assert BundledEmbedder(fast_queries=False).queries == "document model (fast_queries is off)"
+    assert BundledEmbedder(model=FAST_MODEL).queries == (
+        "document model (the fast model multiplies in int8 itself)"
+    )
 
 
 def _falls_back(embedder: BundledEmbedder, caplog: pytest.LogCaptureFixture) -> str:

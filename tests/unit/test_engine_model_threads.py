@@ -12,6 +12,7 @@ from kgsearch.config import Settings
 from kgsearch.embed.bundled import BundledEmbedder
 from kgsearch.embed.fake import FakeEmbedder
 from kgsearch.errors import ConfigError
+from kgsearch.query_embedding import DOCUMENT_MODEL_FAST
 
 
 def _engine(tmp_path: Path, model: str, threads: int | None) -> Engine:
@@ -53,12 +54,12 @@ def test_fast_queries_in_the_settings_reach_the_bundled_model(
         embedder = engine.embedder
         assert isinstance(embedder, BundledEmbedder)
         assert not embedder._fast_queries
-        assert embedder.queries == "document model"
+        assert embedder.queries == "document model (fast_queries is off)"
 
 
 def test_the_fast_model_keeps_its_own_queries_by_default(tmp_path: Path) -> None:
     with _engine(tmp_path, "bundled:fast", None) as engine:
-        assert engine.embedder.queries == "document model"  # type: ignore[attr-defined]
+        assert engine.embedder.queries == DOCUMENT_MODEL_FAST  # type: ignore[attr-defined]
 
 
 def test_fast_queries_with_the_fast_model_is_a_clear_error(

@@ -12,6 +12,7 @@ import click
 
 from kgsearch.cli.output import State, emit, handle_errors, pass_state
 from kgsearch.cli.readonly import embedding_status_read_only
+from kgsearch.cli.remote import queries_of
 from kgsearch.cli.render import render_status
 from kgsearch.cli.root import LazyGroup
 
@@ -60,13 +61,15 @@ def embed() -> None:
 @pass_state
 @handle_errors
 def status(state: State) -> None:
-    """Counts by status per project and kind, percent embedded, stale, failures, latency.
+    """Counts by status per project and kind, percent embedded, stale, failures, latency,
+    and how searches embed their queries (the bundled model's int8 query graph or its
+    document model, and why; as /health's "queries").
 
     Example: kgsearch embed status --json
     """
     found = embedding_status_read_only(state)
     if found is not None:
-        emit(state, found, render_status)
+        emit(state, found, lambda v: render_status(v, queries_of(v["model"])))
         return
     from kgsearch.cli.embedding import status_in_process
 

