@@ -18,13 +18,11 @@ instead of running to its end for nobody. The model call's own deadline
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import anyio
@@ -38,7 +36,6 @@ from kgsearch.http import public_provider_error
 __all__ = [
     "LLM_THREADS",
     "Lanes",
-    "SearchLane",
     "on_lane",
     "on_llm_lane",
     "provider_body",
@@ -54,36 +51,6 @@ LLM_THREADS = 4
 """Requests waiting for the chat model at once, by default (across all projects)."""
 
 
-class SearchLane:
-    """Searches on ``threads`` threads of their own, fed straight from the event loop.
-
-    Under load every search thread is busy and searches queue. On anyio's pool (a
-    capacity limiter in front of idle threads), a thread that ended a search went to
-    sleep, the event loop woke to hand its token to the next search, and woke the
-    thread again: two thread wake-ups a search besides the result's own. Here the
-    loop puts each search on the pool's queue at once, and a thread that ends one
-    takes the next queued without sleeping; only the result goes back to the loop
-    (a server whose search answers at once, so that only the REST layer works, spent
-    1.20-1.35 ms of CPU a request on anyio's pool and 0.92-1.13 ms here, 8 clients).
-    A search runs in a copy of the request's context, as on anyio's pool; one whose
-    request was cancelled before a thread took it never runs.
-
-    Args:
-        threads: Searches run at once.
-    """
-
-    def __init__(self, threads: int) -> None:
-        if threads < 1:
-            raise ValueError("threads must be at least 1")
-        self.threads = threads
-        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="kgsearch-search")
-
-    async def run(self, work: Callable[[], T]) -> T:
-        """``work()`` on a search thread, awaited on the event loop."""
-        context = contextvars.copy_context()
-        return await asyncio.wrap_future(self._pool.submit(context.run, work))
-
-
 class Lanes:
     """The app's bounded pools.
 
@@ -93,7 +60,7 @@ class Lanes:
     """
 
     def __init__(self, search: int, llm: int) -> None:
-        self.search = SearchLane(search)
+        self.search = anyio.CapacityLimiter(search)
         self.llm = anyio.CapacityLimiter(llm)
 
 
@@ -124,7 +91,7 @@ async def on_lane(request: Request, body: Any, work: Callable[[], T]) -> T:
         with cancellable(token):
             return work()
 
-    return await lanes.search.run(within)
+    return await anyio.to_thread.run_sync(within, limiter=lanes.search)
 
 
 async def on_llm_lane(request: Request, work: Callable[[], T]) -> T:
