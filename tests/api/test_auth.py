@@ -130,6 +130,31 @@ def test_a_key_is_checked_on_the_event_loop(
     assert on_loop == [True]
 
 
+def test_a_key_on_a_database_server_is_read_off_the_event_loop(
+    base: str, http: Http, api_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the store says its reads are server round trips (PostgreSQL's are): the loop
+    # never waits on one, whatever the store says of its vector legs
+    monkeypatch.setattr(api_engine.store, "server_reads", True)
+    monkeypatch.setattr(api_engine.store, "parallel_vector_legs", False)
+    key, _ = api_engine.create_api_key("alpha", "read")
+    authenticate = api_engine.authenticate
+    on_loop: list[bool] = []
+
+    def noting(presented: str) -> object:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:
+            on_loop.append(False)
+        return authenticate(presented)
+
+    monkeypatch.setattr(api_engine, "authenticate", noting)
+
+    assert http(base, key).get("/api/graph/objects").status_code == 200
+    assert on_loop == [False]
+
+
 @pytest.mark.parametrize(
     ("scopes", "method", "path", "body", "allowed"),
     [

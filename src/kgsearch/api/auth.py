@@ -187,7 +187,7 @@ async def _authenticate(
             "create one with `kgsearch keys create --project P --scopes read`"
         )
     engine = get_engine(request)
-    if engine.store.parallel_vector_legs:  # its queries are server round trips
+    if engine.store.server_reads:
         return await anyio.to_thread.run_sync(engine.authenticate, credentials.credentials)
     return engine.authenticate(credentials.credentials)
 

@@ -97,6 +97,11 @@ class Lifecycle(Protocol):
 
     url: str
 
+    # Whether each read is a round trip to a database server (PostgreSQL) rather than
+    # a call into a library in this process (SQLite): a caller on an event loop hands
+    # such a read to a thread, so the loop never waits on the network.
+    server_reads: bool
+
     def migrate(self) -> list[str]:
         """Apply pending named migrations; return the names applied."""
         ...

@@ -121,6 +121,7 @@ class ReplicatedStore:
         self.primary = primary
         self.url = primary.url
         self.parallel_vector_legs = primary.parallel_vector_legs
+        self.server_reads = primary.server_reads
         self.read_your_writes = read_your_writes
         self.retry_seconds = retry_seconds
         self.served = {"replica": 0, "primary": 0}

@@ -58,6 +58,7 @@ class PostgresStore(
     """
 
     dialect = POSTGRES
+    server_reads = True
 
     def __init__(
         self,

@@ -60,6 +60,7 @@ class SQLiteStore(
     """
 
     dialect = SQLITE
+    server_reads = False
 
     def __init__(
         self, path: str, *, migrate: bool = True, ann_min_rows: int | None = ANN_MIN_ROWS
