@@ -56,24 +56,27 @@ def test_a_delete_between_two_reads_is_seen(tmp_path: Path) -> None:
     engine.close()
 
 
-def test_rows_read_at_an_epoch_the_cache_has_left_are_not_held() -> None:
+def test_an_object_added_under_a_name_looked_up_before_is_found(tmp_path: Path) -> None:
+    engine, store = _engine(tmp_path)
+    assert "Charlie" not in store.named_objects("default", ["Charlie", "alpha"])
+    engine.add_objects([ObjectIn(type="Thing", key="charlie")])
+    found = store.named_objects("default", ["Charlie", "alpha"])
+    assert [key for _, _, key in found["Charlie"]] == ["charlie"]
+    hits = store.row_cache.hits
+    assert store.named_objects("default", ["CHARLIE"]) == {"CHARLIE": found["Charlie"]}
+    assert store.row_cache.hits == hits + 1
+    engine.close()
+
+
+def test_values_read_at_an_epoch_the_cache_has_left_are_not_held() -> None:
     cache = RowCache()
-    assert cache.get("object", "2", "p", ["a"]) == {}
-
-    class Row:
-        id = "a"
-
-    cache.put("object", "1", "p", [Row()])  # read before the write that moved it to 2
-    assert cache.get("object", "2", "p", ["a"]) == {}
+    assert cache.get("object", "2", [("p", "a")]) == {}
+    cache.put("object", "1", [(("p", "a"), "row")])  # read before the write that moved it
+    assert cache.get("object", "2", [("p", "a")]) == {}
 
 
-def test_the_oldest_rows_go_first_beyond_the_size() -> None:
+def test_the_oldest_values_go_first_beyond_the_size() -> None:
     cache = RowCache(size=2)
-    cache.get("object", "1", "p", [])
-
-    class Row:
-        def __init__(self, id: str) -> None:
-            self.id = id
-
-    cache.put("object", "1", "p", [Row("a"), Row("b"), Row("c")])
-    assert sorted(cache.get("object", "1", "p", ["a", "b", "c"])) == ["b", "c"]
+    cache.get("object", "1", [])
+    cache.put("object", "1", [(("p", i), i) for i in "abc"])
+    assert cache.get("object", "1", [("p", i) for i in "abc"]) == {("p", "b"): "b", ("p", "c"): "c"}
