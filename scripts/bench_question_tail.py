@@ -147,7 +147,7 @@ def run(
         engine.search(SearchRequest(query=question, limit=10))
     found: dict[str, list[dict[str, float]]] = {q: [] for q in questions}
     loads = [os.getloadavg()[0]]
-    cache = getattr(engine.store, "row_cache", None)  # SQLite's rows and name look-ups
+    cache = getattr(engine.store, "row_cache", None)  # SQLite's rows by id
     cached: list[str] = []
     for _ in range(passes):
         before = (cache.hits, cache.misses) if cache is not None else (0, 0)
@@ -210,8 +210,8 @@ def report(
     if cached:
         lines += [
             "",
-            "The store's row cache (rows by id and object names, kept while their kind's "
-            "write epoch holds), hits / misses per pass: " + ", ".join(cached) + ".",
+            "The store's row cache (rows by id, kept while their kind's write epoch "
+            "holds), hits / misses per pass: " + ", ".join(cached) + ".",
         ]
     warm = {q: runs[1:] for q, runs in found.items()}
     if len(next(iter(warm.values()))) >= 2:

@@ -56,18 +56,6 @@ def test_a_delete_between_two_reads_is_seen(tmp_path: Path) -> None:
     engine.close()
 
 
-def test_an_object_added_under_a_name_looked_up_before_is_found(tmp_path: Path) -> None:
-    engine, store = _engine(tmp_path)
-    assert "Charlie" not in store.named_objects("default", ["Charlie", "alpha"])
-    engine.add_objects([ObjectIn(type="Thing", key="charlie")])
-    found = store.named_objects("default", ["Charlie", "alpha"])
-    assert [key for _, _, key in found["Charlie"]] == ["charlie"]
-    hits = store.row_cache.hits
-    assert store.named_objects("default", ["CHARLIE"]) == {"CHARLIE": found["Charlie"]}
-    assert store.row_cache.hits == hits + 1
-    engine.close()
-
-
 def test_values_read_at_an_epoch_the_cache_has_left_are_not_held() -> None:
     cache = RowCache()
     assert cache.get("object", "2", [("p", "a")]) == {}

@@ -1,23 +1,24 @@
-"""Decoded rows by id, and objects by name, kept between reads while the write epoch
-of their kind holds.
+"""Decoded rows by id, kept between reads while their kind's write epoch holds.
 
 A warm search reads the rows of its fused pool (about twenty on MetaQA) to build its
-hits, and looks up as object keys every span of its question the anchored leg may
-link ("what", "the film", "Tom Hanks"…, mostly no key at all); the rows of popular
-entities and the common spans come back search after search, each time one statement
-and, for a row, one decode (on MetaQA 0.5-0.7 ms of CPU a search together). Every
-write to objects, relationships or chunks advances the kind's epoch in ``meta``
-inside its transaction (``vectors.py``), so what was read stays right while the epoch
-it was read at is the current one. A reader reads the epoch *before* the rows: rows
-read after a write committed in between are newer than their epoch says, and the next
-reader, seeing the new epoch, drops them; never older.
+hits, and the rows of popular entities come back search after search, each time one
+statement and one decode a row (0.4-0.6 ms of CPU a search on MetaQA). Every write to
+objects, relationships or chunks advances the kind's epoch in ``meta`` inside its
+transaction (``vectors.py``), so a decoded row stays right while the epoch it was read
+at is the current one. A reader reads the epoch *before* the rows: rows read after a
+write committed in between are newer than their epoch says, and the next reader,
+seeing the new epoch, drops them; never older.
 
 Not for a thread inside its own write transaction (its uncommitted writes, or the
 epoch it moved, may be rolled back): the store's reads bypass the cache then, and
-when traced (an explained search shows the statements that read the rows). What is
-handed out is shared between readers: the row models are frozen, and nothing in
-kgsearch changes their dicts or the name look-ups' lists in place.
-"""
+when traced (an explained search shows the statements that read the rows). The rows
+handed out are shared between readers: the models are frozen, and nothing in kgsearch
+changes their dicts in place.
+
+The span names the anchored leg looks up were held here too, and left out: a search
+looks up about twenty, mostly new, so with any bound the oldest went before they came
+back (300 MetaQA questions: 6,300 names) and each search paid the epoch's statement
+for nothing; their one statement costs ~0.1 ms."""
 
 from __future__ import annotations
 
@@ -32,19 +33,18 @@ if TYPE_CHECKING:
 __all__ = ["CACHED_KINDS", "ROW_CACHE_SIZE", "Key", "RowCache", "epoch_of"]
 
 Key = tuple[str, str]
-"""(project, id) of a row; (project, name as NOCASE folds it) of a name look-up."""
+"""(project, id) of a row."""
 
 ROW_CACHE_SIZE = 4096
-"""Entries held per space (the oldest go first): at most ~35 MB in all. MetaQA's 300
-benchmark questions read 2,000 objects and 3,300 relationships and look up 6,300
-names, ~20 MB held (about 3 KB a decoded row, much less a name)."""
+"""Rows held per kind (the oldest go first): at most ~35 MB in all. MetaQA's 300
+benchmark questions read 2,000 objects and 3,300 relationships (~3 KB a decoded row)."""
 
 CACHED_KINDS = frozenset({"object", "relationship", "chunk"})
 """The row kinds with a write epoch (sources have none: they are read directly)."""
 
 
 class RowCache:
-    """Values per space (a row kind, or the name look-up), valid for one epoch.
+    """Values per space (a row kind), valid for one epoch of it.
 
     Args:
         size: Entries held per space; 0 holds none.

@@ -23,7 +23,6 @@ from kgsearch.store.search_index import MAX_LIMIT, SearchCore, TextLeg, VectorLe
 from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.sqlite.held_lexical import checked
 from kgsearch.store.sqlite.lexical import LexicalStats, Plan
-from kgsearch.store.sqlite.row_cache import RowCache, epoch_of
 from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, nocase, placeholders
 from kgsearch.store.sqlite.vectors import Entry, VectorCache
 from kgsearch.store.tracing import Trace, active, note, traced
@@ -194,7 +193,6 @@ class SQLiteSearch(SearchCore):
     db: Connection
     vectors_cache: VectorCache
     lexical: LexicalStats
-    row_cache: RowCache
     # object types per project, with the object epoch they were read at
     _types: dict[str, tuple[str, list[str]]]
 
@@ -294,35 +292,18 @@ class SQLiteSearch(SearchCore):
         for name in names:
             asked.setdefault(nocase(name), []).append(name)
         where, params = filter_sql(Kind.OBJECT, filters)
-        db = self.db.reader()
-        # unfiltered look-ups (the search's spans, mostly no key at all) are held while
-        # the objects' epoch holds, the empty answers too (row_cache.py); an explained
-        # search reads, to show the statement
-        cached = not (where or self.db.held_here or active())
-        epoch = epoch_of(db, "object") if cached else None
-        held: dict[str, list[tuple[str, str, str]]] = {}
-        if epoch is not None:
-            found = self.row_cache.get("name", epoch, [(project, f) for f in asked])
-            held = {f: rows for (_, f), rows in found.items()}
-        read: dict[str, list[tuple[str, str, str]]] = {f: [] for f in asked if f not in held}
-        for part in chunked(list(read)):
-            for key, type_, id in db.all(
+        out: list[tuple[str, str, str, str]] = []
+        for part in chunked(list(asked)):
+            rows = self.db.reader().all(
                 "SELECT t.key, t.type, t.id FROM objects t "
                 "WHERE t.project = ? AND t.key "
                 f"COLLATE NOCASE IN ({placeholders(len(part))}) AND t.deleted_at IS NULL"
                 f"{where}",
                 (project, *part, *params),
-            ):
-                if (bucket := read.get(nocase(key))) is not None:
-                    bucket.append((key, type_, id))
-        if epoch is not None and read:
-            self.row_cache.put("name", epoch, (((project, f), rows) for f, rows in read.items()))
-        return [
-            (name, type_, id, key)
-            for folded, rows in (*held.items(), *read.items())
-            for key, type_, id in rows
-            for name in asked[folded]
-        ]
+            )
+            for key, type_, id in rows:
+                out.extend((name, type_, id, key) for name in asked.get(nocase(key), []))
+        return out
 
     @traced
     def object_types(self, project: str, *, trace: Trace | None = None) -> list[str]:
