@@ -36,8 +36,9 @@ Key = tuple[str, str]
 """(project, id) of a row."""
 
 ROW_CACHE_SIZE = 4096
-"""Rows held per kind (the oldest go first): at most ~35 MB in all. MetaQA's 300
-benchmark questions read 2,000 objects and 3,300 relationships (~3 KB a decoded row)."""
+"""Rows held per kind (the oldest go first). MetaQA's 300 benchmark questions read
+2,000 objects and 3,300 relationships: ~19 MB held, ~3.5 KB a decoded row (a chunk
+holds its text besides); so about 30 MB for full object and relationship spaces."""
 
 CACHED_KINDS = frozenset({"object", "relationship", "chunk"})
 """The row kinds with a write epoch (sources have none: they are read directly)."""
