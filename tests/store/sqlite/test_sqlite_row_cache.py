@@ -56,6 +56,15 @@ def test_a_delete_between_two_reads_is_seen(tmp_path: Path) -> None:
     engine.close()
 
 
+def test_vectors_forgotten_for_a_new_model_are_seen(tmp_path: Path) -> None:
+    engine, store = _engine(tmp_path)
+    ids = [o.id for o in store.list_rows("default", "object").items]
+    assert all(o.embedding.embedded_text for o in store.get_objects("default", ids))
+    store.set_embedding_model("another:16", 16, replace=True)  # moves no epoch
+    assert [o.embedding.embedded_text for o in store.get_objects("default", ids)] == [None, None]
+    engine.close()
+
+
 def test_values_read_at_an_epoch_the_cache_has_left_are_not_held() -> None:
     cache = RowCache()
     assert cache.get("object", "2", [("p", "a")]) == {}
