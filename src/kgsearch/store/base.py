@@ -96,11 +96,7 @@ class Lifecycle(Protocol):
     """Opening, migrating, transactions and the store's own metadata."""
 
     url: str
-
-    # Whether each read is a round trip to a database server (PostgreSQL) rather than
-    # a call into a library in this process (SQLite): a caller on an event loop hands
-    # such a read to a thread, so the loop never waits on the network.
-    server_reads: bool
+    server_reads: bool  # reads are round trips to a server (PostgreSQL): off the event loop
 
     def migrate(self) -> list[str]:
         """Apply pending named migrations; return the names applied."""
@@ -125,12 +121,11 @@ class Lifecycle(Protocol):
         ...
 
     def write_run(self) -> AbstractContextManager[None]:
-        """Many write transactions in a row (an extraction run): the store may leave
-        some per-row index upkeep to the end of the run (SQLite re-indexes the full
-        text of each object the run changed once, at its end), so that until then a
-        lexical search may find a changed object by its text from before the run.
-        Every row written is committed and read back as usual; nested runs join the
-        outer one."""
+        """Many write transactions in a row (an extraction run; nested runs join the
+        outer one): the store may leave some per-row index upkeep to the run's end
+        (SQLite re-indexes each changed object's full text once, then), so until then a
+        lexical search may find a changed object by its old text. Rows are committed
+        and read back as usual."""
         ...
 
     def info(self) -> StoreInfo:
