@@ -7,8 +7,9 @@ Two accelerations, both measured by ``scripts/bench_latency.py``:
   re-scored in float32. On the MetaQA relationships (129k × 384) this is several times
   faster than numpy's float32 product and returned the exact top 10 in every test query.
   From :data:`KERNEL_MIN_ROWS` rows its first pass is a product with 4-bit codes by
-  onnxruntime's ``MatMulNBits`` instead (``nbits.py``: built in the background, a
-  quarter of numkong's CPU on MetaQA's relationships, the same top 30).
+  onnxruntime's ``MatMulNBits`` instead (``nbits.py``: built in the background, over
+  two thirds of the coordinates, turned principal axes; a fifth of numkong's CPU on
+  MetaQA's relationships, the same top 30).
 * :class:`AnnIndex` — HNSW for very large collections, built in a background thread
   (searches use the scan until it is ready). On graph texts that are near-duplicates of
   each other ("X starred actors Y" × 30,000) HNSW recall against real questions stayed
@@ -118,8 +119,15 @@ def _native() -> _Native:
 # relationships) a search cost 2.4 ms less CPU with the scan (13.1-13.6 -> 10.6-11.2
 # ms at 8 clients) and the responses of 600 questions were identical.
 INT8_MIN_ROWS = 5_000
-# From this many rows the int8 scan's first pass is the 4-bit kernel (nbits.py).
-KERNEL_MIN_ROWS = 20_000
+# From this many rows the int8 scan's first pass is the 4-bit kernel (nbits.py): from
+# the scan's own threshold. A scan (top 30) took 0.23 / 0.42 ms CPU against the int8
+# codes' 0.29 / 0.56 on the demo's sample graph (7,155 objects, 11,666 relationships)
+# and 0.17 against 0.20 on SciFact's 5,183 chunks (load 8-13), with the same top 30; and
+# with the kernel from 5,000 rows rather than 20,000 the responses to 1,000 MetaQA
+# questions there (807 claims on SciFact) kept every id and rank: scores differed in
+# their last bits only (1.5e-7 at most; the float32 re-scoring rounds by the candidates'
+# count). scripts/bench_kernel_min_rows.py.
+KERNEL_MIN_ROWS = INT8_MIN_ROWS
 # Rows appended since the kernel's build that may be left to the int8 codes (or an
 # eighth of the kernel's rows, when more) before it is rebuilt in the background.
 _KERNEL_TAIL = 5_000
