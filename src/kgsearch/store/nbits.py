@@ -12,21 +12,27 @@ the 42,828 objects 0.73 against 1.16 ms; the re-scored top 30 was the exact floa
 Fewer bytes a row (issue 34): the rows are projected, less their mean, onto their 256
 principal axes turned by a random rotation (:func:`width`, :func:`_projection`), so a
 row is 128 bytes of codes and 2 scales instead of 192 and 3, and the query is projected
-the same way; the best :data:`RESCORE` are re-scored. The product is memory-bound and
-shrinks with the bytes, not the work around it (running the session, picking the best
-among 129k scores): 2.1 -> 1.6 ms CPU a query on the relationships, 0.71 -> 0.57 on the
-objects (load 5-8, bench_scan_kernel.py). Narrower was not exact enough: at 224 or 192
-coordinates 1 to 25 of 1,000 questions lost their top 30 even at 400 candidates, and 128
-(0.9 ms) lost a third of them at 200.
+the same way; the best :data:`RESCORE` are re-scored. The product shrinks with the
+bytes, not the work around it (running the session, picking the best among 129k
+scores): 1.90 -> 1.31 ms CPU a query on the relationships, 0.65 -> 0.45 on the objects
+(load 8-10), and the re-scored top 30 stayed exact for all of 1,000 questions on both
+(999 of 1,000 others: one held-out question's top 30 reached rank 811 of the first
+pass). Narrower was not exact enough: at 224 coordinates (blocks of 32) 5 and 8 of
+1,000 questions lost their top 30 at 150 candidates (relationships, objects), and it
+was no faster than all 384; in an earlier exploratory run (``--widths 192 128
+--rejected`` measures them) 192 lost 5 and 25 at 400 candidates, 128 (0.9 ms) a fifth.
 
 Also measured there and not adopted: 8-bit weights (blocks of 128: 3.5-6.2 ms, blocks
 of 32 no faster than numkong on random rows), 2-bit weights (onnxruntime 1.32 takes 2, 4
-or 8 bits: three levels kept the exact top 30 within the best 200 rows for 7 % of the
-questions, and ran slower), a second intra-op thread (as much CPU or more) and blocks of
-32 or 64 (no more exact, no faster). The session
-holds ~37 MB for the 129k rows (MLAS repacks the 25 MB of codes), beside the int8 codes
-it does not replace (the tail and the fallback scan them); a build took 1.6-1.8 s CPU,
-~180 MB at its peak (float temporaries, the serialised graph).
+or 8 bits, not 3: three levels on the principal axes kept the exact top 30 within the
+best 200 rows for 7 % of the questions, and ran slower), the principal axes without
+the rotation (all 384: 984 of 1,000 exact at 100 candidates), a second intra-op thread
+(as much CPU or more) and blocks of 32 or 64 (no more exact, no faster).
+
+A kernel over the 129k relationships holds 36.9 MB (54.3 MB over all 384 coordinates;
+the objects' 13.2 against 18.7: resident memory freed when it is dropped, MLAS repacks
+the codes), beside the int8 codes it does not replace (the tail and the fallback scan
+them). A build took 2.9 s CPU against 0.8 without the projection, in the background.
 
 The graph is written with the ``onnx`` package (a dependency; should it be missing,
 :func:`build` returns None and the scan keeps numkong's kernel).
@@ -46,11 +52,16 @@ BLOCK = 128
 and no faster)."""
 RESCORE = 150
 """Candidates of the kernel's first pass re-scored in float32 (at least): the exact top 30
-of 1,000 MetaQA questions was within the best 89 relationships and 107 objects."""
+of 1,000 MetaQA questions was within its best 145 relationships and 132 objects."""
 _BITS = 4
 _TOP = 2 ** (_BITS - 1) - 1
-# Rows quantised at a time (bounds the float temporaries).
-_QUANTIZE_ROWS = 32_768
+# Rows projected and quantised at a time. Small: besides bounding the float temporaries,
+# OpenBLAS keeps memory for the rest of the process in proportion to the largest matrix
+# product it ran (4 MB after 129k rows by 1,024 at a time, 52 MB by 32,768).
+_QUANTIZE_ROWS = 2_048
+# The principal axes are those of at most this many rows, evenly spaced (the products
+# over all 129k MetaQA relationships were two thirds of a build's CPU).
+_SAMPLE_ROWS = 16_384
 
 
 class Kernel:
@@ -115,8 +126,9 @@ def build(matrix: npt.NDArray[np.float32], rows: int) -> Kernel | None:
 def width(dims: int) -> int:
     """Coordinates a row keeps in the first pass: two thirds of ``dims`` in whole blocks
     (256 of the bundled model's 384), or all of them when that leaves less than one
-    block. Measured on the bundled model only: at 224 or 192 of its 384 the re-scored
-    top 30 lost 1 to 25 of 1,000 MetaQA questions even at 400 candidates."""
+    block. Measured on the bundled model only: at 224 of its 384 the re-scored top 30 of
+    5 and 8 of 1,000 MetaQA questions (relationships, objects) was not exact at 150
+    candidates, at 192 of 5 and 25 even at 400."""
     kept = dims * 2 // 3 // BLOCK * BLOCK
     return kept if kept else dims
 
@@ -137,14 +149,17 @@ def _projection(
     dims = matrix.shape[1]
     if kept >= dims:
         return None
+    stride = -(-rows // _SAMPLE_ROWS)
     total = np.zeros(dims, dtype=np.float64)
     gram = np.zeros((dims, dims), dtype=np.float64)
-    for a in range(0, rows, _QUANTIZE_ROWS):
-        part = np.asarray(matrix[a : min(rows, a + _QUANTIZE_ROWS)], dtype=np.float32)
+    for a in range(0, rows, _QUANTIZE_ROWS * stride):
+        stop = min(rows, a + _QUANTIZE_ROWS * stride)
+        part = np.asarray(matrix[a:stop:stride], dtype=np.float32)
         total += part.sum(axis=0, dtype=np.float64)
         gram += part.T @ part
-    mean = total / rows
-    _, axes = np.linalg.eigh(gram - rows * np.outer(mean, mean))  # ascending variance
+    sampled = len(range(0, rows, stride))
+    mean = total / sampled
+    _, axes = np.linalg.eigh(gram - sampled * np.outer(mean, mean))  # ascending variance
     turn, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((kept, kept)))
     projection = axes[:, ::-1][:, :kept] @ turn
     return mean.astype(np.float32), np.ascontiguousarray(projection, dtype=np.float32)
