@@ -1,16 +1,23 @@
-"""The int8 scan's 4-bit first pass (store/nbits.py): exact results, appends, deletions,
-the rows limit and background rebuilds."""
+"""The int8 scan's 4-bit first pass (store/nbits.py): exact results (also through fewer
+coordinates), appends, deletions, the rows limit, background rebuilds, failed builds and
+waiting for a build."""
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from kgsearch.engine import Engine
+from kgsearch.model import Kind, ObjectIn
 from kgsearch.store import nbits
 from kgsearch.store.ann import Int8Scan
+from kgsearch.store.sqlite import SQLiteStore
+from kgsearch.store.sqlite import vectors as vector_cache
+from kgsearch.testing import FakeEmbedder
 
 DIMS = 128
 ROWS = 25_000
@@ -119,3 +126,96 @@ def test_without_onnx_no_kernel_is_built(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_a_width_that_is_not_whole_blocks_keeps_the_int8_scan() -> None:
     assert nbits.build(np.ones((30_000, 96), dtype=np.float32), 30_000) is None
+
+
+def _low_rank(rows: int, dims: int, seed: int) -> np.ndarray:
+    """Unit rows whose variance lies mostly in 48 directions, as model embeddings' does
+    (isotropic random rows would lose a third of their variance to any projection)."""
+    rng = np.random.default_rng(seed)
+    basis = rng.standard_normal((48, dims))
+    matrix = rng.standard_normal((rows, 48)) @ basis + 0.3 * rng.standard_normal((rows, dims))
+    unit: np.ndarray = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+    return unit
+
+
+def test_wide_rows_are_scanned_through_fewer_coordinates_and_keep_the_exact_top_k(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    matrix = _low_rank(ROWS, 384, seed=8)
+    scan = _ready(matrix)
+    _no_int8_codes(scan, monkeypatch)
+    assert scan._kernel is not None and scan._kernel.width == 256
+    rng = np.random.default_rng(9)
+    for position in (5, 12_000, 24_990):
+        query = matrix[position] + 0.5 * rng.standard_normal(384).astype(np.float32) / 20
+        query /= np.linalg.norm(query)
+        positions, scores = scan.search(query, 10)
+        exact = matrix @ query
+        expected = np.argsort(-exact)[:10]
+        assert positions.tolist() == expected.tolist()
+        np.testing.assert_allclose(scores, exact[expected], rtol=1e-5)
+
+
+def test_the_width_kept_is_two_thirds_in_whole_blocks_or_everything() -> None:
+    assert [nbits.width(d) for d in (128, 256, 384, 768)] == [128, 128, 256, 512]
+
+
+def test_the_query_int8_code_is_not_made_when_the_kernel_holds_every_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    matrix = _unit(ROWS, seed=10)
+    scan = _ready(matrix)
+
+    def refuse(query: np.ndarray) -> None:
+        raise AssertionError("the query's int8 code was made")
+
+    monkeypatch.setattr(scan, "_code", refuse)
+    assert scan.search(matrix[7], 1)[0].tolist() == [7]
+
+
+def test_a_kernel_build_that_fails_is_not_tried_again_until_the_rows_double(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tried: list[int] = []
+
+    def failing(matrix: np.ndarray, rows: int) -> nbits.Kernel | None:
+        tried.append(rows)
+        raise RuntimeError("no kernel")
+
+    monkeypatch.setattr(nbits, "build", failing)
+    buffer = np.zeros((50_000, DIMS), dtype=np.float32)
+    buffer[:] = _unit(50_000, seed=11)
+    scan = _ready(buffer, 20_000)
+    for stop in range(21_000, 40_000, 6_000):  # 21k, 27k, 33k, 39k: fewer than twice 20k
+        scan.extend(buffer, stop - 1_000, stop)
+        assert scan.wait(60)
+    scan.extend(buffer, 39_000, 40_000)
+    assert scan.wait(60)
+    assert (tried, scan.search(buffer[39_500], 1)[0].tolist()) == ([20_000, 40_000], [39_500])
+
+
+def test_wait_for_index_waits_for_the_scan_kernel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vector_cache, "INT8_MIN_ROWS", 10)
+    defaults = Int8Scan.__init__.__kwdefaults__
+    assert defaults is not None
+    monkeypatch.setitem(defaults, "kernel_min_rows", 50)
+    release, built = threading.Event(), nbits.build
+
+    def held(matrix: np.ndarray, rows: int) -> nbits.Kernel | None:
+        release.wait(60)
+        return built(matrix, rows)
+
+    monkeypatch.setattr(nbits, "build", held)
+    store = SQLiteStore(str(tmp_path / "kg.db"), ann_min_rows=10_000)
+    engine = Engine(store, embedder=FakeEmbedder(DIMS))
+    engine.add_objects([ObjectIn(type="T", key=f"k{i}") for i in range(100)])
+    engine.embed_pending()
+    waiting = store.wait_for_index("default", Kind.OBJECT, timeout=0.01)
+    release.set()
+    done = store.wait_for_index("default", Kind.OBJECT, timeout=60)
+    scan = store.vectors_cache.entry(store.db, "default", Kind.OBJECT).scan
+    assert scan is not None
+    assert (waiting, done, scan.kernel_rows) == (False, True, 100)
+    engine.close()

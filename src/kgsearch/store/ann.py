@@ -7,8 +7,9 @@ Two accelerations, both measured by ``scripts/bench_latency.py``:
   re-scored in float32. On the MetaQA relationships (129k × 384) this is several times
   faster than numpy's float32 product and returned the exact top 10 in every test query.
   From :data:`KERNEL_MIN_ROWS` rows its first pass is a product with 4-bit codes by
-  onnxruntime's ``MatMulNBits`` instead (``nbits.py``: built in the background, a
-  quarter of numkong's CPU on MetaQA's relationships, the same top 30).
+  onnxruntime's ``MatMulNBits`` instead (``nbits.py``: built in the background, over
+  two thirds of the coordinates, turned principal axes; a fifth of numkong's CPU on
+  MetaQA's relationships, the same top 30).
 * :class:`AnnIndex` — HNSW for very large collections, built in a background thread
   (searches use the scan until it is ready). On graph texts that are near-duplicates of
   each other ("X starred actors Y" × 30,000) HNSW recall against real questions stayed
@@ -118,8 +119,15 @@ def _native() -> _Native:
 # relationships) a search cost 2.4 ms less CPU with the scan (13.1-13.6 -> 10.6-11.2
 # ms at 8 clients) and the responses of 600 questions were identical.
 INT8_MIN_ROWS = 5_000
-# From this many rows the int8 scan's first pass is the 4-bit kernel (nbits.py).
-KERNEL_MIN_ROWS = 20_000
+# From this many rows the int8 scan's first pass is the 4-bit kernel (nbits.py): from
+# the scan's own threshold. A scan (top 30) took 0.23 / 0.42 ms CPU against the int8
+# codes' 0.29 / 0.56 on the demo's sample graph (7,155 objects, 11,666 relationships)
+# and 0.17 against 0.20 on SciFact's 5,183 chunks (load 8-13), with the same top 30; and
+# with the kernel from 5,000 rows rather than 20,000 the responses to 1,000 MetaQA
+# questions there (807 claims on SciFact) kept every id and rank: scores differed in
+# their last bits only (1.5e-7 at most; the float32 re-scoring rounds by the candidates'
+# count). scripts/bench_kernel_min_rows.py.
+KERNEL_MIN_ROWS = INT8_MIN_ROWS
 # Rows appended since the kernel's build that may be left to the int8 codes (or an
 # eighth of the kernel's rows, when more) before it is rebuilt in the background.
 _KERNEL_TAIL = 5_000
@@ -347,6 +355,8 @@ class Int8Scan:
         # positions killed, kept out of the kernel's candidates (its weights are fixed)
         self._dead: Positions = np.zeros(0, dtype=np.int64)
         self._building: threading.Thread | None = None
+        # rows of the last build that gave no kernel: none is tried again below twice as many
+        self._failed_at = 0
         self._build_lock = threading.Lock()
         self._maybe_build(rows)
 
@@ -356,7 +366,7 @@ class Int8Scan:
         if self._kernel_min_rows is None or rows < self._kernel_min_rows:
             return
         with self._build_lock:
-            if self._building is not None:
+            if self._building is not None or rows < 2 * self._failed_at:
                 return
             held = self._kernel.rows if self._kernel is not None else 0
             if held and rows - held <= max(_KERNEL_TAIL, held // 8):
@@ -371,11 +381,18 @@ class Int8Scan:
         try:
             kernel = nbits.build(matrix, rows)
         except Exception:  # a failed build leaves the int8 scan in charge, as without one
-            _log.warning("could not build the 4-bit scan kernel", exc_info=True)
+            _log.warning(
+                "could not build the 4-bit scan kernel over %d rows (next try at %d)",
+                rows,
+                2 * rows,
+                exc_info=True,
+            )
             kernel = None
         with self._build_lock:
             if kernel is not None:
                 self._kernel = kernel
+            else:  # failed, or no kernel for this matrix (no onnx, width not whole blocks)
+                self._failed_at = rows
             self._building = None
         if kernel is not None:
             self._maybe_build(self._rows)
@@ -441,14 +458,14 @@ class Int8Scan:
         """
         rows = self._codes.shape[0] if rows is None else rows
         count = min(rows, max(_RESCORE, 4 * k))
-        code = self._code(query)
         parts = _parts(rows, threads)
         kernel = self._kernel
         if len(parts) == 1 and kernel is not None:
-            candidates = self._kernel_top(kernel, query, code, rows, count)
+            candidates = self._kernel_top(kernel, query, rows, count, max(nbits.RESCORE, 4 * k))
         elif len(parts) == 1:
-            candidates = self._top(code, 0, rows, count)
+            candidates = self._top(self._code(query), 0, rows, count)
         else:
+            code = self._code(query)
             pool = _pool()
             futures = [pool.submit(self._top, code, a, b, count) for a, b in parts[1:]]
             first = self._top(code, *parts[0], count)
@@ -466,20 +483,22 @@ class Int8Scan:
         self,
         kernel: Kernel,
         query: npt.NDArray[np.float32],
-        code: npt.NDArray[np.int8],
         rows: int,
         count: int,
+        kept: int,
     ) -> Positions:
-        """The best ``count`` of the kernel's rows below ``rows`` (killed rows scored out),
-        and the best ``count`` of the int8 codes of the rows it does not hold."""
+        """The best ``kept`` of the kernel's rows below ``rows`` (killed rows scored out),
+        and the best ``count`` of the int8 codes of the rows it does not hold (the query's
+        int8 code is only made for those)."""
         head = min(rows, kernel.rows)
         scores = kernel.scores(query)[:head]
         dead = self._dead
         if dead.size:
             scores[dead[: np.searchsorted(dead, head)]] = -np.inf
-        candidates = _largest(scores, count)
+        candidates = _largest(scores, kept)
         if rows > head:
-            candidates = np.concatenate([candidates, self._top(code, head, rows, count)])
+            tail = self._top(self._code(query), head, rows, count)
+            candidates = np.concatenate([candidates, tail])
         return candidates
 
     def _code(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
