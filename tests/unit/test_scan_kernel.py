@@ -219,3 +219,31 @@ def test_wait_for_index_waits_for_the_scan_kernel(
     assert scan is not None
     assert (waiting, done, scan.kernel_rows) == (False, True, 100)
     engine.close()
+
+
+def test_a_scan_searched_once_builds_no_kernel_but_a_second_search_or_a_wait_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A one-shot command searches each scan once: it must not pay for a build."""
+    builds: list[int] = []
+    real_build = nbits.build
+
+    def counted(matrix: np.ndarray, rows: int) -> Any:
+        builds.append(rows)
+        return real_build(matrix, rows)
+
+    def building() -> bool:
+        return any(t.name == "kgsearch-scan-kernel" for t in threading.enumerate())
+
+    monkeypatch.setattr(nbits, "build", counted)
+    matrix = _unit(ROWS, seed=11)
+    query = _near(matrix, [5], seed=12)[0]
+    scan = Int8Scan(matrix, kernel_min_rows=20_000)
+    scan.search(query, 10)
+    assert (building(), builds, scan.kernel_rows) == (False, [], 0)
+    scan.search(query, 10)
+    assert scan.wait(60)
+    assert (builds, scan.kernel_rows) == ([ROWS], ROWS)
+    waited = Int8Scan(matrix, kernel_min_rows=20_000)
+    assert waited.wait(60)
+    assert (builds, waited.kernel_rows) == ([ROWS, ROWS], ROWS)

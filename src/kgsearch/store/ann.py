@@ -324,8 +324,10 @@ class Int8Scan:
 
     From :data:`KERNEL_MIN_ROWS` rows the first pass over most rows is a 4-bit
     ``MatMulNBits`` product instead (:mod:`kgsearch.store.nbits`), built in a daemon
-    thread: until it is ready, and for the rows appended since it was built, the int8
-    codes are scanned as before. It is rebuilt in the background once the rows appended
+    thread from the scan's second search or its first :meth:`wait` (a one-shot
+    command's single search would pay 0.3-0.5 s of CPU for a build it never uses):
+    until it is ready, and for the rows appended since it was built, the int8 codes
+    are scanned as before. It is rebuilt in the background once the rows appended
     since outnumber :data:`_KERNEL_TAIL` (and an eighth of the rows it holds), so a
     search never waits for a build.
 
@@ -358,12 +360,12 @@ class Int8Scan:
         # rows of the last build that gave no kernel: none is tried again below twice as many
         self._failed_at = 0
         self._build_lock = threading.Lock()
-        self._maybe_build(rows)
+        self._searches = 0  # a kernel is built from the second (see the class docstring)
 
     def _maybe_build(self, rows: int) -> None:
         """Start a kernel build over the first ``rows`` rows when none is running and the
         current kernel (if any) leaves too many of them to the int8 codes."""
-        if self._kernel_min_rows is None or rows < self._kernel_min_rows:
+        if self._kernel_min_rows is None or rows < self._kernel_min_rows or self._searches < 2:
             return
         with self._build_lock:
             if self._building is not None or rows < 2 * self._failed_at:
@@ -398,8 +400,10 @@ class Int8Scan:
             self._maybe_build(self._rows)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until no kernel build is running (for tests and benchmarks); True if none
-        is running any more."""
+        """Start the kernel's build if it is due, then block until no build is running
+        (warm-up, tests and benchmarks); True if none is running any more."""
+        self._searches = max(self._searches, 2)
+        self._maybe_build(self._rows)
         building = self._building
         if building is not None:
             building.join(timeout)
@@ -456,6 +460,9 @@ class Int8Scan:
         :data:`_MAX_THREADS`); ``rows`` limits the scan to the first rows (default: all)
         and ``alive`` (one flag per scanned row) drops the rows marked dead.
         """
+        if self._searches < 2:
+            self._searches += 1
+            self._maybe_build(self._rows)
         rows = self._codes.shape[0] if rows is None else rows
         count = min(rows, max(_RESCORE, 4 * k))
         parts = _parts(rows, threads)
