@@ -114,11 +114,8 @@ def _instrument(engine: Engine, clock: _Clock) -> None:
         setattr(connection.Connection, name, counted)
 
 
-def run(
-    queries: int, passes: int
-) -> tuple[dict[str, list[dict[str, float]]], list[float], list[str]]:
-    """Per question, per pass: each stage's ms (and ``total``, ``model``, counts); the
-    load after each pass; the store's row cache hits / misses in each pass."""
+def run(queries: int, passes: int) -> tuple[dict[str, list[dict[str, float]]], list[float]]:
+    """Per question, per pass: each stage's ms (and ``total``, ``model``, counts)."""
     real = create_embedder("bundled")
     questions = [q for q, _ in metaqa_questions(queries)]
     vectors = {q: real.embed_query(q) for q in questions}
@@ -147,10 +144,7 @@ def run(
         engine.search(SearchRequest(query=question, limit=10))
     found: dict[str, list[dict[str, float]]] = {q: [] for q in questions}
     loads = [os.getloadavg()[0]]
-    cache = getattr(engine.store, "row_cache", None)  # SQLite's rows by id
-    cached: list[str] = []
     for _ in range(passes):
-        before = (cache.hits, cache.misses) if cache is not None else (0, 0)
         for question in questions:
             clock.ms, clock.counts = {}, {}
             started = time.thread_time()
@@ -161,19 +155,15 @@ def run(
             row["statements (n)"] = clock.counts.get("statements", 0)
             found[question].append(row)
         loads.append(os.getloadavg()[0])
-        if cache is not None:
-            cached.append(f"{cache.hits - before[0]} / {cache.misses - before[1]}")
     engine.close()
-    return found, loads, cached
+    return found, loads
 
 
 def _p(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
-def report(
-    found: dict[str, list[dict[str, float]]], loads: list[float], cached: list[str]
-) -> list[str]:
+def report(found: dict[str, list[dict[str, float]]], loads: list[float]) -> list[str]:
     """The printed (and written) text."""
     rows = []
     for n in range(len(next(iter(found.values())))):
@@ -207,12 +197,6 @@ def report(
             rows,
         ),
     ]
-    if cached:
-        lines += [
-            "",
-            "The store's row cache (rows by id, kept while their kind's write epoch "
-            "holds), hits / misses per pass: " + ", ".join(cached) + ".",
-        ]
     warm = {q: runs[1:] for q, runs in found.items()}
     if len(next(iter(warm.values()))) >= 2:
 
@@ -272,8 +256,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.queries < 10 or args.passes < 3:
         parser.error("--queries at least 10, --passes at least 3")
-    found, loads, cached = run(args.queries, args.passes)
-    lines = report(found, loads, cached)
+    found, loads = run(args.queries, args.passes)
+    lines = report(found, loads)
     print("\n".join(lines))
     if args.write:
         command = (

@@ -17,7 +17,6 @@ from kgsearch.model import Kind
 from kgsearch.store.queues import ClaimSql, EmbeddingQueueCore, TaskQueueCore
 from kgsearch.store.records import EmbeddingResult, TextUpdate
 from kgsearch.store.sqlite.reads import SQLiteReads
-from kgsearch.store.sqlite.row_cache import RowCache
 from kgsearch.store.sqlite.search import VectorCache
 from kgsearch.store.sqlite.sql import chunked, now_iso, placeholders
 
@@ -28,7 +27,6 @@ class SQLiteQueues(SQLiteReads, EmbeddingQueueCore, TaskQueueCore):
     """The ``EmbeddingQueue`` and ``TaskQueue`` capabilities over SQLite."""
 
     vectors_cache: VectorCache
-    row_cache: RowCache
 
     def _claim_rows(self, claim: ClaimSql) -> list[Any]:
         with self.db.transaction():
@@ -49,9 +47,7 @@ class SQLiteQueues(SQLiteReads, EmbeddingQueueCore, TaskQueueCore):
         self.vectors_cache.touch(self.db, kind)
 
     def _vectors_forgotten(self) -> None:
-        # the rows' embedded texts went with the vectors, and no epoch moved
         self.vectors_cache.clear()
-        self.row_cache.clear()
 
     def _write_texts(self, project: str, kind: Kind, updates: Sequence[TextUpdate]) -> int:
         changed = 0
