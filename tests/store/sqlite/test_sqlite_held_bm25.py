@@ -490,3 +490,12 @@ def test_sizes_decode_as_fts5_writes_them() -> None:
         fts5_read._first_varints(b"\x01\x02", np.asarray([1], dtype=np.int64))
     with pytest.raises(StoreError, match="does not begin a varint"):
         fts5_read._first_varints(b"\x81\x01\x05", np.asarray([1, 2], dtype=np.int64))
+
+
+def test_an_empty_index_answers_at_once_without_stemming_the_query(tmp_path: Path) -> None:
+    store = SQLiteStore(str(tmp_path / "kg.db"))
+    Engine(store).add_objects([ObjectIn(type="Thing", key="alpha")])
+    assert store.lexical.held.warm(store.db.reader(), Kind.CHUNK) is not None
+    assert store.text_search("default", Kind.CHUNK, "alpha beta", limit=5) == []
+    assert store.lexical._stem_cache == {}
+    store.close()

@@ -118,6 +118,8 @@ class LexicalStats:
         if held is None:
             return None
         postings, owners = held
+        if postings.n_rows == 0:  # nothing indexed (a project without chunks): no match
+            return Matches(postings, [], None, None)
         self._setup(db)
         stems = self._stems(db, terms)
         if any(len(stems[t]) != 1 for t in terms):

@@ -260,6 +260,8 @@ class SQLiteSearch(SearchCore):
             # the same scores from the index's postings held in memory (held_lexical.py)
             if active():
                 note(f"BM25 from the held postings of {held.postings.n_rows} rows")
+            if held.postings.n_rows == 0:
+                return []
             return [
                 (id, score) for _, id, score in checked(db, project, kind, held, limit, filters)
             ]
