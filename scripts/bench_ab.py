@@ -45,35 +45,13 @@ def _child(db: str, queries: str, passes: int, embed: bool) -> None:
     import time
 
     import numpy as np
+    from replay import Replay
 
     from kgsearch import Engine, Kind, SearchRequest, connect
     from kgsearch.embed import create_embedder
-    from kgsearch.embed.base import Embedder
 
     data = json.loads(Path(queries).read_text(encoding="utf-8"))
     vectors = {q: np.asarray(v, dtype=np.float32) for q, v in data.items()}
-
-    class Replay:
-        """The questions' vectors, embedded once by the parent (same for both versions)."""
-
-        def __init__(self, real: Embedder) -> None:
-            self.real = real
-            self.model_id, self.dims = real.model_id, real.dims
-
-        def __getattr__(self, name: str) -> object:
-            return getattr(self.real, name)
-
-        def embed_query(self, text: str) -> np.ndarray:
-            return vectors[text] if text in vectors else self.real.embed_query(text)
-
-        def embed_queries(self, texts: list[str]) -> list[np.ndarray]:
-            # the questions replayed, any other text (a leg's: the anchored leg's rest
-            # of the question, relation types) embedded by the model in one call, as
-            # the version asks for it: in its embed stage or mid-search
-            missing = [t for t in texts if t not in vectors]
-            many = getattr(self.real, "embed_queries", self.real.embed_documents)
-            made = dict(zip(missing, many(missing), strict=True)) if missing else {}
-            return [vectors[t] if t in vectors else made[t] for t in texts]
 
     real = create_embedder("bundled")
     embedded: list[float] = []
@@ -83,7 +61,7 @@ def _child(db: str, queries: str, passes: int, embed: bool) -> None:
             started = time.perf_counter()
             real.embed_query(text)
             embedded.append((time.perf_counter() - started) * 1000)
-    engine = Engine(connect(db), embedder=Replay(real))  # type: ignore[arg-type]
+    engine = Engine(connect(db), embedder=Replay(real, vectors))  # type: ignore[arg-type]
     store = engine.store
     for kind in (Kind.OBJECT, Kind.RELATIONSHIP):
         store.wait_for_index("default", kind, 900)  # type: ignore[attr-defined]
