@@ -44,6 +44,15 @@ def _ready(matrix: np.ndarray, rows: int | None = None) -> Int8Scan:
     return scan
 
 
+def _assert_exact_top_10(scan: Int8Scan, matrix: np.ndarray, queries: Any) -> None:
+    for query in queries:
+        positions, scores = scan.search(query, 10)
+        exact = matrix @ query
+        expected = np.argsort(-exact)[:10]
+        assert positions.tolist() == expected.tolist()
+        np.testing.assert_allclose(scores, exact[expected], rtol=1e-5)
+
+
 def _no_int8_codes(scan: Int8Scan, monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: Any) -> None:
         raise AssertionError("the int8 codes were scanned")
@@ -57,12 +66,7 @@ def test_a_ready_kernel_gives_the_exact_top_k_without_the_int8_codes(
     matrix = _unit(ROWS, seed=1)
     scan = _ready(matrix)
     _no_int8_codes(scan, monkeypatch)
-    for query in _near(matrix, [3, 9_000, 24_999], seed=2):
-        positions, scores = scan.search(query, 10)
-        exact = matrix @ query
-        expected = np.argsort(-exact)[:10]
-        assert positions.tolist() == expected.tolist()
-        np.testing.assert_allclose(scores, exact[expected], rtol=1e-5)
+    _assert_exact_top_10(scan, matrix, _near(matrix, [3, 9_000, 24_999], seed=2))
 
 
 def test_rows_appended_after_the_build_are_found_in_the_int8_codes() -> None:
@@ -146,14 +150,11 @@ def test_wide_rows_are_scanned_through_fewer_coordinates_and_keep_the_exact_top_
     _no_int8_codes(scan, monkeypatch)
     assert scan._kernel is not None and scan._kernel.width == 256
     rng = np.random.default_rng(9)
+    queries = []
     for position in (5, 12_000, 24_990):
         query = matrix[position] + 0.5 * rng.standard_normal(384).astype(np.float32) / 20
-        query /= np.linalg.norm(query)
-        positions, scores = scan.search(query, 10)
-        exact = matrix @ query
-        expected = np.argsort(-exact)[:10]
-        assert positions.tolist() == expected.tolist()
-        np.testing.assert_allclose(scores, exact[expected], rtol=1e-5)
+        queries.append(query / np.linalg.norm(query))
+    _assert_exact_top_10(scan, matrix, queries)
 
 
 def test_the_width_kept_is_two_thirds_in_whole_blocks_or_everything() -> None:
