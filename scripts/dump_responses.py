@@ -77,20 +77,37 @@ def dump(out: Path, metaqa: int, passages: int, sets: list[str]) -> None:
             engine.close()
 
 
-def diff(before: Path, after: Path) -> int:
-    """Print the lines that differ; the number of them."""
+def _close(a: Any, b: Any, tolerance: float) -> bool:
+    """Whether two parsed responses are equal, floats within ``tolerance`` of each other."""
+    if isinstance(a, float) or isinstance(b, float):
+        both = isinstance(a, int | float) and isinstance(b, int | float)
+        return both and abs(float(a) - float(b)) <= tolerance
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k], tolerance) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y, tolerance) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def diff(before: Path, after: Path, tolerance: float = 0.0) -> int:
+    """Print the lines that differ (beyond ``tolerance`` in any float); the number of them."""
     old = before.read_text("utf-8").splitlines()
     new = after.read_text("utf-8").splitlines()
     if len(old) != len(new):
         print(f"line counts differ: {len(old)} / {len(new)}")
-    bad = 0
+    bad = floats = 0
     for a, b in zip(old, new, strict=False):
-        if a != b:
-            bad += 1
-            if bad <= 5:
-                print("-", a[:600])
-                print("+", b[:600])
-    print(f"{len(old)} responses, {bad} differ")
+        if a == b:
+            continue
+        if tolerance and _close(json.loads(a), json.loads(b), tolerance):
+            floats += 1
+            continue
+        bad += 1
+        if bad <= 5:
+            print("-", a[:600])
+            print("+", b[:600])
+    within = f" ({floats} more differ only in floats within {tolerance:g})" if tolerance else ""
+    print(f"{len(old)} responses, {bad} differ{within}")
     return bad
 
 
@@ -100,10 +117,17 @@ def main() -> None:
     parser.add_argument("--metaqa", type=int, default=1000)
     parser.add_argument("--passages", type=int, default=100)
     parser.add_argument("--sets", default="musique-spacy,hotpotqa-spacy")
-    parser.add_argument("--diff", nargs=2, type=Path)
+    parser.add_argument("--diff", nargs=2, type=Path, help="compare two dumps (before, after)")
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.0,
+        help="with --diff: floats (scores) this close count as equal; a change of candidate "
+        "set moves scores in their last float32 bits (e.g. 1e-6)",
+    )
     args = parser.parse_args()
     if args.diff:
-        raise SystemExit(1 if diff(*args.diff) else 0)
+        raise SystemExit(1 if diff(*args.diff, tolerance=args.tolerance) else 0)
     if args.out is None:
         parser.error("--out or --diff")
     dump(args.out, args.metaqa, args.passages, [s for s in args.sets.split(",") if s])
