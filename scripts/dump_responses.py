@@ -127,7 +127,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.diff:
-        raise SystemExit(1 if diff(*args.diff, tolerance=args.tolerance) else 0)
+        before, after = args.diff
+        raise SystemExit(1 if diff(before, after, args.tolerance) else 0)
     if args.out is None:
         parser.error("--out or --diff")
     dump(args.out, args.metaqa, args.passages, [s for s in args.sets.split(",") if s])
