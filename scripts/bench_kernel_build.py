@@ -15,10 +15,14 @@ between calls on a loaded machine) and the wall time: the principal axes
 onnxruntime session. Printed with the load average, and how many of the rows' codes
 the two versions agree on.
 
+Part ``memory``: the resident memory a kernel over each kind keeps once built (and
+after it is dropped), a fresh process a side (the shared store read only, never written).
+
 Part ``open``: fresh processes (one version's ``src`` each, taking turns) open a private
 copy of the store (never the shared file: the kernel is saved beside it) and wait for
-both kinds' kernels (``SQLiteStore.wait_for_index``): process CPU and wall time from the
-store's opening, cold (the saved files removed first) then ``--opens`` times warm.
+both kinds' kernels (``Int8Scan.wait``): process CPU and wall time of the opening and the
+vectors' read, then of the kernels, cold (the saved files removed first) then ``--opens``
+times warm.
 """
 
 from __future__ import annotations
@@ -92,11 +96,11 @@ def lapack_timed(clock: Clock) -> Iterator[None]:
 
         return call
 
-    np.linalg.eigh, np.linalg.qr = timed(saved[0]), timed(saved[1])  # type: ignore[assignment]
+    np.linalg.eigh, np.linalg.qr = timed(saved[0]), timed(saved[1])
     try:
         yield
     finally:
-        np.linalg.eigh, np.linalg.qr = saved  # type: ignore[assignment]
+        np.linalg.eigh, np.linalg.qr = saved
 
 
 def build_base(module: ModuleType, matrix: Any, clock: Clock) -> Any:
@@ -188,16 +192,65 @@ OPEN = """
 import json, os, sys, time
 from kgsearch.model import Kind
 from kgsearch.store.sqlite import SQLiteStore
-cpu, wall = time.process_time(), time.perf_counter()
+clock = lambda: (time.process_time(), time.perf_counter())
+opened = clock()
 store = SQLiteStore(sys.argv[1])
-ready = [store.wait_for_index("default", kind, 600) for kind in (Kind.RELATIONSHIP, Kind.OBJECT)]
-cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
 scans = [store.vectors_cache.entry(store.db, "default", kind).scan
          for kind in (Kind.RELATIONSHIP, Kind.OBJECT)]
-print(json.dumps({"cpu": cpu, "wall": wall, "ready": ready,
-                  "kernels": [s.kernel_rows for s in scans],
+read = clock()
+ready = [scan.wait(600) for scan in scans]
+done = clock()
+print(json.dumps({"read": [b - a for a, b in zip(opened, read)],
+                  "kernels": [b - a for a, b in zip(read, done)], "ready": ready,
                   "loaded": [getattr(s, "kernel_loaded", False) for s in scans]}))
 """
+
+
+MEMORY = """
+import gc, json, sys
+import numpy as np
+from kgsearch.model import Kind
+from kgsearch.store import nbits
+from kgsearch.store.sqlite import SQLiteStore
+
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+
+store = SQLiteStore(sys.argv[1], migrate=False, ann_min_rows=None)
+out = {}
+for kind in (Kind.RELATIONSHIP, Kind.OBJECT):
+    matrix = np.ascontiguousarray(store.vectors_cache.entry(store.db, "default", kind).matrix)
+    nbits.build(matrix[:6000], 6000)  # libraries loaded, onnxruntime warmed
+    gc.collect()
+    before = rss()
+    kernel = nbits.build(matrix, matrix.shape[0])
+    gc.collect()
+    held = rss() - before
+    del kernel
+    gc.collect()
+    out[kind.value] = [held, rss() - before]
+print(json.dumps(out))
+"""
+
+
+def memory(args: argparse.Namespace) -> list[str]:
+    """Part ``memory``: resident memory a kernel keeps, a fresh process a side."""
+    lines = ["resident MB a built kernel keeps (and after it is dropped), a fresh process a side:"]
+    for side, src in {"base": Path(args.base_src), "now": ROOT / "src"}.items():
+        env = {**os.environ, "PYTHONPATH": str(src)}
+        out = subprocess.run(
+            [sys.executable, "-c", MEMORY, str(SHARED)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        found = json.loads(out.stdout)
+        cells = ", ".join(f"{k}s {v[0]:.1f} ({v[1]:.1f})" for k, v in found.items())
+        lines.append(f"  {side}: {cells}")
+    return lines
 
 
 def private_copy(folder: Path) -> Path:
@@ -235,12 +288,14 @@ def opens(args: argparse.Namespace) -> list[str]:
                 )
                 results.setdefault((side, label), []).append(json.loads(out.stdout))
     lines = [
-        f"store open -> both kernels ready, fresh processes taking turns (load "
-        f"{min(loads):.1f}-{max(loads):.1f}): process CPU / wall s"
+        f"fresh processes taking turns (load {min(loads):.1f}-{max(loads):.1f}), process CPU / "
+        "wall s: the store opened and both kinds' vectors read (int8 codes made), then both "
+        "kernels ready (Int8Scan.wait)"
     ]
     for (side, label), runs in results.items():
         cells = ", ".join(
-            f"{r['cpu']:.2f} / {r['wall']:.2f}"
+            f"read {r['read'][0]:.2f} / {r['read'][1]:.2f}, kernels {r['kernels'][0]:.2f} / "
+            f"{r['kernels'][1]:.2f}"
             + (" (loaded)" if all(r["loaded"]) else " (built)")
             + ("" if all(r["ready"]) else " NOT READY")
             for r in runs
@@ -255,7 +310,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--opens", type=int, default=2, help="warm opens after the cold one")
     parser.add_argument("--db", help="a private copy of metaqa-full.db (default: made here)")
-    parser.add_argument("--parts", default="steps,open")
+    parser.add_argument("--parts", default="steps,memory,open")
     parser.add_argument("--write", action="store_true", help="write docs/benchmarks.md's section")
     args = parser.parse_args()
     report: list[str] = []
@@ -263,6 +318,10 @@ def main() -> None:
     if "steps" in parts:
         report += steps(args, load_module(Path(args.base_src)))
         print("\n".join(report), flush=True)
+    if "memory" in parts:
+        lines = memory(args)
+        print("\n".join(lines), flush=True)
+        report += lines
     if "open" in parts:
         lines = opens(args)
         print("\n".join(lines), flush=True)

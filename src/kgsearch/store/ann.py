@@ -9,7 +9,8 @@ Two accelerations, both measured by ``scripts/bench_latency.py``:
   From :data:`KERNEL_MIN_ROWS` rows its first pass is a product with 4-bit codes by
   onnxruntime's ``MatMulNBits`` instead (``nbits.py``: built in the background, over
   two thirds of the coordinates, turned principal axes; a fifth of numkong's CPU on
-  MetaQA's relationships, the same top 30).
+  MetaQA's relationships, the same top 30), saved beside the store and loaded by the
+  next process while the rows are the same.
 * :class:`AnnIndex` — HNSW for very large collections, built in a background thread
   (searches use the scan until it is ready). On graph texts that are near-duplicates of
   each other ("X starred actors Y" × 30,000) HNSW recall against real questions stayed
@@ -52,7 +53,6 @@ exceed every score margin).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import itertools
@@ -60,8 +60,6 @@ import logging
 import os
 import threading
 import time
-import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,7 +67,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from kgsearch.store import nbits
+from kgsearch.store import nbits, saved_files
 from kgsearch.store.nbits import Kernel
 
 if TYPE_CHECKING:
@@ -243,7 +241,7 @@ class AnnIndex:
         def write(tmp: Path) -> None:
             self._index.save(str(tmp))
 
-        _keep(path, write, started, "the vector index")
+        saved_files.keep(path, write, started, "the vector index")
 
     @property
     def expansion_search(self) -> int:
@@ -294,28 +292,6 @@ class AnnIndex:
         return keys[order], scores[order].astype(np.float32)
 
 
-def _keep(path: Path, write: Callable[[Path], None], started: float, what: str) -> None:
-    """Save a file atomically (``write`` fills a temporary file, renamed to ``path``),
-    then delete the files of other vectors (``<stem>-<digest><suffix>`` beside it) saved
-    before this build ``started``: never one saved by a newer build meanwhile. A failure
-    only logs: what could not be saved is built again next time."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write(tmp)
-        os.replace(tmp, path)
-    except (OSError, RuntimeError) as exc:
-        _log.warning("could not save %s to %s: %s", what, path, exc)
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        return
-    stem = path.stem.rsplit("-", 1)[0]
-    for old in path.parent.glob(f"{stem}-*{path.suffix}"):
-        with contextlib.suppress(OSError):
-            if old != path and old.stat().st_mtime < started:
-                old.unlink()
-
-
 def _digest(matrix: npt.NDArray[np.float32]) -> str:
     """A digest of the vectors, to tell whether a saved index was built from them."""
     h = hashlib.blake2b(digest_size=16)
@@ -344,8 +320,8 @@ class Int8Scan:
     A built kernel is saved beside the store, like the HNSW index, and the next process
     loads it instead of building when the rows are the same (the file is named by a
     digest of them, which it holds too; :func:`nbits.load` checks it, the layout and
-    the checksums, and anything else is rebuilt). On MetaQA's 129k relationships that
-    is the digest and a read (~0.3 s CPU) instead of a build (0.8-1.7 s).
+    the checksums, and anything else is rebuilt). On the full MetaQA store that is a
+    digest and a read, 0.35-0.43 s CPU for both kinds, instead of a build (1.33 s).
 
     Args:
         matrix: Unit-length float32 vectors, one per row (kept by reference).
@@ -404,7 +380,7 @@ class Int8Scan:
     def _build(self, matrix: npt.NDArray[np.float32], rows: int) -> None:
         loaded = False
         try:
-            kernel, loaded = self._made(matrix, rows)
+            kernel, loaded = nbits.load_or_build(matrix, rows, self._saved)
         except Exception:  # a failed build leaves the int8 scan in charge, as without one
             _log.warning(
                 "could not build the 4-bit scan kernel over %d rows (next try at %d)",
@@ -422,23 +398,6 @@ class Int8Scan:
             self._building = None
         if kernel is not None:
             self._maybe_build(self._rows)
-
-    def _made(self, matrix: npt.NDArray[np.float32], rows: int) -> tuple[Kernel | None, bool]:
-        """(the kernel of rows [0, rows), whether it was loaded): the saved one when it
-        holds these very rows, else a new build, saved when it can be."""
-        if self._saved is None or not nbits.available():
-            return nbits.build(matrix, rows), False
-        started = time.time()
-        digest = nbits.key(matrix, rows)
-        path = self._saved.with_name(f"{self._saved.stem}-{digest}{self._saved.suffix}")
-        kernel = nbits.load(path, digest, rows, matrix.shape[1])
-        if kernel is not None:
-            return kernel, True
-        kernel = nbits.build(matrix, rows)
-        if kernel is not None:
-            built = kernel
-            _keep(path, lambda tmp: nbits.save(built, tmp, digest), started, "the scan kernel")
-        return kernel, False
 
     def wait(self, timeout: float | None = None) -> bool:
         """Start the kernel's build if it is due, then block until no build is running

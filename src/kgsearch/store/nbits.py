@@ -32,7 +32,17 @@ the rotation (all 384: 984 of 1,000 exact at 100 candidates), a second intra-op 
 A kernel over the 129k relationships holds 36.9 MB (54.3 MB over all 384 coordinates;
 the objects' 13.2 against 18.7: resident memory freed when it is dropped, MLAS repacks
 the codes), beside the int8 codes it does not replace (the tail and the fallback scan
-them). A build took 2.9 s CPU against 0.8 without the projection, in the background.
+them).
+
+A build (``scripts/bench_kernel_build.py``, taking turns with 25450f5's at load 13-14)
+costs 0.66 s CPU on the relationships and 0.27 on the objects, against 4.7 and 1.6 s:
+its products run on one onnxruntime thread (:class:`_Products`), numpy's OpenBLAS is
+held to one thread around ``eigh`` (``blas.py``: its spinning threads made that one
+call 1.7-3.2 s of it), the rotation is made once a process, and the codes reach
+onnxruntime beside the graph, not serialised into it. It is paid once per set of rows:
+the scan saves the kernel beside the store (``ann.py``; :func:`save`, :func:`load`) and
+the next process reads it, 0.35-0.43 s CPU from the rows read to both kinds' kernels
+ready, against 1.33 built (4.6-9.0 before).
 
 The graph is written with the ``onnx`` package (a dependency; should it be missing,
 :func:`build` returns None and the scan keeps numkong's kernel).
@@ -43,6 +53,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +62,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kgsearch.store import blas
+from kgsearch.store import blas, saved_files
 
 __all__ = [
     "BLOCK",
@@ -63,6 +74,7 @@ __all__ = [
     "graph_bytes",
     "key",
     "load",
+    "load_or_build",
     "save",
     "width",
 ]
@@ -166,6 +178,27 @@ def build(matrix: npt.NDArray[Any], rows: int) -> Kernel | None:
     projection = _projection(matrix, rows, width(dims))
     packed, scales = _quantize(matrix, rows, projection)
     return Kernel(Codes(packed, scales, projection))
+
+
+def load_or_build(
+    matrix: npt.NDArray[Any], rows: int, saved: Path | None
+) -> tuple[Kernel | None, bool]:
+    """(the kernel of rows [0, rows), whether it was loaded): the one saved for these very
+    rows when ``saved`` is given (the file used is that path with their :func:`key` added
+    to its name), else a new :func:`build`, then saved there when it can be."""
+    if saved is None or not available():
+        return build(matrix, rows), False
+    started = time.time()
+    digest = key(matrix, rows)
+    path = saved.with_name(f"{saved.stem}-{digest}{saved.suffix}")
+    kernel = load(path, digest, rows, matrix.shape[1])
+    if kernel is not None:
+        return kernel, True
+    kernel = build(matrix, rows)
+    if kernel is not None:
+        built = kernel
+        saved_files.keep(path, lambda tmp: save(built, tmp, digest), started, "the scan kernel")
+    return kernel, False
 
 
 def width(dims: int) -> int:
