@@ -126,9 +126,11 @@ class Kernel:
     constant for all rows of a query when the rows were projected (ranks only).
 
     The codes are handed to onnxruntime as external initializers rather than written
-    into the serialised graph: the graph's bytes, its parse and its copies were a fifth
-    of a build on MetaQA's relationships and left ~45 MB more resident. onnxruntime
-    requires such buffers to outlive the session, so the kernel keeps them.
+    into the serialised graph (writing the graph's 17 MB cost 56-60 ms CPU on MetaQA's
+    relationships at load 13, besides its parse). onnxruntime requires such buffers to
+    outlive the session, so the kernel keeps them; it holds as much memory as before all
+    the same (35.9 against 36.6 MB on the relationships, 12.2 on the objects: MLAS
+    repacks the codes either way; ``bench_kernel_build.py --parts memory``).
 
     Args:
         codes: The rows' codes, scales and projection.
