@@ -3,7 +3,7 @@ against another version's, and how long a fresh process takes from opening the s
 its kernels being ready, without a saved kernel (cold) and with one (warm).
 
 Usage: python scripts/bench_kernel_build.py --base-src /work/wt-head/src [--rounds 3]
-       [--db /tmp/copy/metaqa-full.db] [--opens 2] [--write]
+       [--db /tmp/copy/metaqa-full.db] [--opens 2] [--parts steps,memory,open] [--write]
 
 Part ``steps``: the rows of the full MetaQA store's relationships and objects (bundled
 model), built by both versions' ``nbits`` in one process, taking turns round by round.
