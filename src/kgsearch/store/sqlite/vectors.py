@@ -88,8 +88,9 @@ class VectorCache:
     Args:
         ann_min_rows: Collections at least this large also get an HNSW index
             (None disables every acceleration: each query is a float32 product).
-        index_dir: Where HNSW indexes are saved once built and loaded from on the next
-            open while the vectors are unchanged (None: built in every process).
+        index_dir: Where HNSW indexes and the scans' 4-bit kernels are saved once built
+            and loaded from on the next open while the vectors are unchanged (None:
+            built in every process).
     """
 
     def __init__(
@@ -148,16 +149,17 @@ class VectorCache:
         self.reloads += 1
         entry = _load(db, project, kind, epoch)
         if self.ann_min_rows is not None and len(entry.ids) >= INT8_MIN_ROWS:
-            entry.scan = Int8Scan(entry.buffer, len(entry.ids))
+            saved = self._saved_path(project, kind, "nbits")
+            entry.scan = Int8Scan(entry.buffer, len(entry.ids), saved=saved)
         if self.ann_min_rows is not None and len(entry.ids) >= self.ann_min_rows:
             entry.ann = AnnIndex(entry.matrix, saved=self._saved_path(project, kind))
         return entry
 
-    def _saved_path(self, project: str, kind: Kind) -> Path | None:
+    def _saved_path(self, project: str, kind: Kind, suffix: str = "usearch") -> Path | None:
         if self.index_dir is None:
             return None
         name = hashlib.blake2b(project.encode(), digest_size=8).hexdigest()
-        return self.index_dir / f"{name}-{kind.value}.usearch"
+        return self.index_dir / f"{name}-{kind.value}.{suffix}"
 
 
 def _where(kind: Kind) -> str:

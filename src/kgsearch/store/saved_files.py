@@ -1,0 +1,38 @@
+"""Files saved beside a store so the next process need not build them again (the HNSW
+index, ``ann.py``; the scan's 4-bit kernel, ``nbits.py``): each named by a digest of
+the vectors it was built from, written atomically, the files of older vectors removed."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["keep"]
+
+_log = logging.getLogger(__name__)
+
+
+def keep(path: Path, write: Callable[[Path], None], started: float, what: str) -> None:
+    """Save a file atomically (``write`` fills a temporary file, renamed to ``path``),
+    then delete the files of other vectors (``<stem>-<digest><suffix>`` beside it) saved
+    before this build ``started``: never one saved by a newer build meanwhile. A failure
+    only logs: what could not be saved is built again next time."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(tmp)
+        os.replace(tmp, path)
+    except (OSError, RuntimeError) as exc:
+        _log.warning("could not save %s to %s: %s", what, path, exc)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        return
+    stem = path.stem.rsplit("-", 1)[0]
+    for old in path.parent.glob(f"{stem}-*{path.suffix}"):
+        with contextlib.suppress(OSError):
+            if old != path and old.stat().st_mtime < started:
+                old.unlink()
