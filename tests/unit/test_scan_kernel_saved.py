@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 from kgsearch.engine import Engine
 from kgsearch.model import Kind, ObjectIn
-from kgsearch.store import blas, nbits
+from kgsearch.store import nbits
 from kgsearch.store.ann import Int8Scan
 from kgsearch.store.sqlite import SQLiteStore
 from kgsearch.store.sqlite import vectors as vector_cache
@@ -201,33 +202,41 @@ def test_a_kernel_given_its_codes_beside_the_graph_scores_as_the_graph_holding_t
     assert np.array_equal(kernel.scores(query), held)
 
 
-def test_openblas_runs_one_thread_within_the_block_and_its_count_comes_back() -> None:
-    controls = blas._controls()
-    if controls is None:
-        pytest.skip("numpy's BLAS is not the OpenBLAS its wheel ships")
-    get, put = controls
-    original = get()
-    put(2)
+def _blas_threads() -> int:
+    counts = {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+    if not counts:
+        pytest.skip("numpy has no BLAS threadpoolctl can see")
+    (count,) = counts
+    return int(count)
+
+
+def test_blas_runs_one_thread_within_overlapping_blocks_and_its_count_comes_back() -> None:
+    before = _blas_threads()
+    if before < 2:
+        pytest.skip("numpy's BLAS runs one thread here already")
     seen: list[int] = []
-    inside, leave = threading.Event(), threading.Event()
+    start, first_in, second_in = threading.Event(), threading.Event(), threading.Event()
 
-    def other() -> None:
-        with blas.one_thread():
-            inside.set()
-            leave.wait(10)
-            seen.append(get())
+    def build(first: bool) -> None:
+        start.wait(10)
+        if not first:
+            first_in.wait(10)  # the second starts while the first holds its block
+        with nbits._one_blas_thread():
+            if first:
+                first_in.set()
+                second_in.wait(0.5)  # blocks that overlapped would restore each other's 1
+            else:
+                second_in.set()
+            seen.append(_blas_threads())
 
-    thread = threading.Thread(target=other)
-    with blas.one_thread():
+    builds = [threading.Thread(target=build, args=(first,)) for first in (True, False)]
+    for thread in builds:
         thread.start()
-        inside.wait(10)
-        seen.append(get())
-    seen.append(get())  # the other block still runs
-    leave.set()
-    thread.join(10)
-    after = get()
-    put(original)
-    assert (seen, after) == ([1, 1, 1], 2)
+    start.set()
+    for thread in builds:
+        thread.join(10)
+    # each block ran on one thread; the count from before both is back
+    assert (seen, _blas_threads()) == ([1, 1], before)
 
 
 def test_the_rotation_is_made_once_a_process(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -161,10 +161,8 @@ def one_blas_thread() -> None:
     every core as well only makes them wait for each other (with 8 clients on 2
     loaded cores a server answered about 2x faster with one BLAS thread;
     docs/benchmarks.md, "load")."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - part of the server extra
-        return
+    from threadpoolctl import threadpool_limits
+
     threadpool_limits(1, user_api="blas")
 
 

@@ -37,8 +37,8 @@ them).
 A build (``scripts/bench_kernel_build.py``, taking turns with 25450f5's at load 13-14)
 costs 0.66 s CPU on the relationships and 0.27 on the objects, against 4.7 and 1.6 s:
 its products run on one onnxruntime thread (:class:`_Products`), numpy's OpenBLAS is
-held to one thread around ``eigh`` (``blas.py``: its spinning threads made that one
-call 1.7-3.2 s of it), the rotation is made once a process, and the codes reach
+held to one thread around ``eigh`` (:func:`_one_blas_thread`: its spinning threads made
+that one call 1.7-3.2 s of it), the rotation is made once a process, and the codes reach
 onnxruntime beside the graph, not serialised into it. It is paid once per set of rows:
 the scan saves the kernel beside the store (``ann.py``; :func:`save`, :func:`load`) and
 the next process reads it, 0.35-0.43 s CPU from the rows read to both kinds' kernels
@@ -50,11 +50,14 @@ The graph is written with the ``onnx`` package (a dependency; should it be missi
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
+import threading
 import time
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,7 +65,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kgsearch.store import blas, saved_files
+from kgsearch.store import saved_files
 
 __all__ = [
     "BLOCK",
@@ -238,10 +241,30 @@ def _projection(matrix: npt.NDArray[Any], rows: int, kept: int) -> Projection | 
         gram += products(part)
     sampled = len(range(0, rows, stride))
     mean = total / sampled
-    with blas.one_thread():  # OpenBLAS's spinning threads: see blas.py
+    with _one_blas_thread():
         _, axes = np.linalg.eigh(gram - sampled * np.outer(mean, mean))  # ascending variance
         projection = axes[:, ::-1][:, :kept] @ _rotation(kept)
     return mean.astype(np.float32), np.ascontiguousarray(projection, dtype=np.float32)
+
+
+_BLAS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """numpy's BLAS on one thread within the block. OpenBLAS splits each call over every
+    core and its threads spin while they wait for each other: on 2 cores at load 12 the
+    build's one ``eigh`` of a 384 x 384 matrix cost 1.7-2.1 s of CPU, against 15 ms on one
+    thread, taken from the searches beside the build. The limit is process-wide (BLAS has
+    no per-call setting), so blocks take turns: the count each one restores is the one
+    before any of them (two overlapping blocks would otherwise leave it at 1). Other
+    threads' BLAS calls meanwhile, a search's products of a query with 150 rows, are below
+    OpenBLAS's threshold for a second thread anyway. ``serve`` holds BLAS to one thread
+    for good (``cli/serve_workers.py``)."""
+    from threadpoolctl import threadpool_limits  # a build's first step: imported then
+
+    with _BLAS_LOCK, threadpool_limits(1, user_api="blas"):
+        yield
 
 
 @functools.cache
