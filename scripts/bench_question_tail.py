@@ -251,6 +251,7 @@ def report(
         names = {k for q in group for r in warm[q] for k in r if not k.endswith("(n)")}
         return {k: statistics.mean(r.get(k, 0.0) for q in group for r in warm[q]) for k in names}
 
+    notes_text = "; ".join(notes)
     s, m, every = stage_means(slow), stage_means(middle), stage_means(order)
     stages = sorted(every, key=lambda k: -every[k])
     lines += [
@@ -280,7 +281,7 @@ def report(
         + ", ".join(f"{x:.1f}" for x in loads)
         + ".",
         "",
-        "; ".join(notes).capitalize() + ".",
+        notes_text[:1].upper() + notes_text[1:] + ".",
     ]
     return lines
 
