@@ -1,7 +1,7 @@
 """What makes some unified searches slower than others, and a first-time question slower
 than a repeated one: per-stage CPU of every search, by question and pass.
 
-Usage: python scripts/bench_question_tail.py [--queries 300] [--passes 3] [--write]
+Usage: python scripts/bench_question_tail.py [--queries 300] [--passes 3] [--db PATH] [--write]
 
 The full MetaQA graph (``bench-data/metaqa-full.db``), MetaQA questions as drawn by
 bench_quality.py with their query vectors embedded once by this process and replayed
@@ -29,6 +29,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -114,8 +115,12 @@ def _instrument(engine: Engine, clock: _Clock) -> None:
         setattr(connection.Connection, name, counted)
 
 
-def run(queries: int, passes: int) -> tuple[dict[str, list[dict[str, float]]], list[float]]:
-    """Per question, per pass: each stage's ms (and ``total``, ``model``, counts)."""
+def run(
+    queries: int, passes: int, db: Path | None = None
+) -> tuple[dict[str, list[dict[str, float]]], list[float], list[str]]:
+    """Per question, per pass: each stage's ms (and ``total``, ``model``, counts); the
+    load after each pass; what the store's row cache answered (if it has one) in each
+    pass and holds at the end, with the process's resident memory."""
     real = create_embedder("bundled")
     questions = [q for q, _ in metaqa_questions(queries)]
     vectors = {q: real.embed_query(q) for q in questions}
@@ -134,7 +139,7 @@ def run(queries: int, passes: int) -> tuple[dict[str, list[dict[str, float]]], l
             found = vectors.get(text)
             return found if found is not None else self.__getattr__("embed_query")(text)
 
-    engine = Engine(connect(str(ensure_full_db())), embedder=Replay())
+    engine = Engine(connect(str(db or ensure_full_db())), embedder=Replay())
     for kind in (Kind.OBJECT, Kind.RELATIONSHIP):
         engine.store.wait_for_index("default", kind, 900)  # type: ignore[attr-defined]
     engine.warm()
@@ -144,7 +149,10 @@ def run(queries: int, passes: int) -> tuple[dict[str, list[dict[str, float]]], l
         engine.search(SearchRequest(query=question, limit=10))
     found: dict[str, list[dict[str, float]]] = {q: [] for q in questions}
     loads = [os.getloadavg()[0]]
+    cache = getattr(engine.store, "row_cache", None)  # SQLite's decoded rows by id
+    cached: list[str] = []
     for _ in range(passes):
+        before = (cache.hits, cache.misses) if cache is not None else (0, 0)
         for question in questions:
             clock.ms, clock.counts = {}, {}
             started = time.thread_time()
@@ -155,15 +163,36 @@ def run(queries: int, passes: int) -> tuple[dict[str, list[dict[str, float]]], l
             row["statements (n)"] = clock.counts.get("statements", 0)
             found[question].append(row)
         loads.append(os.getloadavg()[0])
+        if cache is not None:
+            cached.append(f"{cache.hits - before[0]} / {cache.misses - before[1]}")
+    notes = [f"resident memory at the end: {_rss_mb():.0f} MB"]
+    if cache is not None:
+        held = sum(len(rows) for _, rows in cache._spaces.values())
+        notes.insert(
+            0,
+            "the store's row cache, hits / misses per pass: "
+            + ", ".join(cached)
+            + f"; {held} rows held at the end",
+        )
     engine.close()
-    return found, loads
+    return found, loads, notes
+
+
+def _rss_mb() -> float:
+    """The process's resident set now, in MB (Linux)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def _p(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
-def report(found: dict[str, list[dict[str, float]]], loads: list[float]) -> list[str]:
+def report(
+    found: dict[str, list[dict[str, float]]], loads: list[float], notes: list[str]
+) -> list[str]:
     """The printed (and written) text."""
     rows = []
     for n in range(len(next(iter(found.values())))):
@@ -222,17 +251,25 @@ def report(found: dict[str, list[dict[str, float]]], loads: list[float]) -> list
         names = {k for q in group for r in warm[q] for k in r if not k.endswith("(n)")}
         return {k: statistics.mean(r.get(k, 0.0) for q in group for r in warm[q]) for k in names}
 
-    s, m = stage_means(slow), stage_means(middle)
-    stages = sorted(s, key=lambda k: -s[k])
+    notes_text = "; ".join(notes)
+    s, m, every = stage_means(slow), stage_means(middle), stage_means(order)
+    stages = sorted(every, key=lambda k: -every[k])
     lines += [
         "",
         f"Warm passes, the slowest 10 % of questions ({len(slow)}) against the middle "
-        f"10 % ({len(middle)}), by mean warm CPU: mean ms a search per stage.",
+        f"10 % ({len(middle)}), by mean warm CPU, and all of them: mean ms a search per "
+        "stage.",
         "",
         table(
-            ["stage", "slowest 10 %", "middle 10 %", "difference"],
+            ["stage", "all", "slowest 10 %", "middle 10 %", "difference"],
             [
-                [k, f"{s[k]:.2f}", f"{m.get(k, 0.0):.2f}", f"{s[k] - m.get(k, 0.0):+.2f}"]
+                [
+                    k,
+                    f"{every[k]:.2f}",
+                    f"{s.get(k, 0.0):.2f}",
+                    f"{m.get(k, 0.0):.2f}",
+                    f"{s.get(k, 0.0) - m.get(k, 0.0):+.2f}",
+                ]
                 for k in stages
             ],
         ),
@@ -243,6 +280,8 @@ def report(found: dict[str, list[dict[str, float]]], loads: list[float]) -> list
         "Load average (1 min) at the start and after each pass: "
         + ", ".join(f"{x:.1f}" for x in loads)
         + ".",
+        "",
+        notes_text[:1].upper() + notes_text[1:] + ".",
     ]
     return lines
 
@@ -253,11 +292,14 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
+    parser.add_argument(
+        "--db", type=Path, help="the MetaQA store (default: bench-data/metaqa-full.db)"
+    )
     args = parser.parse_args()
     if args.queries < 10 or args.passes < 3:
         parser.error("--queries at least 10, --passes at least 3")
-    found, loads = run(args.queries, args.passes)
-    lines = report(found, loads)
+    found, loads, notes = run(args.queries, args.passes, args.db)
+    lines = report(found, loads, notes)
     print("\n".join(lines))
     if args.write:
         command = (

@@ -238,7 +238,11 @@ def test_kgsearch_serve_answers_on_loopback(tmp_path: Path) -> None:
         port = s.getsockname()[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "kgsearch", "--db", str(db), "serve", "--port", str(port)],
-        env={**ENV, "PATH": "/usr/bin:/bin"},
+        env={  # PYTHONPATH: the kgsearch under test, where the run points at a checkout's src
+            **ENV,
+            "PATH": "/usr/bin:/bin",
+            **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
+        },
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -111,11 +111,11 @@ def test_deleted_and_re_embedded_rows_are_never_returned_from_old_positions(
                 "default", Kind.OBJECT, vector, limit=ROWS, filters=Filters(**filters)
             )
             assert id not in {i for i, _ in found}
-    found = [i for i, _ in store.vector_search("default", Kind.OBJECT, old_changed, limit=ROWS)]
+    near = [i for i, _ in store.vector_search("default", Kind.OBJECT, old_changed, limit=ROWS)]
     live = set(ids) - set(gone)
-    assert len(found) == len(set(found)) and set(found) <= live  # no stale second copy
+    assert len(near) == len(set(near)) and set(near) <= live  # no stale second copy
     if mode != "hnsw":  # HNSW is approximate: asked for every row, it may miss one
-        assert len(found) == ROWS - 3
+        assert len(near) == ROWS - 3
     assert changed in exact_matches(store, changed)
     assert store.vectors_cache.reloads == reloads
     engine.close()

@@ -23,8 +23,9 @@ from kgsearch.store.records import Endpoint, RowKind
 from kgsearch.store.rows import RELATIONSHIP_COLUMNS, to_relationship
 from kgsearch.store.rowsql import by_id_sql, resolve_sql
 from kgsearch.store.sqlite.connection import Connection
+from kgsearch.store.sqlite.row_cache import CACHED_KINDS, RowCache, epoch_of
 from kgsearch.store.sqlite.sql import chunked, placeholders
-from kgsearch.store.tracing import traced
+from kgsearch.store.tracing import active, traced
 
 __all__ = ["SQLiteReads"]
 
@@ -49,6 +50,7 @@ class SQLiteReads(GraphReadsCore):
     """The SQLite side of ``GraphReads``."""
 
     db: Connection
+    row_cache: RowCache
 
     def resolve(self, project: str, refs: Sequence[ObjectRef]) -> dict[ObjectRef, Endpoint]:
         found: dict[ObjectRef, Endpoint] = {}
@@ -79,9 +81,28 @@ class SQLiteReads(GraphReadsCore):
         return found
 
     def _get(self, project: str, kind: RowKind, ids: Sequence[str]) -> list[Any]:
+        wanted = list(dict.fromkeys(ids))
+        if kind not in CACHED_KINDS or self.db.held_here or not wanted or active():
+            return self._decoded(project, kind, wanted, ids)
+        # the epoch first, then the rows (see row_cache.py)
+        epoch = epoch_of(self.db, kind)
+        if epoch is None:
+            return self._decoded(project, kind, wanted, ids)
+        held = self.row_cache.get(kind, epoch, [(project, i) for i in wanted])
+        found = {i: row for (_, i), row in held.items()}
+        if len(found) < len(wanted):
+            read = self._decoded(project, kind, [i for i in wanted if i not in found], ids)
+            self.row_cache.put(kind, epoch, (((project, r.id), r) for r in read))
+            found.update((r.id, r) for r in read)
+        return [found[i] for i in ids if i in found]
+
+    def _decoded(
+        self, project: str, kind: RowKind, wanted: list[str], ids: Sequence[str]
+    ) -> list[Any]:
+        """The live rows among ``wanted`` (distinct), decoded, in the order of ``ids``."""
         table = row_table(kind)
         rows: dict[str, Any] = {}
-        for part in chunked(list(dict.fromkeys(ids))):
+        for part in chunked(wanted):
             for row in self.db.all(
                 by_id_sql(table.name, table.columns, len(part)), (project, *part)
             ):

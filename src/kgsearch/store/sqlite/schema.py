@@ -8,8 +8,10 @@ __all__ = [
     "DEFERRABLE_FTS",
     "LIVE_INDEXES",
     "MIGRATIONS",
+    "ROWS_EPOCH_TABLES",
     "SCHEMA_VERSION",
     "SECONDARY_INDEXES",
+    "SHOWN_COLUMNS",
     "fts_flush_sql",
     "fts_triggers",
 ]
@@ -454,6 +456,46 @@ def m014_deferrable_fts(execute: Execute) -> None:
         _deferrable_fts_triggers(execute, table)
 
 
+ROWS_EPOCH_TABLES = {"objects": "object", "relationships": "relationship", "chunks": "chunk"}
+"""The tables whose decoded rows a process may keep (``row_cache.py``), with the kind
+each ``rows:<kind>`` epoch in ``meta`` is named after (m015)."""
+
+SHOWN_COLUMNS = {
+    "objects": "type, key, tags, properties, labels",
+    "relationships": "type, source_id, target_id, label, properties, weight, valid_from, "
+    "valid_to, description, source_chunks",
+    "chunks": "body, source_id, position, metadata",
+}
+"""m015's own copy of the columns each kind's decoder shows besides the embedding state
+(``store/rowsql.py``; a test holds them equal)."""
+
+
+def m015_rows_epoch(execute: Execute) -> None:
+    """A ``rows:<kind>`` epoch in ``meta`` that triggers move on every change to a
+    column a decoded row shows (its fields, its embedding state, its liveness) and on
+    every delete, in the writing transaction of any process: decoded rows kept between
+    reads (``row_cache.py``) stay right while it holds. The kind's own epoch moves only
+    with the writes that call ``_changed``; the queues' failures, for one, write status,
+    attempts and errors without it. A lease (``claimed_until``) or a retry time moves
+    nothing: no decoded row shows them. The key is written here, with the triggers, so
+    a reader finding it knows the triggers exist."""
+    state = (
+        "status, text, text_hash, embedded_text, attempts, last_error, model, dims, "
+        "text_version, embedded_at, created_at, updated_at, deleted_at"
+    )
+    for table, kind in ROWS_EPOCH_TABLES.items():
+        bump = (
+            f"INSERT INTO meta (key, value) VALUES ('rows:{kind}', '1') ON CONFLICT(key) "
+            "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+        execute(
+            f"CREATE TRIGGER {table}_rows_au AFTER UPDATE OF {SHOWN_COLUMNS[table]}, "
+            f"{state} ON {table} BEGIN {bump}; END"
+        )
+        execute(f"CREATE TRIGGER {table}_rows_ad AFTER DELETE ON {table} BEGIN {bump}; END")
+        execute(f"INSERT OR IGNORE INTO meta (key, value) VALUES ('rows:{kind}', '0')")
+
+
 MIGRATIONS = [
     Migration("m001_create_graph", m001_create_graph),
     Migration("m002_create_api_keys", m002_create_api_keys),
@@ -469,5 +511,6 @@ MIGRATIONS = [
     Migration("m012_embedding_skipped", m012_embedding_skipped),
     Migration("m013_fts_reindex_on_change", m013_fts_reindex_on_change),
     Migration("m014_deferrable_fts", m014_deferrable_fts),
+    Migration("m015_rows_epoch", m015_rows_epoch),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -28,6 +28,7 @@ from kgsearch.store.slices import SharedSlices
 from kgsearch.store.sqlite.connection import CACHE_PAGES_KIB, Connection
 from kgsearch.store.sqlite.lexical import LexicalStats
 from kgsearch.store.sqlite.queue import SQLiteQueues
+from kgsearch.store.sqlite.row_cache import RowCache
 from kgsearch.store.sqlite.schema import (
     LIVE_INDEXES,
     MIGRATIONS,
@@ -72,6 +73,7 @@ class SQLiteStore(
             ann_min_rows, None if path == ":memory:" else Path(path + ".ann")
         )
         self.lexical = LexicalStats()
+        self.row_cache = RowCache()
         self._types = {}
         self._runs = 0
         if migrate:
@@ -122,8 +124,9 @@ class SQLiteStore(
         return found_key(self.db.reader().one(KEY_BY_ID, (key_id,)))
 
     def close(self) -> None:
-        """Close the connection and drop cached vector indexes."""
+        """Close the connection and drop cached vector indexes and rows."""
         self.vectors_cache.clear()
+        self.row_cache.clear()
         self.db.close()
 
     @contextmanager
