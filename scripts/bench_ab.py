@@ -87,6 +87,14 @@ def _child(db: str, queries: str, passes: int, embed: bool) -> None:
 
 def _base_copy(tree: Path, db: Path, copy: Path) -> None:
     """Copy ``db`` for the version in ``tree``, forgetting migrations it does not know."""
+    shutil.copyfile(db, copy)
+    forget_migrations(tree / "src", copy)
+
+
+def forget_migrations(src: Path, db: Path) -> None:
+    """Forget the migrations the kgsearch in ``src`` does not know in the SQLite store
+    ``db`` (a copy: an older version refuses a store a newer one migrated; what they
+    added stays, unused by it)."""
     known = subprocess.run(
         [
             sys.executable,
@@ -94,13 +102,12 @@ def _base_copy(tree: Path, db: Path, copy: Path) -> None:
             "from kgsearch.store.sqlite.schema import MIGRATIONS; "
             "print('\\n'.join(m.name for m in MIGRATIONS))",
         ],
-        env={**os.environ, "PYTHONPATH": str(tree / "src")},
+        env={**os.environ, "PYTHONPATH": str(src)},
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
-    shutil.copyfile(db, copy)
-    with sqlite3.connect(copy) as conn:
+    with sqlite3.connect(db) as conn:
         marks = ",".join("?" * len(known))
         conn.execute(f"DELETE FROM migrations WHERE name NOT IN ({marks})", known)
 

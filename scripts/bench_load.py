@@ -61,6 +61,7 @@ from pathlib import Path
 
 import httpx
 import psycopg
+from bench_ab import forget_migrations
 from benchdoc import table, write_section
 from load_client import Connection
 
@@ -487,6 +488,8 @@ def measure(
     write client adds is gone by the next server."""
     if not store.startswith("postgresql"):
         store = str(fresh_copy(Path(store), Path(store).with_name("served.db")))
+        if src is not None:  # an older version refuses a store this one migrated
+            forget_migrations(src, Path(store))
     port = free_port()
     server = start_server(store, port, threads, workers, src, canned)
     results = []
