@@ -237,19 +237,23 @@ print(json.dumps(out))
 """
 
 
+def _child(script: str, db: Path, src: Path) -> Any:
+    """What ``script`` prints (JSON), run on ``db`` in a fresh process importing ``src``."""
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(db)],
+        env={**os.environ, "PYTHONPATH": str(src)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
+
 def memory(args: argparse.Namespace) -> list[str]:
     """Part ``memory``: resident memory a kernel keeps, a fresh process a side."""
     lines = ["resident MB a built kernel keeps (and after it is dropped), a fresh process a side:"]
     for side, src in {"base": Path(args.base_src), "now": ROOT / "src"}.items():
-        env = {**os.environ, "PYTHONPATH": str(src)}
-        out = subprocess.run(
-            [sys.executable, "-c", MEMORY, str(SHARED)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        found = json.loads(out.stdout)
+        found = _child(MEMORY, SHARED, src)
         cells = ", ".join(f"{k}s {v[0]:.1f} ({v[1]:.1f})" for k, v in found.items())
         lines.append(f"  {side}: {cells}")
     return lines
@@ -280,15 +284,7 @@ def opens(args: argparse.Namespace) -> list[str]:
                 if round_ == 0:  # the base saves no kernel: its warm opens build again
                     shutil.rmtree(Path(f"{db}.ann"), ignore_errors=True)
                 loads.append(os.getloadavg()[0])
-                env = {**os.environ, "PYTHONPATH": str(src)}
-                out = subprocess.run(
-                    [sys.executable, "-c", OPEN, str(db)],
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                results.setdefault((side, label), []).append(json.loads(out.stdout))
+                results.setdefault((side, label), []).append(_child(OPEN, db, src))
     lines = [
         f"fresh processes taking turns (load {min(loads):.1f}-{max(loads):.1f}), process CPU / "
         "wall s: the store opened and both kinds' vectors read (int8 codes made), then both "

@@ -16,7 +16,6 @@ from kgsearch.model import Kind, ObjectIn
 from kgsearch.store import nbits
 from kgsearch.store.ann import Int8Scan
 from kgsearch.store.sqlite import SQLiteStore
-from kgsearch.store.sqlite import vectors as vector_cache
 from kgsearch.testing import FakeEmbedder
 
 DIMS = 128
@@ -196,12 +195,8 @@ def test_a_kernel_build_that_fails_is_not_tried_again_until_the_rows_double(
 
 
 def test_wait_for_index_waits_for_the_scan_kernel(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_kernels: None
 ) -> None:
-    monkeypatch.setattr(vector_cache, "INT8_MIN_ROWS", 10)
-    defaults = Int8Scan.__init__.__kwdefaults__
-    assert defaults is not None
-    monkeypatch.setitem(defaults, "kernel_min_rows", 50)
     release, built = threading.Event(), nbits.build
 
     def held(matrix: np.ndarray, rows: int) -> nbits.Kernel | None:

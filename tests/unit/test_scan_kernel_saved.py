@@ -19,7 +19,6 @@ from kgsearch.model import Kind, ObjectIn
 from kgsearch.store import nbits
 from kgsearch.store.ann import Int8Scan
 from kgsearch.store.sqlite import SQLiteStore
-from kgsearch.store.sqlite import vectors as vector_cache
 from kgsearch.testing import FakeEmbedder
 
 DIMS = 384
@@ -152,12 +151,8 @@ def test_a_saved_kernel_of_other_rows_under_this_rows_name_is_rebuilt(
 
 
 def test_a_sqlite_store_saves_its_kernels_beside_it_for_the_next_open(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_kernels: None
 ) -> None:
-    monkeypatch.setattr(vector_cache, "INT8_MIN_ROWS", 10)
-    defaults = Int8Scan.__init__.__kwdefaults__
-    assert defaults is not None
-    monkeypatch.setitem(defaults, "kernel_min_rows", 50)
     path = str(tmp_path / "kg.db")
     store = SQLiteStore(path, ann_min_rows=10_000)
     engine = Engine(store, embedder=FakeEmbedder(128))
