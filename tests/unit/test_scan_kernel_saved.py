@@ -5,14 +5,16 @@ thread around the LAPACK calls."""
 
 from __future__ import annotations
 
-import threading
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_info
 
 from kgsearch.engine import Engine
 from kgsearch.model import Kind, ObjectIn
@@ -197,41 +199,54 @@ def test_a_kernel_given_its_codes_beside_the_graph_scores_as_the_graph_holding_t
     assert np.array_equal(kernel.scores(query), held)
 
 
-def _blas_threads() -> int:
-    counts = {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
-    if not counts:
-        pytest.skip("numpy has no BLAS threadpoolctl can see")
-    (count,) = counts
-    return int(count)
+_OVERLAPPING_BLOCKS = """
+import json, threading
+from threadpoolctl import threadpool_info
+from kgsearch.store import nbits
+
+def count():
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+before, seen = count(), []
+start, first_in, second_in = threading.Event(), threading.Event(), threading.Event()
+
+def build(first):
+    start.wait(10)
+    if not first:
+        first_in.wait(10)  # the second starts while the first holds its block
+    with nbits._one_blas_thread():
+        if first:
+            first_in.set()
+            second_in.wait(0.5)  # blocks that overlapped would restore each other's 1
+        else:
+            second_in.set()
+        seen.append(count())
+
+builds = [threading.Thread(target=build, args=(first,)) for first in (True, False)]
+for thread in builds:
+    thread.start()
+start.set()
+for thread in builds:
+    thread.join(10)
+print(json.dumps([before, seen, count()]))
+"""
 
 
 def test_blas_runs_one_thread_within_overlapping_blocks_and_its_count_comes_back() -> None:
-    before = _blas_threads()
-    if before < 2:
-        pytest.skip("numpy's BLAS runs one thread here already")
-    seen: list[int] = []
-    start, first_in, second_in = threading.Event(), threading.Event(), threading.Event()
-
-    def build(first: bool) -> None:
-        start.wait(10)
-        if not first:
-            first_in.wait(10)  # the second starts while the first holds its block
-        with nbits._one_blas_thread():
-            if first:
-                first_in.set()
-                second_in.wait(0.5)  # blocks that overlapped would restore each other's 1
-            else:
-                second_in.set()
-            seen.append(_blas_threads())
-
-    builds = [threading.Thread(target=build, args=(first,)) for first in (True, False)]
-    for thread in builds:
-        thread.start()
-    start.set()
-    for thread in builds:
-        thread.join(10)
+    # a process of its own: BLAS's count is process-wide, and `serve` tests in this one
+    # may have set it to 1 for good
+    done = subprocess.run(
+        [sys.executable, "-c", _OVERLAPPING_BLOCKS],
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "2"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    before, seen, after = json.loads(done.stdout)
+    if not before:
+        pytest.skip("numpy has no BLAS threadpoolctl can see")
     # each block ran on one thread; the count from before both is back
-    assert (seen, _blas_threads()) == ([1, 1], before)
+    assert (before, seen, after) == ([2], [[1], [1]], [2])
 
 
 def test_the_rotation_is_made_once_a_process(monkeypatch: pytest.MonkeyPatch) -> None:
