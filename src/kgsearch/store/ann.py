@@ -54,7 +54,6 @@ exceed every score margin).
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 import logging
 import os
@@ -218,10 +217,8 @@ class AnnIndex:
         """The file for these vectors and parameters: ``<base stem>-<tag>.usearch``, the
         tag a digest of both, so a file is only ever read for the vectors it was built
         from and never needs a separate description."""
-        h = hashlib.blake2b(digest_size=12)
-        h.update(f"{_SAVED_FORMAT}:{_CONNECTIVITY}:{_EXPANSION_ADD}:".encode())
-        h.update(_digest(self._matrix).encode())
-        return base.with_name(f"{base.stem}-{h.hexdigest()}{base.suffix}")
+        tag = saved_files.digest(self._matrix, f"{_SAVED_FORMAT}:{_CONNECTIVITY}:{_EXPANSION_ADD}")
+        return base.with_name(f"{base.stem}-{tag}{base.suffix}")
 
     def _load(self, path: Path) -> bool:
         """Load the saved index of these very vectors; False when there is none."""
@@ -290,14 +287,6 @@ class AnnIndex:
         scores = self._matrix[keys] @ query
         order = np.lexsort((keys, -scores))[:k]
         return keys[order], scores[order].astype(np.float32)
-
-
-def _digest(matrix: npt.NDArray[np.float32]) -> str:
-    """A digest of the vectors, to tell whether a saved index was built from them."""
-    h = hashlib.blake2b(digest_size=16)
-    h.update(str(matrix.shape).encode())
-    h.update(np.ascontiguousarray(matrix).data)
-    return h.hexdigest()
 
 
 class Int8Scan:
