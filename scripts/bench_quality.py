@@ -383,7 +383,7 @@ PARTS: dict[str, tuple[str, Callable[..., str]]] = {
 
 
 def main() -> None:
-    """Run the chosen parts and write docs/benchmarks.md."""
+    """Run the chosen parts and write docs/benchmarks.md (unless ``--no-write``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=[*PARTS, "all"], default="all")
     parser.add_argument("--questions", type=int, default=1000)
@@ -398,6 +398,11 @@ def main() -> None:
     )
     parser.add_argument("--embedder", default="bundled", help="provider:model to measure")
     parser.add_argument("--data", type=Path, help="folder of the stores (default: bench-data)")
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="print the figures only (docs/benchmarks.md is left as it is: for tuning runs)",
+    )
     args = parser.parse_args()
     global DATA, EMBEDDER
     DATA, EMBEDDER = args.data or DATA, args.embedder
@@ -418,7 +423,8 @@ def main() -> None:
             section += f"-{EMBEDDER.replace(':', '-')}"
             title += f", embedder {EMBEDDER}"
             body = f"Embedder `{EMBEDDER}`.\n\n{body}"
-        write_section(section, title, command, body)
+        if not args.no_write:
+            write_section(section, title, command, body)
 
 
 if __name__ == "__main__":
