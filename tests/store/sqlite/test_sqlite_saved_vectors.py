@@ -261,25 +261,64 @@ store = SQLiteStore(sys.argv[1], ann_min_rows=10_000)
 store.vectors_cache.entry(store.db, "default", Kind.OBJECT)
 maps = [line.split() for line in open("/proc/self/maps")]
 files = sorted({(m[4], m[5]) for m in maps if len(m) > 5 and m[5].endswith(".vectors")})
-print(json.dumps({"mapped": store.vectors_cache.mapped, "files": files}))
+cache = store.vectors_cache
+print(json.dumps({"mapped": cache.mapped, "saves": cache.saves, "files": files}))
 """
+
+
+# Each process reads its rows slowly (a wide window for the other to read them too),
+# and starts once both are ready.
+TOGETHER = """
+import os, sys, time
+from kgsearch.store.sqlite import vectors
+real = vectors._load
+def slow(*args):
+    time.sleep(0.5)
+    return real(*args)
+vectors._load = slow
+print("ready", flush=True)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.01)
+"""
+
+
+def _run_together(tmp_path: Path) -> list[dict[str, Any]]:
+    go = tmp_path / "go"
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", TOGETHER + MAPS, str(tmp_path / "kg.db"), str(go)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.stdout is not None and run.stdout.readline() == "ready\n"
+    go.touch()
+    return [json.loads(run.communicate(timeout=120)[0]) for run in runs]
 
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/self/maps")
 def test_two_processes_map_the_same_file(tmp_path: Path) -> None:
     saved_store(tmp_path).close()
     (file,) = files(tmp_path)
-    runs = [
-        subprocess.Popen(
-            [sys.executable, "-c", MAPS, str(tmp_path / "kg.db")],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(2)
-    ]
-    found = [json.loads(run.communicate(timeout=120)[0]) for run in runs]
+    found = _run_together(tmp_path)
     inode = str(file.stat().st_ino)
     for one in found:
         assert one["mapped"] == 1
         assert one["files"] == [[inode, str(file)]]
     assert files(tmp_path) == [file]
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/self/maps")
+def test_processes_starting_together_read_the_rows_once_and_share_the_file(
+    tmp_path: Path,
+) -> None:
+    saved_store(tmp_path).close()
+    (old,) = files(tmp_path)
+    old.unlink()  # as before any process saved one
+    found = _run_together(tmp_path)
+    (file,) = files(tmp_path)
+    assert sorted((one["saves"], one["mapped"]) for one in found) == [(0, 1), (1, 0)]
+    for one in found:
+        assert one["files"] == [[str(file.stat().st_ino), str(file)]]

@@ -30,6 +30,7 @@ import json
 import logging
 import struct
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ import numpy.typing as npt
 
 from kgsearch.store import saved_files
 
-__all__ = ["SPOT_ROWS", "Saved", "find", "path", "read", "remove", "write"]
+__all__ = ["SPOT_ROWS", "Saved", "find", "loading", "path", "read", "write"]
 
 _log = logging.getLogger(__name__)
 
@@ -184,7 +185,25 @@ def _aligned(size: int) -> int:
     return -(-size // _ALIGN) * _ALIGN
 
 
-def remove(file: Path) -> None:
-    """Delete a file found unusable (the next save replaces it anyway)."""
-    with contextlib.suppress(OSError):
-        file.unlink()
+@contextlib.contextmanager
+def loading(base: Path | None) -> Iterator[None]:
+    """Hold ``base``'s lock file (``<base stem>.lock``) while the rows are mapped or read
+    and saved: processes starting together (``serve --workers N``) then read SQLite
+    once, and the others map the file the first saved instead of each reading the rows
+    and saving a file of its own (which left them mapping different copies). Without
+    ``fcntl``, or when the lock cannot be made, nothing is held."""
+    if base is None:
+        yield
+        return
+    try:
+        import fcntl
+
+        base.parent.mkdir(parents=True, exist_ok=True)
+        lock = base.with_suffix(".lock").open("a")
+    except (ImportError, OSError):
+        yield
+        return
+    with lock:
+        with contextlib.suppress(OSError):
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

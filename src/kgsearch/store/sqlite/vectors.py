@@ -154,14 +154,15 @@ class VectorCache:
         self.reloads += 1
         scanned = self.ann_min_rows is not None
         base = self._saved_path(project, kind, "vectors") if scanned else None
-        entry = self._mapped(db, project, kind, epoch, base) if base is not None else None
-        if entry is None:
-            entry = _load(db, project, kind, epoch)
-            if scanned and len(entry.ids) >= INT8_MIN_ROWS:
-                saved = self._saved_path(project, kind, "nbits")
-                entry.scan = Int8Scan(entry.buffer, len(entry.ids), saved=saved)
-                if base is not None:
-                    entry = self._save(db, project, kind, base, entry)
+        with saved_vectors.loading(base):
+            entry = self._mapped(db, project, kind, epoch, base) if base is not None else None
+            if entry is None:
+                entry = _load(db, project, kind, epoch)
+                if scanned and len(entry.ids) >= INT8_MIN_ROWS:
+                    saved = self._saved_path(project, kind, "nbits")
+                    entry.scan = Int8Scan(entry.buffer, len(entry.ids), saved=saved)
+                    if base is not None:
+                        entry = self._save(db, project, kind, base, entry)
         if self.ann_min_rows is not None and len(entry.ids) >= self.ann_min_rows:
             entry.ann = AnnIndex(entry.matrix, saved=self._saved_path(project, kind))
         return entry
