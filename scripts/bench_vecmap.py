@@ -3,7 +3,7 @@ against vectors read from SQLite, before and after a change in one run (section
 "vecmap").
 
 Usage: python scripts/bench_vecmap.py [--before /work/wt-head/src] [--rounds 3]
-       [--searches 50] [--parts first,serve,demo] [--write]
+       [--searches 50] [--parts first,holds,serve,demo] [--write]
 
 Each side (``before``: the kgsearch sources at ``--before``; ``after``: this
 checkout's) runs on a private copy of the store (SQLite's backup of the shared one,
@@ -17,6 +17,9 @@ builds one), in processes of its own:
   included), the search's own wall and CPU, and whether both sides answered the same
   (the response's JSON without timings). The after side's first process reads the rows
   and saves them (``cold``); the rounds after it map the file. Sides take turns.
+* ``holds`` (the same store, after ``first``): a fresh process a side opens the store,
+  loads each kind's vectors and waits for its scan kernel; the RSS and PSS (anonymous,
+  file-backed) each step adds.
 * ``serve`` (the same store): ``kgsearch serve --workers 2`` on the copy, warmed as
   usual, then ``--searches`` unified searches over HTTP (distinct questions); then
   each worker process's RSS and PSS (``/proc/<pid>/smaps_rollup``: PSS splits each
@@ -30,6 +33,7 @@ The load average is printed with every figure; prefer the CPU columns.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -67,6 +71,77 @@ print(json.dumps({
     "digest": hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16],
     "mapped": getattr(cache, "mapped", None),
 }))
+"""
+
+
+HOLDS = """
+import ctypes, gc, json, sys
+from pathlib import Path
+import onnxruntime  # the kernel's library loaded before the first figure
+from kgsearch.model import Kind
+from kgsearch.store.sqlite import SQLiteStore
+
+def rollup():
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    found = {}
+    for line in Path("/proc/self/smaps_rollup").read_text().splitlines()[1:]:
+        name, value, *_ = line.split()
+        found[name.rstrip(":")] = int(value) / 1024
+    return [found["Rss"], found.get("Pss_Anon", 0), found.get("Pss_File", 0)]
+
+store = SQLiteStore(sys.argv[1])
+steps = {"opened": rollup()}
+for kind in (Kind.RELATIONSHIP, Kind.OBJECT):
+    entry = store.vectors_cache.entry(store.db, "default", kind)
+    steps[kind.value + " vectors"] = rollup()
+    assert entry.scan is not None and entry.scan.wait(600)
+    steps[kind.value + " kernel"] = rollup()
+print(json.dumps(steps))
+"""
+
+
+def holds_part(db: Path, sides: dict[str, Path]) -> list[str]:
+    """Part ``holds``: what a process holds for the vector legs, step by step (a fresh
+    process a side, after ``first`` saved the vectors)."""
+    lines = [
+        f"{db.name}: what one process holds for the vector legs, MB added by each step "
+        "(RSS / PSS anonymous / PSS file-backed; kernels loaded from their saved files)"
+    ]
+    for side, src in sides.items():
+        out = subprocess.run(
+            [sys.executable, "-c", HOLDS, str(db)],
+            env={**os.environ, "PYTHONPATH": str(src)},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        steps: dict[str, list[float]] = json.loads(out.stdout.strip().splitlines()[-1])
+        names = list(steps)
+        cells = []
+        for before, after in itertools.pairwise(names):
+            delta = [b - a for a, b in zip(steps[before], steps[after], strict=True)]
+            cells.append(f"{after} +{delta[0]:.0f} / {delta[1]:+.0f} / {delta[2]:+.0f}")
+        lines.append(f"  {side}: {'; '.join(cells)} (load {load():.1f})")
+    return lines
+
+
+DESCRIPTION = """\
+Before: every process reads each kind's vectors from SQLite into matrices of its own
+(float32 and int8 codes). After: the first process saves them beside the store
+(`<db>.ann/<name>-<kind>-<seq>.vectors`) and every process maps that file copy-on-write
+(store/sqlite/saved_vectors.py). Both sides run on private copies of the full MetaQA
+store (42,828 objects, 129,235 relationships) and of the REST sample graph, with the
+bundled model and the scan kernels already saved beside them. *first*: a fresh process
+opens an engine and runs one unified search (a MetaQA dev question of its own a round,
+the same for both sides; sides take turns); wall from the process's start and the
+process's CPU (imports and model load included), then the search's own. *after cold*
+is the process that reads the rows and saves them. *holds*: MB one process adds as it
+loads each kind's vectors and its kernel (PSS anonymous is private memory; file-backed
+pages are the page cache's, shared by every process mapping them and counted in their
+PSS in equal parts). *serve*: `kgsearch serve --workers 2` after 50 unified searches
+over HTTP, each worker's RSS and PSS from /proc/<pid>/smaps_rollup. Load average with
+every figure; the machine is shared (2 cores), so prefer the CPU figures.\
 """
 
 
@@ -202,7 +277,7 @@ def main() -> None:
     parser.add_argument("--before", default="/work/wt-head/src", help="the before side's src/")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--searches", type=int, default=50)
-    parser.add_argument("--parts", default="first,serve,demo")
+    parser.add_argument("--parts", default="first,holds,serve,demo")
     parser.add_argument("--write", action="store_true", help="write docs/benchmarks.md's section")
     args = parser.parse_args()
     from bench_load import questions as sample_questions
@@ -213,11 +288,15 @@ def main() -> None:
     parts = args.parts.split(",")
     report: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-vecmap-") as tmp:
-        if "first" in parts or "serve" in parts:
+        if "first" in parts or "holds" in parts or "serve" in parts:
             db = private_copy(METAQA, Path(tmp))
             if "first" in parts:
                 report += first_part(db, sides, args.rounds, metaqa)
                 print("\n".join(report), flush=True)
+            if "holds" in parts:
+                lines = holds_part(db, sides)
+                print("\n".join(lines), flush=True)
+                report += lines
             if "serve" in parts:
                 lines = serve_part(db, sides, args.searches, metaqa[args.rounds + 1 :])
                 print("\n".join(lines), flush=True)
@@ -232,7 +311,7 @@ def main() -> None:
     if args.write:
         from benchdoc import write_section
 
-        body = "```\n" + "\n".join(report) + "\n```\n"
+        body = DESCRIPTION + "\n\n```\n" + "\n".join(report) + "\n```\n"
         flags = [a for a in sys.argv[1:] if a != "--write"]
         command = " ".join(["python scripts/bench_vecmap.py", *flags])
         write_section("vecmap", "Vectors mapped from a saved file (issue 34)", command, body)

@@ -190,15 +190,16 @@ def loading(base: Path | None) -> Iterator[None]:
     """Hold ``base``'s lock file (``<base stem>.lock``) while the rows are mapped or read
     and saved: processes starting together (``serve --workers N``) then read SQLite
     once, and the others map the file the first saved instead of each reading the rows
-    and saving a file of its own (which left them mapping different copies). Without
-    ``fcntl``, or when the lock cannot be made, nothing is held."""
-    if base is None:
+    and saving a file of its own (which left them mapping different copies). Nothing is
+    held without ``fcntl``, when the lock cannot be made, or before the folder exists:
+    a small store, which saves nothing, gets no folder of lock files (a store's first
+    processes ever may then each read the rows once)."""
+    if base is None or not base.parent.is_dir():
         yield
         return
     try:
         import fcntl
 
-        base.parent.mkdir(parents=True, exist_ok=True)
         lock = base.with_suffix(".lock").open("a")
     except (ImportError, OSError):
         yield
