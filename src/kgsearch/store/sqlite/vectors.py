@@ -18,6 +18,9 @@ HNSW index is still being built. Writers keep the log to its last ``_LOG_KEEP`` 
 
 Entries are snapshots: a search holding an older entry keeps answering from it (rows
 appended for newer entries lie beyond its size and are never returned to it).
+
+A load from SQLite is saved beside the store and later loads, in any process, map that
+file instead and apply the changes logged since it (``saved_vectors.py``).
 """
 
 from __future__ import annotations
@@ -92,8 +95,9 @@ class VectorCache:
         ann_min_rows: Collections at least this large also get an HNSW index
             (None disables every acceleration: each query is a float32 product).
         index_dir: Where HNSW indexes and the scans' 4-bit kernels are saved once built
-            and loaded from on the next open while the vectors are unchanged (None:
-            built in every process).
+            and loaded from on the next open while the vectors are unchanged, and where
+            the vectors themselves are saved and mapped from (None: built and read in
+            every process).
     """
 
     def __init__(
