@@ -84,6 +84,24 @@ def test_a_saved_kernel_is_loaded_for_the_same_rows_and_scores_as_the_built_one(
     assert _exact_top_10(loaded, matrix, [3, 5_000, 11_999])
 
 
+def test_a_known_key_finds_the_saved_kernel_without_reading_the_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the vectors mapped from their saved file (store/sqlite/saved_vectors.py) carry the
+    # kernel's key: hashing every row would read the whole mapped matrix
+    matrix = _rows(ROWS, seed=6)
+    _scan(matrix, tmp_path / "rel.nbits")
+    key = nbits.key(matrix, ROWS)
+    _refuse_builds(monkeypatch)
+
+    def no_hashing(matrix: np.ndarray, rows: int) -> str:
+        raise AssertionError("the rows were hashed")
+
+    monkeypatch.setattr(nbits, "key", no_hashing)
+    scan = Int8Scan(matrix, kernel_min_rows=5_000, saved=tmp_path / "rel.nbits", key=(ROWS, key))
+    assert scan.wait(120) and scan.kernel_loaded
+
+
 def test_a_saved_kernel_of_other_rows_is_rebuilt_and_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

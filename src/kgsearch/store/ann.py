@@ -318,6 +318,12 @@ class Int8Scan:
         kernel_min_rows: Rows from which the 4-bit kernel is built (None: never).
         saved: Where to keep the kernel between processes: the file used is this path
             with a digest of the rows it holds added to its name (None: never saved).
+        codes: The int8 codes of every row of ``matrix`` made before at ``scale`` (with
+            ``scale``; ``store/sqlite/saved_vectors.py`` maps them from a file), instead
+            of quantizing the rows here.
+        scale: The scale of ``codes``.
+        key: (rows, :func:`nbits.key` of the first ``rows`` rows of ``matrix``) when known,
+            so the saved kernel of those rows is found without reading them all.
     """
 
     def __init__(
@@ -327,17 +333,25 @@ class Int8Scan:
         *,
         kernel_min_rows: int | None = KERNEL_MIN_ROWS,
         saved: Path | None = None,
+        codes: npt.NDArray[np.int8] | None = None,
+        scale: float | None = None,
+        key: tuple[int, str] | None = None,
     ) -> None:
         self._matrix = matrix
+        self._key = key
         self._saved = saved
         self.kernel_loaded = False
         """Whether the current kernel was read from a saved file rather than built."""
         rows = matrix.shape[0] if rows is None else rows
-        peak = float(np.abs(matrix[:rows]).max()) if rows and matrix.size else 1.0
-        self._scale = 127.0 / (peak or 1.0)
-        # room for as many rows as the matrix has (a buffer may hold more than ``rows``)
-        self._codes: npt.NDArray[np.int8] = np.zeros(matrix.shape, dtype=np.int8)
-        self._quantize(0, rows)
+        if codes is not None and scale is not None and codes.shape == matrix.shape:
+            self._scale = scale
+            self._codes: npt.NDArray[np.int8] = codes
+        else:
+            peak = float(np.abs(matrix[:rows]).max()) if rows and matrix.size else 1.0
+            self._scale = 127.0 / (peak or 1.0)
+            # room for as many rows as the matrix has (a buffer may hold more than ``rows``)
+            self._codes = np.zeros(matrix.shape, dtype=np.int8)
+            self._quantize(0, rows)
         self._rows = rows
         self._kernel_min_rows = kernel_min_rows
         self._kernel: Kernel | None = None
@@ -369,7 +383,8 @@ class Int8Scan:
     def _build(self, matrix: npt.NDArray[np.float32], rows: int) -> None:
         loaded = False
         try:
-            kernel, loaded = nbits.load_or_build(matrix, rows, self._saved)
+            known = self._key[1] if self._key is not None and self._key[0] == rows else None
+            kernel, loaded = nbits.load_or_build(matrix, rows, self._saved, known)
         except Exception:  # a failed build leaves the int8 scan in charge, as without one
             _log.warning(
                 "could not build the 4-bit scan kernel over %d rows (next try at %d)",
@@ -398,6 +413,12 @@ class Int8Scan:
             building.join(timeout)
             return not building.is_alive()
         return True
+
+    @property
+    def codes(self) -> tuple[npt.NDArray[np.int8], float]:
+        """(the int8 codes of every row of the matrix, their scale): what a later scan of
+        the same rows may be handed instead of quantizing them again."""
+        return self._codes, self._scale
 
     @property
     def kernel_rows(self) -> int:

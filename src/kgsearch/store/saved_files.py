@@ -21,11 +21,11 @@ __all__ = ["digest", "keep"]
 _log = logging.getLogger(__name__)
 
 
-def keep(path: Path, write: Callable[[Path], None], started: float, what: str) -> None:
+def keep(path: Path, write: Callable[[Path], None], started: float, what: str) -> bool:
     """Save a file atomically (``write`` fills a temporary file, renamed to ``path``),
     then delete the files of other vectors (``<stem>-<digest><suffix>`` beside it) saved
     before this build ``started``: never one saved by a newer build meanwhile. A failure
-    only logs: what could not be saved is built again next time."""
+    only logs: what could not be saved is built again next time. Whether it was saved."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -35,12 +35,13 @@ def keep(path: Path, write: Callable[[Path], None], started: float, what: str) -
         _log.warning("could not save %s to %s: %s", what, path, exc)
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        return
+        return False
     stem = path.stem.rsplit("-", 1)[0]
     for old in path.parent.glob(f"{stem}-*{path.suffix}"):
         with contextlib.suppress(OSError):
             if old != path and old.stat().st_mtime < started:
                 old.unlink()
+    return True
 
 
 def digest(matrix: npt.NDArray[Any], recipe: str) -> str:

@@ -18,6 +18,9 @@ HNSW index is still being built. Writers keep the log to its last ``_LOG_KEEP`` 
 
 Entries are snapshots: a search holding an older entry keeps answering from it (rows
 appended for newer entries lie beyond its size and are never returned to it).
+
+A load from SQLite is saved beside the store and later loads, in any process, map that
+file instead and apply the changes logged since it (``saved_vectors.py``).
 """
 
 from __future__ import annotations
@@ -33,8 +36,11 @@ import numpy as np
 import numpy.typing as npt
 
 from kgsearch.model import Kind
+from kgsearch.store import nbits
 from kgsearch.store.ann import ANN_MIN_ROWS, INT8_MIN_ROWS, AnnIndex, Int8Scan
+from kgsearch.store.sqlite import saved_vectors
 from kgsearch.store.sqlite.connection import Connection
+from kgsearch.store.sqlite.saved_vectors import Saved
 from kgsearch.store.sqlite.sql import chunked, placeholders
 
 __all__ = ["Entry", "VectorCache"]
@@ -89,8 +95,9 @@ class VectorCache:
         ann_min_rows: Collections at least this large also get an HNSW index
             (None disables every acceleration: each query is a float32 product).
         index_dir: Where HNSW indexes and the scans' 4-bit kernels are saved once built
-            and loaded from on the next open while the vectors are unchanged (None:
-            built in every process).
+            and loaded from on the next open while the vectors are unchanged, and where
+            the vectors themselves are saved and mapped from (None: built and read in
+            every process).
     """
 
     def __init__(
@@ -104,6 +111,8 @@ class VectorCache:
         self.ann_min_rows = ann_min_rows
         self.index_dir = index_dir
         self.reloads = 0  # full loads so far (tests and benchmarks read it)
+        self.mapped = 0  # loads from a saved file (saved_vectors.py)
+        self.saves = 0  # loads then mapped from the file they saved (or found)
 
     def clear(self) -> None:
         """Drop every cached matrix."""
@@ -147,13 +156,89 @@ class VectorCache:
 
     def _load(self, db: Connection, project: str, kind: Kind, epoch: str) -> Entry:
         self.reloads += 1
-        entry = _load(db, project, kind, epoch)
-        if self.ann_min_rows is not None and len(entry.ids) >= INT8_MIN_ROWS:
-            saved = self._saved_path(project, kind, "nbits")
-            entry.scan = Int8Scan(entry.buffer, len(entry.ids), saved=saved)
+        scanned = self.ann_min_rows is not None
+        base = self._saved_path(project, kind, "vectors") if scanned else None
+        with saved_vectors.loading(base):
+            entry = self._mapped(db, project, kind, epoch, base) if base is not None else None
+            if entry is None:
+                entry = _load(db, project, kind, epoch)
+                if scanned and len(entry.ids) >= INT8_MIN_ROWS:
+                    saved = self._saved_path(project, kind, "nbits")
+                    entry.scan = Int8Scan(entry.buffer, len(entry.ids), saved=saved)
+                    if base is not None:
+                        entry = self._save(db, project, kind, base, entry)
         if self.ann_min_rows is not None and len(entry.ids) >= self.ann_min_rows:
             entry.ann = AnnIndex(entry.matrix, saved=self._saved_path(project, kind))
         return entry
+
+    def _scan(self, project: str, kind: Kind, saved: Saved, rows: int) -> Int8Scan:
+        return Int8Scan(
+            saved.buffer,
+            rows,
+            saved=self._saved_path(project, kind, "nbits"),
+            codes=saved.codes,
+            scale=saved.scale,
+            key=(len(saved.ids), saved.kernel_key) if saved.kernel_key else None,
+        )
+
+    def _mapped(
+        self, db: Connection, project: str, kind: Kind, epoch: str, base: Path
+    ) -> Entry | None:
+        """The rows mapped from the newest saved file, brought up to date by the log; None
+        when there is none or it may not be used (``saved_vectors.py``)."""
+        file = saved_vectors.find(base, _last_seq(db))
+        saved = saved_vectors.read(file) if file is not None else None
+        if saved is None or len(saved.ids) < INT8_MIN_ROWS:
+            return None
+        size = len(saved.ids)
+        entry = Entry(
+            "",
+            saved.seq,
+            saved.rowids,
+            saved.ids,
+            saved.buffer[:size],
+            saved.buffer,
+            saved.has_validity,
+        )
+        entry.scan = self._scan(project, kind, saved, size)
+        fresh = _advance(db, project, kind, entry, epoch)
+        if fresh is None or not _matches(db, project, kind, fresh):
+            return None
+        self.mapped += 1
+        return fresh
+
+    def _save(self, db: Connection, project: str, kind: Kind, base: Path, entry: Entry) -> Entry:
+        """``entry`` saved to a file (unless another process saved the same rows) and
+        mapped from it, its private copies dropped; ``entry`` itself when that fails."""
+        size = len(entry.ids)
+        file = saved_vectors.path(base, entry.seq)
+        saved = saved_vectors.read(file) if file.exists() else None
+        if saved is None or not _same(saved, entry):
+            assert entry.scan is not None
+            codes, scale = entry.scan.codes
+            key = nbits.key(entry.buffer, size)
+            mine = Saved(
+                entry.seq,
+                entry.rowids,
+                entry.ids,
+                entry.buffer,
+                codes,
+                scale,
+                entry.has_validity,
+                key,
+            )
+            written = saved_vectors.write(base, mine, size)
+            saved = saved_vectors.read(written) if written is not None else None
+        if saved is None:
+            return entry
+        self.saves += 1
+        return replace(
+            entry,
+            rowids=saved.rowids,
+            matrix=saved.buffer[:size],
+            buffer=saved.buffer,
+            scan=self._scan(project, kind, saved, size),
+        )
 
     def _saved_path(self, project: str, kind: Kind, suffix: str = "usearch") -> Path | None:
         if self.index_dir is None:
@@ -198,6 +283,41 @@ def _load(db: Connection, project: str, kind: Kind, epoch: str) -> Entry:
             done = stop
         has_validity = _has_validity(db, project, kind)
     return Entry(epoch, seq, rowids, ids, buffer[:count], buffer, has_validity)
+
+
+def _same(saved: Saved, entry: Entry) -> bool:
+    """Whether a saved file holds exactly ``entry``'s rows (a file saved meanwhile by
+    another process that read the same snapshot)."""
+    size = len(entry.ids)
+    return (
+        saved.ids == entry.ids
+        and np.array_equal(saved.rowids, entry.rowids)
+        and np.array_equal(saved.buffer[:size], entry.matrix)
+    )
+
+
+def _matches(db: Connection, project: str, kind: Kind, entry: Entry) -> bool:
+    """Whether a sample of ``entry``'s live rows (``saved_vectors.SPOT_ROWS``, evenly
+    spread) has the ids and vectors SQLite has for their rowids."""
+    size = len(entry.ids)
+    if not size:
+        return True
+    spread = np.linspace(0, size - 1, min(size, saved_vectors.SPOT_ROWS))
+    positions = np.unique(spread.astype(np.int64))
+    if entry.alive is not None:
+        positions = positions[entry.alive[positions]]
+    wanted = {int(entry.rowids[p]): int(p) for p in positions}
+    found = 0
+    for part in chunked(list(wanted)):
+        for row in db.all(
+            f"SELECT rowid, id, vector {_where(kind)} AND rowid IN ({placeholders(len(part))})",
+            (project, *part),
+        ):
+            position = wanted[int(row[0])]
+            if row[1] != entry.ids[position] or row[2] != entry.matrix[position].tobytes():
+                return False
+            found += 1
+    return found == len(wanted)
 
 
 def _capacity(rows: int) -> int:
