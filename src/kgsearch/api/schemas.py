@@ -8,6 +8,7 @@ the search routes, bulk wrappers and patches. Every body rejects unknown fields.
 from __future__ import annotations
 
 from datetime import datetime
+from functools import cache
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -82,10 +83,11 @@ def plain(body: BaseModel, model: type[M]) -> M:
     return model.model_validate({k: v for k, v in data.items() if k in _names(model)})
 
 
-def _names(model: type[BaseModel]) -> set[str]:
+@cache  # a model's fields are fixed once it is built; every REST search asked (~10 µs)
+def _names(model: type[BaseModel]) -> frozenset[str]:
     names = set(model.model_fields)
     names |= {f.alias for f in model.model_fields.values() if f.alias}
-    return names
+    return frozenset(names)
 
 
 class ErrorDetail(_Body):
