@@ -1,12 +1,13 @@
 """The entity-anchored relationship leg (search/anchor.py) on every store backend: the
 facts of the object a query names, the relation that matches the rest of the query first,
 filters applied inside the leg, the leg in found_by and explain, and fusion weights; the
-rest of the query embedded with the question, in one model call."""
+rest of the query's words embedded with the question, in one model call, and the rest
+itself only when the relation is in doubt."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -198,8 +199,9 @@ def test_a_clearly_named_relation_weighs_the_leg_more_for_that_query(engine: Eng
     movie_graph(engine)
     notes = engine.explain("who directed Engines?").notes
     assert f"one relation named clearly: fusion weight x{anchor.CONFIDENT:g}" in notes[LEG]
-    # an object found by BM25 rather than by its name never counts as clear
-    notes = engine.explain("the director of engines movie please").notes
+    # an object found by BM25 rather than by its name never counts as clear ("engines"
+    # would link Engines by name, ignoring case: "engine" does not)
+    notes = engine.explain("the director of the engine movie please").notes
     assert LEG not in notes
 
 
@@ -221,8 +223,9 @@ def test_clear_wants_one_relation_well_ahead_of_every_other(
     assert anchor._clear(scores) is clear
 
 
-# one model call per first-time question: the rest of the query (without the name it
-# links) and its words are embedded with the question (search/parts.py Prefetch)
+# one model call per first-time question: the words of the rest of the query (without
+# the name it links) are embedded with the question (search/parts.py Prefetch); the rest
+# itself only when the relation is in doubt, mid-search
 
 
 class Batching(FakeEmbedder):
@@ -242,17 +245,70 @@ class Batching(FakeEmbedder):
         return [super(Batching, self).embed_query(t) for t in texts]
 
 
-def test_a_first_time_question_makes_one_model_call_with_its_rest() -> None:
+def test_a_first_time_question_naming_its_relation_embeds_no_rest() -> None:
+    """ "directed" names *directed by* outright: the rest of the query ("which person
+    directed") could not change the leg's first type, so only the question and the
+    rest's words (for _named) are embedded, in one call."""
     embedder = Batching()
     with Engine(connect(":memory:"), embedder=embedder) as engine:
         movie_graph(engine)
         engine.search("who wrote Engines")  # the relation types are embedded once
         embedder.log.clear()
         hits = anchored(engine, "which person directed Engines")
-    assert embedder.log == [
-        ["which person directed Engines", "which person directed", "person", "directed"]
-    ]
+    assert embedder.log == [["which person directed Engines", "person", "directed"]]
     assert hits[0] == ("Engines", "directed_by", "Bob")
+
+
+def test_a_first_time_question_in_doubt_embeds_its_rest_mid_search() -> None:
+    """No word of "who is behind" names a type, and the question's vector leaves the
+    types close: the rest is embedded, in a call of its own once the edges are read."""
+    embedder = Batching()
+    with Engine(connect(":memory:"), embedder=embedder) as engine:
+        movie_graph(engine)
+        engine.search("who wrote Engines")
+        embedder.log.clear()
+        anchored(engine, "who is behind Engines")
+    assert embedder.log == [["who is behind Engines", "behind"], ["who is behind"]]
+
+
+AXES = {"directed by": 0, "written by": 1, "starred actors": 2}
+
+
+def axes_embed(log: list[str]) -> Callable[[str], np.ndarray]:
+    """Type texts on their own axes; "who made the movie" near *directed by*; any other
+    text (the query, a word) on a fourth axis, as close to every type: it decides
+    nothing. Logs each text embedded."""
+
+    def embed(text: str) -> np.ndarray:
+        log.append(text)
+        v = np.full(4, 0.01, dtype=np.float32)
+        if text in AXES:
+            v[AXES[text]] = 1.0
+        elif text == "who made the movie":
+            v[0], v[1] = 1.0, 0.5
+        else:
+            v[3] = 1.0
+        return v
+
+    return embed
+
+
+def test_the_rest_is_embedded_only_when_the_relation_is_in_doubt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(paths, "_VECTORS", {})
+    steps = [(0, "directed_by"), (0, "written_by"), (0, "starred_actors")]
+    log: list[str] = []
+    embed = axes_embed(log)
+    query = np.eye(4, dtype=np.float32)[3]
+    # "directed" spells *directed by* out: settled by the words, the rest not embedded
+    scores = anchor._match(steps, {0: "who directed the movie"}, query, embed, None)
+    assert max(scores, key=lambda s: scores[s]) == (0, "directed_by")
+    assert "who directed the movie" not in log
+    # nothing in the words or the query tells the types apart: the rest decides
+    scores = anchor._match(steps, {0: "who made the movie"}, query, embed, None)
+    assert "who made the movie" in log
+    assert max(scores, key=lambda s: scores[s]) == (0, "directed_by")
 
 
 def test_the_legs_ranking_is_the_same_as_with_the_rest_embedded_by_the_leg(

@@ -20,6 +20,14 @@ finds "Top Hat directed_by Mark Sandrich" but also "Top Hat written_by ..." and
    :func:`~kgsearch.search.paths.relation_vectors`), turned into a distribution over the
    types met by a softmax. Edges are ranked by anchor weight times their type's share;
    edges of one type and anchor keep the store's order.
+4. **The rest, only when in doubt.** Embedding the rest of a first-time question costs
+   model time (with the question in one call it added ~4-6 ms of CPU to ~1 MetaQA
+   question in 3). Most questions name their relation ("who directed", "what genre"),
+   so each span first matches with a stand-in (:func:`_stand_in`: the query's vector
+   plus the rest's words, embedded once per process); only when that leaves the best
+   type less than :data:`_SETTLED` ahead of the next (:func:`_settled`) is the rest
+   embedded, mid-search, in a call of its own. The prefetch therefore embeds only the
+   rest's words with the question (:func:`_prefetch`).
 
 The leg is recorded as ``relationships:anchored``, fused like any other leg (its default
 weight, :data:`WEIGHT`, is on its :class:`~kgsearch.search.parts.Leg`; for a query that
@@ -33,6 +41,7 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,7 +63,7 @@ from kgsearch.search.rows import Rows
 from kgsearch.search.statements import Traces, log_of
 from kgsearch.store.base import Trace
 
-__all__ = ["CONFIDENT", "LEG", "WEIGHT", "anchored_leg"]
+__all__ = ["CONFIDENT", "LEG", "WEIGHT", "Linked", "anchored_leg"]
 
 LEG = "relationships:anchored"
 WEIGHT = 4.0
@@ -85,9 +94,32 @@ _LEXICAL = 0.3
 # The longest spans whose own rest of the query is embedded (shorter ones, and a BM25
 # anchor, match against the whole query's vector).
 _MAX_RESTS = 1
+_SETTLED = 0.1
+"""A span's relation is settled (its rest of the query is not embedded) when its best
+type's match with the stand-in (:func:`_stand_in`) beats every other type's by this much
+(``exp(-0.1 / _TEMPERATURE)``: the runner-up's share is under 1%). Chosen on MetaQA
+1-hop dev questions 1000-1599 (``scripts/bench_quality.py --part metaqa --offset 1000``),
+default hybrid relationship search, MRR@10 / triple hits@10: rest always embedded
+0.8776 / 0.9933; at 0.1, 0.8782 / 0.9950 with 71 of 600 questions in doubt (0.08:
+0.8758, 65; 0.12: 0.8782, 76; 0.05: 0.8731, 52). Checked once on questions 0-999:
+0.8862 / 0.9960 -> 0.8854 / 0.9970, 106 of 999 in doubt. With the question's vector alone
+as the stand-in the top type held but the order of the others did not ("who wrote X"
+whose gold is *directed by*: the rest puts it second, the question does not): 0.8691
+at 0.1, 0.8750 at 0.2 (0.8816 and 0.8836 on 0-999)."""
 # Weight of an anchor found by BM25 rather than by its exact name.
 _BM25_ANCHOR = 0.5
 _EDGE_PUNCTUATION = " \t\"'?.,!;:()"
+
+
+@dataclass(frozen=True)
+class Linked:
+    """The query's links and the anchors they give, as the leg's prefetch found them
+    before the query was embedded: the leg reuses them rather than linking the names
+    again (:func:`~kgsearch.search.paths.link_spans` ran twice a search; thread CPU on
+    MetaQA, 300 questions: 0.20 -> 0.08 ms a search)."""
+
+    links: Links
+    anchors: dict[str, tuple[float, int]]
 
 
 def anchored_leg(
@@ -98,6 +130,7 @@ def anchored_leg(
     embed: Callable[[str], Vector] | None,
     embed_many: Callable[[Sequence[str]], list[Vector]] | None = None,
     traces: Traces | None = None,
+    linked_early: Linked | None = None,
 ) -> Callable[[Legs], None]:
     """Start the ``relationships:anchored`` leg (see the module docstring) beside the
     first round's legs, and return what adds it to their ``legs`` once they are done.
@@ -115,6 +148,8 @@ def anchored_leg(
         embed: The query embedder (type texts); None scores types by the votes only.
         embed_many: Embeds many type texts in one call, when the embedder can.
         traces: Where the leg's statements go when the search is explained.
+        linked_early: The query's links and anchors, when the leg's prefetch found them
+            (the names are not linked again).
     """
     started = time.perf_counter()
     trace = log_of(traces, LEG)
@@ -131,7 +166,10 @@ def anchored_leg(
         return _rank(plan, anchors, links, edges, vector, embed, embed_many)
 
     def linked() -> tuple[Links, tuple[list[tuple[str, float]], bool] | None]:
-        links, anchors = _linked(store, rows, request.query, trace)
+        if linked_early is None:
+            links, anchors = _linked(store, rows, request.query, trace)
+        else:
+            links, anchors = linked_early.links, linked_early.anchors
         return links, (ranked(anchors, links) if anchors else None)
 
     early = beside(store, linked)
@@ -256,7 +294,11 @@ def _match(
     """How well each (span, relation type) matches the query without that span's words,
     in (0, 1]: the cosine between the two texts' embeddings plus a lexical bonus, as
     ``exp((match - best match) / _TEMPERATURE)``. Without an embedder or a query vector
-    (the embedder failed), every match is lexical only."""
+    (the embedder failed), every match is lexical only.
+
+    Every span first matches with the whole query's vector; a span with its own rest
+    (the first) embeds that rest only when the match leaves its relation in doubt
+    (:func:`_settled`), in a model call of its own."""
     steps = list(steps)
     types = sorted({t for _, t in steps})
     texts = {t: humanise(t) for t in types}
@@ -267,38 +309,80 @@ def _match(
         try:
             found = relation_vectors(embed, [texts[t] for t in types], embed_many)
             vectors = dict(zip(types, found, strict=True))
-            for span, rest in rests.items():
-                # a BM25 anchor or a short span matches with the whole query's vector;
-                # the rest and its words (see _named) are embedded in one call
-                if 0 <= span < _MAX_RESTS:
-                    relation_vectors(embed, [rest, *content_words(rest)], embed_many)
-                queries[span] = (
-                    relation_vectors(embed, [rest])[0] if 0 <= span < _MAX_RESTS else vector
-                )
             named = _named(steps, rests, embed, embed_many)
+            queries = dict.fromkeys(rests, vector)
+            for span in named:  # a span with its own rest and two types or more
+                queries[span] = _stand_in(vector, content_words(rests[span]), embed, embed_many)
         except Exception:  # the query was embedded, so this is rare: match by words only
             vectors, queries, named = {}, dict.fromkeys(rests), {}
-    # each span's and type's words, and each query vector's norm, once
     rest_words = {span: content_words(rest) for span, rest in rests.items()}
     type_words = {t: content_words(text) for t, text in texts.items()}
-    norms = {
-        span: float(np.linalg.norm(query)) or 1.0
-        for span, query in queries.items()
-        if query is not None
+    lexical = {
+        (span, t): _LEXICAL
+        * (1.0 if t in named.get(span, ()) else overlap(rest_words[span], type_words[t]))
+        for span, t in steps
     }
+    raw = _cosines(steps, queries, vectors, lexical)
+    doubt = [s for s in rests if 0 <= s < _MAX_RESTS and vectors and not _settled(raw, s)]
+    if doubt and embed is not None:
+        try:
+            queries.update(
+                zip(
+                    doubt,
+                    relation_vectors(embed, [rests[s] for s in doubt], embed_many),
+                    strict=True,
+                )
+            )
+            raw = _cosines(steps, queries, vectors, lexical)
+        except Exception:  # the rest failed to embed: the whole query's vector matches
+            pass
+    top = max(raw.values(), default=0.0)
+    return {step: math.exp((value - top) / _TEMPERATURE) for step, value in raw.items()}
+
+
+def _stand_in(
+    vector: Vector,
+    words: Sequence[str],
+    embed: Callable[[str], Vector],
+    embed_many: Callable[[Sequence[str]], list[Vector]] | None,
+) -> Vector:
+    """What a span's rest of the query matches with until it is embedded: the whole
+    query's unit vector plus the mean direction of the rest's words (already embedded
+    for :func:`_named`, once per process). The query alone carries the linked name,
+    which pulls every type alike; the words alone ("writer") miss the phrase; together
+    they rank the types as the rest does often enough to decide (see :data:`_SETTLED`)."""
+    unit = vector / (float(np.linalg.norm(vector)) or 1.0)
+    if not words:
+        return unit
+    mean = np.sum(relation_vectors(embed, words, embed_many), axis=0)
+    return np.asarray(unit + mean / (float(np.linalg.norm(mean)) or 1.0), dtype=np.float32)
+
+
+def _cosines(
+    steps: Sequence[tuple[int, str]],
+    queries: Mapping[int, Vector | None],
+    vectors: Mapping[str, Vector],
+    lexical: Mapping[tuple[int, str], float],
+) -> dict[tuple[int, str], float]:
+    """Each step's match: the cosine between its span's query vector and its type's
+    (0 without either) plus its lexical bonus."""
+    norms = {s: float(np.linalg.norm(q)) or 1.0 for s, q in queries.items() if q is not None}
     raw: dict[tuple[int, str], float] = {}
     for span, type_ in steps:
-        share = overlap(rest_words[span], type_words[type_])
-        if type_ in named.get(span, ()):
-            share = 1.0
-        lexical = _LEXICAL * share
         query = queries[span]
         cosine = 0.0
         if query is not None and type_ in vectors:
             cosine = float(np.dot(query, vectors[type_])) / norms[span]
-        raw[(span, type_)] = cosine + lexical
-    top = max(raw.values(), default=0.0)
-    return {step: math.exp((value - top) / _TEMPERATURE) for step, value in raw.items()}
+        raw[(span, type_)] = cosine + lexical[(span, type_)]
+    return raw
+
+
+def _settled(raw: Mapping[tuple[int, str], float], span: int) -> bool:
+    """Whether a span's relation is settled without its own rest of the query: one type
+    met there, or the best type's match (with the whole query's vector) beating every
+    other type's by :data:`_SETTLED`."""
+    values = sorted((v for (s, _), v in raw.items() if s == span), reverse=True)
+    return len(values) < 2 or values[0] - values[1] >= _SETTLED
 
 
 def _named(
@@ -338,23 +422,23 @@ def _allowed(rows: Rows, plan: Plan, ids: Sequence[str], trace: Trace | None) ->
 
 
 def _prefetch(given: LegInput) -> Prefetch | None:
-    """The rest of the query (without the first span's name) and its words, which the
-    relation match embeds (:func:`_match`) when the first span anchors an object: found
-    from the names alone (the search's one name look-up, made here, before the query is
-    embedded), so they are embedded with the question in one model call.
+    """The words of the rest of the query (without the first span's name), which
+    :func:`_named` embeds when the first span anchors an object: found from the names
+    alone (the search's one name look-up, made here, before the query is embedded), so
+    they are embedded with the question in one model call. The links are kept for the
+    leg (``LegInput.prefetched``), which does not link the names again.
 
-    The match embeds them only when the span's anchors have edges, which is unknown
-    before the edge read: a span whose objects have none embeds its rest for nothing
-    (about 1 question in 1,000 on MetaQA; docs/benchmarks.md)."""
+    The rest itself is not prefetched: the match embeds it only when the relation is in
+    doubt (:func:`_settled`), which is unknown before the edge read."""
     plan, embed = given.plan, given.embed
     if embed is None or given.embed_many is None or Kind.RELATIONSHIP not in plan.vector_kinds:
         return None
     look_up_names(plan, given.rows, given.traces)
     links, anchors = _linked(given.store, given.rows, plan.request.query, log_of(given.traces, LEG))
+    given.prefetched[LEG] = Linked(links, anchors)
     if not any(0 <= span < _MAX_RESTS for _, span in anchors.values()):
         return None
-    rest = _rest(links, 0, plan.request.query)
-    texts = unembedded(embed, [rest, *content_words(rest)])
+    texts = unembedded(embed, content_words(_rest(links, 0, plan.request.query)))
     return Prefetch(texts, lambda vectors: remember_vectors(embed, texts, vectors))
 
 
@@ -367,6 +451,7 @@ def _start(given: LegInput) -> Callable[[], None]:
         given.embed,
         given.embed_many,
         given.traces,
+        early if isinstance(early := given.prefetched.get(LEG), Linked) else None,
     )
     return lambda: finish(given.legs)
 

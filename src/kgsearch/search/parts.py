@@ -117,6 +117,8 @@ class LegInput:
         traces: Where each leg's statements go when the search is explained.
         embed: The query embedder, when there is one.
         embed_many: Embeds many texts in one call, when the embedder can.
+        prefetched: What a leg's prefetch worked out that its run uses, by leg name
+            (the anchored leg links the query's names once a search).
         first_round: The first round's hits, fused, best first (set before ``expand``).
     """
 
@@ -129,6 +131,7 @@ class LegInput:
     traces: Traces | None = None
     embed: Callable[[str], Vector] | None = None
     embed_many: Callable[[Sequence[str]], list[Vector]] | None = None
+    prefetched: dict[str, object] = field(default_factory=dict)
     first_round: Sequence[tuple[str, float]] = ()
     _waiting: list[Callable[[], None]] = field(default_factory=list)
     _beside: list[Leg] | None = None
