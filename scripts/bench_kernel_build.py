@@ -237,23 +237,24 @@ print(json.dumps(out))
 """
 
 
-def _child(script: str, db: Path, src: Path) -> Any:
-    """What ``script`` prints (JSON), run on ``db`` in a fresh process importing ``src``."""
+def child(script: str, src: Path, *args: str) -> Any:
+    """What ``script`` prints last (a line of JSON), run with ``args`` in a fresh process
+    importing ``src`` (bench_vecmap.py runs its children the same way)."""
     out = subprocess.run(
-        [sys.executable, "-c", script, str(db)],
+        [sys.executable, "-c", script, *args],
         env={**os.environ, "PYTHONPATH": str(src)},
         capture_output=True,
         text=True,
         check=True,
     )
-    return json.loads(out.stdout)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def memory(args: argparse.Namespace) -> list[str]:
     """Part ``memory``: resident memory a kernel keeps, a fresh process a side."""
     lines = ["resident MB a built kernel keeps (and after it is dropped), a fresh process a side:"]
     for side, src in {"base": Path(args.base_src), "now": ROOT / "src"}.items():
-        found = _child(MEMORY, SHARED, src)
+        found = child(MEMORY, src, str(SHARED))
         cells = ", ".join(f"{k}s {v[0]:.1f} ({v[1]:.1f})" for k, v in found.items())
         lines.append(f"  {side}: {cells}")
     return lines
@@ -284,7 +285,7 @@ def opens(args: argparse.Namespace) -> list[str]:
                 if round_ == 0:  # the base saves no kernel: its warm opens build again
                     shutil.rmtree(Path(f"{db}.ann"), ignore_errors=True)
                 loads.append(os.getloadavg()[0])
-                results.setdefault((side, label), []).append(_child(OPEN, db, src))
+                results.setdefault((side, label), []).append(child(OPEN, src, str(db)))
     lines = [
         f"fresh processes taking turns (load {min(loads):.1f}-{max(loads):.1f}), process CPU / "
         "wall s: the store opened and both kinds' vectors read (int8 codes made), then both "

@@ -34,11 +34,9 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,6 +50,8 @@ DATA = ROOT / "bench-data"
 METAQA = DATA / "metaqa-full.db"
 DEMO = DATA / "load-sample.db"
 sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_kernel_build import child  # noqa: E402  (scripts/ on the path first)
 
 FIRST = """
 import hashlib, json, sys, time
@@ -109,14 +109,7 @@ def holds_part(db: Path, sides: dict[str, Path]) -> list[str]:
         "(RSS / PSS anonymous / PSS file-backed; kernels loaded from their saved files)"
     ]
     for side, src in sides.items():
-        out = subprocess.run(
-            [sys.executable, "-c", HOLDS, str(db)],
-            env={**os.environ, "PYTHONPATH": str(src)},
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        steps: dict[str, list[float]] = json.loads(out.stdout.strip().splitlines()[-1])
+        steps: dict[str, list[float]] = child(HOLDS, src, str(db))
         names = list(steps)
         cells = []
         for before, after in itertools.pairwise(names):
@@ -169,14 +162,7 @@ def private_copy(source: Path, folder: Path) -> Path:
 def first(db: Path, src: Path, question: str) -> dict[str, Any]:
     """The ``FIRST`` figures of one fresh process (wall from its start, measured here)."""
     started = time.perf_counter()
-    out = subprocess.run(
-        [sys.executable, "-c", FIRST, str(db), question],
-        env={**os.environ, "PYTHONPATH": str(src)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    found: dict[str, Any] = child(FIRST, src, str(db), question)
     found["wall"] = time.perf_counter() - started
     found["load"] = load()
     return found
@@ -231,10 +217,10 @@ def workers(pid: int) -> list[int]:
     import kgsearch: not multiprocessing's resource tracker)."""
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        for kid in (task / "children").read_text().split():
+            cmdline = Path(f"/proc/{kid}/cmdline").read_bytes()
             if b"resource_tracker" not in cmdline:
-                found.append(int(child))
+                found.append(int(kid))
     return found
 
 
