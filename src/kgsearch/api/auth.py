@@ -14,6 +14,7 @@ server process within that second, not on the very next request.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -107,8 +108,9 @@ class KeyCache:
     seconds. Reading the key on every request was a tenth of the REST layer's CPU (a
     statement, a row decoded and a digest: 0.1 ms a request under load); a client
     sends the same key request after request. Only keys the store accepted are held
-    (a bad key is read again each time), with the engine that accepted them, and only
-    on the event loop's thread (no lock).
+    (a bad key is read again each time), with the engine that accepted them, by their
+    SHA-256 (no secret stays in the process after its request), and only on the event
+    loop's thread (no lock).
 
     Args:
         ttl: Seconds a record is trusted; 0 holds none.
@@ -126,16 +128,17 @@ class KeyCache:
         self.ttl = ttl
         self.size = size
         self.clock = clock
-        self._held: dict[str, tuple[float, Engine, ApiKey]] = {}
+        self._held: dict[bytes, tuple[float, Engine, ApiKey]] = {}
 
     def get(self, engine: Engine, presented: str) -> ApiKey | None:
         """The record held for ``presented`` from ``engine``, while fresh."""
-        held = self._held.get(presented)
+        digest = _digest(presented)
+        held = self._held.get(digest)
         if held is None:
             return None
         until, source, key = held
         if source is not engine or self.clock() >= until:
-            del self._held[presented]
+            del self._held[digest]
             return None
         return key
 
@@ -145,7 +148,11 @@ class KeyCache:
             return
         if len(self._held) >= self.size:
             self._held.clear()
-        self._held[presented] = (self.clock() + self.ttl, engine, key)
+        self._held[_digest(presented)] = (self.clock() + self.ttl, engine, key)
+
+
+def _digest(presented: str) -> bytes:
+    return hashlib.sha256(presented.encode("utf-8", "surrogatepass")).digest()
 
 
 def get_engine(request: Request) -> Engine:
