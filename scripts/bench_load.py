@@ -287,19 +287,22 @@ class Result:
         self.wall = 0.0
         # CPU seconds the run took: the server's processes, PostgreSQL's (--postgres)
         self.server_cpu = 0.0
+        self.loop_cpu = 0.0  # of it, the server processes' event-loop threads
         self.postgres_cpu = 0.0
         self.client_cpu = 0.0  # the load generator's own (this process)
 
     def cpu_row(self, postgres: bool) -> list[object]:
-        """CPU ms per request (searches and writes) of the server, of PostgreSQL (with
-        ``postgres``: and both together) and of the load generator."""
+        """CPU ms per request (searches and writes) of the server and of its event-loop
+        threads, of PostgreSQL (with ``postgres``: and both together) and of the load
+        generator."""
         requests = max(1, len(self.latencies) + self.errors + len(self.writes))
-        server, pg, client = (
-            1000 * x / requests for x in (self.server_cpu, self.postgres_cpu, self.client_cpu)
+        server, loop, pg, client = (
+            1000 * x / requests
+            for x in (self.server_cpu, self.loop_cpu, self.postgres_cpu, self.client_cpu)
         )
         if not postgres:
-            return [f"{server:.1f}", f"{client:.1f}"]
-        return [f"{server:.1f}", f"{pg:.1f}", f"{server + pg:.1f}", f"{client:.1f}"]
+            return [f"{server:.1f}", f"{loop:.2f}", f"{client:.1f}"]
+        return [f"{server:.1f}", f"{loop:.2f}", f"{pg:.1f}", f"{server + pg:.1f}", f"{client:.1f}"]
 
     def row(self) -> list[object]:
         """A table row: clients, seconds, requests, errors, rps, latency percentiles."""
@@ -406,14 +409,15 @@ def means(runs: list[Result]) -> str:
     lines = []
     for (version, workers, clients, threads), results in groups.items():
         rps = [(len(r.latencies) + r.errors) / r.wall for r in results]
-        cpu = [
-            1000 * r.server_cpu / max(1, len(r.latencies) + r.errors + len(r.writes))
-            for r in results
-        ]
+        requests = [max(1, len(r.latencies) + r.errors + len(r.writes)) for r in results]
+        cpu = [1000 * r.server_cpu / n for r, n in zip(results, requests, strict=True)]
+        loop = [1000 * r.loop_cpu / n for r, n in zip(results, requests, strict=True)]
         lines.append(
             f"{version}: {clients} clients, {workers} processes, threads {threads}: "
             f"{sum(rps) / len(rps):.1f} requests/s, server CPU {sum(cpu) / len(cpu):.2f} "
-            f"ms/request (mean of {len(results)}: " + ", ".join(f"{x:.1f}" for x in rps) + ")"
+            f"ms/request (event loops {sum(loop) / len(loop):.2f}) (mean of {len(results)}: "
+            + ", ".join(f"{x:.1f}" for x in rps)
+            + ")"
         )
     return "\n".join(lines)
 
@@ -448,27 +452,53 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     return sum(used.get(p, 0.0) for p in tree), postgres
 
 
-def server_rss_mb(pid: int) -> list[int]:
-    """Resident memory (MB) of the server process and of each worker process it started
-    (``--workers``; uvicorn's supervisor and its resource tracker are left out)."""
+def _rss(p: int) -> int:
+    with open(f"/proc/{p}/status", encoding="ascii") as f:
+        line = next(x for x in f if x.startswith("VmRSS:"))
+    return int(line.split()[1]) // 1024
 
-    def rss(p: int) -> int:
-        with open(f"/proc/{p}/status", encoding="ascii") as f:
-            line = next(x for x in f if x.startswith("VmRSS:"))
-        return int(line.split()[1]) // 1024
 
-    def children(p: int) -> list[int]:
-        try:
-            with open(f"/proc/{p}/task/{p}/children", encoding="ascii") as f:
-                return [int(x) for x in f.read().split()]
-        except OSError:
-            return []
-
+def _children(p: int) -> list[int]:
     try:
-        workers = [c for c in children(pid) if children(c) or rss(c) > 100]
-        return [rss(c) for c in workers] if workers else [rss(pid)]
+        with open(f"/proc/{p}/task/{p}/children", encoding="ascii") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def server_processes(pid: int) -> list[int]:
+    """The processes that serve: the server itself, or each worker process it started
+    (``--workers``; uvicorn's supervisor and its resource tracker are left out)."""
+    try:
+        workers = [c for c in _children(pid) if _children(c) or _rss(c) > 100]
+    except (OSError, StopIteration):
+        return [pid]
+    return workers or [pid]
+
+
+def server_rss_mb(pid: int) -> list[int]:
+    """Resident memory (MB) of each of :func:`server_processes`."""
+    try:
+        return [_rss(p) for p in server_processes(pid)]
     except (OSError, StopIteration):
         return []
+
+
+def loop_cpu_seconds(pid: int) -> float:
+    """CPU seconds used so far by the main threads of :func:`server_processes`: uvicorn's
+    event loops, where HTTP, FastAPI, authentication, validation and the response's
+    JSON run (the searches and their query embeddings run on other threads)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for p in server_processes(pid):
+        try:
+            with open(f"/proc/{p}/task/{p}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
 
 
 def measure(
@@ -505,11 +535,13 @@ def measure(
         for clients, seconds in runs:
             if seconds > 0:
                 cpu_before = cpu_seconds(server.pid)
+                loop_before = loop_cpu_seconds(server.pid)
                 result = asyncio.run(
                     run_load(base, key, queries, clients, seconds, max_requests, writes_per_second)
                 )
                 cpu_after = cpu_seconds(server.pid)
                 result.server_cpu = cpu_after[0] - cpu_before[0]
+                result.loop_cpu = loop_cpu_seconds(server.pid) - loop_before
                 result.postgres_cpu = cpu_after[1] - cpu_before[1]
                 queries = queries[len(result.latencies) + result.errors + clients :]
                 result.threads = str(threads) if threads else "default"
@@ -690,7 +722,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, folder: Path)
         "write p95 ms",
         "RSS MB per process",
     ]
-    headers += ["server CPU ms/request"]  # where a request's CPU goes
+    headers += ["server CPU ms/request", "of it event loops"]  # where a request's CPU goes
     if args.postgres:
         headers += ["PostgreSQL CPU ms/request", "CPU ms/request"]
     headers += ["client CPU ms/request"]

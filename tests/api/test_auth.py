@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import anyio
 import httpx
 import pytest
 from starlette.datastructures import Headers, QueryParams
 
-from kgsearch import Engine, InvalidRequest, NotFound
+from kgsearch import Engine, InvalidRequest, NotFound, connect
 from kgsearch.api.app import create_app
+from kgsearch.api.auth import KEY_FRESH_SECONDS, KeyCache
 from kgsearch.keys import Forbidden, Unauthorized, parse_scopes
+from kgsearch.testing import FakeEmbedder
 
 Serve = Callable[..., str]
 Http = Callable[..., httpx.Client]
@@ -94,18 +96,94 @@ def test_a_request_without_a_key_is_401(base: str, http: Http) -> None:
     assert response.headers["www-authenticate"] == "Bearer"
 
 
-def test_a_revoked_key_stops_working_at_once(base: str, http: Http, api_engine: Engine) -> None:
+class Clock:
+    """Monotonic seconds a test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(module_server: tuple[Any, str]) -> Iterator[Clock]:
+    """The module server's key cache, on a clock the test moves."""
+    state = module_server[0].state
+    clock, previous = Clock(), state.key_cache
+    state.key_cache = KeyCache(clock=clock)
+    yield clock
+    state.key_cache = previous
+
+
+def test_a_revoked_key_is_refused_within_a_second(
+    base: str, http: Http, api_engine: Engine, clock: Clock
+) -> None:
     key, record = api_engine.create_api_key("alpha", "read")
     c = http(base, key)
     assert c.get("/api/graph/objects").status_code == 200
 
     api_engine.revoke_api_key(record.id)
-
+    clock.now += KEY_FRESH_SECONDS - 0.01
+    within = c.get("/api/graph/objects").status_code
+    clock.now += 0.01
     response = c.get("/api/graph/objects")
+
+    assert within == 200  # the documented second a server may still trust the key
     assert (response.status_code, response.json()["error"]["message"]) == (
         401,
         "this API key was revoked",
     )
+
+
+def test_a_key_is_read_from_the_store_once_a_second(
+    base: str, http: Http, api_engine: Engine, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key, _ = api_engine.create_api_key("alpha", "read")
+    authenticate = api_engine.authenticate
+    reads: list[str] = []
+
+    def counting(presented: str) -> object:
+        reads.append(presented)
+        return authenticate(presented)
+
+    monkeypatch.setattr(api_engine, "authenticate", counting)
+    c = http(base, key)
+    statuses = [c.get("/api/graph/objects").status_code for _ in range(3)]
+    clock.now += KEY_FRESH_SECONDS
+    statuses.append(c.get("/api/graph/objects").status_code)
+
+    assert (statuses, reads) == ([200] * 4, [key, key])
+
+
+def test_a_refused_key_is_read_again_on_each_request(
+    base: str, http: Http, api_engine: Engine, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key, _ = api_engine.create_api_key("alpha", "read")
+    wrong = key[:-1] + ("A" if key[-1] != "A" else "B")
+    authenticate = api_engine.authenticate
+    reads: list[str] = []
+
+    def counting(presented: str) -> object:
+        reads.append(presented)
+        return authenticate(presented)
+
+    monkeypatch.setattr(api_engine, "authenticate", counting)
+    c = http(base, wrong)
+    statuses = [c.get("/api/graph/objects").status_code for _ in range(2)]
+
+    assert (statuses, reads) == ([401, 401], [wrong, wrong])
+
+
+def test_a_held_key_is_trusted_only_for_the_engine_that_read_it(api_engine: Engine) -> None:
+    key, record = api_engine.create_api_key("alpha", "read")
+    cache = KeyCache(clock=Clock())
+    cache.put(api_engine, key, record)
+    other = Engine(connect(":memory:"), embedder=FakeEmbedder(32))
+    try:
+        assert (cache.get(api_engine, key), cache.get(other, key)) == (record, None)
+    finally:
+        other.close()
 
 
 @pytest.mark.parametrize("server_reads", [False, True])

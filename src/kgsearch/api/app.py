@@ -36,6 +36,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 import kgsearch
 from kgsearch.api import spend, web
+from kgsearch.api.auth import KeyCache
 from kgsearch.api.background import BackfillJobs, EmbeddingWorker
 from kgsearch.api.job_board import JobBoard
 from kgsearch.api.jobs import JobRegistry
@@ -178,6 +179,7 @@ def create_app(
     app.state.jobs = jobs
     app.state.extraction_jobs = JobRegistry(board=boards[1])
     app.state.require_keys = keys
+    app.state.key_cache = KeyCache()
     limits = budget if budget is not None else BudgetLimits.from_settings(BudgetSettings())
     app.state.budget = Budget(engine.store, limits)
     app.state.warm = "off"

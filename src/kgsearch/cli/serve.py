@@ -429,7 +429,7 @@ def keys_list(state: State, key_project: str | None) -> None:
 @pass_state
 @handle_errors
 def keys_revoke(state: State, key_id: str) -> None:
-    """Revoke an API key by id; it stops working at once.
+    """Revoke an API key by id; running servers refuse it within a second.
 
     Example: kgsearch keys revoke 3f2a9c1b7d4e
     """
