@@ -277,7 +277,8 @@ def authenticate(records: KeyRecords, key: str) -> ApiKey:
 
 
 def revoke_api_key(records: KeyRecords, key_id: str) -> None:
-    """Revoke a key at once; later requests with it get 401.
+    """Revoke a key; later requests with it get 401 (from a running server within
+    ``api.auth.KEY_FRESH_SECONDS``, the time it trusts a key it has read).
 
     Raises:
         NotFound: No active key has this id.
