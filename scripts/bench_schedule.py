@@ -3,16 +3,20 @@ taking turns question by question, so the machine's load falls on each alike.
 
 Usage: python scripts/bench_schedule.py [--queries 300] [--passes 2] [--write]
 
-Issue 34's latency targets are wall clock on 2 cores. Three schedules of the same
+Issue 34's latency targets are wall clock on 2 cores. Two schedules of the same
 search (their responses are the same; tests/unit/test_search_parallel_legs.py):
 
 - ``serial scans``: the calling thread scans every kind's vectors, one after the
   other, while leg workers run the BM25 legs, started once the question is embedded
   (commit d798068's schedule);
 - ``split scans``: a search alone in the process hands the scans but the
-  relationships' to a leg worker (``legs._split_scans``);
-- ``split + early BM25``: and the BM25 legs start before the question is embedded
-  (``legs.start_text_legs``).
+  relationships' to a leg worker (``legs._split_scans``).
+
+Measured and not kept (2026-11-29, load 0.3-1.1, 300 questions x 2 passes): starting
+the BM25 legs before the question is embedded, so they run while the model does. Beside
+the split scans, replayed wall p50 / p95 6.43 / 8.59 ms against 6.04 / 7.72, end to end
+11.90 / 14.70 against 11.89 / 14.28, and 0.3-0.4 ms more CPU a search: the model's own
+two threads already take both cores while it embeds.
 
 The full MetaQA graph (``bench-data/metaqa-full.db``), MetaQA questions as
 bench_quality.py draws them, ``Engine.warm`` as ``serve`` does and one pass over the
@@ -44,32 +48,22 @@ from benchdoc import table, write_section
 from replay import Replay
 
 import kgsearch.search.legs as legs
-import kgsearch.search.pipeline as pipeline
 from kgsearch import Engine, Kind, SearchRequest, connect
 from kgsearch.embed import create_embedder
 
 
-def _schedules() -> dict[str, tuple[Callable[..., Any], Callable[..., Any]]]:
-    """(the scan split, the early start of BM25 legs) of each schedule."""
-    split, early = legs._split_scans, legs.start_text_legs
+def _schedules() -> dict[str, Callable[..., Any]]:
+    """The scan split of each schedule."""
 
     def serial(vector: list[Any]) -> tuple[list[Any], list[Any]]:
         return vector, []
 
-    def late(given: Any) -> None:
-        return None
-
-    return {
-        "serial scans": (serial, late),
-        "split scans": (split, late),
-        "split + early BM25": (split, early),
-    }
+    return {"serial scans": serial, "split scans": legs._split_scans}
 
 
-def _use(schedule: tuple[Callable[..., Any], Callable[..., Any]]) -> None:
+def _use(schedule: Callable[..., Any]) -> None:
     """Make the next searches follow ``schedule``."""
-    legs._split_scans = schedule[0]
-    setattr(pipeline, "start_text_legs", schedule[1])  # noqa: B010 (not exported)
+    legs._split_scans = schedule
 
 
 def _engine(questions: list[str], replayed: bool) -> Engine:
@@ -108,7 +102,7 @@ def run_part(questions: list[str], passes: int, replayed: bool) -> tuple[list[li
                     cpu[name].append((time.process_time() - cpu_started) * 1000)
                     wall[name].append((time.perf_counter() - started) * 1000)
     finally:
-        _use(schedules["split + early BM25"])
+        _use(schedules["split scans"])
         engine.close()
     load.append(os.getloadavg()[0])
     rows = [
