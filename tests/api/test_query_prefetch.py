@@ -21,6 +21,7 @@ from kgsearch.api.query_vectors import QueryPrefetch, embeds_query_as_is, with_e
 from kgsearch.embed.base import Vector
 from kgsearch.embed.fake import FakeEmbedder
 from kgsearch.model import ObjectIn
+from kgsearch.search import legs
 from kgsearch.search.request import SearchRequest
 
 NAMES = ["Ada Lovelace", "Grace Hopper", "Alan Turing", "Edsger Dijkstra", "Barbara Liskov"]
@@ -202,3 +203,28 @@ def test_embedding_time_is_added_to_a_copy_of_the_response(engine: Engine) -> No
     assert after["totalMs"] == round(before["totalMs"] + 12.5, 3)
     assert response.metadata["executionTime"] == before  # the original is untouched
     assert with_embed_time("context", 3.0) == "context"
+
+
+def test_a_rest_search_counts_as_under_way_while_its_query_is_embedded(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a search on the other lane then keeps its scans in its own thread (legs.py): the
+    # model's threads hold the cores
+    seen: list[int] = []
+    ensure = QueryPrefetch.ensure
+
+    def recording(self: QueryPrefetch, request: SearchRequest) -> None:
+        seen.append(legs.searches_in_flight())
+        ensure(self, request)
+
+    monkeypatch.setattr(QueryPrefetch, "ensure", recording)
+    server = LiveServer(create_app(engine, keys=False, threads=1))
+    base = server.start()
+    try:
+        with client(base) as http:
+            response = http.post("/api/search/unified", json={"query": "Ada", "limit": 1})
+            assert response.status_code == 200, response.text
+    finally:
+        server.stop()
+    assert seen == [1]
+    assert legs.searches_in_flight() == 0

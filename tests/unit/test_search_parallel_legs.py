@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from kgsearch.engine import Engine
-from kgsearch.model import ObjectIn, RelationshipIn
+from kgsearch.errors import StoreError
+from kgsearch.model import Kind, ObjectIn, RelationshipIn
 from kgsearch.search import legs
 from kgsearch.search.request import SearchRequest
 from kgsearch.store.base import Store
@@ -61,25 +62,68 @@ def test_parallel_and_serial_legs_give_the_same_response(
         assert untimed(parallel.debug) == untimed(serial.debug)
 
 
+def scan_threads(
+    store: Store, monkeypatch: pytest.MonkeyPatch, fail: Kind | None = None
+) -> dict[Kind, str]:
+    """The thread each vector leg of the next search runs in, by kind; the leg of
+    ``fail`` raises instead of searching."""
+    threads: dict[Kind, str] = {}
+    search = store.vector_search
+
+    def recording(project: str, kind: Kind, *args: Any, **kwargs: Any) -> list[tuple[str, float]]:
+        threads[kind] = threading.current_thread().name
+        if kind is fail:
+            raise StoreError(f"the {kind.value} scan failed")
+        return search(project, kind, *args, **kwargs)
+
+    monkeypatch.setattr(store, "vector_search", recording)
+    return threads
+
+
 def test_vector_legs_leave_the_calling_thread_only_where_the_store_asks(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engine = filled(store)
-    threads: list[str] = []
-    search = store.vector_search
-
-    def recording(*args: Any, **kwargs: Any) -> list[tuple[str, float]]:
-        threads.append(threading.current_thread().name)
-        return search(*args, **kwargs)
-
-    monkeypatch.setattr(store, "vector_search", recording)
+    threads = scan_threads(store, monkeypatch)
     engine.search(SearchRequest(query="alpha bravo", limit=5))
-    assert len(threads) == 3  # objects, relationships, chunks
+    assert threads.keys() == {Kind.OBJECT, Kind.RELATIONSHIP, Kind.CHUNK}
     caller = threading.current_thread().name
     if store.parallel_vector_legs:
-        assert all(name.startswith("kgsearch-legs") for name in threads)
+        assert all(name.startswith("kgsearch-legs") for name in threads.values())
+    else:  # alone in the process: the scans but the relationships' go to a leg worker
+        assert threads[Kind.RELATIONSHIP] == caller
+        assert threads[Kind.OBJECT].startswith("kgsearch-legs")
+        assert threads[Kind.CHUNK].startswith("kgsearch-legs")
+
+
+def test_in_process_scans_stay_in_the_calling_thread_beside_another_search(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # under load a hand-off buys no time and costs CPU: with another search in flight
+    # (as in a server's worker) every in-process scan runs in the calling thread; a
+    # server store's vector legs are queries and still go to workers
+    engine = filled(store)
+    threads = scan_threads(store, monkeypatch)
+    with legs.searching():  # the other search
+        engine.search(SearchRequest(query="alpha bravo", limit=5))
+    if store.parallel_vector_legs:
+        assert all(name.startswith("kgsearch-legs") for name in threads.values())
     else:
-        assert threads == [caller] * 3
+        assert set(threads.values()) == {threading.current_thread().name}
+    assert legs.searches_in_flight() == 0
+
+
+@pytest.mark.parametrize("fail", [Kind.OBJECT, Kind.RELATIONSHIP])
+def test_a_failing_scan_reaches_the_caller_from_either_thread(
+    store: Store, monkeypatch: pytest.MonkeyPatch, fail: Kind
+) -> None:
+    engine = filled(store)
+    threads = scan_threads(store, monkeypatch, fail)
+    with pytest.raises(StoreError, match=f"the {fail.value} scan failed"):
+        engine.search(SearchRequest(query="alpha bravo", limit=5))
+    if not store.parallel_vector_legs and fail is Kind.OBJECT:
+        assert threads[fail].startswith("kgsearch-legs")  # raised in a leg worker
+    assert legs.searches_in_flight() == 0
 
 
 def test_a_search_inside_a_write_transaction_sees_its_rows_and_never_hangs(

@@ -26,6 +26,7 @@ from kgsearch.search.communities import with_communities
 from kgsearch.search.fusion import Fused, below_floor, relevance_floor, rrf, scaled, weighted
 from kgsearch.search.hydrate import hydrate
 from kgsearch.search.keywords import QueryKeywords, skipped
+from kgsearch.search.legs import searching
 from kgsearch.search.parts import (
     LegInput,
     Legs,
@@ -91,6 +92,11 @@ def run_search(
         InvalidRequest: Bad recipe, reranker settings or filters.
         DimensionMismatch: The query embedder does not match the stored vectors.
     """
+    with searching():  # alone in the process, a search spreads its scans (legs.py)
+        return _search(ctx, request, traces)
+
+
+def _search(ctx: SearchContext, request: SearchRequest, traces: Traces | None) -> SearchResponse:
     started, ms = time.perf_counter(), dict[str, float]()
     plan = _with_keywords(make_plan(request, documents=ctx.documents), ctx.keywords, traces)
     rows = Rows(ctx.store, ctx.project)

@@ -23,6 +23,7 @@ from kgsearch.api.schemas import AskRequest, ContextRequest, UnifiedSearch, plai
 from kgsearch.api.spend import admit, maybe_charged, spends_keywords
 from kgsearch.engine import Engine
 from kgsearch.search.answer import Answer
+from kgsearch.search.legs import searching
 from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchResponse
 
 __all__ = ["ask_router", "router"]
@@ -92,7 +93,8 @@ def _vector_first(
 
     def first() -> T:
         started = time.perf_counter()
-        prefetch.ensure(wanted)
+        with searching():  # a search beside this embedding keeps its scans inline
+            prefetch.ensure(wanted)
         ms = (time.perf_counter() - started) * 1000
         return with_embed_time(work(), ms)
 
