@@ -345,7 +345,7 @@ def test_the_rests_vectors_are_kept_for_the_leg() -> None:
 def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """Forget what this process embedded and which files it read, as a new one would."""
     monkeypatch.setattr(paths, "_VECTORS", {})
-    monkeypatch.setattr(paths, "_SAVED", {})
+    monkeypatch.setattr(saved_texts, "_SINKS", {})
     monkeypatch.setattr(saved_texts, "_LOADED", {})
 
 

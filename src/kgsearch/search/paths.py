@@ -49,7 +49,7 @@ from kgsearch.search.path_scores import (
     humanise,
 )
 from kgsearch.search.plan import Vector
-from kgsearch.search.saved_texts import SavedTexts
+from kgsearch.search.saved_texts import note_saved
 from kgsearch.store.base import SearchIndex, Trace
 from kgsearch.text.stopwords import STOPWORDS
 
@@ -58,7 +58,6 @@ __all__ = [
     "PathHits",
     "Span",
     "humanise",
-    "keep_saved",
     "link_entities",
     "link_spans",
     "relation_vectors",
@@ -90,9 +89,6 @@ _LEADING = frozenset("\"'?.,!;:()")
 _TRAILING = frozenset('"?.,!;:()')
 
 _VECTORS: dict[tuple[Callable[[str], Vector], str], Vector] = {}
-# per embedder, where what it embeds is saved (None: nowhere), see keep_saved
-_SAVED: dict[Callable[[str], Vector], SavedTexts | None] = {}
-_saved_lock = threading.Lock()
 # a held graph's relation and object types are embedded in the background, this many a
 # call (a text graph has thousands: a question met dozens new, a model call each hop)
 _VOCABULARY_BATCH = 128
@@ -544,27 +540,9 @@ def remember_vectors(
     question, in the search's one model call), so :func:`relation_vectors` finds them."""
     if len(_VECTORS) + len(texts) >= _CACHE_SIZE:
         _VECTORS.clear()
-    units = {text: _unit(vector) for text, vector in zip(texts, vectors, strict=True)}
-    for text, unit in units.items():
-        _VECTORS[(embed, text)] = unit
-    if (saved := _SAVED.get(embed)) is not None:
-        saved.note(units)
-
-
-def keep_saved(embed: Callable[[str], Vector], saved: Callable[[], SavedTexts | None]) -> None:
-    """Once per embedder: take the vectors saved beside the store
-    (:mod:`~kgsearch.search.saved_texts`, ``saved()``; None when it saves none) as
-    ``embed``'s, and save there what ``embed`` embeds for :func:`relation_vectors` from
-    now on."""
-    if embed in _SAVED:
-        return
-    with _saved_lock:
-        if embed in _SAVED:
-            return
-        found = saved()
-        for text, vector in (found.load() if found is not None else {}).items():
-            _VECTORS.setdefault((embed, text), vector)
-        _SAVED[embed] = found
+    for text, vector in zip(texts, vectors, strict=True):
+        _VECTORS[(embed, text)] = _unit(vector)
+    note_saved(embed, dict(zip(texts, vectors, strict=True)))
 
 
 def _prefill(
@@ -613,7 +591,7 @@ def _text_vector(embed: Callable[[str], Vector], text: str) -> Vector:
     if vector is None:
         if len(_VECTORS) >= _CACHE_SIZE:
             _VECTORS.clear()
-        vector = _VECTORS[cache_key] = _unit(embed(text))
-        if (saved := _SAVED.get(embed)) is not None:
-            saved.note({text: vector})
+        made = embed(text)
+        vector = _VECTORS[cache_key] = _unit(made)
+        note_saved(embed, {text: made})
     return vector

@@ -9,14 +9,14 @@ a model call for each search that brings new ones: ~3-4 ms of CPU, as much as th
 question's own (one text or three in a call cost alike), on 14 % of the first 300 MetaQA
 questions a fresh process answered and 2 % of the next 700, as the questions' phrasings
 repeat. What one process embedded is therefore kept in ``<db>.ann/texts.npz`` (float32
-rows, the texts, the model's id), read by the next process on its first search, and
-written again (merged with what is on disk, so serve's workers add to each other's) a
-few seconds after a search embedded a new text, off the search's thread, or when the
-process exits, if sooner. The vectors are the model's own, so answers are those the
-process would give after embedding the texts itself. A file of another model (or
-dimensions) is ignored and replaced; a damaged one is ignored. The vectors do not depend
-on the store, only on the model, so a store's file is right for any store it is copied
-beside. At most :data:`MAX_TEXTS` texts are kept.
+rows as the model returned them, the texts, the model's id), read by the next process on
+its first search, and written again (merged with what is on disk, so serve's workers add
+to each other's) a few seconds after a search embedded a new text, off the search's
+thread, or when the process exits, if sooner. The vectors are the model's own, so
+answers are those the process would give after embedding the texts itself. A file of
+another model (or dimensions) is ignored and replaced; a damaged one is ignored. The
+vectors do not depend on the store, only on the model, so a store's file is right for
+any store it is copied beside. At most :data:`MAX_TEXTS` texts are kept.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -36,7 +36,15 @@ from kgsearch.search.plan import Vector
 from kgsearch.store import saved_files
 from kgsearch.store.records import StoreInfo
 
-__all__ = ["FILE_NAME", "MAX_TEXTS", "SavedTexts", "SavesFiles", "saved_texts"]
+__all__ = [
+    "FILE_NAME",
+    "MAX_TEXTS",
+    "SavedTexts",
+    "SavesFiles",
+    "keep_saved",
+    "note_saved",
+    "saved_texts",
+]
 
 FILE_NAME = "texts.npz"
 MAX_TEXTS = 10_000
@@ -163,3 +171,35 @@ def saved_texts(store: object) -> SavedTexts | None:
         if found is None:
             found = _LOADED[key] = SavedTexts(folder / FILE_NAME, info.embedding_model, info.dims)
     return found
+
+
+# per embedder, where what it embeds is saved (None: nowhere), see keep_saved
+_SINKS: dict[Callable[[str], Vector], SavedTexts | None] = {}
+_sinks_lock = threading.Lock()
+
+
+def keep_saved(
+    embed: Callable[[str], Vector],
+    saved: Callable[[], SavedTexts | None],
+    remember: Callable[[Callable[[str], Vector], Sequence[str], Sequence[Vector]], None],
+) -> None:
+    """Once per embedder: ``remember`` the vectors saved beside the store (``saved()``,
+    None when it saves none) as ``embed``'s, as if it had embedded them
+    (:func:`~kgsearch.search.paths.remember_vectors`), and save there what it embeds
+    from now on (:func:`note_saved`)."""
+    if embed in _SINKS:
+        return
+    with _sinks_lock:
+        if embed in _SINKS:
+            return
+        found = saved()
+        texts = found.load() if found is not None else {}
+        remember(embed, list(texts), list(texts.values()))
+        _SINKS[embed] = found
+
+
+def note_saved(embed: Callable[[str], Vector], vectors: Mapping[str, Vector]) -> None:
+    """Save these vectors ``embed`` made (as it returned them) where it saves, if
+    anywhere (:func:`keep_saved`)."""
+    if (saved := _SINKS.get(embed)) is not None:
+        saved.note(vectors)
