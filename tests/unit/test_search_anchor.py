@@ -2,12 +2,14 @@
 facts of the object a query names, the relation that matches the rest of the query first,
 filters applied inside the leg, the leg in found_by and explain, and fusion weights; the
 rest of the query's words embedded with the question, in one model call, and the rest
-itself only when the relation is in doubt."""
+itself only when the relation is in doubt; a new process embeds only the question for
+texts an earlier one saved beside the store."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ from kgsearch import connect
 from kgsearch.embed.base import Vector
 from kgsearch.engine import Engine
 from kgsearch.model import ObjectIn, RelationshipIn
-from kgsearch.search import anchor, paths, pipeline
+from kgsearch.search import anchor, paths, pipeline, saved_texts
 from kgsearch.search.parts import default_weights
 from kgsearch.testing import FakeEmbedder
 
@@ -338,3 +340,32 @@ def test_the_rests_vectors_are_kept_for_the_leg() -> None:
         embedder.log.clear()
         engine.search("which person directed Film 3")  # the same rest: nothing new to embed
     assert embedder.log == [["which person directed Film 3"]]
+
+
+def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forget what this process embedded and which files it read, as a new one would."""
+    monkeypatch.setattr(paths, "_VECTORS", {})
+    monkeypatch.setattr(saved_texts, "_SINKS", {})
+    monkeypatch.setattr(saved_texts, "_LOADED", {})
+
+
+def test_a_new_process_embeds_only_the_question_for_texts_saved_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "kg.db")
+    _new_process(monkeypatch)
+    first = Batching()
+    with Engine(connect(path), embedder=first) as engine:
+        movie_graph(engine)
+        engine.search("who wrote Engines")
+        first.log.clear()
+        hits = anchored(engine, "who is behind Engines")
+        saved = saved_texts.saved_texts(engine.store)
+        assert saved is not None and saved.save()
+    # the rest's word, then the rest itself (in doubt): both model calls of a first meeting
+    assert first.log == [["who is behind Engines", "behind"], ["who is behind"]]
+    _new_process(monkeypatch)
+    second = Batching()
+    with Engine(connect(path), embedder=second) as engine:
+        assert anchored(engine, "who is behind Engines") == hits
+    assert second.log == [["who is behind Engines"]]

@@ -60,6 +60,7 @@ from kgsearch.search.paths import (
 )
 from kgsearch.search.plan import Plan, Vector
 from kgsearch.search.rows import Rows
+from kgsearch.search.saved_texts import keep_saved, saved_texts
 from kgsearch.search.statements import Traces, log_of
 from kgsearch.store.base import Trace
 
@@ -154,6 +155,8 @@ def anchored_leg(
     started = time.perf_counter()
     trace = log_of(traces, LEG)
     request = plan.request
+    if embed is not None:
+        keep_saved(embed, lambda: saved_texts(store), remember_vectors)
 
     def ranked(
         anchors: dict[str, tuple[float, int]], links: Links
@@ -433,6 +436,7 @@ def _prefetch(given: LegInput) -> Prefetch | None:
     plan, embed = given.plan, given.embed
     if embed is None or given.embed_many is None or Kind.RELATIONSHIP not in plan.vector_kinds:
         return None
+    keep_saved(embed, lambda: saved_texts(given.store), remember_vectors)
     look_up_names(plan, given.rows, given.traces)
     links, anchors = _linked(given.store, given.rows, plan.request.query, log_of(given.traces, LEG))
     given.prefetched[LEG] = Linked(links, anchors)

@@ -49,6 +49,7 @@ from kgsearch.search.path_scores import (
     humanise,
 )
 from kgsearch.search.plan import Vector
+from kgsearch.search.saved_texts import note_saved
 from kgsearch.store.base import SearchIndex, Trace
 from kgsearch.text.stopwords import STOPWORDS
 
@@ -541,6 +542,7 @@ def remember_vectors(
         _VECTORS.clear()
     for text, vector in zip(texts, vectors, strict=True):
         _VECTORS[(embed, text)] = _unit(vector)
+    note_saved(embed, dict(zip(texts, vectors, strict=True)))
 
 
 def _prefill(
@@ -589,5 +591,7 @@ def _text_vector(embed: Callable[[str], Vector], text: str) -> Vector:
     if vector is None:
         if len(_VECTORS) >= _CACHE_SIZE:
             _VECTORS.clear()
-        vector = _VECTORS[cache_key] = _unit(embed(text))
+        made = embed(text)
+        vector = _VECTORS[cache_key] = _unit(made)
+        note_saved(embed, {text: made})
     return vector

@@ -3,9 +3,10 @@
 FTS5's ``bm25()`` reads the whole posting list of every word in the MATCH expression
 to count its documents, and scores every row that matches, so a query holding a word
 found in 100,000 rows ("directed", "year") costs tens of milliseconds even when a rare
-word ("Kismet") decides the answer. Each query word is therefore stemmed with the
-index's own tokenizer (through a tiny temporary FTS5 table) and its document frequency
-read from an ``fts5vocab`` table (cached), and a :class:`Plan` picks the candidates:
+word ("Kismet") decides the answer. Each query word is therefore stemmed by the
+index's own tokenizer's rules (:mod:`~kgsearch.store.sqlite.porter`; a word outside
+ASCII through a tiny temporary FTS5 table) and its document frequency read from an
+``fts5vocab`` table (cached), and a :class:`Plan` picks the candidates:
 
 * **frequent** words (in over 1 % of the rows, and over 1,000) are left out of the
   MATCH;
@@ -48,6 +49,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kgsearch.model import Kind
+from kgsearch.store.sqlite import porter
 from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.sqlite.held_lexical import HeldPostings, Matches, varints
 from kgsearch.store.sqlite.sql import fts_query, placeholders
@@ -137,8 +139,8 @@ class LexicalStats:
         """Create the TEMP helper tables on this connection (once per connection)."""
         if "kg_scratch" in db.temp_tables:
             return
-        # a scratch index with the main indexes' tokenizer: query words are stemmed in
-        # it, and the candidates being re-scored are indexed in it to count their words
+        # a scratch index with the main indexes' tokenizer: query words outside ASCII are
+        # stemmed in it, and the candidates being re-scored are indexed in it to count their words
         db.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.kg_scratch USING fts5(text, "
             f"content='', tokenize='{_TOKENIZER}')"
@@ -269,26 +271,37 @@ class LexicalStats:
         return n_rows, total / n_rows if n_rows and total else 1.0
 
     def _stems(self, db: Connection, terms: list[str]) -> dict[str, tuple[str, ...]]:
-        """The index tokens of each term (stemming never changes, so they are cached)."""
+        """The index tokens of each term (stemming never changes, so they are cached): an
+        ASCII word stemmed here by FTS5's own rules (:mod:`~kgsearch.store.sqlite.porter`),
+        any other indexed in the scratch index, whose vocabulary gives its tokens (five
+        statements, ~0.3 ms of CPU a search holding a word the process had not met)."""
         with self._lock:
             found = {t: self._stem_cache[t] for t in terms if t in self._stem_cache}
         missing = [t for t in terms if t not in found]
         if not missing:
             return found
+        made = {t: tokens for t in missing if (tokens := porter.tokens(t)) is not None}
+        asked = [t for t in missing if t not in made]
+        if asked:
+            made.update(self._indexed_stems(db, asked))
+        with self._lock:
+            if len(self._stem_cache) > _STEM_CACHE_SIZE:
+                self._stem_cache.clear()
+            self._stem_cache.update(made)
+        return found | made
+
+    def _indexed_stems(self, db: Connection, terms: list[str]) -> dict[str, tuple[str, ...]]:
+        """The index tokens of each term as FTS5 makes them: indexed in the scratch index,
+        read back from its vocabulary."""
         stems: dict[int, list[str]] = {}
         with db.transaction(immediate=False):
             self._clear_scratch(db)
             db.executemany(
-                "INSERT INTO temp.kg_scratch(rowid, text) VALUES (?, ?)", list(enumerate(missing))
+                "INSERT INTO temp.kg_scratch(rowid, text) VALUES (?, ?)", list(enumerate(terms))
             )
             for row in db.all("SELECT doc, term FROM temp.kg_scratch_v"):
                 stems.setdefault(int(row[0]), []).append(str(row[1]))
-        with self._lock:
-            if len(self._stem_cache) > _STEM_CACHE_SIZE:
-                self._stem_cache.clear()
-            for index, term in enumerate(missing):
-                found[term] = self._stem_cache[term] = tuple(stems.get(index, ()))
-        return found
+        return {term: tuple(stems.get(index, ())) for index, term in enumerate(terms)}
 
     @staticmethod
     def _clear_scratch(db: Connection) -> None:

@@ -79,6 +79,11 @@ class SQLiteStore(
         if migrate:
             self.migrate()
 
+    @property
+    def saved_folder(self) -> Path | None:
+        """Where files built from the store are saved beside it (None in memory)."""
+        return None if self.path == ":memory:" else Path(self.path + ".ann")
+
     # lifecycle -----------------------------------------------------------
     def migrate(self) -> list[str]:
         """Apply pending named migrations, each in its own transaction; return the names
