@@ -113,6 +113,9 @@ def forget_migrations(src: Path, db: Path) -> None:
 
 
 def _turn(tree: Path, db: Path, queries: Path, passes: int, embed: bool) -> dict[str, list[float]]:
+    # each turn a store's first process: no texts saved by earlier turns' searches
+    # (bench_quality.forget_saved_texts; that module is not imported in the children)
+    Path(f"{db}.ann", "texts.npz").unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
     done = subprocess.run(
         [sys.executable, __file__, "--child", str(db), str(queries), str(passes), str(int(embed))],

@@ -106,7 +106,8 @@ def fresh_copy(source: Path, target: Path) -> Path:
     ann = Path(f"{source}.ann")  # saved vector indexes beside the store, if any
     if ann.is_dir():
         shutil.rmtree(f"{target}.ann", ignore_errors=True)
-        shutil.copytree(ann, f"{target}.ann")
+        # without the texts an earlier run's searches saved (search/saved_texts.py)
+        shutil.copytree(ann, f"{target}.ann", ignore=shutil.ignore_patterns("texts.npz"))
     return target
 
 
