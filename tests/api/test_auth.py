@@ -136,10 +136,9 @@ def test_a_revoked_key_is_refused_within_a_second(
     )
 
 
-def test_a_key_is_read_from_the_store_once_a_second(
-    base: str, http: Http, api_engine: Engine, clock: Clock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    key, _ = api_engine.create_api_key("alpha", "read")
+@pytest.fixture
+def key_reads(api_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The keys the server reads from the store, in order, from now on."""
     authenticate = api_engine.authenticate
     reads: list[str] = []
 
@@ -148,31 +147,30 @@ def test_a_key_is_read_from_the_store_once_a_second(
         return authenticate(presented)
 
     monkeypatch.setattr(api_engine, "authenticate", counting)
+    return reads
+
+
+def test_a_key_is_read_from_the_store_once_a_second(
+    base: str, http: Http, api_engine: Engine, clock: Clock, key_reads: list[str]
+) -> None:
+    key, _ = api_engine.create_api_key("alpha", "read")
     c = http(base, key)
     statuses = [c.get("/api/graph/objects").status_code for _ in range(3)]
     clock.now += KEY_FRESH_SECONDS
     statuses.append(c.get("/api/graph/objects").status_code)
 
-    assert (statuses, reads) == ([200] * 4, [key, key])
+    assert (statuses, key_reads) == ([200] * 4, [key, key])
 
 
 def test_a_refused_key_is_read_again_on_each_request(
-    base: str, http: Http, api_engine: Engine, clock: Clock, monkeypatch: pytest.MonkeyPatch
+    base: str, http: Http, api_engine: Engine, clock: Clock, key_reads: list[str]
 ) -> None:
     key, _ = api_engine.create_api_key("alpha", "read")
     wrong = key[:-1] + ("A" if key[-1] != "A" else "B")
-    authenticate = api_engine.authenticate
-    reads: list[str] = []
-
-    def counting(presented: str) -> object:
-        reads.append(presented)
-        return authenticate(presented)
-
-    monkeypatch.setattr(api_engine, "authenticate", counting)
     c = http(base, wrong)
     statuses = [c.get("/api/graph/objects").status_code for _ in range(2)]
 
-    assert (statuses, reads) == ([401, 401], [wrong, wrong])
+    assert (statuses, key_reads) == ([401, 401], [wrong, wrong])
 
 
 def test_a_held_key_is_trusted_only_for_the_engine_that_read_it(api_engine: Engine) -> None:
