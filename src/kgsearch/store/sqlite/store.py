@@ -69,9 +69,7 @@ class SQLiteStore(
         self.path = path
         self.url = "sqlite:///" + path if path != ":memory:" else "sqlite:///:memory:"
         self.db = Connection(path)
-        self.vectors_cache = VectorCache(
-            ann_min_rows, None if path == ":memory:" else Path(path + ".ann")
-        )
+        self.vectors_cache = VectorCache(ann_min_rows, self.saved_folder)
         self.lexical = LexicalStats()
         self.row_cache = RowCache()
         self._types = {}
