@@ -3,21 +3,23 @@ Python: what the BM25 legs look up, without a trip through SQLite.
 
 :class:`~kgsearch.store.sqlite.lexical.LexicalStats` needs each query word's index
 tokens (its stem) to read its document frequency. Asking FTS5 means indexing the words
-in a temporary FTS5 table and reading its vocabulary back, five statements and ~0.2 ms
-of CPU for a search holding a word the process had not met (most first-time questions).
+in a temporary FTS5 table and reading its vocabulary back, five statements and ~0.3 ms
+of CPU for a search holding a word the process had not met (most first-time questions;
+`python scripts/bench_question_tail.py`, pass 1: 82 ms over 275 such searches).
 FTS5's ``porter`` tokenizer is Martin Porter's original algorithm (the 1980 paper, with
 the changes of his own C version: ``bli`` → ``ble``, ``logi`` → ``log``) over the tokens
 ``unicode61`` splits, and words of fewer than 3 or more than 64 characters are left as
 they are; :func:`tokens` applies the same rules to a word made only of ASCII characters
 (``unicode61`` splits those at every character that is not a letter or a digit, and
 lower-cases them), with FTS5's own edges ("eed", "sses" and "ies" alone). It gave FTS5's
-tokens for each of the 85,167 distinct ASCII words and vocabulary terms of the MetaQA,
-SciFact and HotpotQA/MuSiQue passage stores and for 147,499 words made of short stems
-and Porter's suffixes, none differing (``tests/store/sqlite/test_sqlite_porter.py``
-checks 20,000 such words against FTS5 itself); ~12 µs of CPU a word. nltk's
-``PorterStemmer`` in its ``ORIGINAL_ALGORITHM`` mode and snowballstemmer's ``porter``
-differ from FTS5 on 156 and 158 of those 85,167 words (124 and 126 with FTS5's length
-rule: "anthology" → ``anthologi``, FTS5 ``antholog``), so neither is a dependency. Any
+tokens for each of the 85,836 distinct ASCII words and vocabulary terms of the five
+bench-data stores (MetaQA, the REST sample, SciFact, HotpotQA/MuSiQue passages: `python
+scripts/check_porter.py`), none differing, and ``tests/store/sqlite/test_sqlite_porter.py``
+checks 20,000 generated words made of short stems and Porter's suffixes against FTS5
+itself; 8 µs of CPU a word (the same script). nltk's ``PorterStemmer`` in its
+``ORIGINAL_ALGORITHM`` mode and snowballstemmer's ``porter`` (the same script, run where
+they are installed) differ from FTS5 on 124 and 126 of those words under FTS5's length
+rule ("anthology" → ``anthologi``, FTS5 ``antholog``), so neither is a dependency. Any
 other word (``unicode61`` folds case and strips diacritics by Unicode's tables) returns
 None, and FTS5 stems it.
 """
