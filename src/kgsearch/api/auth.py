@@ -105,9 +105,10 @@ class Principal:
 
 class KeyCache:
     """The key records the store gave for presented keys, each trusted for ``ttl``
-    seconds. Reading the key on every request was a tenth of the REST layer's CPU (a
-    statement, a row decoded and a digest: 0.1 ms a request under load); a client
-    sends the same key request after request. Only keys the store accepted are held
+    seconds. Reading the key on every request was a tenth of the event loop's samples
+    (a statement, a row decoded and a digest; py-spy on a server under
+    ``scripts/bench_load.py --canned-search``); a client sends the same key request
+    after request. Only keys the store accepted are held
     (a bad key is read again each time), with the engine that accepted them, by their
     SHA-256 (no secret stays in the process after its request), and only on the event
     loop's thread (no lock).
