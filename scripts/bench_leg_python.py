@@ -1,0 +1,147 @@
+"""The legs' own Python before and after session 14's cuts, in one process: the old
+and new code paths take turns question by question.
+
+Usage: python scripts/bench_leg_python.py [--store metaqa|sample] [--queries 500]
+[--passes 2] [--beside]
+
+Each cut is a function the search calls through a module attribute, so the "before"
+side puts back the old function (kept below, as it was at 83f275e) for one search and
+the new one for the next, in a rotating order:
+
+- span names: :func:`kgsearch.search.paths.span_names` (its names cached per question);
+- content words and humanised types (:mod:`kgsearch.search.path_scores`: cached);
+- a BM25 query of several words (:meth:`~kgsearch.store.sqlite.held_lexical.Matches.best`):
+  every row scored before (a ``bincount`` over every row of the kind), the rows among
+  each word's best postings only when no other row can reach their cut (the "before"
+  side forces the whole scoring, which it now does lazily: its one-off cost of summing
+  the postings moved from ``matches`` to ``best``, the same work);
+- the BM25 legs' hand-offs (:func:`kgsearch.search.legs._batches`): only beside another
+  search (``--beside``: the searches run inside :func:`~kgsearch.search.legs.searching`,
+  as a server's worker with another request in flight), where the new code hands the
+  BM25 legs to one worker in one job.
+
+Printed: process CPU (``time.process_time``) and wall a search, mean and p50/p95 (ms),
+per side, and the load average at the start and end. The questions' vectors are
+replayed (bench_ab.py), every other text a search embeds is counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import time
+from typing import Any
+
+import bench_load
+from bench_quality import ensure_full_db, metaqa_questions
+from replay import Replay
+
+import kgsearch.search.anchor as anchor
+import kgsearch.search.legs as legs
+import kgsearch.search.names as names
+import kgsearch.search.path_scores as path_scores
+import kgsearch.search.paths as paths
+from kgsearch import Engine, Kind, SearchRequest, connect
+from kgsearch.embed import create_embedder
+from kgsearch.store.sqlite.held_lexical import Matches
+from kgsearch.text.stopwords import STOPWORDS
+
+
+def _old_content_words(text: str) -> list[str]:
+    return [w for w in re.findall(r"[^\W_]+", text.lower()) if w not in STOPWORDS]
+
+
+def _old_humanise(name: str) -> str:
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+    return " ".join(re.split(r"[\s_\-:./]+", spaced)).strip().lower()
+
+
+def _old_span_names(question: str) -> list[str]:
+    return [n for _, _, variants in paths._spans(question)[1] for n in variants]
+
+
+def _old_beyond_heads(self: Matches, stop: int) -> float:
+    return float("inf")  # every row scored, as before (the best rows read off them)
+
+
+def _old_batches(vector: list[Any], lexical: list[Any]) -> list[list[Any]]:
+    return [[job] for job in [*vector, *lexical]]
+
+
+# (module, attribute) → (old, new)
+_SWAPS: dict[tuple[Any, str], tuple[Any, Any]] = {
+    (paths, "span_names"): (_old_span_names, paths.span_names),
+    (names, "span_names"): (_old_span_names, paths.span_names),
+    (path_scores, "content_words"): (_old_content_words, path_scores.content_words),
+    (paths, "content_words"): (_old_content_words, path_scores.content_words),
+    (anchor, "content_words"): (_old_content_words, path_scores.content_words),
+    (path_scores, "humanise"): (_old_humanise, path_scores.humanise),
+    (paths, "humanise"): (_old_humanise, paths.humanise),
+    (anchor, "humanise"): (_old_humanise, path_scores.humanise),
+    (legs, "_batches"): (_old_batches, legs._batches),
+    (Matches, "_beyond_heads"): (_old_beyond_heads, Matches._beyond_heads),
+}
+
+
+def _use(side: str) -> None:
+    for (module, name), (old, new) in _SWAPS.items():
+        setattr(module, name, old if side == "before" else new)
+
+
+def _summary(values: list[float]) -> str:
+    ordered = sorted(values)
+    mean = sum(ordered) / len(ordered)
+    p50, p95 = ordered[len(ordered) // 2], ordered[int(0.95 * (len(ordered) - 1))]
+    return f"mean {mean:5.3f} p50 {p50:5.3f} p95 {p95:5.3f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", choices=["metaqa", "sample"], default="sample")
+    parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--passes", type=int, default=2)
+    parser.add_argument("--beside", action="store_true", help="as beside another search")
+    args = parser.parse_args()
+    if args.store == "metaqa":
+        path, texts = str(ensure_full_db()), [q for q, _ in metaqa_questions(args.queries)]
+    else:
+        path = "bench-data/load-sample.db"
+        texts = bench_load.questions(args.queries)
+    real: Any = create_embedder("bundled")
+    replay: Any = Replay(real, dict(zip(texts, real.embed_queries(texts), strict=True)))
+    engine = Engine(connect(path), embedder=replay)
+    for kind in (Kind.OBJECT, Kind.RELATIONSHIP):
+        engine.store.wait_for_index("default", kind, 900)  # type: ignore[attr-defined]
+    engine.warm()
+    requests = [SearchRequest(query=q, limit=10) for q in texts]
+    for side in ("before", "after"):  # every cache warm on both sides
+        _use(side)
+        for request in requests:
+            engine.search(request)
+    cpu: dict[str, list[float]] = {"before": [], "after": []}
+    wall: dict[str, list[float]] = {"before": [], "after": []}
+    load = os.getloadavg()[0]
+    beside = legs.searching() if args.beside else contextlib.nullcontext()
+    with beside:
+        for p in range(args.passes):
+            for i, request in enumerate(requests):
+                order = ("before", "after") if (i + p) % 2 == 0 else ("after", "before")
+                for side in order:
+                    _use(side)
+                    c, w = time.process_time(), time.perf_counter()
+                    engine.search(request)
+                    cpu[side].append((time.process_time() - c) * 1000)
+                    wall[side].append((time.perf_counter() - w) * 1000)
+    print(
+        f"{args.store} {args.queries} questions x {args.passes} passes"
+        f"{' beside another search' if args.beside else ''}, "
+        f"load {load:.2f}-{os.getloadavg()[0]:.2f}"
+    )
+    for side in ("before", "after"):
+        print(f"  {side:6} CPU {_summary(cpu[side])} | wall {_summary(wall[side])}")
+
+
+if __name__ == "__main__":
+    main()
