@@ -2,7 +2,7 @@
 and new code paths take turns question by question.
 
 Usage: python scripts/bench_leg_python.py [--store metaqa|sample] [--queries 500]
-[--passes 2] [--beside]
+[--passes 2] [--beside] [--cut all|words|handoffs]
 
 Each cut is a function the search calls through a module attribute, so the "before"
 side puts back the old function (kept below, as it was at 83f275e) for one search and
@@ -10,11 +10,6 @@ the new one for the next, in a rotating order:
 
 - span names: :func:`kgsearch.search.paths.span_names` (its names cached per question);
 - content words and humanised types (:mod:`kgsearch.search.path_scores`: cached);
-- a BM25 query of several words (:meth:`~kgsearch.store.sqlite.held_lexical.Matches.best`):
-  every row scored before (a ``bincount`` over every row of the kind), the rows among
-  each word's best postings only when no other row can reach their cut (the "before"
-  side forces the whole scoring, which it now does lazily: its one-off cost of summing
-  the postings moved from ``matches`` to ``best``, the same work);
 - the BM25 legs' hand-offs (:func:`kgsearch.search.legs._batches`): only beside another
   search (``--beside``: the searches run inside :func:`~kgsearch.search.legs.searching`,
   as a server's worker with another request in flight), where the new code hands the
@@ -45,7 +40,6 @@ import kgsearch.search.path_scores as path_scores
 import kgsearch.search.paths as paths
 from kgsearch import Engine, Kind, SearchRequest, connect
 from kgsearch.embed import create_embedder
-from kgsearch.store.sqlite.held_lexical import Matches
 from kgsearch.text.stopwords import STOPWORDS
 
 
@@ -60,10 +54,6 @@ def _old_humanise(name: str) -> str:
 
 def _old_span_names(question: str) -> list[str]:
     return [n for _, _, variants in paths._spans(question)[1] for n in variants]
-
-
-def _old_beyond_heads(self: Matches, stop: int) -> float:
-    return float("inf")  # every row scored, as before (the best rows read off them)
 
 
 def _old_batches(vector: list[Any], lexical: list[Any]) -> list[list[Any]]:
@@ -81,13 +71,19 @@ _SWAPS: dict[tuple[Any, str], tuple[Any, Any]] = {
     (paths, "humanise"): (_old_humanise, paths.humanise),
     (anchor, "humanise"): (_old_humanise, path_scores.humanise),
     (legs, "_batches"): (_old_batches, legs._batches),
-    (Matches, "_beyond_heads"): (_old_beyond_heads, Matches._beyond_heads),
 }
 
 
-def _use(side: str) -> None:
+_CUTS = {
+    "words": {"span_names", "content_words", "humanise"},
+    "handoffs": {"_batches"},
+}
+
+
+def _use(side: str, cuts: set[str]) -> None:
     for (module, name), (old, new) in _SWAPS.items():
-        setattr(module, name, old if side == "before" else new)
+        before = side == "before" and name in cuts
+        setattr(module, name, old if before else new)
 
 
 def _summary(values: list[float]) -> str:
@@ -103,6 +99,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--beside", action="store_true", help="as beside another search")
+    parser.add_argument(
+        "--cut", choices=["all", *_CUTS], default="all", help="the cut whose old path alternates"
+    )
     args = parser.parse_args()
     if args.store == "metaqa":
         path, texts = str(ensure_full_db()), [q for q, _ in metaqa_questions(args.queries)]
@@ -116,8 +115,9 @@ def main() -> None:
         engine.store.wait_for_index("default", kind, 900)  # type: ignore[attr-defined]
     engine.warm()
     requests = [SearchRequest(query=q, limit=10) for q in texts]
+    cuts = set().union(*_CUTS.values()) if args.cut == "all" else _CUTS[args.cut]
     for side in ("before", "after"):  # every cache warm on both sides
-        _use(side)
+        _use(side, cuts)
         for request in requests:
             engine.search(request)
     cpu: dict[str, list[float]] = {"before": [], "after": []}
@@ -129,14 +129,14 @@ def main() -> None:
             for i, request in enumerate(requests):
                 order = ("before", "after") if (i + p) % 2 == 0 else ("after", "before")
                 for side in order:
-                    _use(side)
+                    _use(side, cuts)
                     c, w = time.process_time(), time.perf_counter()
                     engine.search(request)
                     cpu[side].append((time.process_time() - c) * 1000)
                     wall[side].append((time.perf_counter() - w) * 1000)
     print(
         f"{args.store} {args.queries} questions x {args.passes} passes"
-        f"{' beside another search' if args.beside else ''}, "
+        f"{' beside another search' if args.beside else ''}, cut {args.cut}, "
         f"load {load:.2f}-{os.getloadavg()[0]:.2f}"
     )
     for side in ("before", "after"):

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from kgsearch.engine import Engine
@@ -422,34 +421,6 @@ def test_the_best_rows_are_a_prefix_of_the_whole_order(store: SQLiteStore) -> No
         for stop in (1, 2, 5, 17, 64):
             cut, values = matches.best(stop)
             assert list(zip(cut.tolist(), values.tolist(), strict=True)) == whole[:stop]
-
-
-def test_an_or_finds_its_best_rows_without_scoring_every_row(
-    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A rare word beside a frequent one of many lengths: no row outside each word's
-    best postings can reach the best rows' cut, so only those postings are scored (no
-    sum over every row of the kind), and the answer is still FTS5's, bit for bit."""
-    filler = " ".join(f"w{i}" for i in range(120))
-    Engine(store).add_objects(
-        [
-            ObjectIn(type="T", key=f"c{i}", properties={"name": f"commonword {filler[: 4 * i]}"})
-            for i in range(30)
-        ]
-        + [ObjectIn(type="T", key=f"r{i}", properties={"name": "rareword"}) for i in range(3)],
-        project="A",
-    )
-    terms = query_terms("rareword commonword")
-    assert _search(store, "A", Kind.OBJECT, "rareword commonword", 5)[1]  # postings read
-
-    def no_bincount(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("every row scored")
-
-    monkeypatch.setattr(np, "bincount", no_bincount)
-    for limit in (1, 5, 8):
-        hits, held = _search(store, "A", Kind.OBJECT, "rareword commonword", limit)
-        assert held
-        assert hits == _plain(store, "A", Kind.OBJECT, terms, limit)
 
 
 def _held_arrays(postings: held_lexical.Postings) -> dict[str, Any]:

@@ -37,6 +37,15 @@ FTS5 answers (only it sees the transaction's own pending writes). Each read is o
 read transaction, so the postings, owners and stamp are of one snapshot, read a few
 aggregates a table (:mod:`kgsearch.store.sqlite.fts5_read`: 0.3 s + 0.9 s of CPU on MetaQA
 instead of 0.85 s + 2.0 s row by row).
+
+Measured and not kept (2026-11-29, in-process alternation, load 7-9): scoring an OR's
+rows only among each word's ``stop`` (then 8x, 64x) best postings, when a bound on every
+other row's score stays below their cut, instead of a ``bincount`` over every row. Exact
+(``scripts/dump_responses.py``: 2,600 responses, 0 differ) and the whole scoring was
+left to 3 % of the sample graph's queries and under 1 % of MetaQA's, yet process CPU a
+search rose: MetaQA 6.91 -> 7.15 ms, the REST sample graph 3.22 -> 3.39 ms (300 and
+500 questions x 2 passes): a dozen numpy calls a level cost more than one
+``bincount`` over the postings of a query's words.
 """
 
 from __future__ import annotations
@@ -75,10 +84,6 @@ read's duration after it ended (a store written to all the time spends at most a
 of a core reading them, and FTS5 answers meanwhile)."""
 # After a failed read, how long FTS5 answers alone before it is tried again.
 _RETRY_SECONDS = 30.0
-_DEEPER = 8
-"""An OR's best rows are first sought among each token's ``stop`` best postings, then
-among this many times as many, and that again, before every row is scored
-(:meth:`Matches.best`)."""
 
 
 def stamp(db: Connection, kind: Kind) -> Stamp:
@@ -243,15 +248,17 @@ class Postings:
                 slices.append((int(self.starts[number]), int(self.starts[number + 1]), idf))
             elif conjunction:
                 return Matches(self, [], None, None)
+        if len(slices) == 1 and not conjunction:
+            return Matches(self, slices, None, None)
         if not slices:
             return Matches(self, [], None, None)
-        if not conjunction:  # scored when asked, and only as far as needed (best)
-            return Matches(self, slices, None, None)
         rows = np.concatenate([self.rows[lo:hi] for lo, hi, _ in slices])
         weights = np.concatenate([idf * self.parts[lo:hi] for lo, hi, idf in slices])
         totals = np.bincount(rows, weights=weights, minlength=len(self.rowids)).astype(
             np.float64, copy=False
         )
+        if not conjunction:
+            return Matches(self, slices, totals, None)
         # every row holding all the tokens is among the rarest token's rows
         lo, hi, _ = min(slices, key=lambda s: s[1] - s[0])
         rarest = self.rows[lo:hi]
@@ -273,8 +280,7 @@ class Matches:
         # the rows' owners, when they answer for now (else the table checks the rows)
         self.owners: Owners | None = None
         self._slices = slices  # (first posting, end, idf) of each token found
-        # scores by position (0: not matched); with an AND only (an OR's: _every_total)
-        self._totals = totals
+        self._totals = totals  # scores by position (0: not matched); None for one token
         self._only = only  # with an AND: the matching positions (ascending)
 
     def best(self, stop: int) -> tuple[IntArray, FloatArray]:
@@ -283,7 +289,7 @@ class Matches:
         held = self.postings
         if not self._slices:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-        if len(self._slices) == 1 and self._only is None:  # its rows (ascending), scores
+        if self._totals is None:  # one token: its rows (ascending) and scores
             lo, hi, idf = self._slices[0]
             scores = idf * held.parts[lo:hi]
             if stop >= hi - lo:
@@ -294,64 +300,19 @@ class Matches:
             picked = np.flatnonzero(scores >= kth)
             return _first(held.rows[lo:hi][picked].astype(np.int64), scores[picked], stop, kth)
         if self._only is not None:  # an AND: the few rows holding every token
-            assert self._totals is not None
             positions = self._only.astype(np.int64)
             return _first(positions, self._totals[positions], stop)
         # a score any stop rows reach: the stop-th best among each token's best rows
-        for depth in (stop, _DEEPER * stop, _DEEPER**2 * stop):
-            heads = np.unique(
-                np.concatenate(
-                    [held.rows[held.order[lo : min(hi, lo + depth)]] for lo, hi, _ in self._slices]
-                )
-            ).astype(np.int64)
-            totals = self._totals_of(heads)
-            if len(heads) < stop:  # every matching row is among them
-                return _first(heads, totals, stop)
-            cut = np.sort(totals)[len(heads) - stop]
-            if self._beyond_heads(depth) < cut:  # no other row reaches the cut
-                kept = totals >= cut
-                return _first(heads[kept], totals[kept], stop)
-        every = self._every_total()
-        positions = np.flatnonzero(every >= cut)
-        return _first(positions, every[positions], stop)
-
-    def _totals_of(self, positions: IntArray) -> FloatArray:
-        """The OR's scores of these rows (``positions`` ascending): each token's
-        ``idf * part`` added in token order, from 0, as :meth:`_every_total` adds them
-        (the same doubles)."""
-        held = self.postings
-        totals = np.zeros(len(positions), dtype=np.float64)
-        for lo, hi, idf in self._slices:
-            rows = held.rows[lo:hi]
-            at = np.minimum(np.searchsorted(rows, positions), hi - lo - 1)
-            found = rows[at] == positions
-            totals[found] += idf * held.parts[lo:hi][at[found]]
-        return totals
-
-    def _beyond_heads(self, depth: int) -> float:
-        """The most a row outside every token's ``depth`` best postings can score: a
-        token with more postings adds at most its ``depth``-th best part's score, one
-        with fewer none (all its rows are among them). Added as the scores are (in
-        token order; a rounded sum never falls as its terms grow), so no row outside
-        scores above it, not even by a rounding."""
-        held = self.postings
-        bound = 0.0
-        for lo, hi, idf in self._slices:
-            if hi - lo > depth:
-                bound += float(idf * held.parts[held.order[lo + depth - 1]])
-        return bound
-
-    def _every_total(self) -> FloatArray:
-        """Every row's score by position (0: not matched), the OR's: ``idf * part``
-        summed per row in token order (read once, then kept)."""
-        if self._totals is None:
-            held = self.postings
-            rows = np.concatenate([held.rows[lo:hi] for lo, hi, _ in self._slices])
-            weights = np.concatenate([idf * held.parts[lo:hi] for lo, hi, idf in self._slices])
-            self._totals = np.bincount(rows, weights=weights, minlength=len(held.rowids)).astype(
-                np.float64, copy=False
+        heads = np.unique(
+            np.concatenate(
+                [held.rows[held.order[lo : min(hi, lo + stop)]] for lo, hi, _ in self._slices]
             )
-        return self._totals
+        )
+        if len(heads) < stop:  # every matching row is among them
+            return _first(heads.astype(np.int64), self._totals[heads], stop)
+        cut = np.sort(self._totals[heads])[len(heads) - stop]
+        positions = np.flatnonzero(self._totals >= cut)
+        return _first(positions, self._totals[positions], stop)
 
 
 def _first(
