@@ -16,7 +16,9 @@ the new one for the next, in a rotating order:
   BM25 legs to one worker in one job.
 
 Printed: process CPU (``time.process_time``) and wall a search, mean and p50/p95 (ms),
-per side, and the load average at the start and end. The questions' vectors are
+per side, the load average at the start and end, and each part's thread CPU a search
+(``time.thread_time`` in whichever thread it runs: plan, prefetch, the legs, the BM25,
+vector and name legs, the anchored leg's edge read and ranking). The questions' vectors are
 replayed (bench_ab.py), every other text a search embeds is counted.
 """
 
@@ -38,6 +40,7 @@ import kgsearch.search.legs as legs
 import kgsearch.search.names as names
 import kgsearch.search.path_scores as path_scores
 import kgsearch.search.paths as paths
+import kgsearch.search.pipeline as pipeline
 from kgsearch import Engine, Kind, SearchRequest, connect
 from kgsearch.embed import create_embedder
 from kgsearch.text.stopwords import STOPWORDS
@@ -86,6 +89,50 @@ def _use(side: str, cuts: set[str]) -> None:
         setattr(module, name, old if before else new)
 
 
+class _Parts:
+    """Thread CPU (``time.thread_time``, in whichever thread each runs) of the legs'
+    parts, per side: each part's function wrapped where the search calls it."""
+
+    def __init__(self, store: Any) -> None:
+        self.side = "after"
+        self.ms: dict[tuple[str, str], float] = {}
+        self.searches = {"before": 0, "after": 0}
+        wrap = [
+            (pipeline, "make_plan", "plan"),
+            (pipeline, "prefetches", "prefetch (names looked up, spans linked)"),
+            (pipeline, "run_legs", "legs: calling thread, scans included"),
+            (store, "text_search", "BM25 legs"),
+            (store, "vector_search", "vector legs (not legcpu's)"),
+            (legs, "looked_up", "name leg"),
+            (store, "typed_edges", "anchored: edge read"),
+            (anchor, "_rank", "anchored: relation match and rank"),
+            (legs, "_record", "legs: recorded"),
+        ]
+        for owner, name, label in wrap:
+            setattr(owner, name, self._timed(getattr(owner, name), label))
+
+    def _timed(self, fn: Any, label: str) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                part = (self.side, label)
+                self.ms[part] = self.ms.get(part, 0.0) + (time.thread_time() - started) * 1000
+
+        return timed
+
+    def print(self) -> None:
+        labels = list(dict.fromkeys(label for _, label in self.ms))
+        print("  thread CPU a search by part (ms): before -> after")
+        for label in labels:
+            before, after = (
+                self.ms.get((side, label), 0.0) / max(1, self.searches[side])
+                for side in ("before", "after")
+            )
+            print(f"    {label:42} {before:6.3f} -> {after:6.3f}")
+
+
 def _summary(values: list[float]) -> str:
     ordered = sorted(values)
     mean = sum(ordered) / len(ordered)
@@ -120,6 +167,7 @@ def main() -> None:
         _use(side, cuts)
         for request in requests:
             engine.search(request)
+    parts = _Parts(engine.store)
     cpu: dict[str, list[float]] = {"before": [], "after": []}
     wall: dict[str, list[float]] = {"before": [], "after": []}
     load = os.getloadavg()[0]
@@ -130,6 +178,8 @@ def main() -> None:
                 order = ("before", "after") if (i + p) % 2 == 0 else ("after", "before")
                 for side in order:
                     _use(side, cuts)
+                    parts.side = side
+                    parts.searches[side] += 1
                     c, w = time.process_time(), time.perf_counter()
                     engine.search(request)
                     cpu[side].append((time.process_time() - c) * 1000)
@@ -141,6 +191,7 @@ def main() -> None:
     )
     for side in ("before", "after"):
         print(f"  {side:6} CPU {_summary(cpu[side])} | wall {_summary(wall[side])}")
+    parts.print()
 
 
 if __name__ == "__main__":
