@@ -269,12 +269,10 @@ def _run_jobs(
 
 
 def _batches(vector: list[Job], lexical: list[Job]) -> list[list[Job]]:
-    """The leg workers' jobs: alone in the process, one leg each (the cores share the
-    search's legs); beside another search, every BM25 leg in one job, run one after the
-    other in one worker. The cores are busy with the other searches then, so a leg in a
-    worker of its own ends no sooner, and each hand-off to a worker (a queue put, a
-    wake-up, a future) costs CPU that a server's searches share (see
-    :func:`_split_scans`; the BM25 legs stay off the calling thread, which scans)."""
+    """The leg workers' jobs: alone in the process, one leg each; beside another search
+    (the cores busy with it, see :func:`_split_scans`), every BM25 leg in one job, one
+    after the other in one worker: a leg in a worker of its own ends no sooner then, and
+    each hand-off (a queue put, a wake-up, a future) costs CPU the searches share."""
     if searches_in_flight() > 1 and lexical:
         return [[job] for job in vector] + [lexical]
     return [[job] for job in [*vector, *lexical]]

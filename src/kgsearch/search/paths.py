@@ -203,15 +203,10 @@ def link_spans(
     return _chosen(linked, words)
 
 
-def span_names(question: str) -> list[str]:
-    """The names :func:`link_spans` looks up for a question, in its order."""
-    return list(_span_names(question))
-
-
 @functools.lru_cache(maxsize=256)
-def _span_names(question: str) -> tuple[str, ...]:
-    """:func:`span_names`, cached: a search asks twice (its prefetch's name look-up, then
-    the name leg's, which finds every name looked up already)."""
+def span_names(question: str) -> tuple[str, ...]:
+    """The names :func:`link_spans` looks up for a question, in its order (cached: a
+    search asks twice, its prefetch's name look-up and then the name leg's)."""
     return tuple(n for _, _, variants in _spans(question)[1] for n in variants)
 
 
