@@ -74,10 +74,11 @@ def content_words(text: str) -> list[str]:
     return list(_content_words(text))
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=256)
 def _content_words(text: str) -> tuple[str, ...]:
     """:func:`content_words`, cached: the anchored leg splits the same relation type
-    texts, and the same question's rest twice (prefetch, match), in every search."""
+    texts, and the same question's rest twice (prefetch, match), in every search (few
+    entries: each is a list the cyclic collector walks, see ``Engine.warm``)."""
     return tuple(w for w in _WORDS.findall(text.lower()) if w not in STOPWORDS)
 
 
@@ -266,7 +267,7 @@ class PathScorer:
         return math.exp((self._types[end_type] - top) / _TYPE_TEMPERATURE)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)
 def humanise(name: str) -> str:
     """A relationship or object type as words: ``directed_by`` → ``directed by``,
     ``WORKS_FOR`` → ``works for``, ``hasGenre`` → ``has genre``. Cached: a graph has
