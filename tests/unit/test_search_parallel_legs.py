@@ -145,3 +145,33 @@ def test_a_search_inside_a_write_transaction_sees_its_rows_and_never_hangs(
     worker.join(timeout=60)
     assert not worker.is_alive(), "the search deadlocked inside the transaction"
     assert found and "new" in found[0]
+
+
+def test_bm25_legs_share_one_worker_job_beside_another_search(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # under load a hand-off per BM25 leg buys no time and costs CPU: beside another
+    # search the BM25 legs go to a leg worker in one job; alone, one job each
+    engine = filled(store)
+    pool = legs._leg_pool()
+    jobs: list[list[str]] = []
+
+    def submit(fn: Any, *args: Any) -> Any:
+        if fn is legs._run:
+            jobs.append([name for name, _, _ in args[0]])
+        return pool.submit(fn, *args)
+
+    monkeypatch.setattr(
+        legs, "_leg_pool", lambda: type("Pool", (), {"submit": staticmethod(submit)})
+    )
+    request = SearchRequest(query="alpha bravo", limit=5, include_debug=True)
+    alone = engine.search(request)
+    lexical = [job for job in jobs if any(name.endswith(":bm25") for name in job)]
+    assert sorted(lexical) == [["chunks:bm25"], ["objects:bm25"], ["relationships:bm25"]]
+    jobs.clear()
+    with legs.searching():  # the other search
+        beside = engine.search(request)
+    lexical = [job for job in jobs if any(name.endswith(":bm25") for name in job)]
+    assert lexical == [["objects:bm25", "relationships:bm25", "chunks:bm25"]]
+    assert beside.results == alone.results
+    assert untimed(beside.debug) == untimed(alone.debug)

@@ -58,6 +58,8 @@ _LEG_POOL: ThreadPoolExecutor | None = None
 _LEG_POOL_LOCK = threading.Lock()
 # The order legs are recorded in (per scope), whichever thread finished first.
 _LEG_ORDER = ["vector", "vector:hinted", "bm25:hinted", "bm25", "name:hinted", "name"]
+_LEG_RANK = {name: i for i, name in enumerate(_LEG_ORDER)}
+_KIND_RANK = {kind: i for i, kind in enumerate(Kind)}
 
 
 @dataclass
@@ -260,11 +262,20 @@ def _run_jobs(
         kept, pooled_vectors = _split_scans(jobs.vector)
         inline = jobs.lookup + kept
     # the vector legs handed over are the longest: started first, they end first
-    pooled = pooled_vectors + jobs.lexical
-    futures = [_leg_pool().submit(_run, [job]) for job in pooled]
+    futures = [_leg_pool().submit(_run, batch) for batch in _batches(pooled_vectors, jobs.lexical)]
     if started is not None:
         started()
     return _run(inline) + [r for f in futures for r in f.result()]
+
+
+def _batches(vector: list[Job], lexical: list[Job]) -> list[list[Job]]:
+    """The leg workers' jobs: alone in the process, one leg each; beside another search
+    (the cores busy with it, see :func:`_split_scans`), every BM25 leg in one job, one
+    after the other in one worker: a leg in a worker of its own ends no sooner then, and
+    each hand-off (a queue put, a wake-up, a future) costs CPU the searches share."""
+    if searches_in_flight() > 1 and lexical:
+        return [[job] for job in vector] + [lexical]
+    return [[job] for job in [*vector, *lexical]]
 
 
 def _split_scans(vector: list[Job]) -> tuple[list[Job], list[Job]]:
@@ -286,7 +297,7 @@ def _record(jobs: _Jobs, results: Sequence[tuple[str, list[tuple[str, float]], f
     """Legs in the order they always had (per scope: vector, hinted, bm25, name), so
     fusion's found_by lists do not depend on which thread finished first."""
     order = {
-        name: (list(Kind).index(kind), _LEG_ORDER.index(name.split(":", 1)[1]))
+        name: (_KIND_RANK[kind], _LEG_RANK[name.split(":", 1)[1]])
         for name, kind, _ in jobs.lookup + jobs.vector + jobs.lexical
     }
     legs = Legs()

@@ -27,6 +27,7 @@ nothing here knows any one graph:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -58,6 +59,9 @@ _LENGTH_COST = 0.02
 # this much closer than to any other relation met.
 _WORD_MATCH = 0.55
 _WORD_MARGIN = 0.1
+_WORDS = re.compile(r"[^\W_]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATORS = re.compile(r"[\s_\-:./]+")
 _WH_ALONE = frozenset({"who", "whom", "whose", "when", "where"})
 _WH_NOUN = frozenset({"which", "what", "how"})
 
@@ -67,7 +71,15 @@ Signature = tuple[Step, ...]
 
 def content_words(text: str) -> list[str]:
     """Lower-case words of a text, stopwords left out."""
-    return [w for w in re.findall(r"[^\W_]+", text.lower()) if w not in STOPWORDS]
+    return list(_content_words(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _content_words(text: str) -> tuple[str, ...]:
+    """:func:`content_words`, cached: the anchored leg splits the same relation type
+    texts, and the same question's rest twice (prefetch, match), in every search (few
+    entries: each is a list the cyclic collector walks, see ``Engine.warm``)."""
+    return tuple(w for w in _WORDS.findall(text.lower()) if w not in STOPWORDS)
 
 
 def overlap(query: Sequence[str], relation: Sequence[str]) -> float:
@@ -255,8 +267,10 @@ class PathScorer:
         return math.exp((self._types[end_type] - top) / _TYPE_TEMPERATURE)
 
 
+@functools.lru_cache(maxsize=1024)
 def humanise(name: str) -> str:
     """A relationship or object type as words: ``directed_by`` → ``directed by``,
-    ``WORKS_FOR`` → ``works for``, ``hasGenre`` → ``has genre``."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
-    return " ".join(re.split(r"[\s_\-:./]+", spaced)).strip().lower()
+    ``WORKS_FOR`` → ``works for``, ``hasGenre`` → ``has genre``. Cached: a graph has
+    few types, and the anchored leg humanises each type it meets in every search."""
+    spaced = _CAMEL.sub(" ", name)
+    return " ".join(_SEPARATORS.split(spaced)).strip().lower()

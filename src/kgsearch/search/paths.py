@@ -84,6 +84,7 @@ _MAX_RESULTS = 200
 _CACHE_SIZE = 50_000
 # pronouns never name the entity a question starts from
 _NOT_NAMES = STOPWORDS | {"he", "her", "his", "i", "me", "she", "their", "them", "they", "you"}
+_WORD = re.compile(r"\S+")
 _EDGE = r"^[\s\"'?.,!;:()]+|[\s\"?.,!;:()]+$"
 _LEADING = frozenset("\"'?.,!;:()")
 _TRAILING = frozenset('"?.,!;:()')
@@ -202,9 +203,11 @@ def link_spans(
     return _chosen(linked, words)
 
 
-def span_names(question: str) -> list[str]:
-    """The names :func:`link_spans` looks up for a question, in its order."""
-    return [n for _, _, variants in _spans(question)[1] for n in variants]
+@functools.lru_cache(maxsize=256)
+def span_names(question: str) -> tuple[str, ...]:
+    """The names :func:`link_spans` looks up for a question, in its order (cached: a
+    search asks twice, its prefetch's name look-up and then the name leg's)."""
+    return tuple(n for _, _, variants in _spans(question)[1] for n in variants)
 
 
 @functools.lru_cache(maxsize=256)
@@ -213,7 +216,7 @@ def _spans(question: str) -> tuple[list[re.Match[str]], list[tuple[int, int, lis
     the names tried for it). Cached: a search asks twice (its one name look-up, then
     the anchored leg's linking); callers only read the lists."""
     text = question.replace("[", "").replace("]", "")
-    words = list(re.finditer(r"\S+", text))
+    words = list(_WORD.finditer(text))
     starts, ends = [w.start() for w in words], [w.end() for w in words]
     # whether each word alone names nothing (a span of such words is not looked up)
     plain = [(t := w.group().lower().strip("?.,!;:'\"")) in _NOT_NAMES or not t for w in words]

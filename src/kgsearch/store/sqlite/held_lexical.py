@@ -37,6 +37,15 @@ FTS5 answers (only it sees the transaction's own pending writes). Each read is o
 read transaction, so the postings, owners and stamp are of one snapshot, read a few
 aggregates a table (:mod:`kgsearch.store.sqlite.fts5_read`: 0.3 s + 0.9 s of CPU on MetaQA
 instead of 0.85 s + 2.0 s row by row).
+
+Measured and not kept (2026-11-29, in-process alternation, load 7-9): scoring an OR's
+rows only among each word's ``stop`` (then 8x, 64x) best postings, when a bound on every
+other row's score stays below their cut, instead of a ``bincount`` over every row. Exact
+(``scripts/dump_responses.py``: 2,600 responses, 0 differ) and the whole scoring was
+left to 3 % of the sample graph's queries and under 1 % of MetaQA's, yet process CPU a
+search rose: MetaQA 6.91 -> 7.15 ms, the REST sample graph 3.22 -> 3.39 ms (300 and
+500 questions x 2 passes): a dozen numpy calls a level cost more than one
+``bincount`` over the postings of a query's words.
 """
 
 from __future__ import annotations
