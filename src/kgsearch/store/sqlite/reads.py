@@ -101,12 +101,12 @@ class SQLiteReads(GraphReadsCore):
     ) -> list[Any]:
         """The live rows among ``wanted`` (distinct), decoded, in the order of ``ids``."""
         table = row_table(kind)
+        # plain tuples where the decoder takes them (rows.py: by position, not by name)
+        fetch = self.db.all if kind == "source" else self.db.tuples
         rows: dict[str, Any] = {}
         for part in chunked(wanted):
-            for row in self.db.all(
-                by_id_sql(table.name, table.columns, len(part)), (project, *part)
-            ):
-                rows[row["id"]] = row
+            for row in fetch(by_id_sql(table.name, table.columns, len(part)), (project, *part)):
+                rows[row[0]] = row  # the id
         return [table.decode(rows[i]) for i in ids if i in rows]
 
     def counts(self, project: str) -> dict[str, int]:
@@ -115,12 +115,12 @@ class SQLiteReads(GraphReadsCore):
     def relationships_touching(self, project: str, object_ids: Sequence[str]) -> list[Relationship]:
         found: dict[str, Relationship] = {}
         for part in chunked(list(dict.fromkeys(object_ids)), 250):
-            for row in self.db.all(
+            for row in self.db.tuples(
                 f"SELECT {RELATIONSHIP_COLUMNS} FROM relationships t WHERE "
                 f"{_touching(len(part))} AND t.deleted_at IS NULL ORDER BY +t.rowid",
                 (project, *part, project, *part),
             ):
-                found[row["id"]] = to_relationship(row)
+                found[row[0]] = to_relationship(row)
         return list(found.values())
 
     def _edges_from(
