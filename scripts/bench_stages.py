@@ -74,7 +74,7 @@ def _instrument() -> None:
         _wrap(pipeline, name, label)
     for name in ("objects", "relationships", "chunks", "named", "by_key"):
         _wrap(Rows, name, f"Rows.{name}")
-    for name in ("_get", "_decoded"):
+    for name in ("_get", "_decoded", "_read"):
         _wrap(SQLiteReads, name, f"SQLiteReads.{name}")
 
 

@@ -98,3 +98,12 @@ def test_a_tuple_of_the_read_columns_decodes_as_the_row_by_name(tmp_path: Path) 
         assert decoded == [table.decode(row) for row in by_name]
         assert decoded == [type(row).model_validate(row.model_dump()) for row in decoded]
     store.close()
+
+
+def test_built_models_share_one_fields_set_that_a_copy_leaves_alone() -> None:
+    first = built(LegHit, {"leg": "objects:bm25", "rank": 1, "score": 2.0})
+    second = built(LegHit, {"leg": "objects:vector", "rank": 2, "score": 0.5})
+    assert first.model_fields_set is second.model_fields_set
+    copied = first.model_copy(update={"rank": 3})
+    assert copied.rank == 3 and copied.model_fields_set is not first.model_fields_set
+    assert second.model_fields_set == {"leg", "rank", "score"}

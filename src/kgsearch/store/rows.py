@@ -61,13 +61,25 @@ _set = object.__setattr__
 _STATUS = {s.value: s for s in EmbeddingStatus}
 
 
+_FIELDS: dict[type[BaseModel], set[str]] = {}
+"""Each class's field names: the fields set of every model :func:`built` makes of it."""
+
+
 def built(cls: type[_M], values: dict[str, Any]) -> _M:
-    """A model from trusted values for every one of its fields, in field order: what
-    ``cls.model_construct(**values)`` makes (no defaults to fill, no validation), without
-    its per-field alias and default look-ups (a search decodes dozens of rows)."""
+    """A frozen model from trusted values for every one of its fields, in field order:
+    what ``cls.model_construct(**values)`` makes (no defaults to fill, no validation),
+    without its per-field alias and default look-ups (a search decodes dozens of rows).
+
+    Every model of a class shares one fields set (all its fields), instead of a new set
+    each (1 us, and one more object for the collector, per model): pydantic changes a
+    model's set in place only in ``__setattr__``, which a frozen model refuses first,
+    and ``model_copy`` copies the set before it adds to it."""
     model = cls.__new__(cls)
     _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", set(values))
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = _FIELDS[cls] = set(cls.model_fields)
+    _set(model, "__pydantic_fields_set__", fields)
     _set(model, "__pydantic_extra__", None)
     _set(model, "__pydantic_private__", None)
     return model
