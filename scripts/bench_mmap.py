@@ -11,6 +11,13 @@ The questions' vectors are replayed (scripts/replay.py), each engine is warmed a
 engine: wall and process CPU p50/p95 per search (ms), the load average at the start and
 the end, and the process's resident memory (anonymous and file-backed, from
 /proc/self/status) after each engine was warmed and at the end.
+
+Measured (2026-11-29, 500 questions x 2 passes, load 5-7, 1 GiB): MetaQA wall p50 /
+p95 9.36 / 22.45 ms mapped against 9.35 / 23.49, CPU p50 / p95 9.17 / 12.85 against
+9.21 / 12.68; the REST sample CPU 4.39 / 6.44 against 4.36 / 6.45; a second MetaQA run (load 8-9)
+CPU p50 10.94 against 10.76, wall p50 13.04 against 13.08. Within noise, and
+the mapped engine's warm-up took 470 MiB more file-backed resident memory (MetaQA):
+not kept (see ``CACHE_PAGES_KIB`` in store/sqlite/connection.py).
 """
 
 from __future__ import annotations
