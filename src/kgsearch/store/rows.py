@@ -57,12 +57,19 @@ __all__ = [
 
 
 _M = TypeVar("_M", bound=BaseModel)
-_set = object.__setattr__
+# BaseModel's slots, set through their descriptors: a third cheaper than
+# ``object.__setattr__`` by name (0.52 us a model against 0.88, in one process)
+_SLOTS = vars(BaseModel)
+_set_dict = _SLOTS["__dict__"].__set__
+_set_fields = _SLOTS["__pydantic_fields_set__"].__set__
+_set_extra = _SLOTS["__pydantic_extra__"].__set__
+_set_private = _SLOTS["__pydantic_private__"].__set__
 _STATUS = {s.value: s for s in EmbeddingStatus}
 
 
-_FIELDS: dict[type[BaseModel], set[str]] = {}
-"""Each class's field names: the fields set of every model :func:`built` makes of it."""
+_FIELDS: dict[type[BaseModel], tuple[set[str], Any]] = {}
+"""Each class's field names (the fields set of every model :func:`built` makes of it)
+and its ``__new__``, looked up once."""
 
 
 def built(cls: type[_M], values: dict[str, Any]) -> _M:
@@ -74,14 +81,15 @@ def built(cls: type[_M], values: dict[str, Any]) -> _M:
     each (1 us, and one more object for the collector, per model): pydantic changes a
     model's set in place only in ``__setattr__``, which a frozen model refuses first,
     and ``model_copy`` copies the set before it adds to it."""
-    model = cls.__new__(cls)
-    _set(model, "__dict__", values)
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        fields = _FIELDS[cls] = set(cls.model_fields)
-    _set(model, "__pydantic_fields_set__", fields)
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
+    known = _FIELDS.get(cls)
+    if known is None:
+        known = _FIELDS[cls] = (set(cls.model_fields), cls.__new__)
+    fields, new = known
+    model: _M = new(cls)
+    _set_dict(model, values)
+    _set_fields(model, fields)
+    _set_extra(model, None)
+    _set_private(model, None)
     return model
 
 
