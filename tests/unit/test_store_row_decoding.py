@@ -14,6 +14,7 @@ from kgsearch.model import (
     Relationship,
     RelationshipIn,
 )
+from kgsearch.store.common import row_table
 from kgsearch.store.rows import built
 from kgsearch.store.sqlite import SQLiteStore
 from kgsearch.testing import FakeEmbedder
@@ -77,3 +78,32 @@ def test_empty_json_columns_decode_to_fresh_values(tmp_path: Path) -> None:
     first.tags.append("y")
     assert (second.properties, second.tags) == ({}, [])
     store.close()
+
+
+def test_a_tuple_of_the_read_columns_decodes_as_the_row_by_name(tmp_path: Path) -> None:
+    store = SQLiteStore(str(tmp_path / "kg.db"))
+    engine = Engine(store, embedder=FakeEmbedder(8))
+    a, b = engine.add_objects(
+        [ObjectIn(type="T", key="a", tags=["x"], properties={"n": 1}), ObjectIn(type="T", key="b")]
+    )
+    engine.add_relationships([RelationshipIn(type="r", source=a.id, target=b.id, weight=0.5)])
+    engine.add_text("A and B.", project="default")
+    engine.embed_pending()
+    for kind in ("object", "relationship", "chunk"):
+        table = row_table(kind)
+        sql = f"SELECT {table.columns} FROM {table.name}"
+        by_name, by_position = store.db.all(sql), store.db.tuples(sql)
+        assert by_name and all(type(row) is tuple for row in by_position)
+        decoded = [table.decode(row) for row in by_position]
+        assert decoded == [table.decode(row) for row in by_name]
+        assert decoded == [type(row).model_validate(row.model_dump()) for row in decoded]
+    store.close()
+
+
+def test_built_models_share_one_fields_set_that_a_copy_leaves_alone() -> None:
+    first = built(LegHit, {"leg": "objects:bm25", "rank": 1, "score": 2.0})
+    second = built(LegHit, {"leg": "objects:vector", "rank": 2, "score": 0.5})
+    assert first.model_fields_set is second.model_fields_set
+    copied = first.model_copy(update={"rank": 3})
+    assert copied.rank == 3 and copied.model_fields_set is not first.model_fields_set
+    assert second.model_fields_set == {"leg", "rank", "score"}

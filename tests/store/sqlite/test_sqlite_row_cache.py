@@ -4,6 +4,7 @@ makes it (m015's triggers)."""
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import textwrap
@@ -61,6 +62,19 @@ def test_a_repeated_search_takes_its_rows_from_the_cache(tmp_path: Path) -> None
     hits = store.row_cache.hits
     assert _fields(engine, "alpha")["alpha"] == {"colour": "red"}
     assert store.row_cache.hits > hits
+    engine.close()
+
+
+def test_the_cache_holds_values_the_collector_stops_tracking(tmp_path: Path) -> None:
+    engine, store = _engine(tmp_path)
+    ids = _ids(store)
+    first = store.get_objects("default", ids)
+    held = [v for _, values in store.row_cache._spaces.values() for v in values.values()]
+    assert len(held) == len(ids) and all(type(v) is tuple for v in held)
+    gc.collect()
+    assert not any(gc.is_tracked(v) for v in held)
+    again = store.get_objects("default", ids)
+    assert again == first and again[0] is not first[0]  # decoded afresh, equal
     engine.close()
 
 

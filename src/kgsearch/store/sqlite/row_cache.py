@@ -1,4 +1,4 @@
-"""Decoded rows by id, kept between reads while their kind's rows epoch holds.
+"""Rows by id, kept between reads while their kind's rows epoch holds.
 
 A warm search reads the rows of its fused pool (about twenty on MetaQA) to build its
 hits, and the rows of popular entities come back search after search, each time one
@@ -13,9 +13,10 @@ A store without the key (not migrated to m015) has no triggers, and reads direct
 
 Not for a thread inside its own write transaction (its uncommitted writes, or the
 epoch it moved, may be rolled back): the store's reads bypass the cache then, and
-when traced (an explained search shows the statements that read the rows). The rows
-handed out are shared between readers: the models are frozen, and nothing in kgsearch
-changes their dicts in place.
+when traced (an explained search shows the statements that read the rows). The SQLite
+reads hold each row's values as read (a tuple of strings and numbers, which the
+collector stops tracking) and decode them for each read, so no reader shares a model
+with another (``reads.py``).
 
 The span names the anchored leg looks up are not held: a search looks up about twenty,
 mostly new, so with any bound the oldest went before they came back (300 MetaQA
@@ -40,8 +41,8 @@ Key = tuple[str, str]
 ROW_CACHE_SIZE = 4096
 """Rows held per kind (the oldest go first). MetaQA's 300 benchmark questions read
 about 2,000 objects and 3,300 relationships; full object and relationship spaces of
-MetaQA rows hold 28.5 MB of Python objects, 3.65 KB a decoded row (a chunk holds its
-text besides)."""
+MetaQA rows held 28.5 MB of Python objects as decoded models, 3.65 KB a row (a chunk
+holds its text besides)."""
 
 CACHED_KINDS = frozenset({"object", "relationship", "chunk"})
 """The row kinds with a rows epoch (sources have none: they are read directly)."""
