@@ -210,11 +210,11 @@ def span_names(question: str) -> tuple[str, ...]:
     return tuple(n for _, _, variants in _spans(question)[1] for n in variants)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=32)
 def _spans(question: str) -> tuple[list[re.Match[str]], list[tuple[int, int, list[str]]]]:
     """The question's words, and each span that may be a name: (first word, end word,
-    the names tried for it). Cached: a search asks twice (its one name look-up, then
-    the anchored leg's linking); callers only read the lists."""
+    the names tried for it). Cached for searches under way (each asks twice); callers
+    only read the lists. An entry is ~60 objects the cyclic collector walks."""
     text = question.replace("[", "").replace("]", "")
     words = list(_WORD.finditer(text))
     starts, ends = [w.start() for w in words], [w.end() for w in words]
