@@ -475,7 +475,8 @@ class Int8Scan:
             self._maybe_build(self._rows)
         rows = self._codes.shape[0] if rows is None else rows
         count = min(rows, max(_RESCORE, 4 * k))
-        parts = _parts(rows, threads)
+        # fewer rows than two parts need are one part, whatever ``threads``
+        parts = _parts(rows, threads) if rows >= 2 * _PART_MIN_ROWS else [(0, rows)]
         kernel = self._kernel
         if len(parts) == 1 and kernel is not None:
             candidates = self._kernel_top(kernel, query, rows, count, max(nbits.RESCORE, 4 * k))
@@ -489,11 +490,10 @@ class Int8Scan:
             candidates = np.concatenate([first, *(f.result() for f in futures)])
         if alive is not None:
             candidates = candidates[alive[candidates]]
-        # in position order: rows read in address order, and a stable sort by score
-        # then breaks ties by position
+        # in position order: rows read in address order; ties broken by position
         candidates.sort()
         scores = np.take(self._matrix, candidates, axis=0) @ query
-        order = np.argsort(-scores, kind="stable")[:k]
+        order = np.lexsort((candidates, -scores))[:k]
         return candidates[order], scores[order].astype(np.float32, copy=False)
 
     def _kernel_top(
