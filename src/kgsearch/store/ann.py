@@ -49,6 +49,15 @@ connectivity 16-32, beam 256-2048) returned the exact top 10 for only 70-87 % of
 questions at 1.3-7.9 ms CPU; a bound by k-means clusters (2,048 centroids, each with its
 radius) pruned no cluster for any of 300 questions (the radii, 0.85 at the median,
 exceed every score margin).
+
+Around the 4-bit product (issue 34, ``scripts/bench_scan_parts.py --part steps``, thread
+CPU p50 at load 8): on MetaQA's relationships a leg's 1.5 ms held the product's run 1.1,
+:func:`_largest` 0.17, the float32 re-scoring of 150 rows 0.09, the query's projection
+0.04 and the (id, score) pairs 0.03; the objects' 0.58 ms and the REST sample graph's
+0.26-0.37 are made of the same steps. onnxruntime's ``TopK`` of 150 after the product
+took 2-2.3x :func:`_largest`'s CPU on MetaQA (0.17 against 0.085 ms on the objects, 0.40
+against 0.17 on the relationships), and finding the scores over the threshold a word of
+8 flags at a time (``nonzero`` over 8-byte words first) saved no CPU.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def test_filters_without_an_instant_are_not_copied(
         [RelationshipIn(type="r", source=ends[i], target=ends[i + 1]) for i in range(3)]
     )
     engine.embed_pending()
-    query = np.ones(16, dtype=np.float32) / 4
+    query = np.full(16, 0.25, dtype=np.float32)
     expected = store.vector_search("default", Kind.RELATIONSHIP, query, limit=3)
 
     def refused(self: Filters, *args: object, **kwargs: object) -> Filters:
