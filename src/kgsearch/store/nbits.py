@@ -163,10 +163,11 @@ class Kernel:
         thread's next call (sessions may run from several threads, each its own buffer).
 
         Why a buffer: written into memory bound once rather than a new output each run,
-        the product's run took 4-7 % less CPU on both kinds of MetaQA and of the REST
-        sample graph (``scripts/bench_scan_parts.py --part steps``, load 8), 0.5-0.8 MB a
-        thread and kind. The query's projection is numpy's: as a ``MatMul`` node in this
-        graph it saved nothing (the same steps)."""
+        a leg took 9-13 µs (1-4 %) less CPU on both kinds of MetaQA and of the REST
+        sample graph (``scripts/bench_scan_parts.py --part legs`` against 6fd4163, 1,000
+        questions each, load 5-6), for a buffer of 4 bytes a row per thread and kind.
+        The query's projection stays numpy's: as a ``MatMul`` node in this graph it saved
+        nothing (``--part steps``)."""
         if self._projection is not None:
             query = query @ self._projection
         bound = getattr(self._bound, "value", None)
