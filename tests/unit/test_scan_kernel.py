@@ -243,3 +243,21 @@ def test_a_scan_searched_once_builds_no_kernel_but_a_second_search_or_a_wait_doe
     waited = Int8Scan(matrix, kernel_min_rows=20_000)
     assert waited.wait(60)
     assert (builds, waited.kernel_rows) == ([ROWS, ROWS], ROWS)
+
+
+def test_each_thread_gets_its_scores_in_a_buffer_of_its_own() -> None:
+    """The product is written into the calling thread's buffer (bound once): a thread's
+    next call reuses it, and another thread's call leaves it alone."""
+    matrix = _unit(6_000, seed=21)
+    kernel = nbits.build(matrix, 6_000)
+    assert kernel is not None
+    first = kernel.scores(matrix[0])
+    expected = first.copy()
+    theirs: list[np.ndarray] = []
+    thread = threading.Thread(target=lambda: theirs.append(kernel.scores(matrix[1]).copy()))
+    thread.start()
+    thread.join()
+    assert np.array_equal(first, expected)  # untouched by the other thread's call
+    assert not np.array_equal(theirs[0], expected)
+    again = kernel.scores(matrix[1])
+    assert again is first and np.array_equal(again, theirs[0])

@@ -49,6 +49,15 @@ connectivity 16-32, beam 256-2048) returned the exact top 10 for only 70-87 % of
 questions at 1.3-7.9 ms CPU; a bound by k-means clusters (2,048 centroids, each with its
 radius) pruned no cluster for any of 300 questions (the radii, 0.85 at the median,
 exceed every score margin).
+
+Around the 4-bit product (issue 34, ``scripts/bench_scan_parts.py --part steps``, thread
+CPU p50 at load 8): on MetaQA's relationships a leg's 1.5 ms held the product's run 1.1,
+:func:`_largest` 0.17, the float32 re-scoring of 150 rows 0.09, the query's projection
+0.04 and the (id, score) pairs 0.03; the objects' 0.58 ms and the REST sample graph's
+0.26-0.37 are made of the same steps. onnxruntime's ``TopK`` of 150 after the product
+took 2-2.3x :func:`_largest`'s CPU on MetaQA (0.17 against 0.085 ms on the objects, 0.40
+against 0.17 on the relationships), and finding the scores over the threshold a word of
+8 flags at a time (``nonzero`` over 8-byte words first) saved no CPU.
 """
 
 from __future__ import annotations
@@ -475,7 +484,8 @@ class Int8Scan:
             self._maybe_build(self._rows)
         rows = self._codes.shape[0] if rows is None else rows
         count = min(rows, max(_RESCORE, 4 * k))
-        parts = _parts(rows, threads)
+        # fewer rows than two parts need are one part, whatever ``threads``
+        parts = _parts(rows, threads) if rows >= 2 * _PART_MIN_ROWS else [(0, rows)]
         kernel = self._kernel
         if len(parts) == 1 and kernel is not None:
             candidates = self._kernel_top(kernel, query, rows, count, max(nbits.RESCORE, 4 * k))
@@ -489,11 +499,10 @@ class Int8Scan:
             candidates = np.concatenate([first, *(f.result() for f in futures)])
         if alive is not None:
             candidates = candidates[alive[candidates]]
-        # in position order: rows read in address order, and a stable sort by score
-        # then breaks ties by position
+        # in position order: rows read in address order; ties broken by position
         candidates.sort()
         scores = np.take(self._matrix, candidates, axis=0) @ query
-        order = np.argsort(-scores, kind="stable")[:k]
+        order = np.lexsort((candidates, -scores))[:k]
         return candidates[order], scores[order].astype(np.float32, copy=False)
 
     def _kernel_top(

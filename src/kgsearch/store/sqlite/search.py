@@ -35,6 +35,8 @@ _RESCORE_FACTOR = 3
 _SCAN_OUT_SHARE = 0.05
 """Largest share of an int8-scanned kind's rows a mask may leave out for the scan to
 answer (with that many more candidates); beyond it the kept rows are scored exactly."""
+# no filters (frozen: one instance serves every leg)
+_NO_FILTERS = Filters()
 
 
 def _with_tail(
@@ -78,8 +80,9 @@ def _allowed_rows(
     ids: Sequence[str] | None,
 ) -> npt.NDArray[np.bool_] | None:
     """Boolean mask over the entry's rows, or None when nothing restricts them."""
-    effective = filters or Filters()
-    if kind is Kind.RELATIONSHIP and not entry.has_validity:
+    effective = filters or _NO_FILTERS
+    if kind is Kind.RELATIONSHIP and not entry.has_validity and effective.as_of is not None:
+        # copied only when there is an instant to drop (a pydantic copy a leg otherwise)
         effective = effective.model_copy(update={"as_of": None})
     if (
         ids is None
@@ -203,12 +206,12 @@ class SQLiteSearch(SearchCore):
         project, kind, query, limit, filters, ids = leg
         db = self.db.reader()
         entry = self.vectors_cache.entry(db, project, kind)
-        if not entry.ids:
+        size = len(entry.ids)
+        if not size:
             return []
         check_dims(query, entry.matrix.shape[1])
         mask = _allowed_rows(db, project, kind, entry, filters, ids)
-        rows = f"{len(entry.ids)} {kind.value} vectors of {entry.matrix.shape[1]} dims in memory"
-        size = len(entry.ids)
+        rows = f"{size} {kind.value} vectors of {entry.matrix.shape[1]} dims in memory"
         if mask is None and entry.ann is not None and entry.ann.ready:
             if active():
                 note(f"top {limit} by the HNSW index over {rows}, re-scored in float32")
