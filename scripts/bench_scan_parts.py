@@ -1,7 +1,7 @@
 """The CPU of one vector leg outside the 4-bit product: two versions in one process.
 
 Usage: python scripts/bench_scan_parts.py [--store metaqa|sample|both] [--questions 1000]
-       [--rounds 2] [--part legs|search] [--base /work/wt-head/src]
+       [--rounds 2] [--part legs|search] --base <checkout of the before commit>/src
 
 Issue 34: a relationship vector leg on MetaQA costs ~1.5-3 ms of CPU, about a third of
 it outside onnxruntime's ``MatMulNBits`` product. On two shared cores the product is
@@ -316,7 +316,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--part", choices=["legs", "search", "steps"], default="legs")
     parser.add_argument(
-        "--base", type=Path, default=Path("/work/wt-head/src"), help="the before side's src"
+        "--base",
+        type=Path,
+        required=True,
+        help="the before side's src (e.g. a `git worktree add` of the before commit)/src",
     )
     args = parser.parse_args()
     run = {"legs": run_store, "search": run_searches, "steps": run_steps}[args.part]

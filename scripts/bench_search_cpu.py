@@ -1,7 +1,7 @@
 """Process CPU one search costs, before and after a change: processes of two source
 trees taking turns, on both of issue 34's stores.
 
-Usage: python scripts/bench_search_cpu.py --before /work/wt-head/src [--rounds 3]
+Usage: python scripts/bench_search_cpu.py --before <checkout of the before commit>/src [--rounds 3]
 [--queries 500] [--passes 2] [--store metaqa|sample|both]
 
 A change to the legs' Python (plan, name look-up, linking, BM25 bookkeeping) cannot
