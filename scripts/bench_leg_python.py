@@ -40,7 +40,7 @@ from typing import Any
 
 import bench_load
 from bench_quality import ensure_full_db, metaqa_questions
-from replay import Replay
+from replay import replayed_engine
 
 import kgsearch.search.anchor as anchor
 import kgsearch.search.legs as legs
@@ -48,8 +48,7 @@ import kgsearch.search.names as names
 import kgsearch.search.path_scores as path_scores
 import kgsearch.search.paths as paths
 import kgsearch.search.pipeline as pipeline
-from kgsearch import Engine, Kind, SearchRequest, connect
-from kgsearch.embed import create_embedder
+from kgsearch import SearchRequest
 from kgsearch.text.stopwords import STOPWORDS
 
 
@@ -162,12 +161,7 @@ def main() -> None:
     else:
         path = "bench-data/load-sample.db"
         texts = bench_load.questions(args.queries)
-    real: Any = create_embedder("bundled")
-    replay: Any = Replay(real, dict(zip(texts, real.embed_queries(texts), strict=True)))
-    engine = Engine(connect(path), embedder=replay)
-    for kind in (Kind.OBJECT, Kind.RELATIONSHIP):
-        engine.store.wait_for_index("default", kind, 900)  # type: ignore[attr-defined]
-    engine.warm()
+    engine = replayed_engine(path, texts)
     requests = [SearchRequest(query=q, limit=10) for q in texts]
     cuts = set().union(*_CUTS.values()) if args.cut == "all" else _CUTS[args.cut]
     for side in ("before", "after"):  # every cache warm on both sides

@@ -41,21 +41,15 @@ def _worker(store: str, n: int, passes: int) -> dict[str, Any]:
     """One process's figures (runs under the tree its PYTHONPATH names)."""
     import bench_load
     from bench_quality import ensure_full_db, metaqa_questions
-    from replay import Replay
+    from replay import replayed_engine
 
-    from kgsearch import Engine, Kind, SearchRequest, connect
-    from kgsearch.embed import create_embedder
+    from kgsearch import SearchRequest
 
     if store == "metaqa":
         path, texts = str(ensure_full_db()), [q for q, _ in metaqa_questions(n)]
     else:
         path, texts = str(HERE.parent / "bench-data" / "load-sample.db"), bench_load.questions(n)
-    real: Any = create_embedder("bundled")
-    replay: Any = Replay(real, dict(zip(texts, real.embed_queries(texts), strict=True)))
-    engine = Engine(connect(path), embedder=replay)
-    for kind in (Kind.OBJECT, Kind.RELATIONSHIP):
-        engine.store.wait_for_index("default", kind, 900)  # type: ignore[attr-defined]
-    engine.warm()
+    engine = replayed_engine(path, texts)
     requests = [SearchRequest(query=q, limit=10) for q in texts]
     load = [os.getloadavg()[0]]
 
