@@ -20,7 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kgsearch.store.sqlite import porter
-from kgsearch.store.sqlite.lexical import _TOKENIZER
+from kgsearch.store.sqlite.connection import Connection
+from kgsearch.store.sqlite.lexical import LexicalStats
 
 _TABLES = ("objects", "relationships", "chunks")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -41,15 +42,14 @@ def words(db: Path) -> set[str]:
 
 
 def fts5_tokens(batch: list[str]) -> list[tuple[str, ...]]:
-    """Each word's tokens as FTS5 indexes them."""
-    db = sqlite3.connect(":memory:")
-    db.execute(f"CREATE VIRTUAL TABLE s USING fts5(text, content='', tokenize='{_TOKENIZER}')")
-    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(s, instance)")
-    db.executemany("INSERT INTO s(rowid, text) VALUES (?, ?)", list(enumerate(batch)))
-    found: dict[int, list[str]] = {}
-    for doc, term in db.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
-        found.setdefault(doc, []).append(term)
-    return [tuple(found.get(i, ())) for i in range(len(batch))]
+    """Each word's tokens as FTS5 indexes them: the store's own fallback for words
+    ``porter`` leaves alone (its scratch index, in memory)."""
+    db = Connection(":memory:")
+    stats = LexicalStats()
+    stats._setup(db)
+    found = stats._indexed_stems(db, batch)
+    db.close()
+    return [found[w] for w in batch]
 
 
 def main() -> None:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import random
-import sqlite3
 from pathlib import Path
 
 from kgsearch.store.sqlite import porter
 from kgsearch.store.sqlite.connection import Connection
-from kgsearch.store.sqlite.lexical import _TOKENIZER, LexicalStats
+from kgsearch.store.sqlite.lexical import LexicalStats
 
 # shapes each rule of the algorithm turns on, and the edges where FTS5 keeps a word
 _WORDS = [
@@ -42,15 +41,14 @@ _SUFFIXES = [
 
 
 def _fts5_tokens(words: list[str]) -> list[tuple[str, ...]]:
-    """Each word's tokens as FTS5 indexes them (a scratch index's vocabulary)."""
-    db = sqlite3.connect(":memory:")
-    db.execute(f"CREATE VIRTUAL TABLE s USING fts5(text, content='', tokenize='{_TOKENIZER}')")
-    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(s, instance)")
-    db.executemany("INSERT INTO s(rowid, text) VALUES (?, ?)", list(enumerate(words)))
-    found: dict[int, list[str]] = {}
-    for doc, term in db.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
-        found.setdefault(doc, []).append(term)
-    return [tuple(found.get(i, ())) for i in range(len(words))]
+    """Each word's tokens as FTS5 indexes them: the store's own fallback for words
+    :mod:`porter` leaves alone (indexed in its scratch index, read back in order)."""
+    db = Connection(":memory:")
+    stats = LexicalStats()
+    stats._setup(db)
+    found = stats._indexed_stems(db, words)
+    db.close()
+    return [found[w] for w in words]
 
 
 def _generated(n: int) -> list[str]:

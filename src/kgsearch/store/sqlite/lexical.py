@@ -291,15 +291,16 @@ class LexicalStats:
         return found | made
 
     def _indexed_stems(self, db: Connection, terms: list[str]) -> dict[str, tuple[str, ...]]:
-        """The index tokens of each term as FTS5 makes them: indexed in the scratch index,
-        read back from its vocabulary."""
+        """The index tokens of each term as FTS5 makes them, in the term's order (as
+        :func:`~kgsearch.store.sqlite.porter.tokens` gives them): indexed in the scratch
+        index, read back from its vocabulary."""
         stems: dict[int, list[str]] = {}
         with db.transaction(immediate=False):
             self._clear_scratch(db)
             db.executemany(
                 "INSERT INTO temp.kg_scratch(rowid, text) VALUES (?, ?)", list(enumerate(terms))
             )
-            for row in db.all("SELECT doc, term FROM temp.kg_scratch_v"):
+            for row in db.all("SELECT doc, term FROM temp.kg_scratch_v ORDER BY doc, offset"):
                 stems.setdefault(int(row[0]), []).append(str(row[1]))
         return {term: tuple(stems.get(index, ())) for index, term in enumerate(terms)}
 
