@@ -53,7 +53,7 @@ import numpy.typing as npt
 from bench_latency import percentile
 from bench_load import questions as sample_questions
 from bench_quality import DATA, metaqa_questions
-from replay import Replay
+from replay import replayed_engine
 
 from kgsearch import Engine, Filters, Kind, SearchRequest, connect
 from kgsearch.embed import create_embedder
@@ -151,13 +151,7 @@ def run_searches(name: str, path: str, texts: list[str], passes: int, base: Path
     """Whole unified searches (limit 10) with both sides taking turns question by
     question, the question's vector replayed (as bench_schedule.py's ``replayed`` part):
     wall and process CPU p50 / p95, and how many responses were the same."""
-    real: Any = create_embedder("bundled")
-    embedder: Any = Replay(real, dict(zip(texts, real.embed_queries(texts), strict=True)))
-    engine = Engine(connect(path), embedder=embedder)
-    store: Any = engine.store
-    for kind in (Kind.OBJECT, Kind.RELATIONSHIP):
-        store.wait_for_index("default", kind, 900)
-    engine.warm()
+    engine = replayed_engine(path, texts)
     before = base_methods(base)
     after = {cls: {k: vars(cls)[k] for k in named} for cls, named in before.items()}
     sides = {"before": before, "after": after}

@@ -49,11 +49,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_latency import percentile
 from bench_load import questions as sample_questions
 from bench_quality import metaqa_questions
-from replay import Replay
+from replay import replayed_engine
 
 import kgsearch.search.pipeline as pipeline
-from kgsearch import Engine, Kind, SearchRequest, connect
-from kgsearch.embed import create_embedder
+from kgsearch import Engine, SearchRequest
 from kgsearch.search.rows import Rows
 from kgsearch.store.sqlite.reads import SQLiteReads
 
@@ -106,13 +105,7 @@ def _on_collect(phase: str, info: dict[str, int]) -> None:
 
 
 def _engine(store: str, texts: list[str]) -> Engine:
-    real: Any = create_embedder("bundled")
-    vectors = dict(zip(texts, real.embed_queries(texts), strict=True))
-    embedder: Any = Replay(real, vectors)
-    engine = Engine(connect(str(STORES[store])), embedder=embedder)
-    for kind in (Kind.OBJECT, Kind.RELATIONSHIP):
-        engine.store.wait_for_index("default", kind, 900)  # type: ignore[attr-defined]
-    engine.warm()
+    engine: Engine = replayed_engine(str(STORES[store]), texts)
     return engine
 
 
