@@ -256,7 +256,10 @@ class BackfillJobs:
             state, error = "failed", {"code": "error", "message": "internal error", "details": {}}
         job.finished_at = datetime.now(UTC)
         job.error = error
-        job.state = state
-        self._post(job, now=True)
+        # the board first, as JobRegistry._run does: a poller that sees the job end may
+        # start another, which forgets old jobs; a last post after that would write a
+        # forgotten job's file back
         if self.board is not None:
+            self.board.post(job.id, {**job.snapshot(), "state": state}, now=True)
             self.board.release(job.id)
+        job.state = state

@@ -236,7 +236,10 @@ class JobRegistry:
             state, error = "failed", {"code": "error", "message": "internal error", "details": {}}
         job.result, job.error = result, error
         job.finished_at = datetime.now(UTC)
-        job.state = state  # last: a poller that sees "done" also sees the result
+        # the board first: a poller that sees the job end may start another, which
+        # forgets the oldest finished job and drops its file; a last post after that
+        # would write the forgotten file back
         if job.board is not None:
-            job.board.post(job.id, job.snapshot(), now=True)
+            job.board.post(job.id, {**job.snapshot(), "state": state}, now=True)
             job.board.release(job.id)
+        job.state = state  # last: a poller that sees "done" also sees the result

@@ -127,6 +127,32 @@ def test_forgotten_jobs_leave_no_file(tmp_path: Path) -> None:
     assert sorted(p.stem for p in tmp_path.glob("*.json")) == ids[-1:]
 
 
+class _SlowLastPost(JobBoard):
+    """A board whose final post of a job lags, as on a loaded machine: the thread that
+    finished a job is descheduled before it writes the job's last snapshot."""
+
+    def post(self, job_id: str, snapshot: Any, *, now: bool = False) -> None:
+        if snapshot["state"] != "running":
+            time.sleep(0.2)
+        super().post(job_id, snapshot, now=now)
+
+
+def test_a_job_seen_done_has_posted_its_last_snapshot(tmp_path: Path) -> None:
+    # a poller that sees "done" may start the next job, which forgets the oldest: the
+    # finished job's last post must come before, or it writes back a forgotten file
+    registry = JobRegistry(board=_SlowLastPost(tmp_path), keep=1)
+    ids = []
+    for _ in range(3):
+        job = registry.start("alpha", "ingest", lambda job: None)
+        _wait(lambda job=job: registry.get("alpha", job["id"])["state"] == "done")
+        posted = json.loads((tmp_path / f"{job['id']}.json").read_text())
+        assert posted["snapshot"]["state"] == "done"
+        ids.append(job["id"])
+
+    time.sleep(0.3)  # any post still under way lands
+    assert sorted(p.stem for p in tmp_path.glob("*.json")) == ids[-1:]
+
+
 def test_one_backfill_per_project_across_processes(tmp_path: Path) -> None:
     from kgsearch import Engine, connect
     from kgsearch.api.background import BackfillJobs
