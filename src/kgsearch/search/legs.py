@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
 
 from kgsearch.model import Filters, Kind
+from kgsearch.search.in_flight import searches_in_flight, searching
 from kgsearch.search.names import leg_names, look_up_names, looked_up, named, shared_names
 from kgsearch.search.parts import LEGS, Leg, LegInput, Legs, SearchReads, key, split_key
 from kgsearch.search.paths import walk_paths
@@ -31,7 +31,7 @@ from kgsearch.search.ppr import personalized_pagerank
 from kgsearch.search.request import SearchRequest
 from kgsearch.search.rows import Rows
 from kgsearch.search.statements import Traces, log_of
-from kgsearch.store.base import GraphReads, Lifecycle, SearchIndex, Trace
+from kgsearch.store.base import GraphReads, SearchIndex, Trace
 from kgsearch.text.fields import normalize_tag
 
 __all__ = [
@@ -180,43 +180,31 @@ def _bm25_query(plan: Plan, kind: Kind, hinted: bool) -> str:
     return plan.text(kind)
 
 
-def beside(store: Lifecycle, work: Callable[[], _T]) -> Callable[[], _T]:
+def beside(store: SearchReads, work: Callable[[], _T]) -> Callable[[], _T]:
     """Start ``work`` in a leg worker, beside the first round's legs, and return what
-    waits for its result; inside the caller's own write transaction (whose writes only
-    its thread sees), or with parallel legs off, it runs now, in the calling thread."""
-    if not _PARALLEL_LEGS or store.in_transaction:
+    waits for its result; or run it now, in the calling thread (:func:`_inline`)."""
+    if _inline(store):
         done = work()
         return lambda: done
     return _leg_pool().submit(work).result
 
 
-class _InFlight:
-    """The searches under way in this process (:func:`searching`), which decides
-    whether one search may spread its scans over the cores (:func:`_split_scans`)."""
+def _inline(store: SearchReads) -> bool:
+    """Whether a search runs all its work in the calling thread: with parallel legs
+    off; inside the caller's own write transaction (only it sees its writes; an
+    in-memory SQLite store has one connection); beside another search of this process
+    on a store that scans in process.
 
-    def __init__(self) -> None:
-        self.count = 0
-        self.lock = threading.Lock()
-
-
-_IN_FLIGHT = _InFlight()
-
-
-@contextmanager
-def searching() -> Iterator[None]:
-    """Count the block as a search under way (see :func:`searches_in_flight`)."""
-    with _IN_FLIGHT.lock:
-        _IN_FLIGHT.count += 1
-    try:
-        yield
-    finally:
-        with _IN_FLIGHT.lock:
-            _IN_FLIGHT.count -= 1
-
-
-def searches_in_flight() -> int:
-    """How many searches of this process are under way, the asking one included."""
-    return _IN_FLIGHT.count
+    Beside another search the cores are busy with it, and a hand-off only adds CPU (a
+    woken worker starts on cold caches). Two threads searching side by side in one
+    process (``scripts/bench_concurrent.py``, load 0.7-1.3), CPU a search and
+    searches/s with the hand-offs against without: the REST sample graph 6.42 -> 5.45
+    ms, 192 -> 224/s; MetaQA 11.35 -> 10.77 ms, 136 -> 151/s."""
+    return (
+        not _PARALLEL_LEGS
+        or store.in_transaction
+        or (searches_in_flight() > 1 and not store.parallel_vector_legs)
+    )
 
 
 def _leg_pool() -> ThreadPoolExecutor:
@@ -240,19 +228,13 @@ def _run(jobs: Sequence[Job]) -> list[tuple[str, list[tuple[str, float]], float]
 def _run_jobs(
     store: SearchReads, jobs: _Jobs, started: Callable[[], None] | None = None
 ) -> list[tuple[str, list[tuple[str, float]], float]]:
-    """Run the legs, side by side where that helps.
+    """Run the legs, side by side where that helps (else inline, :func:`_inline`).
 
-    Each BM25 leg runs in a worker thread of its own beside the vector legs: SQLite
-    (through a connection per thread) and the int8 scan both release the GIL, so on 2
-    cores scans overlap BM25 queries (the scan itself is single-threaded below
-    2 × 250k rows, see ann.py). Vector legs run side by side too where the store says
-    they are server queries (PostgreSQL); in-process scans run one after the other in
-    the calling thread. Name lookups are index probes and run inline. Inside the
-    caller's own write transaction every leg runs in the calling thread: only it sees
-    the transaction's writes (and an in-memory SQLite store has one connection, which
-    the transaction holds).
-    """
-    if not (jobs.vector and jobs.lexical and _PARALLEL_LEGS and not store.in_transaction):
+    Each BM25 leg runs in a worker thread beside the vector legs: SQLite (a connection
+    per thread) and the scans release the GIL, so on 2 cores scans overlap BM25 queries.
+    Vector legs run side by side too where they are server queries (PostgreSQL); in
+    process, :func:`_split_scans`. Name lookups are index probes and run inline."""
+    if not (jobs.vector and jobs.lexical) or _inline(store):
         if started is not None:
             started()
         return _run(jobs.lookup + jobs.vector) + _run(jobs.lexical)
@@ -270,9 +252,9 @@ def _run_jobs(
 
 def _batches(vector: list[Job], lexical: list[Job]) -> list[list[Job]]:
     """The leg workers' jobs: alone in the process, one leg each; beside another search
-    (the cores busy with it, see :func:`_split_scans`), every BM25 leg in one job, one
-    after the other in one worker: a leg in a worker of its own ends no sooner then, and
-    each hand-off (a queue put, a wake-up, a future) costs CPU the searches share."""
+    (a store whose legs are server queries: others run inline then, :func:`_inline`),
+    every BM25 leg in one job, one after the other in one worker: a leg in a worker of
+    its own ends no sooner then, and each hand-off costs CPU the searches share."""
     if searches_in_flight() > 1 and lexical:
         return [[job] for job in vector] + [lexical]
     return [[job] for job in [*vector, *lexical]]
@@ -284,10 +266,10 @@ def _split_scans(vector: list[Job]) -> tuple[list[Job], list[Job]]:
     Alone in the process, a search hands every scan but the relationships' (on a graph
     the largest, MetaQA's 129k rows against 42k objects) to a worker, beside the BM25
     legs: the two cores then share its CPU evenly instead of the calling thread
-    running every scan while the other core waits. With another search in flight the
-    cores are busy anyway and a hand-off only adds CPU, so every scan stays inline.
+    running every scan while the other core waits (beside another search every leg
+    stays inline, :func:`_inline`).
     """
-    if len(vector) < 2 or searches_in_flight() > 1:
+    if len(vector) < 2:
         return vector, []
     kept = [job for job in vector if job[1] is Kind.RELATIONSHIP] or vector[:1]
     return kept, [job for job in vector if job not in kept]

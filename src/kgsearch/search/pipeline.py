@@ -25,8 +25,8 @@ from kgsearch.model import Kind
 from kgsearch.search.communities import with_communities
 from kgsearch.search.fusion import Fused, below_floor, relevance_floor, rrf, scaled, weighted
 from kgsearch.search.hydrate import hydrate
+from kgsearch.search.in_flight import searching
 from kgsearch.search.keywords import QueryKeywords, skipped
-from kgsearch.search.legs import searching
 from kgsearch.search.parts import (
     LegInput,
     Legs,

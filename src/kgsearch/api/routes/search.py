@@ -23,7 +23,7 @@ from kgsearch.api.schemas import AskRequest, ContextRequest, UnifiedSearch, plai
 from kgsearch.api.spend import admit, maybe_charged, spends_keywords
 from kgsearch.engine import Engine
 from kgsearch.search.answer import Answer
-from kgsearch.search.legs import searching
+from kgsearch.search.in_flight import searching
 from kgsearch.search.request import Explain, RagContext, SearchRequest, SearchResponse
 
 __all__ = ["ask_router", "router"]
