@@ -1,21 +1,26 @@
-"""Searches side by side in one process, with and without hand-offs to leg workers.
+"""Searches side by side in one process, before and after one change, in turns.
 
-Usage: python scripts/bench_concurrent.py [--store sample|metaqa] [--threads 2]
-       [--chunks 12] [--chunk 100] [--write]
+Usage: python scripts/bench_concurrent.py [--change inline|marks] [--store sample|metaqa]
+       [--threads 2] [--chunks 12] [--chunk 100] [--write]
 
 A server runs one search per core at a time (``kgsearch serve``: one request thread per
-core and process). Whether such a search hands legs to the leg workers
-(:func:`kgsearch.search.legs._inline`) is the question: the two versions take turns,
-chunk by chunk, in one process over the same warmed engine (the questions' vectors
-replayed as in bench_search_cpu.py, every question asked once): ``handed off`` is
-:func:`~kgsearch.search.legs._inline` as it was at 79f7451 (legs go to the workers beside
-another search too: the BM25 legs as one job, the anchored leg's link beside the
-legs), ``inline`` is this checkout's. ``--threads`` threads each run their share of a
-chunk's questions, one search after another.
+core and process). The two versions of ``--change`` take turns, chunk by chunk (ABBA),
+in one process over the same warmed engine (the questions' vectors replayed as in
+bench_search_cpu.py, every question asked once); ``--threads`` threads each run their
+share of a chunk's questions, one search after another (``--threads 1``: searches
+alone). The changes:
 
-Printed and written (``--write``: section "concurrent" of docs/benchmarks.md): per
-version, the process CPU a search (mean over the chunks, and the chunks' range) and
-searches a second, the load average at the start and end.
+- ``inline``: whether a search beside another hands legs to the leg workers.
+  ``before`` is :func:`kgsearch.search.legs._inline` as it was at 79f7451 (legs go to
+  the workers beside another search too: the BM25 legs as one job, the anchored
+  leg's link beside the legs); ``after`` is this checkout's (every leg inline).
+- ``marks``: whether a search's freshness checks share one read
+  (:func:`kgsearch.store.scope.read_scope` in the pipeline; ``before``: no scope, each
+  check its own statement, as at a1026ea).
+
+Printed and written (``--write``: section "concurrent-<change>-<store>-<threads>" of
+docs/benchmarks.md): per version, the process CPU a search (mean over the chunks, and
+the chunks' range) and searches a second, the load average at the start and end.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ import os
 import statistics
 import threading
 import time
+from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import bench_load
@@ -33,6 +40,8 @@ from benchdoc import table, write_section
 from replay import replayed_engine
 
 import kgsearch.search.legs as legs
+import kgsearch.search.pipeline as pipeline
+import kgsearch.store.scope as scope
 from kgsearch import SearchRequest
 
 
@@ -41,7 +50,18 @@ def _handed_off(store: Any) -> bool:
     return not legs._PARALLEL_LEGS or store.in_transaction
 
 
-VERSIONS = {"handed off": _handed_off, "inline": legs._inline}
+_INLINE = legs._inline
+_SCOPE = scope.read_scope
+CHANGES: dict[str, dict[str, Callable[[], None]]] = {
+    "inline": {
+        "before": lambda: setattr(legs, "_inline", _handed_off),
+        "after": lambda: setattr(legs, "_inline", _INLINE),
+    },
+    "marks": {
+        "before": lambda: setattr(pipeline, "read_scope", nullcontext),
+        "after": lambda: setattr(pipeline, "read_scope", _SCOPE),
+    },
+}
 
 
 def run_chunk(engine: Any, requests: list[SearchRequest], threads: int) -> tuple[float, float]:
@@ -51,9 +71,7 @@ def run_chunk(engine: Any, requests: list[SearchRequest], threads: int) -> tuple
         for request in part:
             engine.search(request)
 
-    workers = [
-        threading.Thread(target=work, args=(requests[i::threads],)) for i in range(threads)
-    ]
+    workers = [threading.Thread(target=work, args=(requests[i::threads],)) for i in range(threads)]
     cpu, wall = time.process_time(), time.perf_counter()
     for worker in workers:
         worker.start()
@@ -65,6 +83,7 @@ def run_chunk(engine: Any, requests: list[SearchRequest], threads: int) -> tuple
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--change", choices=sorted(CHANGES), default="inline")
     parser.add_argument("--store", choices=["sample", "metaqa"], default="sample")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--chunks", type=int, default=12, help="chunks, the versions alternating")
@@ -79,19 +98,20 @@ def main() -> None:
         texts = bench_load.questions(n)
     engine = replayed_engine(path, texts)
     requests = [SearchRequest(query=q, limit=10) for q in texts]
-    for version in VERSIONS.values():  # warm both versions' paths on 50 questions each
-        legs._inline = version
+    versions = CHANGES[args.change]
+    for use in versions.values():  # warm both versions' paths on 50 questions each
+        use()
         for request in requests[:50]:
             engine.search(request)
     requests = requests[100:]
     load = os.getloadavg()[0]
-    seen: dict[str, list[tuple[float, float]]] = {name: [] for name in VERSIONS}
+    seen: dict[str, list[tuple[float, float]]] = {name: [] for name in versions}
     for i in range(args.chunks):
-        name = list(VERSIONS)[(i + i // 2) % 2]  # ABBA: neither version always first
-        legs._inline = VERSIONS[name]
+        name = list(versions)[(i + i // 2) % 2]  # ABBA: neither version always first
+        versions[name]()
         chunk = requests[i * args.chunk : (i + 1) * args.chunk]
         seen[name].append(run_chunk(engine, chunk, args.threads))
-    legs._inline = VERSIONS["inline"]
+    versions["after"]()
     rows = []
     for name, runs in seen.items():
         cpu, rate = [c for c, _ in runs], [r for _, r in runs]
@@ -103,7 +123,7 @@ def main() -> None:
             ]
         )
     body = (
-        f"{args.store}, {args.threads} threads searching side by side in one process, "
+        f"change {args.change}: {args.store}, {args.threads} thread(s) searching in one process, "
         f"{args.chunks} chunks of {args.chunk} questions, the versions taking turns; load "
         f"average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.\n\n"
         + table(["version", "process CPU ms a search (chunks' range)", "searches/s"], rows)
@@ -111,10 +131,11 @@ def main() -> None:
     print(body)
     if args.write:
         command = (
-            f"python scripts/bench_concurrent.py --store {args.store} --threads {args.threads} "
-            f"--chunks {args.chunks} --chunk {args.chunk}"
+            f"python scripts/bench_concurrent.py --change {args.change} --store {args.store} "
+            f"--threads {args.threads} --chunks {args.chunks} --chunk {args.chunk}"
         )
-        write_section(f"concurrent-{args.store}", "Searches side by side", command, body)
+        name = f"concurrent-{args.change}-{args.store}-{args.threads}"
+        write_section(name, f"Change {args.change}, before and after", command, body)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ work. This measures what that costs:
    thread reads 64 MB of other memory;
 3. the memory read bandwidth of one thread and of two (numpy sums over 512 MB).
 
-Printed and written (``--write``: section "scan-context" of docs/benchmarks.md): thread
+Printed and written (``--write``: section "scan-context-<store>" of docs/benchmarks.md): thread
 CPU a product p50 / mean (µs) per case and kind, the products' share of a search's
 process CPU, the bandwidths, and the load average at the start and end.
 """
@@ -156,8 +156,10 @@ def main() -> None:
     )
     print(body)
     if args.write:
-        command = f"python scripts/bench_scan_context.py --store {args.store} --queries {args.queries}"
-        write_section("scan-context", "The 4-bit product inside searches and in a loop", command, body)
+        command = "python scripts/bench_scan_context.py"
+        command += f" --store {args.store} --queries {args.queries}"
+        title = "The 4-bit product inside searches and in a loop"
+        write_section(f"scan-context-{args.store}", title, command, body)
 
 
 def _pause(ms: float) -> Callable[[], object]:

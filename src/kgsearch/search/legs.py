@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
@@ -32,6 +33,7 @@ from kgsearch.search.request import SearchRequest
 from kgsearch.search.rows import Rows
 from kgsearch.search.statements import Traces, log_of
 from kgsearch.store.base import GraphReads, SearchIndex, Trace
+from kgsearch.store.scope import carried
 from kgsearch.text.fields import normalize_tag
 
 __all__ = [
@@ -186,7 +188,7 @@ def beside(store: SearchReads, work: Callable[[], _T]) -> Callable[[], _T]:
     if _inline(store):
         done = work()
         return lambda: done
-    return _leg_pool().submit(work).result
+    return _leg_pool().submit(_carried, carried(), work).result
 
 
 def _inline(store: SearchReads) -> bool:
@@ -215,14 +217,23 @@ def _leg_pool() -> ThreadPoolExecutor:
         return _LEG_POOL
 
 
-def _run(jobs: Sequence[Job]) -> list[tuple[str, list[tuple[str, float]], float]]:
+def _run(
+    jobs: Sequence[Job], scope: AbstractContextManager[None] | None = None
+) -> list[tuple[str, list[tuple[str, float]], float]]:
+    """Run ``jobs`` one after the other (in a worker: within the search's read scope)."""
     out = []
-    for name, kind, job in jobs:
-        started = time.perf_counter()
-        prefix = key(kind, "")
-        ranked = [(prefix + i, s) for i, s in job()]
-        out.append((name, ranked, (time.perf_counter() - started) * 1000))
+    with scope or nullcontext():
+        for name, kind, job in jobs:
+            started = time.perf_counter()
+            prefix = key(kind, "")
+            ranked = [(prefix + i, s) for i, s in job()]
+            out.append((name, ranked, (time.perf_counter() - started) * 1000))
     return out
+
+
+def _carried(scope: AbstractContextManager[None], work: Callable[[], _T]) -> _T:
+    with scope:
+        return work()
 
 
 def _run_jobs(
@@ -244,7 +255,8 @@ def _run_jobs(
         kept, pooled_vectors = _split_scans(jobs.vector)
         inline = jobs.lookup + kept
     # the vector legs handed over are the longest: started first, they end first
-    futures = [_leg_pool().submit(_run, batch) for batch in _batches(pooled_vectors, jobs.lexical)]
+    batches = _batches(pooled_vectors, jobs.lexical)
+    futures = [_leg_pool().submit(_run, batch, carried()) for batch in batches]
     if started is not None:
         started()
     return _run(inline) + [r for f in futures for r in f.result()]

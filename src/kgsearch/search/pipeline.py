@@ -51,6 +51,7 @@ from kgsearch.search.response import respond
 from kgsearch.search.rows import Rows
 from kgsearch.search.statements import Traces, log_of
 from kgsearch.store.base import CommunityStore
+from kgsearch.store.scope import read_scope
 
 __all__ = ["SearchContext", "SearchStore", "run_search"]
 
@@ -92,7 +93,9 @@ def run_search(
         InvalidRequest: Bad recipe, reranker settings or filters.
         DimensionMismatch: The query embedder does not match the stored vectors.
     """
-    with searching():  # alone in the process, a search spreads its scans (legs.py)
+    # alone in the process, a search spreads its scans (legs.py); its store's
+    # freshness checks share one read (store/scope.py)
+    with searching(), read_scope():
         return _search(ctx, request, traces)
 
 

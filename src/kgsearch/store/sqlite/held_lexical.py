@@ -63,6 +63,7 @@ import numpy.typing as npt
 from kgsearch.errors import StoreError
 from kgsearch.model import Filters, Kind
 from kgsearch.store.sqlite.connection import Connection
+from kgsearch.store.sqlite.freshness import marks
 from kgsearch.store.sqlite.fts5_read import instance_rows, owner_columns, row_lengths, varints
 from kgsearch.store.sqlite.sql import chunked, filter_sql, iso, placeholders
 from kgsearch.store.tracing import active, note
@@ -96,7 +97,11 @@ def state(db: Connection, kind: Kind, *, deferrable: bool = False) -> tuple[Stam
     """The index's :func:`stamp`, the kind's epoch (moved by every write to the kind)
     and, with ``deferrable``, whether rows wait in ``fts_stale`` for their index entries
     (a write run's deferral: a row deleted meanwhile is still indexed), in one
-    statement."""
+    statement (the search's marks, when it has read them: ``freshness.py``)."""
+    found = marks(db)
+    if found is not None and kind in found.stamps:
+        waits = deferrable and found.waiting[kind]
+        return found.stamps[kind], str(found.meta[f"epoch:{kind.value}"]), waits
     table = kind.table
     waiting = f"EXISTS (SELECT 1 FROM fts_stale WHERE tbl = '{table}')" if deferrable else "0"
     row = db.one(
@@ -105,8 +110,8 @@ def state(db: Connection, kind: Kind, *, deferrable: bool = False) -> tuple[Stam
         f"(SELECT value FROM meta WHERE key = 'epoch:{kind.value}'), {waiting}"
     )
     assert row is not None
-    marks = tuple(bytes(v) for v in (row[0], row[1]) if v is not None)
-    return marks, str(row[2]), bool(row[3])
+    stamped = tuple(bytes(v) for v in (row[0], row[1]) if v is not None)
+    return stamped, str(row[2]), bool(row[3])
 
 
 @dataclass(frozen=True)
