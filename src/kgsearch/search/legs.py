@@ -199,9 +199,9 @@ def _inline(store: SearchReads) -> bool:
 
     Beside another search the cores are busy with it, and a hand-off only adds CPU (a
     woken worker starts on cold caches). Two threads searching side by side in one
-    process (``scripts/bench_concurrent.py``, load 0.7-1.3), CPU a search and
-    searches/s with the hand-offs against without: the REST sample graph 6.42 -> 5.45
-    ms, 192 -> 224/s; MetaQA 11.35 -> 10.77 ms, 136 -> 151/s."""
+    process (``scripts/bench_concurrent.py --change inline --threads 2``, load ~1), CPU
+    a search and searches/s with the hand-offs against without: the REST sample graph
+    6.21 -> 5.30 ms, 195 -> 228/s; MetaQA 10.26 -> 9.36 ms, 141 -> 169/s."""
     return (
         not _PARALLEL_LEGS
         or store.in_transaction
