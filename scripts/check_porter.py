@@ -20,8 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kgsearch.store.sqlite import porter
-from kgsearch.store.sqlite.connection import Connection
-from kgsearch.store.sqlite.lexical import LexicalStats
+from kgsearch.store.sqlite.lexical import fts5_tokens
 
 _TABLES = ("objects", "relationships", "chunks")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -39,17 +38,6 @@ def words(db: Path) -> set[str]:
             )
             found.update(str(t) for (t,) in conn.execute(f"SELECT term FROM temp.v_{table}"))
     return {w for w in found if w.isascii()}
-
-
-def fts5_tokens(batch: list[str]) -> list[tuple[str, ...]]:
-    """Each word's tokens as FTS5 indexes them: the store's own fallback for words
-    ``porter`` leaves alone (its scratch index, in memory)."""
-    db = Connection(":memory:")
-    stats = LexicalStats()
-    stats._setup(db)
-    found = stats._indexed_stems(db, batch)
-    db.close()
-    return [found[w] for w in batch]
 
 
 def main() -> None:

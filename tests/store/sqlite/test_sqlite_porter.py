@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kgsearch.store.sqlite import porter
 from kgsearch.store.sqlite.connection import Connection
-from kgsearch.store.sqlite.lexical import LexicalStats
+from kgsearch.store.sqlite.lexical import LexicalStats, fts5_tokens
 
 # shapes each rule of the algorithm turns on, and the edges where FTS5 keeps a word
 _WORDS = [
@@ -40,17 +40,6 @@ _SUFFIXES = [
 ]
 
 
-def _fts5_tokens(words: list[str]) -> list[tuple[str, ...]]:
-    """Each word's tokens as FTS5 indexes them: the store's own fallback for words
-    :mod:`porter` leaves alone (indexed in its scratch index, read back in order)."""
-    db = Connection(":memory:")
-    stats = LexicalStats()
-    stats._setup(db)
-    found = stats._indexed_stems(db, words)
-    db.close()
-    return [found[w] for w in words]
-
-
 def _generated(n: int) -> list[str]:
     """Words made of short stems (y and w among their letters) and the suffixes the
     steps remove, in both orders of the rules."""
@@ -64,7 +53,7 @@ def _generated(n: int) -> list[str]:
 
 def test_tokens_are_fts5s_for_words_of_every_shape() -> None:
     words = _WORDS + _generated(20_000)
-    assert [porter.tokens(w) for w in words] == _fts5_tokens(words)
+    assert [porter.tokens(w) for w in words] == fts5_tokens(words)
 
 
 def test_a_word_outside_ascii_is_left_to_fts5() -> None:

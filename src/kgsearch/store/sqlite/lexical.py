@@ -54,7 +54,7 @@ from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.sqlite.held_lexical import HeldPostings, Matches, varints
 from kgsearch.store.sqlite.sql import fts_query, placeholders
 
-__all__ = ["LexicalStats", "Plan"]
+__all__ = ["LexicalStats", "Plan", "fts5_tokens"]
 
 # A word is "frequent" above this share of the table's rows (and this absolute floor).
 _FREQUENT_SHARE = 0.01
@@ -345,3 +345,17 @@ def _idf(n_rows: int, df: int) -> float:
     """FTS5's inverse document frequency (never below 1e-6)."""
     value = math.log((n_rows - df + 0.5) / (df + 0.5)) if n_rows else 0.0
     return value if value > 0 else 1e-6
+
+
+def fts5_tokens(words: list[str]) -> list[tuple[str, ...]]:
+    """Each word's tokens as FTS5 indexes them: the store's own fallback for the words
+    :mod:`porter` leaves alone (its scratch index, in a database in memory, read back in
+    the word's order). What ``porter.tokens`` is checked against."""
+    db = Connection(":memory:")
+    try:
+        stats = LexicalStats()
+        stats._setup(db)
+        found = stats._indexed_stems(db, words)
+    finally:
+        db.close()
+    return [found[w] for w in words]
