@@ -18,7 +18,7 @@ from kgsearch.store.scope import scoped
 from kgsearch.store.sqlite.connection import Connection
 from kgsearch.store.tracing import active
 
-__all__ = ["Marks", "marks"]
+__all__ = ["Marks", "marks", "meta_value"]
 
 _KINDS = (Kind.OBJECT, Kind.RELATIONSHIP, Kind.CHUNK)
 _KEYS = tuple(f"{prefix}:{k.value}" for prefix in ("epoch", "rows") for k in _KINDS)
@@ -74,3 +74,13 @@ def _read(db: Connection) -> Marks:
         },
         waiting={k: bool(v) for k, v in zip(_KINDS, values[n + 2 * len(_KINDS) :], strict=True)},
     )
+
+
+def meta_value(db: Connection, key: str) -> Any:
+    """``meta``'s value of ``key`` (None: no such key): from the search's marks when it
+    has them and they hold the key, else read here."""
+    found = marks(db)
+    if found is not None and key in found.meta:
+        return found.meta[key]
+    row = db.one("SELECT value FROM meta WHERE key = ?", (key,))
+    return None if row is None else row["value"]

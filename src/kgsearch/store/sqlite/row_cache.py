@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from kgsearch.store.sqlite.freshness import marks
+from kgsearch.store.sqlite.freshness import meta_value
 
 if TYPE_CHECKING:
     from kgsearch.store.sqlite.connection import Connection
@@ -103,9 +103,5 @@ class RowCache:
 def epoch_of(db: Connection, kind: str) -> str | None:
     """The kind's rows epoch as ``db`` sees it now; None when the store has no such
     epoch (not migrated to m015: no trigger moves it, so nothing may be held)."""
-    found, key = marks(db), f"rows:{kind}"
-    if found is not None and key in found.meta:
-        value = found.meta[key]
-        return None if value is None else str(value)
-    row = db.one("SELECT value FROM meta WHERE key = ?", (key,))
-    return None if row is None else str(row["value"])
+    value = meta_value(db, f"rows:{kind}")
+    return None if value is None else str(value)

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from kgsearch.model import Filters, Kind
 from kgsearch.store.search_index import MAX_LIMIT, SearchCore, TextLeg, VectorLeg, check_dims
 from kgsearch.store.sqlite.connection import Connection
+from kgsearch.store.sqlite.freshness import meta_value
 from kgsearch.store.sqlite.held_lexical import checked
 from kgsearch.store.sqlite.lexical import LexicalStats, Plan
 from kgsearch.store.sqlite.sql import chunked, filter_sql, fts_query, nocase, placeholders
@@ -311,8 +312,8 @@ class SQLiteSearch(SearchCore):
     @traced
     def object_types(self, project: str, *, trace: Trace | None = None) -> list[str]:
         """Distinct types of the project's live objects (cached until objects change)."""
-        row = self.db.one("SELECT value FROM meta WHERE key = 'epoch:object'")
-        epoch = row["value"] if row else "0"
+        value = meta_value(self.db, "epoch:object")
+        epoch = "0" if value is None else value
         cached = self._types.get(project)
         if cached is not None and cached[0] == epoch:
             return cached[1]

@@ -40,7 +40,7 @@ from kgsearch.store import nbits
 from kgsearch.store.ann import ANN_MIN_ROWS, INT8_MIN_ROWS, AnnIndex, Int8Scan
 from kgsearch.store.sqlite import saved_vectors
 from kgsearch.store.sqlite.connection import Connection
-from kgsearch.store.sqlite.freshness import marks
+from kgsearch.store.sqlite.freshness import meta_value
 from kgsearch.store.sqlite.saved_vectors import Saved
 from kgsearch.store.sqlite.sql import chunked, placeholders
 
@@ -136,13 +136,8 @@ class VectorCache:
 
     def entry(self, db: Connection, project: str, kind: Kind) -> Entry:
         """The current matrix for a project and kind, brought up to date if stale."""
-        found, key = marks(db), f"epoch:{kind.value}"
-        if found is not None and key in found.meta:
-            value = found.meta[key]
-            epoch = "0" if value is None else value
-        else:
-            row = db.one("SELECT value FROM meta WHERE key = ?", (key,))
-            epoch = row["value"] if row else "0"
+        value = meta_value(db, f"epoch:{kind.value}")
+        epoch = "0" if value is None else value
         with self._lock:
             entry = self._entries.get((project, kind))
             if entry is not None and entry.epoch == epoch:
